@@ -1,0 +1,64 @@
+// GE dump files: the name GE gives each file and the binary layout
+// (uint64 LE header length, DumpData protobuf header, then the raw tensor bytes).
+// Tensors are referenced in place, never copied.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compare/tensor.h"
+
+namespace diagnose::compare {
+
+// Parsed file name, either
+//   {op_type}.{op_name}.{task_id}.{stream_id}.{timestamp}
+// or the FFTS+ form
+//   {op_type}.{op_name}.[{stream_id}.]{task_id}.{timestamp}.{task_type}.{context_id}.{thread_id}.{device_id}
+// GE replaces '.', '/', '\\' and ' ' in op_type and op_name by '_'.
+struct GeDumpName {
+  std::string op_type;
+  std::string op_name;
+  int64_t task_id = -1;
+  int64_t stream_id = -1;  // -1 when the FFTS+ name has none
+  int64_t timestamp = 0;   // 16 digits, microseconds
+  bool ffts = false;
+  std::string task_type;   // FFTS+ only
+  int64_t context_id = -1, thread_id = -1, device_id = -1;
+};
+
+// nullopt (with *why) for names that are not GE dump names, including files ending
+// in .txt, .npy or .bin.
+std::optional<GeDumpName> parse_ge_dump_name(const std::string& file_name,
+                                             std::string* why = nullptr);
+
+// GE's file-name sanitising of an op name ('.', '/', '\\', ' ' -> '_').
+std::string sanitize_ge_name(const std::string& name);
+
+struct GeDump {
+  std::string path;
+  uint64_t file_size = 0;
+  std::string op_name;  // DumpData.op_name; empty when the header has none
+  std::vector<TensorRef> inputs, outputs, buffers, workspaces;
+  // Per output: the pre-fusion op it belongs to (OriginalOp.name), empty when absent.
+  std::vector<std::string> output_original_ops;
+  bool whole_file_format = false;     // the very old form: one DumpData with data inline
+  std::vector<std::string> warnings;  // usable, but something looked off
+  std::string error;                  // set when the file cannot be used at all
+
+  bool ok() const { return error.empty(); }
+};
+
+// Parses a GE dump from its first `size` bytes (`file_size` is the whole file's
+// size). The header form needs 8 + header_len bytes; the whole-file form is tried
+// only when all bytes are given. Never throws; problems land in `error`.
+GeDump parse_ge_dump(const uint8_t* bytes, size_t size, uint64_t file_size,
+                     const std::string& path);
+
+// Reads only what parse_ge_dump needs (the header, or the whole file for the old
+// form when it is small enough).
+GeDump read_ge_dump(const std::string& path);
+
+}  // namespace diagnose::compare
