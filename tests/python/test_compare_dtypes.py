@@ -1,0 +1,90 @@
+"""Every supported dtype and device layout, GE dump file against GE dump file: values decoded
+exactly (checked through the metrics against the float64 reference on the same values)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import check_metrics, path_parts, run_compare
+from fixtures.dtypes import DTYPES
+from fixtures.ge_dump import GeOp, GeTensor, write_ge_dump
+
+FLOAT_TYPES = ["fp32", "fp16", "bf16", "fp64", "fp8_e4m3fn", "fp8_e5m2"]
+INT_TYPES = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "int4"]
+
+
+def _values(short, rng, shape):
+    if short in FLOAT_TYPES or short == "complex64":
+        scale = 8.0 if short.startswith("fp8") else 3.0
+        return rng.standard_normal(shape) * scale
+    if short in ("bool", "uint1"):
+        return (rng.random(shape) > 0.5).astype(np.float64)
+    lo, hi = {"int4": (-8, 8), "int8": (-100, 100), "uint8": (0, 250)}.get(short, (-3000, 3000))
+    if short.startswith("uint"):
+        lo = 0
+    return rng.integers(lo, hi, shape).astype(np.float64)
+
+
+def _perturb(short, x, rng):
+    if short in ("bool", "uint1"):
+        y = x.copy()
+        y.flat[::7] = 1 - y.flat[::7]
+        return y
+    if short in INT_TYPES:
+        y = x + rng.integers(-1, 2, x.shape)
+        return np.clip(y, 0 if short.startswith("uint") else -8 if short == "int4" else -1e9, 7 if short == "int4" else 1e9)
+    return x * (1 + 0.01 * rng.standard_normal(x.shape))
+
+
+def _ge_file(directory, values, short, fmt="ND", name="Op"):
+    op = GeOp("Custom", name, [GeTensor(values, short, fmt)], [GeTensor(values, short, fmt)])
+    return write_ge_dump(directory, op)
+
+
+@pytest.mark.parametrize("short", FLOAT_TYPES + INT_TYPES + ["bool", "uint1", "complex64"])
+def test_dtype_decoded_exactly(diagnose_bin, tmp_path, short):
+    rng = np.random.default_rng(sum(map(ord, short)))
+    shape = (5, 13) if short != "complex64" else (4, 6)
+    if short == "complex64":
+        g = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+        m = g * (1 + 0.01 * rng.standard_normal(shape))
+    else:
+        g = _values(short, rng, shape)
+        m = _perturb(short, g, rng)
+    d = DTYPES[short]
+    gf = _ge_file(tmp_path / "g", g, short)
+    mf = _ge_file(tmp_path / "m", m, short)
+    run = run_compare(diagnose_bin, gf, mf, tmp_path / "out")
+    assert run.result is not None, run.describe()
+    assert run.result["golden"]["kind"] == "ge_dump_file"
+    rows = run.rows()
+    assert len(rows) == 2, [r["my_data_path"] for r in rows]
+    g_exact, m_exact = d.representable(g).reshape(-1), d.representable(m).reshape(-1)
+    for row in rows:
+        assert row["my_dtype"] == d.torch_name and row["golden_dtype"] == d.torch_name, row
+        assert row["my_shape"] == list(shape), row
+        errors = check_metrics(row, g_exact, m_exact, target_short=short if d.is_float and short != "complex64" else None)
+        assert not errors, f"{short} {path_parts(row['my_data_path'])}:\n" + "\n".join(errors)
+
+
+@pytest.mark.parametrize("fmt,shape", [("FRACTAL_NZ", (8, 40)), ("FRACTAL_NZ", (3, 17, 33)),
+                                       ("NC1HWC0", (2, 20, 4, 3)), ("FRACTAL_Z", (18, 20, 3, 3)),
+                                       ("NHWC", (2, 5, 4, 3))])
+@pytest.mark.parametrize("short", ["fp16", "fp32"])
+def test_device_layout_against_nd(diagnose_bin, tmp_path, fmt, shape, short):
+    """Golden stored ND, mine in a private layout with padding: must equal the logical tensor."""
+    rng = np.random.default_rng(5)
+    g = rng.standard_normal(shape)
+    m = g * (1 + 0.001 * rng.standard_normal(shape))
+    gf = _ge_file(tmp_path / "g", g, short, "NCHW" if len(shape) == 4 else "ND")
+    mf = _ge_file(tmp_path / "m", m, short, fmt)
+    run = run_compare(diagnose_bin, gf, mf, tmp_path / "out")
+    assert run.result is not None, run.describe()
+    rows = run.rows()
+    assert len(rows) == 2
+    d = DTYPES[short]
+    for row in rows:
+        assert row["my_shape"] == list(shape), f"{fmt}: logical shape expected, got {row['my_shape']}"
+        assert not row["cmp_fail_reason"], row["cmp_fail_reason"]
+        errors = check_metrics(row, d.representable(g).ravel(), d.representable(m).ravel())
+        assert not errors, f"{fmt} {shape}:\n" + "\n".join(errors)

@@ -1,0 +1,142 @@
+"""Judgement: pass/fail from presets, the three-way fp64 referee, manifest dumps, first
+divergence and source ops along a chain where one op introduces the error."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import check_metrics, run_compare
+from fixtures.chains import make_chain, write_chain_manifests, write_chain_npy_dirs
+
+PLANTED = 3
+
+
+@pytest.fixture(scope="module")
+def chain():
+    return make_chain(n_ops=6, planted=PLANTED, seed=3)
+
+
+def _check_chain_rows(run, ops):
+    by_key = {}
+    for r in run.rows():
+        by_key[(r["op_key"], r["io"], r["index"])] = r
+    problems = []
+    for i, op in enumerate(ops):
+        for io, g, m in (("input", op.golden_in, op.mine_in), ("output", op.golden_out, op.mine_out)):
+            row = by_key.get((op.op_key, io, 0))
+            if row is None:
+                problems.append(f"missing {op.op_key} {io}")
+                continue
+            problems += [f"{op.op_key} {io}: {e}" for e in check_metrics(row, g, m, "fp32")]
+            inherited = i > PLANTED or (i == PLANTED and io == "output")
+            want = "fail" if inherited else "pass"
+            if row["verdict"] != want:
+                problems.append(f"{op.op_key} {io}: verdict {row['verdict']}, want {want}")
+    assert not problems, "\n".join(problems)
+
+
+def test_manifest_vs_manifest_divergence(diagnose_bin, tmp_path, chain):
+    write_chain_manifests(tmp_path / "g", tmp_path / "m", chain)
+    run = run_compare(diagnose_bin, tmp_path / "g", tmp_path / "m", tmp_path / "out")
+    assert run.result is not None, run.describe()
+    assert run.result["golden"]["kind"] == "diagnose_dump" and run.result["mine"]["kind"] == "diagnose_dump"
+    assert run.rc == 1
+    _check_chain_rows(run, chain)
+    rows = run.rows()
+    assert [r["op_key"] for r in rows] == [op.op_key for op in chain for _ in (0, 1)], "rows in seq order"
+    (div,) = run.result["summary"]["divergences"]
+    planted_key = chain[PLANTED].op_key
+    assert div["first_failing_op"] == planted_key and div["source_ops"] == [planted_key], div
+    first = next(r for r in rows if r["data_id"] == div["first_failing_data_id"])
+    assert first["op_key"] == planted_key and first["io"] == "output"
+
+
+def test_manifest_multi_rank_and_rank_option(diagnose_bin, tmp_path, chain):
+    for rank in (0, 1):
+        write_chain_manifests(tmp_path / "g", tmp_path / "m", chain, rank=rank, world_size=2)
+    run = run_compare(diagnose_bin, tmp_path / "g", tmp_path / "m", tmp_path / "out")
+    assert run.result is not None, run.describe()
+    assert sorted(g["rank"] for g in run.result["groups"]) == [0, 1]
+    assert len(run.csv_files) == 2 and all("_rank" in p.name for p in run.csv_files)
+    only = run_compare(diagnose_bin, tmp_path / "g", tmp_path / "m", tmp_path / "out1", "-r", "0")
+    assert [g["rank"] for g in only.result["groups"]] == [0]
+
+
+def test_npy_dir_vs_npy_dir_chain(diagnose_bin, tmp_path, chain):
+    write_chain_npy_dirs(tmp_path / "g", tmp_path / "m", chain)
+    run = run_compare(diagnose_bin, tmp_path / "g", tmp_path / "m", tmp_path / "out")
+    assert run.result["golden"]["kind"] == "npy_directory", run.describe()
+    assert len(run.rows()) == 2 * len(chain)
+    by_file = {r["golden_data_path"].rsplit("/", 1)[-1]: r for r in run.rows()}
+    for op in chain:
+        for io, g, m in (("INPUT", op.golden_in, op.mine_in), ("OUTPUT", op.golden_out, op.mine_out)):
+            row = by_file[f"{op.op_key}.{io}.0.npy"]
+            assert not check_metrics(row, g, m), check_metrics(row, g, m)
+
+
+def _referee_case(tmp_path):
+    """Golden (fp16 eager) is sloppy, `better` is more accurate than golden against the fp64
+    referee, `worse` is less accurate: only `better` may pass through the referee rule."""
+    rng = np.random.default_rng(21)
+    truth = rng.standard_normal(4096)
+    golden = (truth * (1 + 4e-3 * rng.standard_normal(truth.size))).astype(np.float16)
+    better = (truth * (1 + 2e-4 * rng.standard_normal(truth.size))).astype(np.float16)
+    worse = (truth * (1 + 4e-2 * rng.standard_normal(truth.size))).astype(np.float16)
+    g, m, ref = tmp_path / "g", tmp_path / "m", tmp_path / "ref"
+    for d in (g, m, ref):
+        d.mkdir()
+    for name, mine in (("better", better), ("worse", worse)):
+        np.save(g / f"{name}.npy", golden)
+        np.save(m / f"{name}.npy", mine)
+        np.save(ref / f"{name}.npy", truth)
+    return g, m, ref, truth, golden, {"better": better, "worse": worse}
+
+
+STRICT = ["--preset", "fp16", "--tol", "fp16.atol=0", "--tol", "fp16.rtol=0",
+          "--tol", "fp16.min_cosine=1.0", "--tol", "fp16.max_relative_l2=0"]
+
+
+def test_referee_three_way(diagnose_bin, tmp_path):
+    g, m, ref, truth, golden, mine = _referee_case(tmp_path)
+    plain = run_compare(diagnose_bin, g, m, tmp_path / "o1", *STRICT)
+    assert plain.result is not None, plain.describe()
+    assert {r["verdict"] for r in plain.rows()} == {"fail"}, "strict preset alone fails both"
+    three = run_compare(diagnose_bin, g, m, tmp_path / "o2", "--referee", ref, *STRICT)
+    assert three.result is not None, three.describe()
+    assert three.result["referee"] is not None
+    rows = {r["golden_data_path"].rsplit("/", 1)[-1][:-4]: r for r in three.rows()}
+    g64 = golden.astype(np.float64)
+    for name, want in (("better", "pass"), ("worse", "fail")):
+        r = rows[name]
+        assert r["verdict"] == want, (name, r["verdict"], r["judged_by"])
+        want_g = np.sqrt(np.mean((g64 - truth) ** 2))
+        want_m = np.sqrt(np.mean((mine[name].astype(np.float64) - truth) ** 2))
+        assert abs(r["referee_rmse_golden"] - want_g) <= 1e-6 * want_g, r
+        assert abs(r["referee_rmse_mine"] - want_m) <= 1e-6 * want_m, r
+    assert "referee" in rows["better"]["judged_by"].lower(), rows["better"]["judged_by"]
+    assert three.rc == 1
+
+
+def test_preset_tolerances_drive_allclose_and_verdict(diagnose_bin, tmp_path):
+    rng = np.random.default_rng(4)
+    g = rng.standard_normal(1000).astype(np.float32)
+    m = g + np.float32(1e-3) * rng.standard_normal(1000).astype(np.float32)
+    (tmp_path / "g").mkdir()
+    (tmp_path / "m").mkdir()
+    np.save(tmp_path / "g" / "x.npy", g)
+    np.save(tmp_path / "m" / "x.npy", m)
+    loose = run_compare(diagnose_bin, tmp_path / "g", tmp_path / "m", tmp_path / "o1", "--preset", "fp32",
+                        "--tol", "fp32.atol=1e-2", "--tol", "fp32.rtol=0")
+    tight = run_compare(diagnose_bin, tmp_path / "g", tmp_path / "m", tmp_path / "o2", "--preset", "fp32",
+                        "--tol", "fp32.atol=1e-4", "--tol", "fp32.rtol=0", "--tol", "fp32.min_cosine=1.0",
+                        "--tol", "fp32.max_relative_l2=0")
+    (lr,), (tr,) = loose.rows(), tight.rows()
+    g64, m64 = g.astype(np.float64), m.astype(np.float64)
+    assert lr["allclose_violations"] == int(np.count_nonzero(np.abs(m64 - g64) > 1e-2))
+    assert tr["allclose_violations"] == int(np.count_nonzero(np.abs(m64 - g64) > 1e-4))
+    assert lr["verdict"] == "pass" and loose.rc == 0, loose.describe()
+    assert tr["verdict"] == "fail" and tight.rc == 1, tight.describe()
+    (tmp_path / "tol.json").write_text('{"fp32": {"atol": 1e-2, "rtol": 0}}')
+    via_file = run_compare(diagnose_bin, tmp_path / "g", tmp_path / "m", tmp_path / "o3", "--preset", "fp32",
+                           "--tolerances", tmp_path / "tol.json")
+    assert via_file.rows()[0]["allclose_violations"] == lr["allclose_violations"]
