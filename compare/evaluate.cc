@@ -1,0 +1,254 @@
+#include "compare/evaluate.h"
+
+#include <algorithm>
+#include <atomic>
+#include <memory>
+#include <thread>
+
+namespace diagnose::compare {
+
+namespace {
+
+constexpr uint64_t kChunk = 1 << 18;        // scalars read per side per step
+constexpr uint64_t kSplit = 1 << 23;        // rows larger than this are split across threads
+
+// A slice of one row's scalars, computed by one worker.
+struct Task {
+  size_t row;
+  uint64_t begin, end;
+  bool whole_tensor;  // stats for one side only (element counts differ)
+};
+
+struct Partial {
+  std::unique_ptr<PairAccumulator> pair;
+  std::unique_ptr<PairAccumulator> golden_alone, mine_alone;  // when counts differ
+  RefereeAccumulator golden_vs_referee, mine_vs_referee;
+  std::string error;
+};
+
+struct Plan {
+  bool compute = false;   // metrics over both sides
+  bool stats_only = false;  // counts differ: each side's statistics alone
+  uint64_t scalars = 0;
+  DType target = DType::Unknown;
+  AllcloseTolerance tolerance;
+};
+
+bool streams_in_place(const TensorRef& t) { return !t.fortran_order && !needs_layout_conversion(t); }
+
+uint64_t scalar_count(const TensorRef& t) { return t.elements() * scalars_per_element(t.dtype); }
+
+// Reads scalars [begin, end) of `ref` chunk by chunk and hands each chunk to `use`.
+template <typename T, typename Use>
+bool stream_range(const TensorRef& ref, uint64_t begin, uint64_t end, std::vector<T>& buffer,
+                  std::string* error, Use use) {
+  auto stream = TensorStream::open(ref, error);
+  if (!stream || !stream->seek(begin, error)) return false;
+  for (uint64_t at = begin; at < end;) {
+    const uint64_t want = std::min(kChunk, end - at);
+    buffer.resize(want);
+    int64_t got = stream->read(buffer.data(), want, error);
+    if (got <= 0) {
+      if (got == 0) *error = "tensor ended early";
+      return false;
+    }
+    use(buffer.data(), static_cast<uint64_t>(got));
+    at += static_cast<uint64_t>(got);
+  }
+  return true;
+}
+
+class Worker {
+ public:
+  void run(const Task& task, const RowSpec& spec, const Plan& plan, Partial& out) {
+    std::string error;
+    if (task.whole_tensor) {
+      out.golden_alone = side_alone(*spec.golden, plan, &error);
+      if (out.golden_alone) out.mine_alone = side_alone(*spec.mine, plan, &error);
+      if (!error.empty()) out.error = error;
+      return;
+    }
+    out.pair = std::make_unique<PairAccumulator>(plan.target, plan.tolerance);
+    auto golden = TensorStream::open(*spec.golden, &error);
+    auto mine = golden ? TensorStream::open(*spec.mine, &error) : nullptr;
+    std::unique_ptr<TensorStream> referee;
+    if (mine && spec.referee) referee = TensorStream::open(*spec.referee, &error);
+    if (!golden || !mine || (spec.referee && !referee) || !golden->seek(task.begin, &error) ||
+        !mine->seek(task.begin, &error) || (referee && !referee->seek(task.begin, &error))) {
+      out.error = error;
+      return;
+    }
+    for (uint64_t at = task.begin; at < task.end;) {
+      const uint64_t want = std::min(kChunk, task.end - at);
+      g_.resize(want);
+      m_.resize(want);
+      if (!read_exact(*golden, g_.data(), want, &error) || !read_exact(*mine, m_.data(), want, &error)) {
+        out.error = error;
+        return;
+      }
+      out.pair->add(g_.data(), m_.data(), want);
+      if (referee) {
+        r_.resize(want);
+        if (!read_exact(*referee, r_.data(), want, &error)) {
+          out.error = "referee: " + error;
+          return;
+        }
+        out.golden_vs_referee.add(r_.data(), g_.data(), want);
+        out.mine_vs_referee.add(r_.data(), m_.data(), want);
+      }
+      at += want;
+    }
+  }
+
+ private:
+  template <typename T>
+  static bool read_exact(TensorStream& s, T* out, uint64_t n, std::string* error) {
+    uint64_t done = 0;
+    while (done < n) {
+      int64_t got = s.read(out + done, n - done, error);
+      if (got < 0) return false;
+      if (got == 0) {
+        *error = "tensor ended early";
+        return false;
+      }
+      done += static_cast<uint64_t>(got);
+    }
+    return true;
+  }
+
+  std::unique_ptr<PairAccumulator> side_alone(const TensorRef& ref, const Plan& plan, std::string* error) {
+    auto acc = std::make_unique<PairAccumulator>(plan.target, plan.tolerance);
+    if (!stream_range(ref, 0, scalar_count(ref), g_, error,
+                      [&](const float* v, uint64_t n) { acc->add(v, v, n); }))
+      return nullptr;
+    return acc;
+  }
+
+  std::vector<float> g_, m_;
+  std::vector<double> r_;
+};
+
+Plan plan_row(const RowSpec& spec, const Tolerances& tolerances, Row& row) {
+  Plan plan;
+  if (!spec.match_note.empty()) row.reasons.push_back(spec.match_note);
+  if (!spec.golden || !spec.mine) {
+    if (spec.match_note.empty())
+      row.reasons.push_back(!spec.golden ? "no golden tensor to compare with" : "no tensor on my side");
+    return plan;
+  }
+  const TensorRef& g = *spec.golden;
+  const TensorRef& m = *spec.mine;
+  if (!g.ok()) row.reasons.push_back("golden: " + g.error);
+  if (!m.ok()) row.reasons.push_back("mine: " + m.error);
+  if (spec.referee && !spec.referee->ok()) row.reasons.push_back("referee: " + spec.referee->error);
+  if (!row.reasons.empty()) return plan;
+
+  plan.target = m.logical_dtype();
+  const TolerancePreset& preset = tolerances.for_dtype(plan.target);
+  plan.tolerance = {preset.atol, preset.rtol};
+  if (scalar_count(g) != scalar_count(m)) {
+    row.reasons.push_back("data shape doesn't match.");
+    plan.stats_only = true;
+    return plan;
+  }
+  if (g.shape != m.shape) row.shape_differs = true;
+  if (spec.referee && scalar_count(*spec.referee) != scalar_count(g)) {
+    row.reasons.push_back("referee: element count differs from golden");
+    return plan;
+  }
+  plan.compute = true;
+  plan.scalars = scalar_count(g);
+  return plan;
+}
+
+void finish_row(Row& row, const Plan& plan, const Tolerances& tolerances, std::vector<Partial*> parts) {
+  for (Partial* p : parts) {
+    if (!p->error.empty()) {
+      row.reasons.push_back(p->error);
+      row.verdict = Verdict::NotComparable;
+      return;
+    }
+  }
+  if (plan.stats_only) {
+    row.golden_stats = parts[0]->golden_alone->golden_stats();
+    row.my_stats = parts[0]->mine_alone->golden_stats();
+    row.verdict = Verdict::NotComparable;
+    return;
+  }
+  PairAccumulator total(plan.target, plan.tolerance);
+  RefereeAccumulator golden_ref, mine_ref;
+  for (Partial* p : parts) {
+    total.merge(*p->pair);
+    golden_ref.merge(p->golden_vs_referee);
+    mine_ref.merge(p->mine_vs_referee);
+  }
+  row.golden_stats = total.golden_stats();
+  row.my_stats = total.my_stats();
+  const bool g_special = total.has_nan_or_inf_golden(), m_special = total.has_nan_or_inf_mine();
+  if (g_special) row.reasons.push_back("golden_data includes NAN or inf.");
+  if (m_special) row.reasons.push_back("my_data includes NAN or inf.");
+  PairMetrics metrics = total.metrics();
+  std::optional<double> rmse_g, rmse_m;
+  if (row.spec.referee) {
+    rmse_g = golden_ref.rmse();
+    rmse_m = mine_ref.rmse();
+    row.referee_rmse_golden = rmse_g;
+    row.referee_rmse_mine = rmse_m;
+  }
+  const TolerancePreset& preset = tolerances.for_dtype(plan.target);
+  const Judgement j = judge(preset, metrics, g_special || m_special, rmse_g, rmse_m);
+  row.verdict = j.pass ? Verdict::Pass : Verdict::Fail;
+  row.judged_by = j.rule;
+  row.metrics = metrics;
+  row.metrics_valid = !(g_special || m_special);
+}
+
+}  // namespace
+
+std::vector<Row> evaluate_rows(std::vector<RowSpec> specs, const Tolerances& tolerances, int threads) {
+  std::vector<Row> rows(specs.size());
+  std::vector<Plan> plans(specs.size());
+  std::vector<Task> tasks;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    rows[i].spec = std::move(specs[i]);
+    plans[i] = plan_row(rows[i].spec, tolerances, rows[i]);
+    const Plan& plan = plans[i];
+    if (plan.stats_only) {
+      tasks.push_back({i, 0, 0, true});
+    } else if (plan.compute) {
+      const RowSpec& s = rows[i].spec;
+      const bool splittable = streams_in_place(*s.golden) && streams_in_place(*s.mine) &&
+                              (!s.referee || streams_in_place(*s.referee));
+      const uint64_t step = splittable ? kSplit : std::max<uint64_t>(plan.scalars, 1);
+      for (uint64_t b = 0; b < plan.scalars || b == 0; b += step)
+        tasks.push_back({i, b, std::min(plan.scalars, b + step), false});
+    }
+  }
+
+  std::vector<Partial> partials(tasks.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    Worker worker;
+    for (size_t t; (t = next.fetch_add(1)) < tasks.size();)
+      worker.run(tasks[t], rows[tasks[t].row].spec, plans[tasks[t].row], partials[t]);
+  };
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const size_t count = std::min<size_t>(threads > 0 ? threads : cores, std::max<size_t>(tasks.size(), 1));
+  std::vector<std::thread> pool;
+  for (size_t i = 1; i < count; ++i) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+
+  std::vector<std::vector<Partial*>> by_row(rows.size());
+  for (size_t t = 0; t < tasks.size(); ++t) by_row[tasks[t].row].push_back(&partials[t]);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (by_row[i].empty()) {
+      rows[i].verdict = Verdict::NotComparable;
+      continue;
+    }
+    finish_row(rows[i], plans[i], tolerances, by_row[i]);
+  }
+  return rows;
+}
+
+}  // namespace diagnose::compare

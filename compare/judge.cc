@@ -1,0 +1,161 @@
+#include "compare/judge.h"
+
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace diagnose::compare {
+
+namespace {
+
+TolerancePreset make(const char* name, double atol, double rtol, double min_cosine,
+                     double max_relative_l2, double referee_multiplier) {
+  TolerancePreset p;
+  p.name = name;
+  p.atol = atol;
+  p.rtol = rtol;
+  p.min_cosine = min_cosine;
+  p.max_relative_l2 = max_relative_l2;
+  p.referee_multiplier = referee_multiplier;
+  return p;
+}
+
+std::string preset_for(DType t) {
+  switch (t) {
+    case DType::Float16: return "fp16";
+    case DType::BFloat16: return "bf16";
+    case DType::Float32:
+    case DType::Complex64: return "fp32";
+    case DType::Float64:
+    case DType::Complex128: return "fp64";
+    case DType::Float8E4M3FN:
+    case DType::Float8E5M2:
+    case DType::HiFloat8: return "fp8";
+    default: return "exact";
+  }
+}
+
+std::string set_field(TolerancePreset& p, const std::string& field, double value) {
+  if (field == "atol") p.atol = value;
+  else if (field == "rtol") p.rtol = value;
+  else if (field == "min_cosine") p.min_cosine = value;
+  else if (field == "max_relative_l2") p.max_relative_l2 = value;
+  else if (field == "referee_multiplier") p.referee_multiplier = value;
+  else if (field == "exact") p.exact = value != 0;
+  else
+    return "unknown tolerance field '" + field +
+           "' (known: atol, rtol, min_cosine, max_relative_l2, referee_multiplier, exact)";
+  if (value < 0 || value != value) return "tolerance " + field + " must be a non-negative number";
+  if (field == "min_cosine" && value > 1) return "min_cosine must be at most 1";
+  return "";
+}
+
+std::string known_presets(const Tolerances& t) {
+  std::string out;
+  for (const auto& [name, preset] : t.presets) out += (out.empty() ? "" : ", ") + name;
+  return out;
+}
+
+}  // namespace
+
+Tolerances Tolerances::defaults() {
+  Tolerances t;
+  for (const auto& p : {
+           make("fp64", 1e-7, 1e-7, 0.9999999, 1e-6, 2.0),
+           make("fp32", 1e-5, 1.3e-6, 0.99999, 1e-4, 2.0),
+           make("fp16", 1e-3, 1e-3, 0.9999, 5e-3, 3.0),
+           make("bf16", 1e-2, 1.6e-2, 0.999, 2e-2, 3.0),
+           make("fp8", 1e-1, 1.25e-1, 0.99, 1e-1, 3.0),
+       })
+    t.presets[p.name] = p;
+  TolerancePreset exact = make("exact", 0, 0, 1.0, 0, 1.0);
+  exact.exact = true;
+  t.presets["exact"] = exact;
+  return t;
+}
+
+const TolerancePreset& Tolerances::for_dtype(DType target) const {
+  const std::string name = forced_preset ? *forced_preset : preset_for(target);
+  auto it = presets.find(name);
+  if (it != presets.end()) return it->second;
+  return presets.begin()->second;
+}
+
+std::string Tolerances::apply_override(const std::string& assignment) {
+  const auto dot = assignment.find('.');
+  const auto eq = assignment.find('=');
+  if (dot == std::string::npos || eq == std::string::npos || eq < dot)
+    return "tolerance override '" + assignment + "' must look like PRESET.FIELD=VALUE (e.g. fp16.rtol=1e-2)";
+  const std::string name = assignment.substr(0, dot);
+  const std::string field = assignment.substr(dot + 1, eq - dot - 1);
+  const std::string text = assignment.substr(eq + 1);
+  auto it = presets.find(name);
+  if (it == presets.end()) return "unknown tolerance preset '" + name + "' (known: " + known_presets(*this) + ")";
+  double value;
+  std::istringstream in(text);
+  if (!(in >> value) || !in.eof()) return "tolerance value '" + text + "' is not a number";
+  return set_field(it->second, field, value);
+}
+
+std::string Tolerances::load_overrides(const std::string& json_path) {
+  std::ifstream in(json_path);
+  if (!in) return "cannot read tolerance file " + json_path;
+  nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object())
+    return json_path + ": expected a JSON object of presets, e.g. {\"fp16\": {\"rtol\": 1e-2}}";
+  for (const auto& [name, fields] : doc.items()) {
+    auto it = presets.find(name);
+    if (it == presets.end())
+      return json_path + ": unknown tolerance preset '" + name + "' (known: " + known_presets(*this) + ")";
+    if (!fields.is_object()) return json_path + ": preset '" + name + "' must be an object";
+    for (const auto& [field, value] : fields.items()) {
+      if (!value.is_number() && !value.is_boolean())
+        return json_path + ": " + name + "." + field + " must be a number";
+      std::string error = set_field(it->second, field, value.get<double>());
+      if (!error.empty()) return json_path + ": " + name + ": " + error;
+    }
+  }
+  return "";
+}
+
+Judgement judge(const TolerancePreset& preset, const PairMetrics& m, bool has_special,
+                std::optional<double> rmse_golden_vs_referee,
+                std::optional<double> rmse_mine_vs_referee) {
+  Judgement j;
+  const std::string& name = preset.name;
+  if (m.elements == 0) {
+    j.pass = true;
+    j.rule = name + " empty";
+    return j;
+  }
+  if (m.special_mismatches > 0) {
+    j.rule = name + " nan/inf positions differ";
+    return j;
+  }
+  if (m.allclose_violations == 0) {
+    j.pass = true;
+    j.rule = name + (preset.exact ? " exact" : " allclose");
+    return j;
+  }
+  if (preset.exact) {
+    j.rule = name + " exact";
+    return j;
+  }
+  if (!has_special && m.cosine_unrounded >= preset.min_cosine &&
+      m.relative_euclidean_distance <= preset.max_relative_l2) {
+    j.pass = true;
+    j.rule = name + " cosine+relative_l2";
+    return j;
+  }
+  if (rmse_golden_vs_referee && rmse_mine_vs_referee) {
+    j.pass = *rmse_mine_vs_referee <=
+             preset.referee_multiplier * *rmse_golden_vs_referee + preset.atol / 10;
+    j.rule = name + " referee";
+    return j;
+  }
+  j.rule = name + (has_special ? " allclose" : " allclose,cosine+relative_l2");
+  return j;
+}
+
+}  // namespace diagnose::compare

@@ -1,0 +1,124 @@
+#include "compare/manifest.h"
+
+#include <fstream>
+
+#include "compare/npy.h"
+
+namespace diagnose::compare {
+
+namespace {
+
+bool parse_record(const nlohmann::json& j, ManifestRecord* r, std::string* why) {
+  try {
+    if (!j.contains("seq") || !j.contains("op_key") || !j.contains("io") || !j.contains("index")) {
+      *why = "tensor record needs seq, op_key, io and index";
+      return false;
+    }
+    r->seq = j.at("seq").get<int64_t>();
+    r->op_key = j.at("op_key").get<std::string>();
+    r->io = j.at("io").get<std::string>();
+    if (r->io != "input" && r->io != "output") {
+      *why = "io must be \"input\" or \"output\", not \"" + r->io + "\"";
+      return false;
+    }
+    r->index = j.at("index").get<int>();
+    if (j.contains("item") && !j["item"].is_null()) r->item = j["item"].get<int>();
+    r->kind = j.value("kind", std::string("op"));
+    r->op = j.value("op", std::string());
+    r->file = j.value("file", std::string());
+    r->dtype = j.value("dtype", std::string());
+    if (j.contains("shape")) r->shape = j["shape"].get<Shape>();
+    r->module = j.value("module", std::string());
+    if (j.contains("graph") && j["graph"].is_number_integer()) r->graph = j["graph"].get<int>();
+    if (j.contains("step") && j["step"].is_number_integer()) r->step = j["step"].get<int64_t>();
+    if (j.contains("stats")) r->stats = j["stats"];
+    return true;
+  } catch (const nlohmann::json::exception& e) {
+    *why = std::string("bad field type: ") + e.what();
+    return false;
+  }
+}
+
+}  // namespace
+
+std::string ManifestRecord::identity() const {
+  std::string id = op_key + (io == "input" ? ".INPUT." : ".OUTPUT.") + std::to_string(index);
+  if (item) id += "." + std::to_string(*item);
+  return id;
+}
+
+Manifest read_manifest(const std::string& dir) {
+  Manifest m;
+  m.dir = dir;
+  const std::string path = dir + "/manifest.jsonl";
+  std::ifstream in(path);
+  if (!in) {
+    m.error = "cannot read " + path;
+    return m;
+  }
+  std::string line;
+  int line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (line.empty()) continue;
+    const std::string where = path + ":" + std::to_string(line_no) + ": ";
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) {
+      m.warnings.push_back(where + (in.peek() == EOF ? "torn last record ignored (writer stopped mid-line)"
+                                                     : "unparsable record ignored"));
+      continue;
+    }
+    const std::string type = j.value("type", std::string());
+    if (line_no == 1 || type == "header") {
+      if (type != "header" || j.value("format", std::string()) != "diagnose-dump") {
+        m.error = where + "not a diagnose dump (first record must be {\"type\": \"header\", \"format\": \"diagnose-dump\"})";
+        return m;
+      }
+      const int version = j.value("version", 0);
+      if (version < 1 || version > kDumpFormatVersion) {
+        m.error = where + "dump format version " + std::to_string(version) +
+                  " is not supported (this diagnose reads version " + std::to_string(kDumpFormatVersion) + ")";
+        return m;
+      }
+      m.header = j;
+    } else if (type == "tensor") {
+      ManifestRecord r;
+      std::string why;
+      if (parse_record(j, &r, &why))
+        m.records.push_back(std::move(r));
+      else
+        m.warnings.push_back(where + why);
+    } else if (type == "budget") {
+      m.budget_limit = j.value("limit_bytes", int64_t{0});
+    } else if (type == "end") {
+      m.complete = true;
+    }
+  }
+  if (!m.complete) m.warnings.push_back(path + ": partial dump (no end record; the writer did not finish)");
+  return m;
+}
+
+TensorRef manifest_tensor(const Manifest& manifest, const ManifestRecord& record) {
+  if (record.file.empty()) {
+    TensorRef ref;
+    ref.path = manifest.dir + "/manifest.jsonl";
+    ref.error = "statistics only: tensor not dumped";
+    return ref;
+  }
+  if (record.file.find("..") != std::string::npos || record.file[0] == '/') {
+    TensorRef ref;
+    ref.path = record.file;
+    ref.error = "record file path leaves the dump directory";
+    return ref;
+  }
+  TensorRef ref = read_npy(manifest.dir + "/" + record.file);
+  if (!ref.ok()) return ref;
+  const DType declared = dtype_from_name(record.dtype);
+  if (declared != DType::Unknown && declared != ref.dtype) ref.declared_dtype = declared;
+  if (!record.shape.empty() && element_count(record.shape) != element_count(ref.shape))
+    ref.error = "manifest says shape " + shape_to_string(record.shape) + ", file holds " +
+                shape_to_string(ref.shape);
+  return ref;
+}
+
+}  // namespace diagnose::compare

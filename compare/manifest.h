@@ -1,0 +1,50 @@
+// Reader of the project's own dump format (docs/dump-format.md): manifest.jsonl + npy.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "compare/tensor.h"
+
+namespace diagnose::compare {
+
+constexpr int kDumpFormatVersion = 1;
+
+struct ManifestRecord {
+  int64_t seq = 0;
+  std::string kind = "op";
+  std::string op_key, op, io;
+  int index = 0;
+  std::optional<int> item;
+  std::string file;   // relative to the dump directory; empty for stats-only records
+  std::string dtype;  // as torch prints it
+  Shape shape;
+  std::string module;
+  int graph = -1;
+  int64_t step = 0;
+  nlohmann::json stats;  // null when absent
+
+  // "{op_key}.{INPUT|OUTPUT}.{index}[.{item}]"
+  std::string identity() const;
+};
+
+struct Manifest {
+  std::string dir;
+  nlohmann::json header;
+  std::vector<ManifestRecord> records;
+  bool complete = false;               // an `end` record was seen
+  std::optional<int64_t> budget_limit;  // a `budget` record was seen
+  std::vector<std::string> warnings;   // torn lines, bad records
+  std::string error;                    // unreadable manifest or unknown version
+};
+
+Manifest read_manifest(const std::string& dir);
+
+// The tensor a record points at, with the declared dtype attached; an error ref
+// for stats-only records or unreadable files.
+TensorRef manifest_tensor(const Manifest& manifest, const ManifestRecord& record);
+
+}  // namespace diagnose::compare

@@ -1,0 +1,292 @@
+// Matchers for the layouts that are not TorchAir-specific (see ge_match.cc for those).
+#include "compare/match.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <regex>
+
+#include "compare/ge_dump.h"
+#include "compare/manifest.h"
+#include "compare/npy.h"
+
+namespace diagnose::compare {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Identity of a file in an npy directory: its relative path without ".npy" and
+// without a trailing call timestamp (TorchAir FX dumps add one per call).
+struct NpyKey {
+  std::string key;
+  std::string op_key;
+  Direction direction = Direction::Output;
+  int index = 0;
+  int64_t timestamp = 0;
+};
+
+NpyKey npy_key(const std::string& relative) {
+  static const std::regex timestamped("(.*)\\.(\\d{14,20})");
+  static const std::regex io_name("(.*)\\.(INPUT|OUTPUT)\\.(\\d+)(\\.\\d+)?");
+  NpyKey k;
+  k.key = relative.substr(0, relative.size() - 4);
+  std::smatch m;
+  if (std::regex_match(k.key, m, timestamped)) {
+    k.key = m[1];
+    k.timestamp = std::stoll(m[2].str().substr(0, 18));
+  }
+  if (std::regex_match(k.key, m, io_name)) {
+    k.op_key = m[1];
+    k.direction = m[2] == "INPUT" ? Direction::Input : Direction::Output;
+    k.index = std::stoi(m[3]);
+  } else {
+    k.op_key = k.key;
+  }
+  return k;
+}
+
+struct NpyEntry {
+  NpyKey key;
+  std::string path;
+};
+
+// All .npy files below `dir` by key; symlinks are not followed, loops cannot hang.
+std::map<std::string, NpyEntry> scan_npy(const std::string& dir, std::vector<std::string>& warnings) {
+  std::map<std::string, NpyEntry> out;
+  std::error_code ec;
+  fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
+  if (ec) warnings.push_back("cannot list " + dir + ": " + ec.message());
+  for (; !ec && it != end; it.increment(ec)) {
+    if (it->path().extension() != ".npy") continue;
+    if (it->is_symlink(ec) && !fs::exists(it->path(), ec)) {
+      warnings.push_back(it->path().string() + ": broken or looping symlink skipped");
+      continue;
+    }
+    const std::string rel = fs::relative(it->path(), dir, ec).generic_string();
+    NpyEntry e{npy_key(rel), it->path().string()};
+    auto [slot, fresh] = out.try_emplace(e.key.key, e);
+    if (!fresh) {
+      warnings.push_back("duplicate tensor " + e.key.key + ": kept the latest call");
+      if (e.key.timestamp >= slot->second.key.timestamp) slot->second = e;
+    }
+  }
+  if (ec) warnings.push_back("listing " + dir + " stopped: " + ec.message());
+  return out;
+}
+
+std::map<int, std::string> manifest_ranks(const std::string& dir) {
+  std::map<int, std::string> ranks;
+  std::error_code ec;
+  if (fs::is_regular_file(fs::path(dir) / "manifest.jsonl", ec)) {
+    ranks[-1] = dir;
+    return ranks;
+  }
+  static const std::regex rank_dir("rank(\\d+)");
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::smatch m;
+    const std::string name = it->path().filename().string();
+    if (std::regex_match(name, m, rank_dir) && fs::is_regular_file(it->path() / "manifest.jsonl", ec))
+      ranks[std::stoi(m[1])] = it->path().string();
+  }
+  return ranks;
+}
+
+void match_one_manifest(const Manifest& golden, const Manifest& mine, int rank, MatchResult& out) {
+  std::map<std::string, const ManifestRecord*> golden_by_id;
+  for (const auto& r : golden.records) {
+    auto [it, fresh] = golden_by_id.try_emplace(r.identity(), &r);
+    if (!fresh) out.warnings.push_back(golden.dir + ": duplicate tensor " + r.identity() + ", first kept");
+  }
+  std::map<std::string, bool> used;
+  for (const auto& r : mine.records) {
+    const std::string id = r.identity();
+    if (used[id]) {
+      out.warnings.push_back(mine.dir + ": duplicate tensor " + id + ", first kept");
+      continue;
+    }
+    used[id] = true;
+    RowSpec s;
+    s.rank = rank;
+    s.graph = r.graph;
+    s.token_id = r.step;
+    s.op_key = r.op_key;
+    s.direction = r.io == "input" ? Direction::Input : Direction::Output;
+    s.index = r.index;
+    s.order = r.seq;
+    s.my_op_type = r.op;
+    s.mine = manifest_tensor(mine, r);
+    s.my_path = r.file.empty() ? mine.dir + "/manifest.jsonl#" + id : s.mine->path;
+    auto g = golden_by_id.find(id);
+    if (g == golden_by_id.end()) {
+      s.match_note = "no golden tensor " + id;
+    } else {
+      s.golden = manifest_tensor(golden, *g->second);
+      s.golden_path = g->second->file.empty() ? golden.dir + "/manifest.jsonl#" + id : s.golden->path;
+      s.golden_op_type = g->second->op;
+      golden_by_id.erase(g);
+    }
+    out.rows.push_back(std::move(s));
+  }
+  for (const auto& [id, record] : golden_by_id)
+    out.unmatched.emplace_back(id, "only in the golden dump " + golden.dir);
+}
+
+RowSpec file_row(const std::string& golden_label, const TensorRef& golden, const std::string& my_label,
+                 const TensorRef& mine, Direction direction, int index) {
+  RowSpec s;
+  s.op_key = fs::path(my_label).filename().string();
+  s.direction = direction;
+  s.index = index;
+  s.golden_path = golden_label;
+  s.my_path = my_label;
+  s.golden = golden;
+  s.mine = mine;
+  return s;
+}
+
+}  // namespace
+
+MatchResult match_npy_dirs(const std::string& golden_dir, const std::string& my_dir) {
+  MatchResult out;
+  auto golden = scan_npy(golden_dir, out.warnings);
+  auto mine = scan_npy(my_dir, out.warnings);
+  std::vector<const NpyEntry*> ordered;
+  for (const auto& [key, e] : mine) ordered.push_back(&e);
+  // Execution order: call timestamps when the files have them, else names.
+  std::stable_sort(ordered.begin(), ordered.end(), [](const NpyEntry* a, const NpyEntry* b) {
+    return a->key.timestamp < b->key.timestamp;
+  });
+  int64_t order = 0;
+  for (const NpyEntry* e : ordered) {
+    RowSpec s;
+    s.op_key = e->key.op_key;
+    s.direction = e->key.direction;
+    s.index = e->key.index;
+    s.order = order++;
+    s.my_path = e->path;
+    s.mine = read_npy(e->path);
+    auto g = golden.find(e->key.key);
+    if (g == golden.end()) {
+      s.match_note = "no golden file for " + e->key.key;
+    } else {
+      s.golden_path = g->second.path;
+      s.golden = read_npy(g->second.path);
+      golden.erase(g);
+    }
+    out.rows.push_back(std::move(s));
+  }
+  for (const auto& [key, e] : golden) out.unmatched.emplace_back(key, "only in golden directory");
+  if (mine.empty() && golden.empty()) out.fatal_error = "no .npy files on either side";
+  return out;
+}
+
+MatchResult match_manifests(const std::string& golden_dir, const std::string& my_dir, std::optional<int> rank) {
+  MatchResult out;
+  auto golden_ranks = manifest_ranks(golden_dir);
+  auto my_ranks = manifest_ranks(my_dir);
+  // A single dump on both sides compares as one, whatever rank it says it is.
+  if (golden_ranks.size() == 1 && my_ranks.size() == 1 && golden_ranks.count(-1) + my_ranks.count(-1) > 0) {
+    golden_ranks = {{-1, golden_ranks.begin()->second}};
+    my_ranks = {{-1, my_ranks.begin()->second}};
+  }
+  for (const auto& [r, dir] : my_ranks) {
+    if (rank && r != *rank && r != -1) continue;
+    auto g = golden_ranks.find(r);
+    if (g == golden_ranks.end()) {
+      out.unmatched.emplace_back("rank" + std::to_string(r), "rank only in my dump");
+      continue;
+    }
+    Manifest golden = read_manifest(g->second);
+    Manifest mine = read_manifest(dir);
+    for (const Manifest* m : {&golden, &mine}) {
+      out.warnings.insert(out.warnings.end(), m->warnings.begin(), m->warnings.end());
+      if (!m->error.empty()) out.warnings.push_back(m->error);
+    }
+    if (!golden.error.empty() || !mine.error.empty()) continue;
+    match_one_manifest(golden, mine, r, out);
+  }
+  if (out.rows.empty() && out.fatal_error.empty()) {
+    out.fatal_error = "nothing to compare between " + golden_dir + " and " + my_dir;
+    for (const auto& w : out.warnings) out.fatal_error += "\n  " + w;
+  }
+  return out;
+}
+
+MatchResult match_files(const std::string& golden_file, const std::string& my_file) {
+  MatchResult out;
+  const bool golden_npy = fs::path(golden_file).extension() == ".npy";
+  const bool my_npy = fs::path(my_file).extension() == ".npy";
+  if (golden_npy && my_npy) {
+    out.rows.push_back(file_row(golden_file, read_npy(golden_file), my_file, read_npy(my_file),
+                                Direction::Output, 0));
+    return out;
+  }
+  GeDump mine = my_npy ? GeDump{} : read_ge_dump(my_file);
+  GeDump golden = golden_npy ? GeDump{} : read_ge_dump(golden_file);
+  for (const GeDump* d : {&golden, &mine}) {
+    if (!d->path.empty() && !d->ok()) out.fatal_error = d->path + ": " + d->error;
+    out.warnings.insert(out.warnings.end(), d->warnings.begin(), d->warnings.end());
+  }
+  if (!out.fatal_error.empty()) return out;
+  if (golden_npy || my_npy) {
+    // An npy against a GE dump: the npy stands for the GE op's only output.
+    const GeDump& ge = golden_npy ? mine : golden;
+    if (ge.outputs.size() != 1) {
+      out.fatal_error = ge.path + " has " + std::to_string(ge.outputs.size()) +
+                        " outputs; an .npy can only be compared with a single-output GE dump";
+      return out;
+    }
+    const std::string ge_label = ge.path + ",outputs,0";
+    out.rows.push_back(golden_npy ? file_row(golden_file, read_npy(golden_file), ge_label, ge.outputs[0], Direction::Output, 0)
+                                  : file_row(ge_label, ge.outputs[0], my_file, read_npy(my_file), Direction::Output, 0));
+    return out;
+  }
+  for (auto [direction, g, m, label] :
+       {std::make_tuple(Direction::Input, &golden.inputs, &mine.inputs, "inputs"),
+        std::make_tuple(Direction::Output, &golden.outputs, &mine.outputs, "outputs")}) {
+    const size_t n = std::max(g->size(), m->size());
+    for (size_t i = 0; i < n; ++i) {
+      const std::string suffix = std::string(",") + label + "," + std::to_string(i);
+      RowSpec s;
+      s.op_key = fs::path(my_file).filename().string();
+      s.direction = direction;
+      s.index = static_cast<int>(i);
+      s.golden_path = golden_file + suffix;
+      s.my_path = my_file + suffix;
+      if (i < g->size()) s.golden = (*g)[i];
+      if (i < m->size()) s.mine = (*m)[i];
+      if (g->size() != m->size())
+        s.match_note = std::string(label) + " count differs: golden has " + std::to_string(g->size()) +
+                       ", mine has " + std::to_string(m->size());
+      out.rows.push_back(std::move(s));
+    }
+  }
+  return out;
+}
+
+void attach_referee(const std::string& golden_root, const std::string& referee_root,
+                    std::vector<RowSpec>& rows, std::vector<std::string>& warnings) {
+  std::error_code ec;
+  const bool single_file = fs::is_regular_file(golden_root, ec);
+  size_t missing = 0;
+  for (RowSpec& row : rows) {
+    if (!row.golden || row.golden->path.size() < 4 ||
+        row.golden->path.compare(row.golden->path.size() - 4, 4, ".npy") != 0)
+      continue;
+    const fs::path referee = single_file
+        ? fs::path(referee_root)
+        : fs::path(referee_root) / fs::relative(row.golden->path, golden_root, ec);
+    TensorRef ref = read_npy(referee.string());
+    if (!ref.ok()) {
+      ++missing;
+      continue;
+    }
+    row.referee = ref;
+  }
+  if (missing > 0)
+    warnings.push_back(std::to_string(missing) + " golden tensor(s) have no readable counterpart in the referee " +
+                       referee_root + "; judged without the referee");
+}
+
+}  // namespace diagnose::compare

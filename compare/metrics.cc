@@ -1,0 +1,278 @@
+#include "compare/metrics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace diagnose::compare {
+
+namespace {
+
+constexpr double kEps = 1.1920928955078125e-07;  // 2^-23, msit's eps (float32 machine epsilon)
+constexpr size_t kBlock = 2048;
+
+// exp(x) for x <= 0 to ~1e-15 relative, branch-free so loops over it vectorize.
+// Inputs below -708 flush to 0: those terms are below 1e-307 of the softmax's
+// largest term (which is exp(0) = 1) and cannot change the sums.
+inline double exp_nonpositive(double x) {
+  x = x < -708.0 ? -708.0 : x;
+  const double k = std::nearbyint(x * 1.4426950408889634);
+  const double r = (x - k * 0.6931471803691238) - k * 1.9082149292705877e-10;
+  double p = 1.0 / 479001600.0;
+  p = p * r + 1.0 / 39916800.0;
+  p = p * r + 1.0 / 3628800.0;
+  p = p * r + 1.0 / 362880.0;
+  p = p * r + 1.0 / 40320.0;
+  p = p * r + 1.0 / 5040.0;
+  p = p * r + 1.0 / 720.0;
+  p = p * r + 1.0 / 120.0;
+  p = p * r + 1.0 / 24.0;
+  p = p * r + 1.0 / 6.0;
+  p = p * r + 0.5;
+  p = p * r + 1.0;
+  p = p * r + 1.0;
+  const int64_t bits = (static_cast<int64_t>(k) + 1023) << 52;
+  double scale;
+  std::memcpy(&scale, &bits, 8);
+  return p * scale;
+}
+
+struct UlpRule {
+  bool by_bits;  // fast path: spacing from the exponent bits of the golden value
+  int mantissa_bits;
+  int min_exponent;
+};
+
+UlpRule ulp_rule(DType t) {
+  switch (t) {
+    case DType::Float16: return {true, 10, -14};
+    case DType::BFloat16: return {true, 7, -126};
+    case DType::Float32:
+    case DType::Complex64: return {true, 23, -126};
+    default: return {false, 0, 0};
+  }
+}
+
+inline double ulp_by_bits(double g, int mantissa_bits, int min_exponent) {
+  uint64_t bits;
+  std::memcpy(&bits, &g, 8);
+  int64_t exponent = static_cast<int64_t>((bits >> 52) & 0x7FF) - 1023;
+  exponent = exponent < min_exponent ? min_exponent : exponent;
+  const uint64_t out = static_cast<uint64_t>(exponent - mantissa_bits + 1023) << 52;
+  double ulp;
+  std::memcpy(&ulp, &out, 8);
+  return ulp;
+}
+
+// Adds exp(v_i - M) terms with an online maximum: rescales the running sums when a
+// block raises the maximum.
+inline void rescale(double& running_max, double block_max, double& s, double* t) {
+  if (block_max > running_max) {
+    if (std::isfinite(running_max)) {
+      const double f = std::exp(running_max - block_max);
+      s *= f;
+      if (t) *t *= f;
+    }
+    running_max = block_max;
+  }
+}
+
+}  // namespace
+
+PairAccumulator::PairAccumulator(DType target_dtype, AllcloseTolerance tol)
+    : target_(target_dtype), tol_(tol) {}
+
+void PairAccumulator::add(const float* golden, const float* mine, size_t n) {
+  const UlpRule rule = ulp_rule(target_);
+  const double atol = tol_.atol, rtol = tol_.rtol;
+  for (size_t start = 0; start < n; start += kBlock) {
+    const size_t len = std::min(kBlock, n - start);
+    const float* g = golden + start;
+    const float* m = mine + start;
+
+    uint64_t g_nan = 0, g_inf = 0, m_nan = 0, m_inf = 0, special_bad = 0, allclose_bad = 0;
+    double g_max = g_max_, g_min = g_min_, m_max = m_max_, m_min = m_min_;
+    double g_sum = 0, m_sum = 0, gg = 0, mm = 0, gm = 0, dd = 0;
+    double max_rel = max_rel_, sum_rel = 0, max_abs = max_abs_, sum_abs = 0;
+    double max_ulp = max_ulp_, sum_ulp = 0;
+    double block_gmax = -INFINITY, block_mmax = -INFINITY;
+
+#pragma omp simd reduction(+ : g_nan, g_inf, m_nan, m_inf, special_bad, allclose_bad, g_sum, m_sum, gg, mm, gm, dd, sum_rel, sum_abs, sum_ulp) \
+    reduction(max : g_max, m_max, max_rel, max_abs, max_ulp, block_gmax, block_mmax) reduction(min : g_min, m_min)
+    for (size_t i = 0; i < len; ++i) {
+      const double gv = g[i], mv = m[i];
+      const bool gn = gv != gv, mn = mv != mv;
+      const bool gi = !gn && std::fabs(gv) == INFINITY, mi = !mn && std::fabs(mv) == INFINITY;
+      g_nan += gn;
+      m_nan += mn;
+      g_inf += gi;
+      m_inf += mi;
+      const bool both_finite = !(gn || gi || mn || mi);
+      special_bad += !both_finite && !(gn && mn) && gv != mv;
+      g_max = gv > g_max ? gv : g_max;
+      g_min = gv < g_min ? gv : g_min;
+      m_max = mv > m_max ? mv : m_max;
+      m_min = mv < m_min ? mv : m_min;
+      block_gmax = gv > block_gmax ? gv : block_gmax;
+      block_mmax = mv > block_mmax ? mv : block_mmax;
+      g_sum += gv;
+      m_sum += mv;
+      gg += gv * gv;
+      mm += mv * mv;
+      gm += gv * mv;
+      const double d = mv - gv;
+      dd += d * d;
+      const double ad = std::fabs(d);
+      const bool significant = std::fabs(gv) > kEps;
+      const double rel = significant ? std::fabs(mv / gv - 1.0) : 0.0;
+      const double abs_masked = significant ? ad : 0.0;
+      max_rel = rel > max_rel ? rel : max_rel;
+      sum_rel += rel;
+      max_abs = abs_masked > max_abs ? abs_masked : max_abs;
+      sum_abs += abs_masked;
+      allclose_bad += both_finite && ad > atol + rtol * std::fabs(gv);
+      if (rule.by_bits) {
+        const double ulp = ad / ulp_by_bits(gv, rule.mantissa_bits, rule.min_exponent);
+        max_ulp = ulp > max_ulp ? ulp : max_ulp;
+        sum_ulp += ulp;
+      }
+    }
+    if (!rule.by_bits) {
+      for (size_t i = 0; i < len; ++i) {
+        const double ulp = std::fabs(static_cast<double>(m[i]) - g[i]) / ulp_at(target_, g[i]);
+        max_ulp = std::max(max_ulp, ulp);
+        sum_ulp += ulp;
+      }
+    }
+
+    // Softmax sums for KL, with the maxima fixed for this block.
+    rescale(kl_mg_, block_gmax, kl_sg_, &kl_t_);
+    rescale(kl_mm_, block_mmax, kl_sm_, nullptr);
+    const double mg = kl_mg_, mmx = kl_mm_;
+    double sg = 0, t = 0, sm = 0;
+#pragma omp simd reduction(+ : sg, t, sm)
+    for (size_t i = 0; i < len; ++i) {
+      const double gv = g[i], mv = m[i];
+      const double pg = exp_nonpositive(gv - mg);
+      sg += pg;
+      t += pg * (gv - mv);
+      sm += exp_nonpositive(mv - mmx);
+    }
+
+    n_ += len;
+    g_nan_ += g_nan; g_inf_ += g_inf; m_nan_ += m_nan; m_inf_ += m_inf;
+    special_bad_ += special_bad;
+    allclose_bad_ += allclose_bad;
+    g_max_ = g_max; g_min_ = g_min; m_max_ = m_max; m_min_ = m_min;
+    g_sum_ += g_sum; m_sum_ += m_sum;
+    gg_ += gg; mm_ += mm; gm_ += gm; dd_ += dd;
+    max_rel_ = max_rel; sum_rel_ += sum_rel; max_abs_ = max_abs; sum_abs_ += sum_abs;
+    max_ulp_ = max_ulp; sum_ulp_ += sum_ulp;
+    kl_sg_ += sg; kl_t_ += t; kl_sm_ += sm;
+  }
+}
+
+void PairAccumulator::merge(const PairAccumulator& o) {
+  n_ += o.n_;
+  g_nan_ += o.g_nan_; g_inf_ += o.g_inf_; m_nan_ += o.m_nan_; m_inf_ += o.m_inf_;
+  special_bad_ += o.special_bad_;
+  allclose_bad_ += o.allclose_bad_;
+  g_max_ = std::max(g_max_, o.g_max_); g_min_ = std::min(g_min_, o.g_min_);
+  m_max_ = std::max(m_max_, o.m_max_); m_min_ = std::min(m_min_, o.m_min_);
+  g_sum_ += o.g_sum_; m_sum_ += o.m_sum_;
+  gg_ += o.gg_; mm_ += o.mm_; gm_ += o.gm_; dd_ += o.dd_;
+  max_rel_ = std::max(max_rel_, o.max_rel_); sum_rel_ += o.sum_rel_;
+  max_abs_ = std::max(max_abs_, o.max_abs_); sum_abs_ += o.sum_abs_;
+  max_ulp_ = std::max(max_ulp_, o.max_ulp_); sum_ulp_ += o.sum_ulp_;
+
+  double other_sg = o.kl_sg_, other_t = o.kl_t_, other_sm = o.kl_sm_;
+  double other_mg = o.kl_mg_, other_mm = o.kl_mm_;
+  rescale(kl_mg_, other_mg, kl_sg_, &kl_t_);
+  rescale(other_mg, kl_mg_, other_sg, &other_t);
+  kl_sg_ += other_sg;
+  kl_t_ += other_t;
+  rescale(kl_mm_, other_mm, kl_sm_, nullptr);
+  rescale(other_mm, kl_mm_, other_sm, nullptr);
+  kl_sm_ += other_sm;
+}
+
+SideStats PairAccumulator::golden_stats() const {
+  SideStats s;
+  s.nan_count = g_nan_;
+  s.inf_count = g_inf_;
+  if (n_ == 0) return s;
+  if (g_nan_ > 0) {
+    s.max = s.min = s.mean = NAN;
+  } else {
+    s.max = g_max_;
+    s.min = g_min_;
+    s.mean = g_sum_ / static_cast<double>(n_);
+  }
+  return s;
+}
+
+SideStats PairAccumulator::my_stats() const {
+  SideStats s;
+  s.nan_count = m_nan_;
+  s.inf_count = m_inf_;
+  if (n_ == 0) return s;
+  if (m_nan_ > 0) {
+    s.max = s.min = s.mean = NAN;
+  } else {
+    s.max = m_max_;
+    s.min = m_min_;
+    s.mean = m_sum_ / static_cast<double>(n_);
+  }
+  return s;
+}
+
+PairMetrics PairAccumulator::metrics() const {
+  PairMetrics r;
+  r.elements = n_;
+  r.allclose_violations = allclose_bad_;
+  r.special_mismatches = special_bad_;
+  if (n_ == 0) return r;
+  const double n = static_cast<double>(n_);
+  const double g_norm = std::sqrt(gg_), m_norm = std::sqrt(mm_);
+  if (gg_ == 0 && mm_ == 0) {
+    r.cosine_unrounded = 1.0;
+  } else {
+    r.cosine_unrounded = gm_ / (std::max(g_norm, 1e-8) * std::max(m_norm, 1e-8));
+  }
+  r.cosine_similarity = std::round(r.cosine_unrounded * 1e10) / 1e10;
+  r.max_relative_error = max_rel_;
+  r.mean_relative_error = sum_rel_ / n;
+  r.max_absolute_error = max_abs_;
+  r.mean_absolute_error = sum_abs_ / n;
+  const double log_sum_g = kl_mg_ + std::log(kl_sg_);
+  const double log_sum_m = kl_mm_ + std::log(kl_sm_);
+  r.kl_divergence = std::max(0.0, kl_t_ / kl_sg_ - log_sum_g + log_sum_m);
+  r.relative_euclidean_distance = g_norm <= kEps ? 0.0 : std::sqrt(dd_ / gg_);
+  r.rmse = std::sqrt(dd_ / n);
+  r.max_ulp_error = max_ulp_;
+  r.mean_ulp_error = sum_ulp_ / n;
+  r.snr_db = dd_ == 0 ? INFINITY : 10.0 * std::log10(gg_ / dd_);
+  return r;
+}
+
+void RefereeAccumulator::add(const double* referee, const float* values, size_t n) {
+  double s = 0;
+#pragma omp simd reduction(+ : s)
+  for (size_t i = 0; i < n; ++i) {
+    const double d = static_cast<double>(values[i]) - referee[i];
+    s += d * d;
+  }
+  sum_sq_ += s;
+  n_ += n;
+}
+
+void RefereeAccumulator::merge(const RefereeAccumulator& o) {
+  sum_sq_ += o.sum_sq_;
+  n_ += o.n_;
+}
+
+double RefereeAccumulator::rmse() const {
+  return n_ == 0 ? 0.0 : std::sqrt(sum_sq_ / static_cast<double>(n_));
+}
+
+}  // namespace diagnose::compare

@@ -1,0 +1,100 @@
+// msit's seven metrics plus the project's own, computed in one streaming pass.
+//
+// Formulas: docs/metrics.md. Every accumulator is a sum, a count or an online
+// max/softmax state, so partial results from chunks and threads merge exactly
+// (up to summation order).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <optional>
+
+#include "compare/dtype.h"
+
+namespace diagnose::compare {
+
+// min/max/mean of one side on float32 data, plus NaN/Inf counts.
+struct SideStats {
+  double max = 0, min = 0, mean = 0;
+  uint64_t nan_count = 0, inf_count = 0;
+};
+
+struct PairMetrics {
+  // msit
+  double cosine_similarity = 0;  // rounded to 10 decimals
+  double max_relative_error = 0;
+  double mean_relative_error = 0;
+  double max_absolute_error = 0;
+  double mean_absolute_error = 0;
+  double kl_divergence = 0;
+  double relative_euclidean_distance = 0;
+  // diagnose
+  double cosine_unrounded = 0;
+  double rmse = 0;
+  double max_ulp_error = 0;   // in the target (mine) dtype
+  double mean_ulp_error = 0;
+  double snr_db = 0;          // +inf when identical
+  // Among elements finite on both sides: |m-g| > atol + rtol*|g|.
+  uint64_t allclose_violations = 0;
+  // Elements where a NaN or Inf on one side is not matched by the same value on
+  // the other (NaN matches NaN, +inf matches +inf).
+  uint64_t special_mismatches = 0;
+  uint64_t elements = 0;
+};
+
+struct AllcloseTolerance {
+  double atol = 0;
+  double rtol = 0;
+};
+
+// Running sums for one tensor pair. Feed float32 chunks in element order
+// (or disjoint ranges from several threads, then merge).
+class PairAccumulator {
+ public:
+  PairAccumulator(DType target_dtype, AllcloseTolerance tol);
+  void add(const float* golden, const float* mine, size_t n);
+  void merge(const PairAccumulator& other);
+
+  SideStats golden_stats() const;
+  SideStats my_stats() const;
+  bool has_nan_or_inf_golden() const { return g_nan_ + g_inf_ > 0; }
+  bool has_nan_or_inf_mine() const { return m_nan_ + m_inf_ > 0; }
+  // Metrics over everything added; meaningful only when neither side has NaN/Inf.
+  PairMetrics metrics() const;
+  uint64_t count() const { return n_; }
+
+ private:
+  DType target_;
+  AllcloseTolerance tol_;
+  uint64_t n_ = 0;
+  uint64_t g_nan_ = 0, g_inf_ = 0, m_nan_ = 0, m_inf_ = 0;
+  double g_max_ = -std::numeric_limits<double>::infinity();
+  double g_min_ = std::numeric_limits<double>::infinity();
+  double m_max_ = -std::numeric_limits<double>::infinity();
+  double m_min_ = std::numeric_limits<double>::infinity();
+  double g_sum_ = 0, m_sum_ = 0;
+  double gg_ = 0, mm_ = 0, gm_ = 0, dd_ = 0;  // sums of g^2, m^2, g*m, (m-g)^2
+  double max_rel_ = 0, sum_rel_ = 0, max_abs_ = 0, sum_abs_ = 0;
+  double max_ulp_ = 0, sum_ulp_ = 0;
+  uint64_t allclose_bad_ = 0, special_bad_ = 0;
+  // Online softmax state: kl = T/Sg - (Mg + log Sg) + (Mm + log Sm),
+  // Sg = sum exp(g - Mg), T = sum exp(g - Mg) * (g - m), Sm = sum exp(m - Mm).
+  double kl_mg_ = -std::numeric_limits<double>::infinity(), kl_sg_ = 0, kl_t_ = 0;
+  double kl_mm_ = -std::numeric_limits<double>::infinity(), kl_sm_ = 0;
+};
+
+// RMSE between a tensor and a float64 referee, for three-way judgement.
+class RefereeAccumulator {
+ public:
+  void add(const double* referee, const float* values, size_t n);
+  void merge(const RefereeAccumulator& other);
+  double rmse() const;
+  uint64_t count() const { return n_; }
+
+ private:
+  uint64_t n_ = 0;
+  double sum_sq_ = 0;
+};
+
+}  // namespace diagnose::compare

@@ -1,0 +1,70 @@
+// One compared tensor pair: what the matchers produce and the metrics fill in.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compare/metrics.h"
+#include "compare/tensor.h"
+
+namespace diagnose::compare {
+
+enum class Direction { Input, Output };
+
+// The pair of tensors to compare and where they came from. Matchers fill this;
+// nothing here is computed from tensor values.
+struct RowSpec {
+  int rank = -1;          // -1 when the layout has no ranks
+  int graph = -1;         // graph id (TorchAir graph_N), -1 when none
+  int64_t token_id = 0;   // token / step
+
+  // Identity of the op the row belongs to, stable across the two sides
+  // (FX node name when known, GE op name otherwise). Rows with the same op_key
+  // form one op for first-divergence / source-op analysis.
+  std::string op_key;
+  Direction direction = Direction::Output;
+  int index = 0;          // input/output index within the op
+  // Execution order of the op (GE timestamp, manifest sequence...). Rows sort by
+  // (order, inputs before outputs, index).
+  int64_t order = 0;
+
+  std::string golden_path;     // msit's golden_data_path text
+  std::string golden_op_type;
+  std::string my_path;         // msit's my_data_path text ("{file},outputs,{i}")
+  std::string my_op_type;
+  std::optional<TensorRef> golden;  // absent: nothing to compare against
+  std::optional<TensorRef> mine;
+  std::optional<TensorRef> referee;  // fp64 reference for three-way judgement
+
+  // Set by a matcher when the pair cannot be compared for a structural reason
+  // (no FX link, counts differ...). Becomes the row's reason.
+  std::string match_note;
+  // Comparing an op's own input with its output (GE Cast/TransData).
+  bool self_compare = false;
+};
+
+enum class Verdict { Pass, Fail, NotComparable };
+std::string verdict_name(Verdict v);  // "pass" / "fail" / "not_comparable"
+
+struct Row {
+  RowSpec spec;
+  int64_t data_id = 0;
+
+  // msit columns computed on float32 data; absent when not computed.
+  std::optional<SideStats> golden_stats;
+  std::optional<SideStats> my_stats;
+  std::optional<PairMetrics> metrics;
+  // msit's metric columns are written only when neither side holds NaN/Inf;
+  // the element-wise counts in `metrics` are valid either way.
+  bool metrics_valid = false;
+  std::optional<double> referee_rmse_golden, referee_rmse_mine;
+
+  std::vector<std::string> reasons;  // msit's cmp_fail_reason parts, then ours
+  bool shape_differs = false;        // equal element count, different shape
+  Verdict verdict = Verdict::NotComparable;
+  std::string judged_by;             // tolerance preset / rule that decided
+};
+
+}  // namespace diagnose::compare

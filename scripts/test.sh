@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Sets up the machine (scripts/setup.sh) and runs every test: GoogleTest (also under
+# AddressSanitizer + UndefinedBehaviorSanitizer), pytest, and the fuzz targets for a
+# bounded time. Exits non-zero if anything fails.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+FUZZ_SECONDS=${FUZZ_SECONDS:-20}
+RESULTS=$ROOT/build/test-results
+failed_stages=()
+
+stage() {  # stage NAME COMMAND...
+  local name=$1
+  shift
+  echo
+  echo "=== $name"
+  if ! "$@"; then
+    failed_stages+=("$name")
+    echo "=== $name: FAILED"
+  fi
+}
+
+scripts/setup.sh || { echo "setup failed"; exit 1; }
+rm -rf "$RESULTS"
+mkdir -p "$RESULTS"
+
+stage "C++ tests" ctest --test-dir build --output-on-failure -j2 --output-junit "$RESULTS/ctest.xml"
+
+stage "Python tests" env DIAGNOSE_BIN="$ROOT/build/orchestrator/diagnose" \
+  .venv/bin/python -m pytest tests/python -q -p no:cacheprovider --junitxml="$RESULTS/pytest.xml"
+
+sanitized() {
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDIAGNOSE_SANITIZE=ON >/dev/null &&
+    cmake --build build-asan -j2 &&
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+      ctest --test-dir build-asan --output-on-failure -j2 --output-junit "$RESULTS/ctest-asan.xml"
+}
+stage "C++ tests under ASan+UBSan" sanitized
+
+fuzz() {
+  CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DDIAGNOSE_FUZZ=ON -DDIAGNOSE_TESTS=OFF >/dev/null &&
+    cmake --build build-fuzz -j2 || return 1
+  local status=0 target name corpus
+  for target in build-fuzz/tests/fuzz/fuzz_*; do
+    [ -x "$target" ] || continue
+    name=$(basename "$target")
+    corpus=$(mktemp -d)
+    cp -r "tests/fuzz/corpus/$name/." "$corpus/" 2>/dev/null || true
+    echo "fuzzing $name for ${FUZZ_SECONDS}s"
+    if ! "$target" -max_total_time="$FUZZ_SECONDS" -print_final_stats=1 "$corpus" >"$RESULTS/$name.log" 2>&1; then
+      tail -n 40 "$RESULTS/$name.log"
+      status=1
+    fi
+    rm -rf "$corpus"
+  done
+  return $status
+}
+stage "Fuzz targets (${FUZZ_SECONDS}s each)" fuzz
+
+.venv/bin/python scripts/summarize_tests.py "$RESULTS"/*.xml
+if ((${#failed_stages[@]})); then
+  echo "failed stages: ${failed_stages[*]}"
+  exit 1
+fi

@@ -1,0 +1,212 @@
+#include "compare/compare.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "compare/report.h"
+#include "tests/compare/test_files.h"
+
+namespace diagnose::compare {
+namespace {
+
+using testing::TempDir;
+using testing::write_bytes;
+using testing::write_npy_f32;
+
+CompareResult compare_dirs(const std::string& golden, const std::string& mine,
+                           std::optional<std::string> referee = std::nullopt) {
+  CompareOptions o;
+  o.golden_path = golden;
+  o.my_path = mine;
+  o.referee_path = referee;
+  o.tolerances = Tolerances::defaults();
+  o.threads = 2;
+  return run_compare(o);
+}
+
+const Row* find_row(const CompareResult& r, const std::string& op_key, Direction d, int index) {
+  for (const auto& g : r.groups)
+    for (const auto& row : g.rows)
+      if (row.spec.op_key == op_key && row.spec.direction == d && row.spec.index == index) return &row;
+  return nullptr;
+}
+
+// A chain a -> b -> c in TorchAir FX naming where b introduces the error and c inherits it.
+void write_chain(const std::string& dir, float b_error) {
+  const std::vector<float> x = {1, 2, 3, 4};
+  std::vector<float> y = {2, 4, 6, 8}, z = {3, 5, 7, 9};
+  y[1] += b_error;
+  z[1] += b_error;
+  write_npy_f32(dir + "/a-aten.mul.Tensor.INPUT.0.20240101000000000001.npy", x);
+  write_npy_f32(dir + "/a-aten.mul.Tensor.OUTPUT.0.20240101000000000001.npy", x);
+  write_npy_f32(dir + "/b-aten.add.Tensor.INPUT.0.20240101000000000002.npy", x);
+  write_npy_f32(dir + "/b-aten.add.Tensor.OUTPUT.0.20240101000000000002.npy", y);
+  write_npy_f32(dir + "/c-aten.add.Tensor.INPUT.0.20240101000000000003.npy", y);
+  write_npy_f32(dir + "/c-aten.add.Tensor.OUTPUT.0.20240101000000000003.npy", z);
+}
+
+TEST(Compare, NpyDirectoriesFirstDivergenceAndSourceOp) {
+  TempDir golden, mine;
+  write_chain(golden.path(), 0);
+  write_chain(mine.path(), 0.5f);
+  CompareResult r = compare_dirs(golden.path(), mine.path());
+  ASSERT_EQ(r.fatal_error, "");
+  EXPECT_EQ(r.golden_kind, DumpKind::NpyDirectory);
+  EXPECT_EQ(r.summary.rows, 6u);
+  EXPECT_EQ(r.summary.failed, 3u);  // b output, c input (inherited) and c output
+  ASSERT_EQ(r.summary.divergences.size(), 1u);
+  const Divergence& d = r.summary.divergences[0];
+  EXPECT_EQ(d.first_failing_op, "b-aten.add.Tensor");
+  EXPECT_EQ(d.source_ops, std::vector<std::string>{"b-aten.add.Tensor"});
+  EXPECT_EQ(exit_code_for(r), 1);
+}
+
+TEST(Compare, IdenticalDumpsPassAndExitZero) {
+  TempDir golden, mine;
+  write_chain(golden.path(), 0);
+  write_chain(mine.path(), 0);
+  CompareResult r = compare_dirs(golden.path(), mine.path());
+  EXPECT_EQ(r.summary.failed, 0u);
+  EXPECT_EQ(r.summary.passed, 6u);
+  EXPECT_EQ(exit_code_for(r), 0);
+}
+
+TEST(Compare, UnreadableFilesBecomeRowsAndTheRestGoesOn) {
+  TempDir golden, mine;
+  write_npy_f32(golden / "x.npy", {1, 2});
+  write_npy_f32(mine / "x.npy", {1, 2});
+  write_npy_f32(golden / "y.npy", {1, 2});
+  write_bytes(mine / "y.npy", "garbage");
+  write_npy_f32(golden / "z.npy", {1, 2, 3});
+  write_npy_f32(mine / "z.npy", {1, 2});
+  write_npy_f32(golden / "t.npy", {1, 2, 3, 4, 5, 6}, "(2, 3)");
+  write_npy_f32(mine / "t.npy", {1, 2, 3, 4, 5, 6}, "(3, 2)");
+  write_npy_f32(mine / "only_mine.npy", {1});
+  write_npy_f32(golden / "only_golden.npy", {1});
+  std::filesystem::create_symlink("loop.npy", mine / "loop.npy");
+  CompareResult r = compare_dirs(golden.path(), mine.path());
+  ASSERT_EQ(r.fatal_error, "");
+  EXPECT_EQ(find_row(r, "x", Direction::Output, 0)->verdict, Verdict::Pass);
+  const Row* y = find_row(r, "y", Direction::Output, 0);
+  EXPECT_EQ(y->verdict, Verdict::NotComparable);
+  EXPECT_NE(y->reasons.at(0).find("mine: not an npy file"), std::string::npos);
+  const Row* z = find_row(r, "z", Direction::Output, 0);
+  EXPECT_EQ(z->reasons.at(0), "data shape doesn't match.");
+  ASSERT_TRUE(z->golden_stats);
+  EXPECT_DOUBLE_EQ(z->golden_stats->max, 3.0);
+  const Row* t = find_row(r, "t", Direction::Output, 0);
+  EXPECT_TRUE(t->shape_differs);
+  EXPECT_EQ(t->verdict, Verdict::Pass);
+  EXPECT_EQ(find_row(r, "only_mine", Direction::Output, 0)->verdict, Verdict::NotComparable);
+  ASSERT_EQ(r.summary.unmatched.size(), 1u);
+  EXPECT_EQ(r.summary.unmatched[0].first, "only_golden");
+  EXPECT_EQ(exit_code_for(r), 0);
+}
+
+void write_manifest(const std::string& dir, const std::vector<float>& out, bool complete) {
+  write_npy_f32(dir + "/tensors/0.npy", {1, 2, 3});
+  write_npy_f32(dir + "/tensors/1.npy", out);
+  std::string m =
+      R"({"type": "header", "format": "diagnose-dump", "version": 1})" "\n"
+      R"({"type": "tensor", "seq": 0, "op_key": "fc/aten.mm.default#0", "op": "aten.mm.default", "io": "input", "index": 0, "file": "tensors/0.npy", "dtype": "torch.float32", "shape": [3]})" "\n"
+      R"({"type": "tensor", "seq": 1, "op_key": "fc/aten.mm.default#0", "op": "aten.mm.default", "io": "output", "index": 0, "file": "tensors/1.npy", "dtype": "torch.bfloat16", "shape": [3]})" "\n";
+  m += complete ? R"({"type": "end", "records": 2})" "\n" : R"({"type": "tensor", "seq": 2, "op_k)";
+  write_bytes(dir + "/manifest.jsonl", m);
+}
+
+TEST(Compare, ManifestsUseDeclaredDtypeAndToleratePartialDumps) {
+  TempDir golden, mine;
+  write_manifest(golden.path(), {1, 2, 3}, true);
+  write_manifest(mine.path(), {1, 2, 3.01f}, false);
+  CompareResult r = compare_dirs(golden.path(), mine.path());
+  ASSERT_EQ(r.fatal_error, "");
+  EXPECT_EQ(r.my_kind, DumpKind::Manifest);
+  const Row* out = find_row(r, "fc/aten.mm.default#0", Direction::Output, 0);
+  ASSERT_NE(out, nullptr);
+  EXPECT_EQ(out->judged_by, "bf16 allclose");  // declared bf16 although stored as float32
+  EXPECT_EQ(out->verdict, Verdict::Pass);
+  bool partial_warned = false;
+  for (const auto& w : r.summary.warnings) partial_warned |= w.find("partial dump") != std::string::npos;
+  EXPECT_TRUE(partial_warned);
+}
+
+TEST(Compare, RefereeKeepsMoreAccurateTargetFromFailing) {
+  TempDir golden, mine, referee;
+  std::vector<float> truth(64), eager(64), compiled(64);
+  for (int i = 0; i < 64; ++i) {
+    truth[i] = 1.0f + i;
+    eager[i] = truth[i] + (i % 2 ? 0.05f : -0.05f);
+    compiled[i] = truth[i] + (i % 2 ? 0.01f : -0.01f);
+  }
+  write_npy_f32(golden / "out.npy", eager);
+  write_npy_f32(mine / "out.npy", compiled);
+  std::vector<double> truth64(truth.begin(), truth.end());
+  write_bytes(referee / "out.npy", testing::npy_bytes("<f8", "(64,)", truth64.data(), 64 * 8));
+  EXPECT_EQ(compare_dirs(golden.path(), mine.path()).summary.failed, 1u);
+  CompareResult r = compare_dirs(golden.path(), mine.path(), referee.path());
+  EXPECT_EQ(r.summary.failed, 0u);
+  EXPECT_EQ(r.groups.at(0).rows.at(0).judged_by, "fp32 referee");
+}
+
+TEST(Compare, LargeTensorsSplitAcrossThreadsGiveSameMetrics) {
+  TempDir golden, mine;
+  std::vector<float> g(3'000'000), m(g.size());
+  for (size_t i = 0; i < g.size(); ++i) {
+    g[i] = static_cast<float>(std::sin(i * 0.001));
+    m[i] = g[i] + static_cast<float>(1e-3 * std::cos(i * 0.37));
+  }
+  write_npy_f32(golden / "big.npy", g);
+  write_npy_f32(mine / "big.npy", m);
+  CompareOptions o;
+  o.golden_path = golden / "big.npy";
+  o.my_path = mine / "big.npy";
+  o.tolerances = Tolerances::defaults();
+  o.threads = 1;
+  CompareResult one = run_compare(o);
+  o.threads = 2;
+  CompareResult two = run_compare(o);
+  ASSERT_EQ(one.fatal_error, "");
+  const PairMetrics& a = *one.groups[0].rows[0].metrics;
+  const PairMetrics& b = *two.groups[0].rows[0].metrics;
+  EXPECT_NEAR(a.cosine_unrounded, b.cosine_unrounded, 1e-12);
+  EXPECT_NEAR(a.kl_divergence, b.kl_divergence, 1e-12);
+  EXPECT_EQ(a.max_absolute_error, b.max_absolute_error);
+  EXPECT_EQ(a.elements, 3'000'000u);
+}
+
+TEST(Compare, CsvAndJsonAreWrittenWithoutOverwriting) {
+  TempDir golden, mine, out;
+  write_chain(golden.path(), 0);
+  write_chain(mine.path(), 0.5f);
+  CompareOptions o;
+  o.golden_path = golden.path();
+  o.my_path = mine.path();
+  o.tolerances = Tolerances::defaults();
+  CompareResult r = run_compare(o);
+  auto first = write_csv_reports(r, out.path());
+  auto second = write_csv_reports(r, out.path());
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_NE(first[0], second[0]);
+  std::ifstream in(first[0]);
+  std::string header;
+  std::getline(in, header);
+  EXPECT_EQ(header.rfind("token_id,data_id,golden_data_path,golden_op_type,golden_dtype,golden_shape,", 0), 0u);
+  nlohmann::json j = result_to_json(r, o, first);
+  EXPECT_EQ(j["format"], "diagnose-compare-result");
+  EXPECT_EQ(j["summary"]["failed"], r.summary.failed);
+  EXPECT_EQ(j["groups"][0]["rows"].size(), 6u);
+  EXPECT_EQ(j["exit_code"], 1);
+}
+
+TEST(Compare, UnknownPathsAreFatalWithExitThree) {
+  TempDir empty;
+  CompareResult r = compare_dirs(empty / "nope", empty.path());
+  EXPECT_NE(r.fatal_error, "");
+  EXPECT_EQ(exit_code_for(r), 3);
+}
+
+}  // namespace
+}  // namespace diagnose::compare
