@@ -77,6 +77,80 @@ inline void rescale(double& running_max, double block_max, double& s, double* t)
   }
 }
 
+// Sums over one block of elements. Built for AVX2+FMA and for the baseline, chosen
+// at load time, so one binary runs everywhere and uses the wide units where present.
+struct BlockSums {
+  uint64_t g_nan = 0, g_inf = 0, m_nan = 0, m_inf = 0, special_bad = 0, allclose_bad = 0;
+  double g_max = -INFINITY, g_min = INFINITY, m_max = -INFINITY, m_min = INFINITY;
+  double g_sum = 0, m_sum = 0, gg = 0, mm = 0, gm = 0, dd = 0;
+  double max_rel = 0, sum_rel = 0, max_abs = 0, sum_abs = 0, max_ulp = 0, sum_ulp = 0;
+};
+
+__attribute__((target_clones("arch=haswell", "default")))
+void sum_block(const float* g, const float* m, size_t len, double atol, double rtol, UlpRule rule,
+               BlockSums& out) {
+  uint64_t g_nan = 0, g_inf = 0, m_nan = 0, m_inf = 0, special_bad = 0, allclose_bad = 0;
+  double g_max = -INFINITY, g_min = INFINITY, m_max = -INFINITY, m_min = INFINITY;
+  double g_sum = 0, m_sum = 0, gg = 0, mm = 0, gm = 0, dd = 0;
+  double max_rel = 0, sum_rel = 0, max_abs = 0, sum_abs = 0, max_ulp = 0, sum_ulp = 0;
+#pragma omp simd reduction(+ : g_nan, g_inf, m_nan, m_inf, special_bad, allclose_bad, g_sum, m_sum, gg, mm, gm, dd, sum_rel, sum_abs, sum_ulp) \
+    reduction(max : g_max, m_max, max_rel, max_abs, max_ulp) reduction(min : g_min, m_min)
+  for (size_t i = 0; i < len; ++i) {
+    const double gv = g[i], mv = m[i];
+    const bool gn = gv != gv, mn = mv != mv;
+    const bool gi = !gn && std::fabs(gv) == INFINITY, mi = !mn && std::fabs(mv) == INFINITY;
+    g_nan += gn;
+    m_nan += mn;
+    g_inf += gi;
+    m_inf += mi;
+    const bool both_finite = !(gn || gi || mn || mi);
+    special_bad += !both_finite && !(gn && mn) && gv != mv;
+    g_max = gv > g_max ? gv : g_max;
+    g_min = gv < g_min ? gv : g_min;
+    m_max = mv > m_max ? mv : m_max;
+    m_min = mv < m_min ? mv : m_min;
+    g_sum += gv;
+    m_sum += mv;
+    gg += gv * gv;
+    mm += mv * mv;
+    gm += gv * mv;
+    const double d = mv - gv;
+    dd += d * d;
+    const double ad = std::fabs(d);
+    const bool significant = std::fabs(gv) > kEps;
+    const double rel = significant ? std::fabs(mv / gv - 1.0) : 0.0;
+    const double abs_masked = significant ? ad : 0.0;
+    max_rel = rel > max_rel ? rel : max_rel;
+    sum_rel += rel;
+    max_abs = abs_masked > max_abs ? abs_masked : max_abs;
+    sum_abs += abs_masked;
+    allclose_bad += both_finite && ad > atol + rtol * std::fabs(gv);
+    const double ulp = rule.by_bits ? ad / ulp_by_bits(gv, rule.mantissa_bits, rule.min_exponent) : 0.0;
+    max_ulp = ulp > max_ulp ? ulp : max_ulp;
+    sum_ulp += ulp;
+  }
+  out = BlockSums{g_nan, g_inf, m_nan, m_inf, special_bad, allclose_bad, g_max, g_min, m_max, m_min,
+                  g_sum, m_sum, gg, mm, gm, dd, max_rel, sum_rel, max_abs, sum_abs, max_ulp, sum_ulp};
+}
+
+// sg = sum exp(g - g_max), t = sum exp(g - g_max) * (g - m), sm = sum exp(m - m_max).
+__attribute__((target_clones("arch=haswell", "default")))
+void softmax_block(const float* g, const float* m, size_t len, double g_max, double m_max,
+                   double& sg_out, double& t_out, double& sm_out) {
+  double sg = 0, t = 0, sm = 0;
+#pragma omp simd reduction(+ : sg, t, sm)
+  for (size_t i = 0; i < len; ++i) {
+    const double gv = g[i], mv = m[i];
+    const double pg = exp_nonpositive(gv - g_max);
+    sg += pg;
+    t += pg * (gv - mv);
+    sm += exp_nonpositive(mv - m_max);
+  }
+  sg_out = sg;
+  t_out = t;
+  sm_out = sm;
+}
+
 }  // namespace
 
 PairAccumulator::PairAccumulator(DType target_dtype, AllcloseTolerance tol)
@@ -84,90 +158,36 @@ PairAccumulator::PairAccumulator(DType target_dtype, AllcloseTolerance tol)
 
 void PairAccumulator::add(const float* golden, const float* mine, size_t n) {
   const UlpRule rule = ulp_rule(target_);
-  const double atol = tol_.atol, rtol = tol_.rtol;
   for (size_t start = 0; start < n; start += kBlock) {
     const size_t len = std::min(kBlock, n - start);
     const float* g = golden + start;
     const float* m = mine + start;
-
-    uint64_t g_nan = 0, g_inf = 0, m_nan = 0, m_inf = 0, special_bad = 0, allclose_bad = 0;
-    double g_max = g_max_, g_min = g_min_, m_max = m_max_, m_min = m_min_;
-    double g_sum = 0, m_sum = 0, gg = 0, mm = 0, gm = 0, dd = 0;
-    double max_rel = max_rel_, sum_rel = 0, max_abs = max_abs_, sum_abs = 0;
-    double max_ulp = max_ulp_, sum_ulp = 0;
-    double block_gmax = -INFINITY, block_mmax = -INFINITY;
-
-#pragma omp simd reduction(+ : g_nan, g_inf, m_nan, m_inf, special_bad, allclose_bad, g_sum, m_sum, gg, mm, gm, dd, sum_rel, sum_abs, sum_ulp) \
-    reduction(max : g_max, m_max, max_rel, max_abs, max_ulp, block_gmax, block_mmax) reduction(min : g_min, m_min)
-    for (size_t i = 0; i < len; ++i) {
-      const double gv = g[i], mv = m[i];
-      const bool gn = gv != gv, mn = mv != mv;
-      const bool gi = !gn && std::fabs(gv) == INFINITY, mi = !mn && std::fabs(mv) == INFINITY;
-      g_nan += gn;
-      m_nan += mn;
-      g_inf += gi;
-      m_inf += mi;
-      const bool both_finite = !(gn || gi || mn || mi);
-      special_bad += !both_finite && !(gn && mn) && gv != mv;
-      g_max = gv > g_max ? gv : g_max;
-      g_min = gv < g_min ? gv : g_min;
-      m_max = mv > m_max ? mv : m_max;
-      m_min = mv < m_min ? mv : m_min;
-      block_gmax = gv > block_gmax ? gv : block_gmax;
-      block_mmax = mv > block_mmax ? mv : block_mmax;
-      g_sum += gv;
-      m_sum += mv;
-      gg += gv * gv;
-      mm += mv * mv;
-      gm += gv * mv;
-      const double d = mv - gv;
-      dd += d * d;
-      const double ad = std::fabs(d);
-      const bool significant = std::fabs(gv) > kEps;
-      const double rel = significant ? std::fabs(mv / gv - 1.0) : 0.0;
-      const double abs_masked = significant ? ad : 0.0;
-      max_rel = rel > max_rel ? rel : max_rel;
-      sum_rel += rel;
-      max_abs = abs_masked > max_abs ? abs_masked : max_abs;
-      sum_abs += abs_masked;
-      allclose_bad += both_finite && ad > atol + rtol * std::fabs(gv);
-      if (rule.by_bits) {
-        const double ulp = ad / ulp_by_bits(gv, rule.mantissa_bits, rule.min_exponent);
-        max_ulp = ulp > max_ulp ? ulp : max_ulp;
-        sum_ulp += ulp;
-      }
-    }
+    BlockSums b;
+    sum_block(g, m, len, tol_.atol, tol_.rtol, rule, b);
     if (!rule.by_bits) {
       for (size_t i = 0; i < len; ++i) {
         const double ulp = std::fabs(static_cast<double>(m[i]) - g[i]) / ulp_at(target_, g[i]);
-        max_ulp = std::max(max_ulp, ulp);
-        sum_ulp += ulp;
+        b.max_ulp = std::max(b.max_ulp, ulp);
+        b.sum_ulp += ulp;
       }
     }
-
-    // Softmax sums for KL, with the maxima fixed for this block.
-    rescale(kl_mg_, block_gmax, kl_sg_, &kl_t_);
-    rescale(kl_mm_, block_mmax, kl_sm_, nullptr);
-    const double mg = kl_mg_, mmx = kl_mm_;
+    // Softmax sums for KL, with the running maxima raised to this block's first.
+    rescale(kl_mg_, b.g_max, kl_sg_, &kl_t_);
+    rescale(kl_mm_, b.m_max, kl_sm_, nullptr);
     double sg = 0, t = 0, sm = 0;
-#pragma omp simd reduction(+ : sg, t, sm)
-    for (size_t i = 0; i < len; ++i) {
-      const double gv = g[i], mv = m[i];
-      const double pg = exp_nonpositive(gv - mg);
-      sg += pg;
-      t += pg * (gv - mv);
-      sm += exp_nonpositive(mv - mmx);
-    }
+    softmax_block(g, m, len, kl_mg_, kl_mm_, sg, t, sm);
 
     n_ += len;
-    g_nan_ += g_nan; g_inf_ += g_inf; m_nan_ += m_nan; m_inf_ += m_inf;
-    special_bad_ += special_bad;
-    allclose_bad_ += allclose_bad;
-    g_max_ = g_max; g_min_ = g_min; m_max_ = m_max; m_min_ = m_min;
-    g_sum_ += g_sum; m_sum_ += m_sum;
-    gg_ += gg; mm_ += mm; gm_ += gm; dd_ += dd;
-    max_rel_ = max_rel; sum_rel_ += sum_rel; max_abs_ = max_abs; sum_abs_ += sum_abs;
-    max_ulp_ = max_ulp; sum_ulp_ += sum_ulp;
+    g_nan_ += b.g_nan; g_inf_ += b.g_inf; m_nan_ += b.m_nan; m_inf_ += b.m_inf;
+    special_bad_ += b.special_bad;
+    allclose_bad_ += b.allclose_bad;
+    g_max_ = std::max(g_max_, b.g_max); g_min_ = std::min(g_min_, b.g_min);
+    m_max_ = std::max(m_max_, b.m_max); m_min_ = std::min(m_min_, b.m_min);
+    g_sum_ += b.g_sum; m_sum_ += b.m_sum;
+    gg_ += b.gg; mm_ += b.mm; gm_ += b.gm; dd_ += b.dd;
+    max_rel_ = std::max(max_rel_, b.max_rel); sum_rel_ += b.sum_rel;
+    max_abs_ = std::max(max_abs_, b.max_abs); sum_abs_ += b.sum_abs;
+    max_ulp_ = std::max(max_ulp_, b.max_ulp); sum_ulp_ += b.sum_ulp;
     kl_sg_ += sg; kl_t_ += t; kl_sm_ += sm;
   }
 }
