@@ -1,0 +1,40 @@
+"""The torch.compile backend a run uses, built from the spec: the dumping backends for the
+FX and compiled levels, TorchAir, or a builtin / user backend counted and timed as is."""
+from __future__ import annotations
+
+import importlib
+import time
+
+
+def resolve(name: str):
+    """A builtin backend name, or `module:function` for a user entry point."""
+    if ":" in name:
+        module, _, attr = name.partition(":")
+        return getattr(importlib.import_module(module), attr)
+    from torch._dynamo import lookup_backend
+    return lookup_backend(name)
+
+
+def make_backend(session):
+    spec, level = session.spec, session.level
+    if spec.backend == "torchair":
+        from .torchair import npu_backend
+        return npu_backend(session)
+    if level == "fx":
+        from .fx_dump import dumping_backend
+        return dumping_backend(session, spec.backend)
+    if spec.backend == "inductor":
+        from .inductor_dump import inductor_backend
+        return inductor_backend(session, dump=level == "compiled")
+    return counted(session, resolve(spec.backend))
+
+
+def counted(session, backend):
+    def backend_fn(gm, example_inputs, **kwargs):
+        session.new_graph()
+        started = time.perf_counter()
+        compiled = backend(gm, example_inputs, **kwargs)
+        session.status.data["graphs"]["compile_seconds"].append(
+            round(time.perf_counter() - started, 6))
+        return compiled
+    return backend_fn

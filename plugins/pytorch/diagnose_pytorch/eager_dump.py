@@ -1,0 +1,117 @@
+"""Eager dumping: every ATen op through a TorchDispatchMode, attributed to the module that
+called it through global module hooks that keep a stack of module paths.
+
+op_key = `{module path}/{op}#{n}` (`{op}#{n}` at the root), n counting calls of that op from
+that module within the step; module records use `{module path}#{n}` (`<root>#{n}`)."""
+from __future__ import annotations
+
+import collections
+import contextlib
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils import _pytree as pytree
+
+
+class ModuleStack:
+    def __init__(self, names: dict[int, str]):
+        self.names = names
+        self.paths: list[str] = []
+
+    def register_root(self, module: torch.nn.Module) -> None:
+        for name, sub in module.named_modules(remove_duplicate=False):
+            self.names.setdefault(id(sub), name)
+
+    def path_of(self, module: torch.nn.Module) -> str:
+        name = self.names.get(id(module))
+        if name is not None:
+            return name
+        parent = self.paths[-1] if self.paths else ""
+        return f"{parent}.{type(module).__name__}" if parent else type(module).__name__
+
+    @property
+    def current(self) -> str:
+        return self.paths[-1] if self.paths else ""
+
+
+class EagerDumpMode(TorchDispatchMode):
+    def __init__(self, session, modules: ModuleStack):
+        super().__init__()
+        self.session = session
+        self.modules = modules
+        self.op_counts: collections.Counter = collections.Counter()
+        self.module_counts: collections.Counter = collections.Counter()
+        self.counted_step = None
+
+    def _count(self, counter: collections.Counter, key) -> int:
+        if self.counted_step != self.session.step:
+            self.op_counts.clear()
+            self.module_counts.clear()
+            self.counted_step = self.session.step
+        n = counter[key]
+        counter[key] += 1
+        return n
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        session = self.session
+        if not session.dumping():
+            return func(*args, **kwargs)
+        module = self.modules.current
+        op = str(func)
+        n = self._count(self.op_counts, (module, op))
+        op_key = f"{module}/{op}#{n}" if module else f"{op}#{n}"
+        if not session.selected(op_key, op, module):
+            return func(*args, **kwargs)
+        seq = session.next_seq()
+        if session.wants_io("input"):
+            session.write_args(args, seq=seq, op_key=op_key, io="input", op=op, module=module)
+        out = func(*args, **kwargs)
+        if session.wants_io("output"):
+            outs = out if isinstance(out, (list, tuple)) else (out,)
+            session.write_args(outs, seq=seq, op_key=op_key, io="output", op=op, module=module)
+        return out
+
+    def module_output(self, module: torch.nn.Module, path: str, output) -> None:
+        session = self.session
+        if not (session.spec.dump.modules and session.dumping()):
+            return
+        n = self._count(self.module_counts, path)
+        op_key = f"{path or '<root>'}#{n}"
+        if not session.selected(op_key, type(module).__name__, path):
+            return
+        seq = session.next_seq()
+        for index, value in enumerate(pytree.tree_leaves(output)):
+            session.write(value, seq=seq, op_key=op_key, io="output", index=index,
+                          kind="module", op=type(module).__name__, module=path)
+
+
+class EagerDumper:
+    """Per session: the module names and the per-step counters outlive single calls."""
+
+    def __init__(self, session):
+        self.modules = ModuleStack({})
+        self.mode = EagerDumpMode(session, self.modules)
+
+    @contextlib.contextmanager
+    def active(self):
+        """Around one top-level call in eager mode."""
+        modules, mode = self.modules, self.mode
+
+        def push(module, args):
+            modules.paths.append(modules.path_of(module))
+
+        def pop(module, args, output):
+            path = modules.paths.pop() if modules.paths else ""
+            with torch.utils._python_dispatch._disable_current_modes():
+                mode.module_output(module, path, output)
+
+        pre = torch.nn.modules.module.register_module_forward_pre_hook(push)
+        post = torch.nn.modules.module.register_module_forward_hook(pop)
+        try:
+            with mode:
+                yield
+        finally:
+            pre.remove()
+            post.remove()
+            modules.paths.clear()

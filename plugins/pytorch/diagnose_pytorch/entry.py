@@ -1,0 +1,109 @@
+"""The boundary of the user's compiled callable: what `torch.compile(model)` returns under a
+run spec. Each outermost call is one step (unless the user marks steps): inputs are moved to
+the spec's device and dtype, the call runs under autocast and, in eager mode, under the ATen
+dumper, and its outputs are recorded as the final outputs."""
+from __future__ import annotations
+
+import contextlib
+import functools
+
+import torch
+from torch.utils import _pytree as pytree
+
+from .session import Session
+
+_original_compile = torch.compile
+
+
+def original_compile():
+    return _original_compile
+
+
+def compile_under_spec(session: Session, model, user_options: dict):
+    """Replaces `torch.compile(model, **user_options)`: the spec decides backend and options."""
+    session.status.data["compile_calls"].append(
+        {"target": getattr(model, "__qualname__", type(model).__name__),
+         "requested": {k: repr(v) for k, v in user_options.items()}})
+    return wrap(session, model)
+
+
+def wrap(session: Session, model):
+    spec = session.spec
+    root = model.__self__ if isinstance(getattr(model, "__self__", None), torch.nn.Module) else model
+    if isinstance(root, torch.nn.Module):
+        _convert_module(root, spec)
+        if session.eager_dumper is not None:
+            session.eager_dumper.modules.register_root(root)
+    if spec.mode == "eager":
+        target = model
+    else:
+        from .backends import make_backend
+        target = _original_compile(model, backend=make_backend(session), dynamic=spec.dynamic,
+                                   fullgraph=spec.fullgraph)
+    boundary = Boundary(session)
+    if isinstance(target, torch.nn.Module):
+        target.register_forward_pre_hook(boundary.module_pre_hook, with_kwargs=True)
+        target.register_forward_hook(boundary.module_post_hook, with_kwargs=True,
+                                     always_call=True)
+        return target
+
+    @functools.wraps(model)
+    def call(*args, **kwargs):
+        args, kwargs = boundary.enter(args, kwargs)
+        outputs = None
+        try:
+            outputs = target(*args, **kwargs)
+            return outputs
+        finally:
+            boundary.exit(outputs)
+    return call
+
+
+class Boundary:
+    def __init__(self, session: Session):
+        self.session = session
+        self.contexts: list[contextlib.ExitStack] = []
+
+    def enter(self, args, kwargs):
+        session, spec = self.session, self.session.spec
+        outermost = session.begin_call()
+        stack = contextlib.ExitStack()
+        self.contexts.append(stack)
+        if not outermost:
+            return args, kwargs
+        args, kwargs = _convert_inputs((args, kwargs), spec)
+        if spec.autocast:
+            stack.enter_context(torch.autocast(torch.device(spec.device).type,
+                                               dtype=getattr(torch, spec.autocast)))
+        if session.eager_dumper is not None:
+            stack.enter_context(session.eager_dumper.active())
+        return args, kwargs
+
+    def exit(self, outputs) -> None:
+        self.contexts.pop().close()
+        self.session.end_call(outputs)
+
+    def module_pre_hook(self, module, args, kwargs):
+        return self.enter(args, kwargs)
+
+    def module_post_hook(self, module, args, kwargs, output):
+        self.exit(output)
+
+
+def _convert_module(module: torch.nn.Module, spec) -> None:
+    module.to(device=spec.device)
+    if spec.dtype:
+        module.to(dtype=getattr(torch, spec.dtype))
+
+
+def _convert_inputs(tree, spec):
+    dtype = getattr(torch, spec.dtype) if spec.dtype else None
+
+    def convert(value):
+        if not isinstance(value, torch.Tensor):
+            return value
+        value = value.to(device=spec.device)
+        if dtype is not None and value.is_floating_point():
+            value = value.to(dtype)
+        return value
+    return pytree.tree_map(convert, tree)

@@ -1,0 +1,98 @@
+"""FX-level dumping: the graph Dynamo and AOT Autograd produced (ATen nodes) executed node by
+node by an FX Interpreter, with TorchAir's FX-dump names: op_key `{node}-{target}`, so a
+tensor is `{node}-{target}.OUTPUT.{i}`."""
+from __future__ import annotations
+
+import functools
+import re
+import time
+
+import torch
+from torch._functorch.aot_autograd import make_boxed_func
+
+# Decompositions and partitioner AOT uses for each builtin backend, so that the dumped graph
+# is the one that backend would hand to its compiler.
+_INDUCTOR_STYLE = ("aot_eager_decomp_partition", "inductor")
+
+
+def fx_node_key(node: torch.fx.Node) -> str:
+    return f"{node.name}-{node.target}"
+
+
+def module_path(node: torch.fx.Node) -> str | None:
+    """The innermost module of the node, written as named_modules() spells it."""
+    stack = node.meta.get("nn_module_stack")
+    if not stack:
+        return None
+    path = list(stack.values())[-1][0]
+    path = re.sub(r"^L\['self'\]\.?", "", path)
+    path = re.sub(r"\[(\d+)\]", r".\1", path)
+    path = re.sub(r"\['([^']+)'\]", r".\1", path)
+    path = re.sub(r"^_modules\.|\._modules\.", ".", path)
+    return path.strip(".")
+
+
+class DumpingInterpreter(torch.fx.Interpreter):
+    def __init__(self, gm: torch.fx.GraphModule, session, graph_id: int):
+        super().__init__(gm, garbage_collect_values=True)
+        self.session = session
+        self.graph_id = graph_id
+
+    def run_node(self, node: torch.fx.Node):
+        session = self.session
+        if node.op != "call_function" or not session.dumping():
+            return super().run_node(node)
+        op_key = fx_node_key(node)
+        op = str(node.target)
+        module = module_path(node)
+        if not session.selected(op_key, op, module or ""):
+            return super().run_node(node)
+        seq = session.next_seq()
+        fields = {"op": op, "module": module, "fx_nodes": [node.name], "graph": self.graph_id}
+        if session.wants_io("input"):
+            args, _ = self.fetch_args_kwargs_from_env(node)
+            session.write_args(args, seq=seq, op_key=op_key, io="input", **fields)
+        out = super().run_node(node)
+        if session.wants_io("output"):
+            outs = out if isinstance(out, (list, tuple)) else (out,)
+            session.write_args(outs, seq=seq, op_key=op_key, io="output", **fields)
+        return out
+
+
+def dumping_backend(session, backend: str):
+    """A torch.compile backend that runs AOT Autograd (with `backend`'s decompositions and
+    partitioner) and then interprets the forward graph node by node, dumping each node.
+    Backward graphs run undumped."""
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._functorch.partitioners import min_cut_rematerialization_partition
+
+    def backend_fn(gm: torch.fx.GraphModule, example_inputs):
+        graph_id = session.new_graph()
+
+        def forward_compiler(fx_gm, _inputs):
+            def run(args):
+                return DumpingInterpreter(fx_gm, session, graph_id).boxed_run(args)
+            run._boxed_call = True
+            return run
+
+        def backward_compiler(fx_gm, _inputs):
+            return make_boxed_func(fx_gm.forward)
+
+        inductor_style = backend in _INDUCTOR_STYLE
+        kwargs = {}
+        if inductor_style:
+            from torch._inductor.decomposition import select_decomp_table
+            kwargs["decompositions"] = select_decomp_table()
+            kwargs["partition_fn"] = functools.partial(min_cut_rematerialization_partition,
+                                                       compiler="inductor")
+        else:
+            kwargs["partition_fn"] = min_cut_rematerialization_partition
+            kwargs["keep_inference_input_mutations"] = True
+        started = time.perf_counter()
+        compiled = aot_autograd(fw_compiler=forward_compiler, bw_compiler=backward_compiler,
+                                **kwargs)(gm, example_inputs)
+        session.status.data["graphs"]["compile_seconds"].append(
+            round(time.perf_counter() - started, 6))
+        return compiled
+
+    return backend_fn

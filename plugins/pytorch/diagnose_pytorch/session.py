@@ -1,0 +1,185 @@
+"""One run of a model under a run spec: the dump writers, the step counter, the filters and
+the status file. Exactly one session is active per process."""
+from __future__ import annotations
+
+import os
+import random
+import re
+import time
+
+import torch
+from torch.utils import _pytree as pytree
+
+from .dump_writer import DumpWriter, dumpable
+from .spec import RunSpec
+from .status import RunStatus
+
+_active: "Session | None" = None
+
+
+def active() -> "Session | None":
+    return _active
+
+
+class Session:
+    def __init__(self, spec: RunSpec):
+        global _active
+        if _active is not None:
+            raise RuntimeError("a diagnose session is already active in this process")
+        self.spec = spec
+        self.level = spec.dump_level()
+        self.rank = int(os.environ.get("RANK", "0"))
+        self.world_size = int(os.environ.get("WORLD_SIZE", "1"))
+        rank_part = f"rank{self.rank}" if self.world_size > 1 else ""
+        run_dir = spec.run_dir
+        status_name = f"status_rank{self.rank}.json" if self.world_size > 1 else "status.json"
+        self.status = RunStatus(run_dir / status_name, spec.to_dict())
+        self.dump_dir = run_dir / "dump" / rank_part
+        self.outputs_dir = run_dir / "outputs" / rank_part
+        header = {"mode": spec.mode, "backend": spec.backend, "device": spec.device,
+                  "dtype": spec.dtype or spec.autocast or "float32", "level": self.level,
+                  "rank": self.rank, "world_size": self.world_size}
+        # TorchAir writes its own dump layouts into dump/; the manifest would confuse readers.
+        torchair_dump = spec.mode == "compiled" and spec.backend == "torchair"
+        self.dump = (DumpWriter(self.dump_dir, header, stats_only=spec.dump.stats_only,
+                                max_bytes=spec.dump.max_bytes)
+                     if self.level != "none" and not torchair_dump else None)
+        self.outputs = DumpWriter(self.outputs_dir, header) if spec.dump.final else None
+        from .eager_dump import EagerDumper
+        self.eager_dumper = EagerDumper(self) if self.level == "aten" and self.dump else None
+        self.step = 0
+        self.explicit_steps = False
+        self.call_depth = 0
+        self.graph_count = 0
+        self._seq = 0
+        self._include = [re.compile(p) for p in spec.dump.include]
+        self._exclude = [re.compile(p) for p in spec.dump.exclude]
+        self._call_started = 0.0
+        self.status.update("ran", mode=spec.mode, backend=spec.backend, device=spec.device,
+                           dtype=spec.dtype, autocast=spec.autocast, dump_level=self.level,
+                           dynamic=spec.dynamic, fullgraph=spec.fullgraph)
+        self.status.update("dump", directory=str(self.dump_dir), outputs=str(self.outputs_dir))
+        seed_and_determinism(spec)
+        _active = self
+
+    # --- identity and selection -------------------------------------------------------
+    def next_seq(self) -> int:
+        self._seq += 1
+        return self._seq - 1
+
+    def new_graph(self) -> int:
+        self.graph_count += 1
+        self.status.data["graphs"]["count"] = self.graph_count
+        return self.graph_count - 1
+
+    def dumping(self) -> bool:
+        steps = self.spec.dump.steps
+        return (self.dump is not None and self.spec.dump.ops
+                and (steps is None or self.step in steps))
+
+    def selected(self, op_key: str, op: str = "", module: str = "") -> bool:
+        names = (op_key, op, module)
+        if self._include and not any(p.search(n) for p in self._include for n in names if n):
+            return False
+        return not any(p.search(n) for p in self._exclude for n in names if n)
+
+    def wants_io(self, io: str) -> bool:
+        return io in self.spec.dump.io
+
+    def write(self, value, *, seq: int, op_key: str, io: str, index: int, item=None,
+              **fields) -> None:
+        """Writes one tensor record; non-tensors (and fake/meta tensors) are skipped."""
+        if not dumpable(value):
+            return
+        record = {"seq": seq, "kind": fields.pop("kind", "op"), "op_key": op_key, "io": io,
+                  "index": index}
+        if item is not None:
+            record["item"] = item
+        record.update({k: v for k, v in fields.items() if v is not None})
+        record["step"] = self.step
+        self.dump.write_tensor(value, record)
+
+    def write_args(self, args, *, seq: int, op_key: str, io: str, **fields) -> None:
+        """Writes positional values: a tensor at position i is index i; a list or tuple of
+        tensors at position i gives one record per element, `item` j."""
+        for index, value in enumerate(args):
+            if isinstance(value, (list, tuple)):
+                for item, element in enumerate(value):
+                    self.write(element, seq=seq, op_key=op_key, io=io, index=index, item=item,
+                               **fields)
+            else:
+                self.write(value, seq=seq, op_key=op_key, io=io, index=index, **fields)
+
+    # --- steps and top-level calls ------------------------------------------------------
+    def set_step(self, step: int) -> None:
+        self.explicit_steps = True
+        self.step = step
+
+    def begin_call(self) -> bool:
+        """Returns True for the outermost call (the one that counts as a step)."""
+        self.call_depth += 1
+        if self.call_depth > 1:
+            return False
+        self._call_started = time.perf_counter()
+        return True
+
+    def end_call(self, outputs) -> None:
+        self.call_depth -= 1
+        if self.call_depth:
+            return
+        elapsed = time.perf_counter() - self._call_started
+        self.status.data["calls"].append({"step": self.step, "seconds": round(elapsed, 6)})
+        if outputs is not None:
+            self._write_final(outputs)
+        self.status.data["steps"] = max(self.status.data["steps"], self.step + 1)
+        if not self.explicit_steps:
+            self.step += 1
+        self.status.save()
+
+    def _write_final(self, outputs) -> None:
+        leaves = [x for x in pytree.tree_leaves(outputs)]
+        seq = self.next_seq()
+        for index, value in enumerate(leaves):
+            if not dumpable(value):
+                continue
+            record = {"seq": seq, "kind": "final", "op_key": "output", "io": "output",
+                      "index": index, "step": self.step}
+            if self.outputs is not None:
+                self.outputs.write_tensor(value, record)
+            if self.dump is not None and self.spec.dump.final:
+                steps = self.spec.dump.steps
+                if steps is None or self.step in steps:
+                    self.dump.write_tensor(value, record)
+
+    # --- end of run ---------------------------------------------------------------------
+    def close(self, error: BaseException | None = None) -> None:
+        global _active
+        if error is not None:
+            self.status.add_error(error, "run")
+        from .graph_info import collect_graph_info
+        collect_graph_info(self)
+        for writer in (self.dump, self.outputs):
+            if writer is not None:
+                writer.close()
+        if self.dump is not None:
+            self.status.update("dump", records=self.dump.records,
+                               written_bytes=self.dump.written_bytes,
+                               budget_reached=self.dump.budget_reached)
+        self.status.finish("error" if error is not None else "ok")
+        _active = None
+
+
+def seed_and_determinism(spec: RunSpec) -> None:
+    if spec.seed is not None:
+        random.seed(spec.seed)
+        torch.manual_seed(spec.seed)
+        try:
+            import numpy as np
+            np.random.seed(spec.seed)
+        except ImportError:
+            pass
+    if spec.deterministic:
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        torch.use_deterministic_algorithms(True)
+        torch.backends.cudnn.deterministic = True
+        torch.backends.cudnn.benchmark = False

@@ -1,0 +1,137 @@
+"""The run spec: one JSON document telling the plugin how to run and what to dump.
+
+The schema is documented in plugins/pytorch/README.md; `RunSpec.from_dict` rejects unknown
+keys so that a typo in the orchestrator fails loudly instead of being ignored."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SPEC_ENV = "DIAGNOSE_RUN_SPEC"
+BUILTIN_BACKENDS = ("eager", "aot_eager", "aot_eager_decomp_partition", "inductor", "torchair")
+DUMP_LEVELS = ("none", "aten", "fx", "compiled")
+FLOAT_DTYPES = ("float32", "float64", "float16", "bfloat16")
+
+
+class SpecError(ValueError):
+    pass
+
+
+@dataclass
+class DumpSpec:
+    level: str = "auto"             # none | aten | fx | compiled | auto (see resolved_level)
+    ops: bool = True                # op / FX node / compiled buffer records
+    modules: bool = False           # module output records (eager only)
+    final: bool = True              # final output records
+    io: list[str] = field(default_factory=lambda: ["input", "output"])
+    include: list[str] = field(default_factory=list)   # regexes on op_key, op or module
+    exclude: list[str] = field(default_factory=list)
+    steps: list[int] | None = None  # None: every step
+    stats_only: bool = False
+    max_bytes: int | None = None    # byte budget for tensor files
+
+
+@dataclass
+class Switches:
+    inductor: dict = field(default_factory=dict)    # torch._inductor.config overrides
+    fusion_switch_file: str | None = None            # TorchAir / GE fusion switch file
+    torchair: dict = field(default_factory=dict)    # dotted CompilerConfig fields -> values
+
+
+@dataclass
+class RunSpec:
+    output_dir: str
+    mode: str = "compiled"          # eager | compiled
+    backend: str = "inductor"
+    device: str = "cpu"
+    dtype: str | None = None        # cast the model and its floating inputs
+    autocast: str | None = None     # run calls under torch.autocast with this dtype
+    dynamic: bool | None = None
+    fullgraph: bool = False
+    switches: Switches = field(default_factory=Switches)
+    dump: DumpSpec = field(default_factory=DumpSpec)
+    seed: int | None = 0
+    deterministic: bool = False
+    version: int = 1
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "RunSpec":
+        data = dict(data)
+        nested = {"switches": Switches, "dump": DumpSpec}
+        for key, kind in nested.items():
+            if key in data:
+                data[key] = _build(kind, data[key], key)
+        spec = _build(cls, data, "spec")
+        spec.validate()
+        return spec
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "RunSpec":
+        with open(path) as f:
+            return cls.from_dict(json.load(f))
+
+    @classmethod
+    def from_env(cls) -> "RunSpec":
+        path = os.environ.get(SPEC_ENV)
+        if not path:
+            raise SpecError(f"no run spec: set {SPEC_ENV} to the path of a JSON run spec")
+        return cls.load(path)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def validate(self) -> None:
+        if self.version != 1:
+            raise SpecError(f"run spec version {self.version} is not supported (this plugin reads 1)")
+        if self.mode not in ("eager", "compiled"):
+            raise SpecError(f"mode must be 'eager' or 'compiled', not {self.mode!r}")
+        if self.backend not in BUILTIN_BACKENDS and ":" not in self.backend:
+            raise SpecError(f"backend must be one of {BUILTIN_BACKENDS} or 'module:function', "
+                            f"not {self.backend!r}")
+        for name in ("dtype", "autocast"):
+            value = getattr(self, name)
+            if value is not None and value not in FLOAT_DTYPES:
+                raise SpecError(f"{name} must be one of {FLOAT_DTYPES}, not {value!r}")
+        if self.dump.level not in DUMP_LEVELS + ("auto",):
+            raise SpecError(f"dump.level must be one of {DUMP_LEVELS} or 'auto'")
+        if not set(self.dump.io) <= {"input", "output"}:
+            raise SpecError("dump.io may only hold 'input' and 'output'")
+        level = self.dump_level()
+        if self.mode == "eager" and level in ("fx", "compiled"):
+            raise SpecError(f"dump.level {level!r} needs mode 'compiled'")
+        if level == "compiled" and self.backend not in ("inductor", "torchair"):
+            raise SpecError("dump.level 'compiled' exists for inductor and torchair; "
+                            f"use 'fx' for {self.backend!r}")
+        if self.mode == "compiled" and level == "aten":
+            raise SpecError("dump.level 'aten' needs mode 'eager' (use 'fx' or 'compiled')")
+        if self.switches.fusion_switch_file and not Path(self.switches.fusion_switch_file).is_file():
+            raise SpecError(f"fusion switch file not found: {self.switches.fusion_switch_file}")
+
+    def dump_level(self) -> str:
+        """`auto` means: ATen ops in eager mode, the compiled code's buffers for Inductor and
+        TorchAir (GE dump), the FX graph node by node for every other backend."""
+        if self.dump.level != "auto":
+            return self.dump.level
+        if self.mode == "eager":
+            return "aten"
+        return "compiled" if self.backend in ("inductor", "torchair") else "fx"
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.output_dir)
+
+
+def _build(kind, data, where: str):
+    if not isinstance(data, dict):
+        raise SpecError(f"{where} must be a JSON object")
+    known = {f.name for f in dataclasses.fields(kind)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise SpecError(f"unknown key(s) in {where}: {', '.join(unknown)}")
+    try:
+        return kind(**data)
+    except TypeError as e:
+        raise SpecError(f"{where}: {e}") from None

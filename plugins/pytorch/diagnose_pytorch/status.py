@@ -1,0 +1,59 @@
+"""status.json: what ran, with which backend and switches, how it went. Rewritten atomically
+at each milestone, so a killed run still leaves the last state ("running")."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+FORMAT = "diagnose-run-status"
+VERSION = 1
+
+
+class RunStatus:
+    def __init__(self, path: Path, spec_dict: dict):
+        self.path = path
+        self.started = time.time()
+        self.data = {
+            "format": FORMAT, "version": VERSION, "state": "running",
+            "spec": spec_dict, "argv": list(sys.argv), "pid": os.getpid(),
+            "torch_version": _torch_version(),
+            "ran": {}, "graphs": {"count": 0, "compile_seconds": [], "graph_breaks": 0,
+                                  "break_reasons": {}},
+            "switches": {"active": {}, "fired": {}},
+            "steps": 0, "calls": [], "dump": {}, "timings": {}, "compile_calls": [],
+            "errors": [],
+        }
+        self.save()
+
+    def set(self, key: str, value) -> None:
+        self.data[key] = value
+
+    def update(self, key: str, **values) -> None:
+        self.data[key].update(values)
+
+    def add_error(self, exc: BaseException, where: str) -> None:
+        self.data["errors"].append({
+            "where": where, "type": type(exc).__name__, "message": str(exc),
+            "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
+        })
+
+    def finish(self, state: str) -> None:
+        self.data["state"] = state
+        self.data["timings"]["total_seconds"] = round(time.time() - self.started, 6)
+        self.save()
+
+    def save(self) -> None:
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(self.data, f, indent=1, default=str)
+        os.replace(tmp, self.path)
+
+
+def _torch_version() -> str:
+    import torch
+    return torch.__version__

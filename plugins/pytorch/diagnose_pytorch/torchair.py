@@ -1,0 +1,127 @@
+"""TorchAir (torch.compile on Ascend NPUs): msit's two config helpers, and the backend a run
+spec with `backend: torchair` uses. Only the documented CompilerConfig fields are touched
+(torchair-debug.md), so the real torchair and a stand-in of the same shape behave alike."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+GE_DUMP_DIR = "ge_dump"
+FX_DUMP_DIR = "fx_dump"
+_DUMP_MODES = ("input", "output", "all")
+
+
+def _compiler_config_class():
+    from torchair.configs.compiler_config import CompilerConfig
+    return CompilerConfig
+
+
+def _new_config(compiler_config):
+    cls = _compiler_config_class()
+    if compiler_config is None:
+        return cls()
+    if not isinstance(compiler_config, cls):
+        raise TypeError(f"compiler_config must be a torchair CompilerConfig, not {type(compiler_config)}")
+    return compiler_config
+
+
+def _dump_dir(dump_path: str, name: str) -> str:
+    if not isinstance(dump_path, str):
+        raise TypeError(f"dump_path must be a string, not {type(dump_path)}")
+    path = os.path.realpath(os.path.join(dump_path, name))
+    os.makedirs(path, mode=0o750, exist_ok=True)
+    return path
+
+
+def get_ge_dump_config(dump_path: str = "", dump_mode: str = "all", fusion_switch_file=None,
+                       dump_token=None, dump_layer=None, compiler_config=None):
+    """A CompilerConfig that dumps GE's tensors (every op, or the ops in `dump_layer`, at the
+    tokens in `dump_token`) and the graph structure txt files into {dump_path}/ge_dump, with
+    the fusion rules of `fusion_switch_file`."""
+    if dump_mode not in _DUMP_MODES:
+        raise ValueError(f"dump_mode must be one of {_DUMP_MODES}, not {dump_mode!r}")
+    path = _dump_dir(dump_path, GE_DUMP_DIR)
+    config = _new_config(compiler_config)
+    config.debug.graph_dump.type = "txt"
+    # torchair renamed graph_dump.path to a private _path (8.0.RC1); set whichever exists.
+    if hasattr(config.debug.graph_dump, "_path"):
+        setattr(config.debug.graph_dump, "_path", path)
+    else:
+        config.debug.graph_dump.path = path
+    if fusion_switch_file is not None:
+        if not os.path.isfile(fusion_switch_file):
+            raise FileNotFoundError(f"fusion_switch_file not found: {fusion_switch_file}")
+        config.fusion_config.fusion_switch_file = os.path.realpath(fusion_switch_file)
+    config.dump_config.enable_dump = True
+    config.dump_config.dump_mode = dump_mode
+    config.dump_config.dump_path = path
+    if dump_token is not None:
+        config.dump_config.dump_step = "|".join(str(t) for t in dump_token)
+    if dump_layer is not None:
+        config.dump_config.dump_layer = " ".join(dump_layer)
+    return config
+
+
+def get_fx_dump_config(dump_path: str = "", compiler_config=None):
+    """A CompilerConfig that skips GE and runs the FX graph eagerly, dumping every node's
+    positional inputs and outputs as npy files into {dump_path}/fx_dump."""
+    path = _dump_dir(dump_path, FX_DUMP_DIR)
+    config = _new_config(compiler_config)
+    config.debug.data_dump.type = "npy"
+    if hasattr(config.debug.data_dump, "path"):
+        config.debug.data_dump.path = path
+    return config
+
+
+def set_field(config, dotted: str, value) -> None:
+    """Sets a CompilerConfig field by its dotted path, e.g. 'ge_config.oo_level'."""
+    *parents, name = dotted.split(".")
+    target = config
+    for part in parents:
+        target = getattr(target, part)
+    if not hasattr(target, name):
+        raise AttributeError(f"CompilerConfig has no field {dotted!r}")
+    setattr(target, name, value)
+
+
+def npu_backend(session):
+    import torchair
+    from .backends import counted
+
+    spec = session.spec
+    config = _new_config(None)
+    dump_dir = str(session.dump_dir)
+    if session.level == "fx":
+        get_fx_dump_config(dump_path=dump_dir, compiler_config=config)
+    elif session.level == "compiled":
+        modes = set(spec.dump.io)
+        get_ge_dump_config(dump_path=dump_dir, dump_mode="all" if len(modes) == 2 else modes.pop(),
+                           fusion_switch_file=spec.switches.fusion_switch_file,
+                           dump_token=spec.dump.steps, compiler_config=config)
+        if spec.dump.stats_only:
+            config.dump_config.dump_data = "stats"
+    if spec.switches.fusion_switch_file:
+        config.fusion_config.fusion_switch_file = os.path.realpath(spec.switches.fusion_switch_file)
+        with open(spec.switches.fusion_switch_file) as f:
+            session.status.data["switches"]["active"]["fusion_switch_file"] = {
+                "path": spec.switches.fusion_switch_file, "content": json.load(f)}
+    for dotted, value in spec.switches.torchair.items():
+        set_field(config, dotted, value)
+    if spec.switches.torchair:
+        session.status.data["switches"]["active"]["torchair"] = dict(spec.switches.torchair)
+    return counted(session, torchair.get_npu_backend(compiler_config=config))
+
+
+def fusion_result(cwd: Path | None = None) -> dict | list | None:
+    """GE's fusion_result.json of this process: in the working directory, or under
+    $ASCEND_WORK_PATH/FE/<pid>/."""
+    candidates = [Path(cwd or os.getcwd()) / "fusion_result.json"]
+    if os.environ.get("ASCEND_WORK_PATH"):
+        candidates.insert(0, Path(os.environ["ASCEND_WORK_PATH"]) / "FE" / str(os.getpid())
+                          / "fusion_result.json")
+    for path in candidates:
+        if path.is_file():
+            with open(path) as f:
+                return json.load(f)
+    return None
