@@ -230,7 +230,14 @@ std::vector<toolkit::dump::Workspace> all_workspaces(const toolkit::dump::DumpDa
 
 void fill_original_ops(const toolkit::dump::DumpData& dd, GeDump* d) {
   d->op_name = dd.op_name();
-  for (const auto& o : dd.output()) d->output_original_ops.push_back(o.has_original_op() ? o.original_op().name() : "");
+  for (const auto& o : dd.output()) {
+    if (o.has_original_op() && !o.original_op().name().empty()) {
+      d->output_original_ops.push_back(
+          GeOriginalOp{o.original_op().name(), static_cast<int>(o.original_op().output_index())});
+    } else {
+      d->output_original_ops.push_back(std::nullopt);
+    }
+  }
 }
 
 bool add_size(uint64_t* total, uint64_t size) {
@@ -421,7 +428,7 @@ GeDump parse_ge_dump(const uint8_t* bytes, size_t size, uint64_t file_size, cons
   GeDump failed;
   failed.path = path;
   failed.file_size = file_size;
-  failed.error = path + ": " + error;
+  failed.error = error;
   return failed;
 }
 
@@ -430,12 +437,12 @@ GeDump read_ge_dump(const std::string& path) {
   d.path = path;
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    d.error = path + ": cannot open: " + std::strerror(errno);
+    d.error = std::string("cannot open: ") + std::strerror(errno);
     return d;
   }
   struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    d.error = path + ": not a regular file";
+    d.error = "not a regular file";
     close(fd);
     return d;
   }
@@ -443,7 +450,7 @@ GeDump read_ge_dump(const std::string& path) {
   std::vector<uint8_t> buf;
   std::string error;
   if (!read_at(fd, 0, static_cast<size_t>(std::min<uint64_t>(file_size, 8)), &buf, &error)) {
-    d.error = path + ": " + error;
+    d.error = error;
     close(fd);
     return d;
   }
@@ -453,7 +460,7 @@ GeDump read_ge_dump(const std::string& path) {
   const bool header_fits = buf.size() == 8 && header_len <= file_size - 8 && header_len <= kMaxHeaderBytes;
   if (header_fits) {
     if (!read_at(fd, 0, static_cast<size_t>(8 + header_len), &buf, &error)) {
-      d.error = path + ": " + error;
+      d.error = error;
       close(fd);
       return d;
     }

@@ -37,16 +37,22 @@ std::optional<GeDumpName> parse_ge_dump_name(const std::string& file_name,
 // GE's file-name sanitising of an op name ('.', '/', '\\', ' ' -> '_').
 std::string sanitize_ge_name(const std::string& name);
 
+// The pre-fusion op an output of a fused op belongs to (DumpData OriginalOp).
+struct GeOriginalOp {
+  std::string name;
+  int output_index = 0;
+};
+
 struct GeDump {
   std::string path;
   uint64_t file_size = 0;
   std::string op_name;  // DumpData.op_name; empty when the header has none
   std::vector<TensorRef> inputs, outputs, buffers, workspaces;
-  // Per output: the pre-fusion op it belongs to (OriginalOp.name), empty when absent.
-  std::vector<std::string> output_original_ops;
+  // Per output: the pre-fusion op it belongs to, when the header names one.
+  std::vector<std::optional<GeOriginalOp>> output_original_ops;
   bool whole_file_format = false;     // the very old form: one DumpData with data inline
   std::vector<std::string> warnings;  // usable, but something looked off
-  std::string error;                  // set when the file cannot be used at all
+  std::string error;                  // why the file cannot be used at all (without the path)
 
   bool ok() const { return error.empty(); }
 };

@@ -76,6 +76,7 @@ TEST(GeDump, HeaderFormOffsetsAndShapes) {
   add_input(&d, kGeFloat16, {4}, 8);
   auto* out = add_output(&d, kGeInt32, {2}, 8);
   out->mutable_original_op()->set_name("Add_1_orig");
+  out->mutable_original_op()->set_output_index(2);
   d.add_buffer()->set_size(5);
   d.add_space()->set_size(3);
   const std::string payload(24 + 8 + 8 + 5 + 3, '\x01');
@@ -101,7 +102,10 @@ TEST(GeDump, HeaderFormOffsetsAndShapes) {
   EXPECT_EQ(g.outputs[0].dtype, DType::Int32);
   EXPECT_EQ(g.buffers[0].offset, base + 40);
   EXPECT_EQ(g.workspaces[0].offset, base + 45);
-  EXPECT_EQ(g.output_original_ops, (std::vector<std::string>{"Add_1_orig"}));
+  ASSERT_EQ(g.output_original_ops.size(), 1u);
+  ASSERT_TRUE(g.output_original_ops[0]);
+  EXPECT_EQ(g.output_original_ops[0]->name, "Add_1_orig");
+  EXPECT_EQ(g.output_original_ops[0]->output_index, 2);
 }
 
 TEST(GeDump, FileReaderReadsValues) {

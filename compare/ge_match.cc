@@ -1,0 +1,677 @@
+#include "compare/ge_match.h"
+
+#include <algorithm>
+#include <climits>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <set>
+
+#include "compare/fx_dump.h"
+#include "compare/ge_graph.h"
+#include "compare/match.h"
+#include "compare/npy.h"
+
+namespace diagnose::compare {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kMaxWalkDepth = 10;
+constexpr int kMaxGraphFileDepth = 3;
+const char kGraphPrefix[] = "dynamo_original_graph_";
+const char kFusedType[] = "AutomaticBufferFusionOp";
+
+bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
+bool ends_with(const std::string& s, const std::string& p) {
+  return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
+}
+
+std::optional<int64_t> number(const std::string& s) {
+  if (s.empty() || s.size() > 18 || s.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  return std::stoll(s);
+}
+
+// Calls visit(dir, depth) for `root` and every directory below it, without following
+// symlinked directories (so link loops end), up to kMaxWalkDepth.
+void walk_dirs(const std::string& root, int max_depth, std::vector<std::string>* warnings,
+               const std::function<void(const fs::path&, int)>& visit) {
+  std::vector<std::pair<fs::path, int>> stack{{fs::path(root), 0}};
+  while (!stack.empty()) {
+    auto [dir, depth] = stack.back();
+    stack.pop_back();
+    visit(dir, depth);
+    if (depth >= max_depth) continue;
+    std::error_code ec;
+    std::vector<fs::path> children;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      std::error_code type_ec;
+      if (!it->is_symlink(type_ec) && it->is_directory(type_ec)) children.push_back(it->path());
+    }
+    if (ec && warnings) warnings->push_back(dir.string() + ": cannot list directory: " + ec.message());
+    std::sort(children.rbegin(), children.rend());
+    for (auto& c : children) stack.emplace_back(std::move(c), depth + 1);
+  }
+}
+
+bool has_ge_dump_file(const fs::path& dir) {
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code type_ec;
+    if (it->is_regular_file(type_ec) && parse_ge_dump_name(it->path().filename().string())) return true;
+  }
+  return false;
+}
+
+// Sort key of a group directory .../{model_name}/{model_id}: graph_N, then model id.
+std::tuple<int64_t, int64_t, std::string> group_order(const std::string& path) {
+  const fs::path p(path);
+  const std::string model_name = p.parent_path().filename().string();
+  const auto graph = starts_with(model_name, "graph_") ? number(model_name.substr(6)) : std::nullopt;
+  const auto model_id = number(p.filename().string());
+  return {graph.value_or(INT64_MAX), model_id.value_or(INT64_MAX), path};
+}
+
+std::vector<GeGroup> scan_groups(const std::string& root, std::vector<std::string>* warnings) {
+  std::map<std::string, GeGroup> by_path;
+  walk_dirs(root, kMaxWalkDepth, warnings, [&](const fs::path& dir, int depth) {
+    if (!has_ge_dump_file(dir)) return;
+    const std::string group = depth == 0 ? dir.string() : dir.parent_path().string();
+    GeGroup& g = by_path[group];
+    g.path = group;
+    g.tokens.push_back({number(dir.filename().string()).value_or(0), dir.string()});
+  });
+  std::vector<GeGroup> groups;
+  for (auto& [path, g] : by_path) {
+    std::sort(g.tokens.begin(), g.tokens.end(),
+              [](const GeTokenDir& a, const GeTokenDir& b) { return a.token_id < b.token_id; });
+    groups.push_back(std::move(g));
+  }
+  std::sort(groups.begin(), groups.end(),
+            [](const GeGroup& a, const GeGroup& b) { return group_order(a.path) < group_order(b.path); });
+  return groups;
+}
+
+// ---------------------------------------------------------------- matching
+
+// Accumulates rows and unmatched entries for one (rank, graph).
+struct GroupContext {
+  int rank = -1;
+  int graph = -1;
+  bool name_graph = false;  // several graphs: unmatched names carry the graph
+  MatchResult* out = nullptr;
+  std::set<std::string> unmatched_seen;
+
+  void unmatched(const std::string& name, const std::string& reason) {
+    std::string label = name;
+    if (name_graph) label = "graph" + std::to_string(graph) + "/" + label;
+    if (rank >= 0) label = "rank" + std::to_string(rank) + "/" + label;
+    if (unmatched_seen.insert(label).second) out->unmatched.emplace_back(label, reason);
+  }
+  RowSpec row(int64_t token, const std::string& op_key, Direction d, int index, int64_t order) const {
+    RowSpec r;
+    r.rank = rank;
+    r.graph = graph;
+    r.token_id = token;
+    r.op_key = op_key;
+    r.direction = d;
+    r.index = index;
+    r.order = order;
+    return r;
+  }
+};
+
+std::string ge_tensor_path(const std::string& file, Direction d, size_t i) {
+  return file + (d == Direction::Input ? ",inputs," : ",outputs,") + std::to_string(i);
+}
+
+std::string target_of(const std::string& prefix) {
+  const size_t dash = prefix.find('-');
+  return dash == std::string::npos ? prefix : prefix.substr(dash + 1);
+}
+
+bool is_self_compared_type(const std::string& type) {
+  return type.find("Cast") != std::string::npos || type.find("TransData") != std::string::npos;
+}
+
+// The GE op of a dump file in the graph: header name first, then the file name.
+const GeGraphOp* find_graph_op(const GeGraph& graph, const GeDump& dump, const GeOpFile& file) {
+  if (!dump.op_name.empty())
+    if (const GeGraphOp* op = graph.find(dump.op_name)) return op;
+  return graph.find(file.name.op_name);
+}
+
+// Pre-fusion ops of a fused dump: its name split over known names, else the
+// OriginalOp names of its outputs.
+std::vector<const GeGraphOp*> constituents(const GeGraph& graph, const GeDump& dump, const GeOpFile& file,
+                                           const std::function<bool(const std::string&)>& also_known) {
+  std::vector<const GeGraphOp*> ops;
+  const auto known = [&](const std::string& n) { return graph.find(n) != nullptr || (also_known && also_known(n)); };
+  for (const std::string& name : {dump.op_name, file.name.op_name}) {
+    if (name.empty()) continue;
+    if (const auto parts = split_fused_name(name, known)) {
+      for (const auto& p : *parts) ops.push_back(graph.find(p));
+      return ops;
+    }
+  }
+  std::set<std::string> seen;
+  for (const auto& orig : dump.output_original_ops) {
+    if (!orig || !seen.insert(orig->name).second) continue;
+    if (const GeGraphOp* op = graph.find(orig->name)) ops.push_back(op);
+  }
+  return ops;
+}
+
+// Rows pairing a side's tensors index by index; a count difference is noted on every
+// row of that direction instead of being zipped away.
+struct Side {
+  std::vector<std::optional<TensorRef>> tensors;
+  std::vector<std::string> paths;
+  size_t size() const { return tensors.size(); }
+};
+
+void pair_rows(GroupContext& ctx, int64_t token, const std::string& op_key, int64_t order, Direction d,
+               const Side& golden, const std::string& golden_type, const std::string& golden_what,
+               const std::vector<TensorRef>& mine, const std::string& my_file, const std::string& my_type) {
+  const size_t n = std::max(golden.size(), mine.size());
+  const char* what = d == Direction::Input ? "inputs" : "outputs";
+  for (size_t i = 0; i < n; ++i) {
+    RowSpec r = ctx.row(token, op_key, d, static_cast<int>(i), order);
+    if (i < golden.size()) {
+      r.golden = golden.tensors[i];
+      r.golden_path = golden.paths[i];
+    }
+    r.golden_op_type = golden_type;
+    if (i < mine.size()) {
+      r.mine = mine[i];
+      r.my_path = ge_tensor_path(my_file, d, i);
+    }
+    r.my_op_type = my_type;
+    if (golden.size() != mine.size()) {
+      r.match_note = std::string(what) + " count differs: GE op has " + std::to_string(mine.size()) + ", " +
+                     golden_what + " has " + std::to_string(golden.size());
+    }
+    ctx.out->rows.push_back(std::move(r));
+  }
+}
+
+Side fx_inputs(const FxNode& node) {
+  Side s;
+  for (const auto& f : node.inputs) {
+    s.tensors.push_back(read_npy(f.path));
+    s.paths.push_back(f.path);
+  }
+  return s;
+}
+
+std::optional<FxLink> output_link(const GeGraphOp& op, size_t k) {
+  return k < op.output_links.size() ? op.output_links[k] : std::nullopt;
+}
+
+struct FxStepIndex {
+  std::map<std::string, FxNode> nodes;
+  std::set<std::string> used;
+};
+
+void output_row_fx(GroupContext& ctx, int64_t token, int64_t order, FxStepIndex& fx, const FxLink& link,
+                   size_t k, const GeDump& dump, const GeOpFile& file) {
+  RowSpec r = ctx.row(token, link.prefix, Direction::Output, static_cast<int>(k), order);
+  r.golden_op_type = target_of(link.prefix);
+  r.mine = dump.outputs[k];
+  r.my_path = ge_tensor_path(file.path, Direction::Output, k);
+  r.my_op_type = file.name.op_type;
+  const auto node = fx.nodes.find(link.prefix);
+  const FxTensorFile* golden = nullptr;
+  if (node != fx.nodes.end()) {
+    fx.used.insert(link.prefix);
+    for (const auto& f : node->second.outputs)
+      if (f.index == link.output && f.item < 0) golden = &f;
+  }
+  if (golden) {
+    r.golden = read_npy(golden->path);
+    r.golden_path = golden->path;
+  } else {
+    r.match_note = "FX dump has no " + link.prefix + ".OUTPUT." + std::to_string(link.output);
+  }
+  ctx.out->rows.push_back(std::move(r));
+}
+
+void input_rows_fx(GroupContext& ctx, int64_t token, int64_t order, FxStepIndex& fx, const std::string& prefix,
+                   const GeDump& dump, const GeOpFile& file) {
+  const auto node = fx.nodes.find(prefix);
+  Side golden;
+  std::string what = "FX node " + prefix;
+  if (node != fx.nodes.end()) {
+    fx.used.insert(prefix);
+    golden = fx_inputs(node->second);
+  } else {
+    what = "the FX dump (no files for " + prefix + ")";
+  }
+  pair_rows(ctx, token, prefix, order, Direction::Input, golden, target_of(prefix), what, dump.inputs,
+            file.path, file.name.op_type);
+}
+
+void self_compare_rows(GroupContext& ctx, int64_t token, int64_t order, const GeDump& dump, const GeOpFile& file,
+                       const std::string& op_key) {
+  const size_t n = std::min(dump.inputs.size(), dump.outputs.size());
+  for (size_t i = 0; i < n; ++i) {
+    RowSpec r = ctx.row(token, op_key, Direction::Output, static_cast<int>(i), order);
+    r.golden = dump.inputs[i];
+    r.golden_path = ge_tensor_path(file.path, Direction::Input, i);
+    r.golden_op_type = file.name.op_type;
+    r.mine = dump.outputs[i];
+    r.my_path = ge_tensor_path(file.path, Direction::Output, i);
+    r.my_op_type = file.name.op_type;
+    r.self_compare = true;
+    ctx.out->rows.push_back(std::move(r));
+  }
+}
+
+std::vector<const GeOpFile*> by_time(const std::map<std::string, GeOpFile>& files) {
+  std::vector<const GeOpFile*> out;
+  for (const auto& [name, f] : files) out.push_back(&f);
+  std::stable_sort(out.begin(), out.end(), [](const GeOpFile* a, const GeOpFile* b) {
+    return a->name.timestamp < b->name.timestamp;
+  });
+  return out;
+}
+
+GeDump read_or_report(GroupContext& ctx, const GeOpFile& file) {
+  GeDump dump = read_ge_dump(file.path);
+  for (const auto& w : dump.warnings) ctx.out->warnings.push_back(file.path + ": " + w);
+  if (!dump.ok()) {
+    ctx.out->warnings.push_back(file.path + ": " + dump.error);
+    ctx.unmatched(file.name.op_name, "GE dump file unreadable: " + dump.error);
+  }
+  return dump;
+}
+
+void match_op_fx(GroupContext& ctx, const GeGraph& graph, int64_t token, FxStepIndex& fx, const GeOpFile& file) {
+  const GeDump dump = read_or_report(ctx, file);
+  if (!dump.ok()) return;
+  const int64_t order = file.name.timestamp;
+  const std::string& op_name = file.name.op_name;
+
+  if (const GeGraphOp* op = find_graph_op(graph, dump, file)) {
+    const auto prefix = op->fx_prefix();
+    if (prefix) {
+      input_rows_fx(ctx, token, order, fx, *prefix, dump, file);
+      for (size_t k = 0; k < dump.outputs.size(); ++k)
+        if (const auto link = output_link(*op, k)) output_row_fx(ctx, token, order, fx, *link, k, dump, file);
+    } else if (is_self_compared_type(file.name.op_type) || is_self_compared_type(op->type)) {
+      self_compare_rows(ctx, token, order, dump, file, op_name);
+    } else {
+      ctx.unmatched(op_name, "GE op has no _fx_tensor_name link");
+    }
+    return;
+  }
+
+  const auto parts = constituents(graph, dump, file, nullptr);
+  if (parts.empty()) {
+    if (is_self_compared_type(file.name.op_type)) {
+      self_compare_rows(ctx, token, order, dump, file, op_name);
+    } else {
+      ctx.unmatched(op_name, file.name.op_type == kFusedType
+                                 ? "fused op name cannot be split into ops of the graph txt"
+                                 : "GE op not found in the graph txt");
+    }
+    return;
+  }
+  // Fused op: the first constituent's FX inputs against the fused inputs; each output
+  // against the FX output its OriginalOp names, else the last constituent's.
+  if (const auto prefix = parts.front()->fx_prefix()) {
+    input_rows_fx(ctx, token, order, fx, *prefix, dump, file);
+  } else {
+    ctx.unmatched(op_name + " (inputs)", "first op of the fused op (" + parts.front()->name +
+                                             ") has no _fx_tensor_name link");
+  }
+  for (size_t k = 0; k < dump.outputs.size(); ++k) {
+    std::optional<FxLink> link;
+    if (k < dump.output_original_ops.size() && dump.output_original_ops[k])
+      if (const GeGraphOp* orig = graph.find(dump.output_original_ops[k]->name))
+        link = output_link(*orig, static_cast<size_t>(dump.output_original_ops[k]->output_index));
+    if (!link) link = output_link(*parts.back(), k);
+    if (link) output_row_fx(ctx, token, order, fx, *link, k, dump, file);
+  }
+}
+
+struct LoadedGraph {
+  int id = -1;
+  std::optional<GeGraph> graph;
+};
+
+std::vector<LoadedGraph> load_graphs(const std::vector<std::string>& files, MatchResult& out) {
+  std::vector<LoadedGraph> graphs;
+  for (const auto& f : files) {
+    std::string error;
+    LoadedGraph g{graph_id_of_file(f), read_ge_graph(f, &error)};
+    if (!g.graph) out.warnings.push_back("graph txt skipped: " + error);
+    graphs.push_back(std::move(g));
+  }
+  return graphs;
+}
+
+template <typename A, typename B>
+std::vector<std::pair<const A*, const B*>> pair_ranks(const std::vector<A>& golden, const std::vector<B>& mine,
+                                                      std::optional<int> rank, MatchResult& out) {
+  std::vector<std::pair<const A*, const B*>> pairs;
+  const auto ranked = [](const auto& v) { return !v.empty() && v.front().rank >= 0; };
+  const auto pick = [&](const auto& v, int r) -> decltype(&v.front()) {
+    for (const auto& x : v)
+      if (x.rank == r || x.rank < 0) return &x;
+    return nullptr;
+  };
+  if (golden.empty() || mine.empty()) return pairs;
+  if (rank) {
+    const A* g = pick(golden, *rank);
+    const B* m = pick(mine, *rank);
+    if (!g || !m) out.fatal_error = "rank " + std::to_string(*rank) + " is not in both dumps";
+    else pairs.emplace_back(g, m);
+    return pairs;
+  }
+  if (ranked(golden) && ranked(mine)) {
+    for (const auto& m : mine) {
+      const A* g = pick(golden, m.rank);
+      if (g) pairs.emplace_back(g, &m);
+      else out.warnings.push_back("rank " + std::to_string(m.rank) + " has no golden dump; skipped");
+    }
+    for (const auto& g : golden)
+      if (!pick(mine, g.rank)) out.warnings.push_back("golden rank " + std::to_string(g.rank) + " has no counterpart; skipped");
+    return pairs;
+  }
+  if (golden.size() == 1 && mine.size() == 1) {
+    pairs.emplace_back(&golden.front(), &mine.front());
+    return pairs;
+  }
+  out.fatal_error = "one dump has " + std::to_string(std::max(golden.size(), mine.size())) +
+                    " rank directories and the other has none; pass --rank";
+  return pairs;
+}
+
+template <typename G>
+size_t paired_count(const std::vector<LoadedGraph>& graphs, size_t my_groups, const std::vector<G>& golden_groups,
+                    int rank, MatchResult& out) {
+  const size_t n = std::min({graphs.size(), my_groups, golden_groups.size()});
+  if (graphs.size() != my_groups || my_groups != golden_groups.size()) {
+    out.warnings.push_back((rank >= 0 ? "rank " + std::to_string(rank) + ": " : std::string()) +
+                           std::to_string(graphs.size()) + " graph txt file(s), " + std::to_string(my_groups) +
+                           " GE graph dir(s), " + std::to_string(golden_groups.size()) +
+                           " golden graph dir(s); pairing the first " + std::to_string(n) + " by position");
+  }
+  return n;
+}
+
+void no_rows_is_fatal(MatchResult& out, const std::string& what) {
+  if (!out.rows.empty() || !out.fatal_error.empty()) return;
+  out.fatal_error = "nothing could be matched between " + what;
+  if (!out.unmatched.empty()) out.fatal_error += " (" + std::to_string(out.unmatched.size()) + " unmatched ops)";
+}
+
+// ---------------------------------------------------------------- GE vs GE
+
+struct GoldenToken {
+  std::map<std::string, GeOpFile> files;
+  std::set<std::string> used;
+  const GeOpFile* find(const std::string& name) const {
+    auto it = files.find(name);
+    if (it == files.end()) it = files.find(sanitize_ge_name(name));
+    return it == files.end() ? nullptr : &it->second;
+  }
+};
+
+Side ge_side(const GeDump& dump, const GeOpFile& file, Direction d) {
+  Side s;
+  const auto& tensors = d == Direction::Input ? dump.inputs : dump.outputs;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    s.tensors.push_back(tensors[i]);
+    s.paths.push_back(ge_tensor_path(file.path, d, i));
+  }
+  return s;
+}
+
+std::string ge_op_key(const GeGraph& graph, const GeDump& dump, const GeOpFile& file) {
+  const GeGraphOp* op = find_graph_op(graph, dump, file);
+  const auto prefix = op ? op->fx_prefix() : std::nullopt;
+  return prefix ? *prefix : file.name.op_name;
+}
+
+void match_op_ge(GroupContext& ctx, const GeGraph& graph, int64_t token, GoldenToken& golden, const GeOpFile& file) {
+  const GeDump dump = read_or_report(ctx, file);
+  if (!dump.ok()) return;
+  const int64_t order = file.name.timestamp;
+  const std::string op_key = ge_op_key(graph, dump, file);
+
+  if (const GeOpFile* g = golden.find(file.name.op_name)) {
+    golden.used.insert(g->name.op_name);
+    const GeDump gd = read_or_report(ctx, *g);
+    if (!gd.ok()) return;
+    for (Direction d : {Direction::Input, Direction::Output}) {
+      pair_rows(ctx, token, op_key, order, d, ge_side(gd, *g, d), g->name.op_type, "golden GE op",
+                d == Direction::Input ? dump.inputs : dump.outputs, file.path, file.name.op_type);
+    }
+    return;
+  }
+  const auto parts = constituents(graph, dump, file, [&](const std::string& n) { return golden.find(n) != nullptr; });
+  if (parts.empty() || std::find(parts.begin(), parts.end(), nullptr) != parts.end()) {
+    ctx.unmatched(file.name.op_name, "no op of this name in the golden GE dump");
+    return;
+  }
+  // Fused op: inputs of its constituents that come from outside the group, and the
+  // last constituent's outputs.
+  std::set<std::string> group;
+  for (const GeGraphOp* op : parts) group.insert(sanitize_ge_name(op->name));
+  Side inputs, outputs;
+  std::string golden_type;
+  for (const GeGraphOp* op : parts) {
+    const GeOpFile* g = golden.find(op->name);
+    if (!g) {
+      ctx.out->warnings.push_back(file.path + ": golden dump has no " + op->name +
+                                  " (part of the fused op); its inputs are left out");
+      continue;
+    }
+    golden.used.insert(g->name.op_name);
+    const GeDump gd = read_or_report(ctx, *g);
+    if (!gd.ok()) continue;
+    size_t data_input = 0;
+    for (const auto& in : op->inputs) {
+      if (in.control()) continue;
+      const size_t i = data_input++;
+      if (i >= gd.inputs.size() || group.count(sanitize_ge_name(in.op))) continue;
+      inputs.tensors.push_back(gd.inputs[i]);
+      inputs.paths.push_back(ge_tensor_path(g->path, Direction::Input, i));
+    }
+    if (op == parts.back()) {
+      outputs = ge_side(gd, *g, Direction::Output);
+      golden_type = g->name.op_type;
+    }
+  }
+  pair_rows(ctx, token, op_key, order, Direction::Input, inputs, parts.front()->type,
+            "the fused ops' outside inputs in the golden dump", dump.inputs, file.path, file.name.op_type);
+  pair_rows(ctx, token, op_key, order, Direction::Output, outputs, golden_type,
+            "the last fused op (" + parts.back()->name + ") in the golden dump", dump.outputs, file.path,
+            file.name.op_type);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- layout
+
+int graph_id_of_file(const std::string& path) {
+  const std::string name = fs::path(path).filename().string();
+  const size_t begin = name.find_first_of("0123456789");
+  if (begin == std::string::npos) return -1;
+  const size_t end = name.find_first_not_of("0123456789", begin);
+  const auto n = number(name.substr(begin, std::min<size_t>(end - begin, 9)));
+  return n ? static_cast<int>(*n) : -1;
+}
+
+GeDumpLayout scan_ge_dump_dir(const std::string& path) {
+  GeDumpLayout l;
+  walk_dirs(path, kMaxGraphFileDepth, &l.warnings, [&](const fs::path& dir, int) {
+    std::error_code ec;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      std::error_code type_ec;
+      if (starts_with(name, kGraphPrefix) && ends_with(name, ".txt") && it->is_regular_file(type_ec))
+        l.graph_files.push_back(it->path().string());
+    }
+  });
+  std::sort(l.graph_files.begin(), l.graph_files.end(), [](const std::string& a, const std::string& b) {
+    return std::make_pair(graph_id_of_file(a), a) < std::make_pair(graph_id_of_file(b), b);
+  });
+
+  std::vector<std::pair<int, std::string>> rank_dirs;
+  std::error_code ec;
+  for (fs::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code type_ec;
+    if (!it->is_directory(type_ec)) continue;
+    if (const auto r = rank_of_dir_name(it->path().filename().string())) rank_dirs.emplace_back(*r, it->path().string());
+  }
+  std::sort(rank_dirs.begin(), rank_dirs.end());
+  for (const auto& [rank, dir] : rank_dirs) {
+    if (!l.ranks.empty() && l.ranks.back().rank == rank) {
+      l.warnings.push_back("two directories for rank " + std::to_string(rank) + "; using " + l.ranks.back().path);
+      continue;
+    }
+    l.ranks.push_back({rank, dir, scan_groups(dir, &l.warnings)});
+  }
+  if (l.ranks.empty()) l.ranks.push_back({-1, path, scan_groups(path, &l.warnings)});
+  return l;
+}
+
+bool is_ge_dump(const std::string& path, std::string* detail) {
+  const GeDumpLayout l = scan_ge_dump_dir(path);
+  if (l.graph_files.empty()) return false;
+  if (detail) {
+    size_t groups = 0, tokens = 0;
+    for (const auto& r : l.ranks) {
+      groups += r.groups.size();
+      for (const auto& g : r.groups) tokens += g.tokens.size();
+    }
+    *detail = std::to_string(l.graph_files.size()) + " graph txt file(s), " +
+              (l.ranks.front().rank >= 0 ? std::to_string(l.ranks.size()) + " rank(s), " : "") +
+              std::to_string(groups) + " graph dir(s), " + std::to_string(tokens) + " token dir(s)";
+  }
+  return true;
+}
+
+std::vector<std::string> graph_files_for_rank(const GeDumpLayout& layout, int rank) {
+  if (rank < 0) return layout.graph_files;
+  std::vector<std::string> out;
+  bool any_ranked = false;
+  const std::string tag = "_rank_" + std::to_string(rank) + "_";
+  for (const auto& f : layout.graph_files) {
+    const std::string name = fs::path(f).filename().string();
+    any_ranked |= name.find("_rank_") != std::string::npos;
+    if (name.find(tag) != std::string::npos) out.push_back(f);
+  }
+  return any_ranked ? out : layout.graph_files;
+}
+
+std::map<std::string, GeOpFile> index_ge_token(const std::string& dir, std::vector<std::string>* warnings) {
+  std::map<std::string, GeOpFile> files;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code type_ec;
+    if (!it->is_regular_file(type_ec)) continue;
+    const auto name = parse_ge_dump_name(it->path().filename().string());
+    if (!name) continue;
+    GeOpFile f{*name, it->path().string(), static_cast<uint64_t>(it->file_size(type_ec))};
+    auto [pos, inserted] = files.emplace(name->op_name, f);
+    if (inserted) continue;
+    const GeOpFile& kept = f.size > pos->second.size ? f : pos->second;
+    if (warnings) {
+      warnings->push_back(dir + ": two dump files for op " + name->op_name + " (" +
+                          fs::path(pos->second.path).filename().string() + ", " + it->path().filename().string() +
+                          "); keeping the larger, " + fs::path(kept.path).filename().string());
+    }
+    pos->second = kept;
+  }
+  if (ec && warnings) warnings->push_back(dir + ": cannot list directory: " + ec.message());
+  return files;
+}
+
+// ---------------------------------------------------------------- matchers
+
+MatchResult match_ge_vs_fx(const std::string& fx_dir, const std::string& ge_dir, std::optional<int> rank) {
+  MatchResult out;
+  const GeDumpLayout ge = scan_ge_dump_dir(ge_dir);
+  const FxDumpLayout fx = scan_fx_dump(fx_dir);
+  out.warnings = ge.warnings;
+  out.warnings.insert(out.warnings.end(), fx.warnings.begin(), fx.warnings.end());
+  if (ge.graph_files.empty()) {
+    out.fatal_error = ge_dir + ": no " + kGraphPrefix + "*.txt graph file";
+    return out;
+  }
+  if (fx.ranks.empty()) {
+    out.fatal_error = fx_dir + ": no TorchAir FX npy dump found";
+    return out;
+  }
+  for (const auto& [fx_rank, ge_rank] : pair_ranks(fx.ranks, ge.ranks, rank, out)) {
+    const int rank_id = std::max(ge_rank->rank, fx_rank->rank);
+    const auto graphs = load_graphs(graph_files_for_rank(ge, ge_rank->rank), out);
+    const size_t n = paired_count(graphs, ge_rank->groups.size(), fx_rank->groups, rank_id, out);
+    for (size_t i = 0; i < n; ++i) {
+      if (!graphs[i].graph) continue;
+      GroupContext ctx{rank_id, graphs[i].id >= 0 ? graphs[i].id : static_cast<int>(i), n > 1, &out, {}};
+      std::map<int64_t, const FxStep*> steps;
+      for (const auto& s : fx_rank->groups[i].steps) steps.emplace(s.token_id, &s);
+      for (const auto& token : ge_rank->groups[i].tokens) {
+        const auto step = steps.find(token.token_id);
+        if (step == steps.end()) {
+          out.warnings.push_back(token.path + ": token " + std::to_string(token.token_id) +
+                                 " has no FX step directory; skipped");
+          continue;
+        }
+        FxStepIndex fx_index{index_fx_step(step->second->path, &out.warnings), {}};
+        const auto files = index_ge_token(token.path, &out.warnings);
+        for (const GeOpFile* f : by_time(files)) match_op_fx(ctx, *graphs[i].graph, token.token_id, fx_index, *f);
+        for (const auto& [prefix, node] : fx_index.nodes)
+          if (!fx_index.used.count(prefix)) ctx.unmatched(prefix, "FX node has no linked GE op in the GE dump");
+      }
+    }
+  }
+  no_rows_is_fatal(out, fx_dir + " and " + ge_dir);
+  return out;
+}
+
+MatchResult match_ge_vs_ge(const std::string& golden_ge_dir, const std::string& my_ge_dir, std::optional<int> rank) {
+  MatchResult out;
+  const GeDumpLayout golden = scan_ge_dump_dir(golden_ge_dir);
+  const GeDumpLayout mine = scan_ge_dump_dir(my_ge_dir);
+  out.warnings = mine.warnings;
+  out.warnings.insert(out.warnings.end(), golden.warnings.begin(), golden.warnings.end());
+  const GeDumpLayout& graph_source = mine.graph_files.empty() ? golden : mine;
+  if (graph_source.graph_files.empty()) {
+    out.fatal_error = "neither " + my_ge_dir + " nor " + golden_ge_dir + " has a " + kGraphPrefix + "*.txt graph file";
+    return out;
+  }
+  for (const auto& [golden_rank, my_rank] : pair_ranks(golden.ranks, mine.ranks, rank, out)) {
+    const int rank_id = std::max(golden_rank->rank, my_rank->rank);
+    const auto graphs = load_graphs(graph_files_for_rank(graph_source, my_rank->rank), out);
+    const size_t n = paired_count(graphs, my_rank->groups.size(), golden_rank->groups, rank_id, out);
+    for (size_t i = 0; i < n; ++i) {
+      if (!graphs[i].graph) continue;
+      GroupContext ctx{rank_id, graphs[i].id >= 0 ? graphs[i].id : static_cast<int>(i), n > 1, &out, {}};
+      std::map<int64_t, const GeTokenDir*> golden_tokens;
+      for (const auto& t : golden_rank->groups[i].tokens) golden_tokens.emplace(t.token_id, &t);
+      for (const auto& token : my_rank->groups[i].tokens) {
+        const auto gt = golden_tokens.find(token.token_id);
+        if (gt == golden_tokens.end()) {
+          out.warnings.push_back(token.path + ": token " + std::to_string(token.token_id) +
+                                 " has no golden token directory; skipped");
+          continue;
+        }
+        GoldenToken golden_index{index_ge_token(gt->second->path, &out.warnings), {}};
+        const auto files = index_ge_token(token.path, &out.warnings);
+        for (const GeOpFile* f : by_time(files)) match_op_ge(ctx, *graphs[i].graph, token.token_id, golden_index, *f);
+        for (const auto& [name, f] : golden_index.files)
+          if (!golden_index.used.count(name)) ctx.unmatched(name, "golden GE op has no counterpart in my dump");
+      }
+    }
+  }
+  no_rows_is_fatal(out, golden_ge_dir + " and " + my_ge_dir);
+  return out;
+}
+
+}  // namespace diagnose::compare

@@ -1,0 +1,63 @@
+// TorchAir GE dump directories: what they hold (ranks, compiled graphs, token
+// directories, graph txt files) and which of their files belongs to which op.
+// match_ge_vs_fx / match_ge_vs_ge (match.h) are built on these.
+//
+// GE layout: {root}/dynamo_original_graph_{N}_rank_{r}_pid_{p}_ts_{t}.txt plus
+//   [worldsize{W}_global_rank{R}/]{time}/{device}/{model_name}/{model_id}/{token}/<dump files>
+// Every directory holding GE dump files is a token directory; its parent is one
+// compiled graph (a "group"). Group i pairs with graph txt i and FX group i.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "compare/ge_dump.h"
+
+namespace diagnose::compare {
+
+struct GeTokenDir {
+  int64_t token_id = 0;  // the directory name, 0 when it is not a number
+  std::string path;
+};
+
+struct GeGroup {
+  std::string path;
+  std::vector<GeTokenDir> tokens;  // by token id
+};
+
+struct GeRank {
+  int rank = -1;  // -1 when the layout has no rank directories
+  std::string path;
+  std::vector<GeGroup> groups;  // in graph order (graph_N, then model id)
+};
+
+struct GeDumpLayout {
+  std::vector<std::string> graph_files;  // dynamo_original_graph_*.txt by graph id
+  std::vector<GeRank> ranks;
+  std::vector<std::string> warnings;  // unreadable directories...
+};
+
+// True when `path` holds a TorchAir GE dump (a dynamo_original_graph_*.txt near the
+// top); `detail` counts what was found.
+bool is_ge_dump(const std::string& path, std::string* detail);
+GeDumpLayout scan_ge_dump_dir(const std::string& path);
+
+// The graph id in a graph txt name (its first integer); -1 when there is none.
+int graph_id_of_file(const std::string& path);
+// Graph txt files of one rank (names with "_rank_{r}_"; all of them for rank -1 or
+// when no name carries a rank).
+std::vector<std::string> graph_files_for_rank(const GeDumpLayout& layout, int rank);
+
+struct GeOpFile {
+  GeDumpName name;
+  std::string path;
+  uint64_t size = 0;
+};
+
+// The GE dump files of one token directory by op name (as in the file name). When two
+// files give the same op, the larger is kept and a warning says so.
+std::map<std::string, GeOpFile> index_ge_token(const std::string& dir, std::vector<std::string>* warnings);
+
+}  // namespace diagnose::compare
