@@ -141,25 +141,31 @@ const GeGraphOp* find_graph_op(const GeGraph& graph, const GeDump& dump, const G
   return graph.find(file.name.op_name);
 }
 
-// Pre-fusion ops of a fused dump: its name split over known names, else the
-// OriginalOp names of its outputs.
-std::vector<const GeGraphOp*> constituents(const GeGraph& graph, const GeDump& dump, const GeOpFile& file,
-                                           const std::function<bool(const std::string&)>& also_known) {
+// Pre-fusion ops of a fused dump: its name split over known names (`from_name`), else
+// the OriginalOp names of its outputs, which say nothing about where inputs go.
+struct Constituents {
   std::vector<const GeGraphOp*> ops;
+  bool from_name = false;
+};
+
+Constituents constituents(const GeGraph& graph, const GeDump& dump, const GeOpFile& file,
+                          const std::function<bool(const std::string&)>& also_known) {
+  Constituents c;
   const auto known = [&](const std::string& n) { return graph.find(n) != nullptr || (also_known && also_known(n)); };
   for (const std::string& name : {dump.op_name, file.name.op_name}) {
     if (name.empty()) continue;
     if (const auto parts = split_fused_name(name, known)) {
-      for (const auto& p : *parts) ops.push_back(graph.find(p));
-      return ops;
+      for (const auto& p : *parts) c.ops.push_back(graph.find(p));
+      c.from_name = true;
+      return c;
     }
   }
   std::set<std::string> seen;
   for (const auto& orig : dump.output_original_ops) {
     if (!orig || !seen.insert(orig->name).second) continue;
-    if (const GeGraphOp* op = graph.find(orig->name)) ops.push_back(op);
+    if (const GeGraphOp* op = graph.find(orig->name)) c.ops.push_back(op);
   }
-  return ops;
+  return c;
 }
 
 // Rows pairing a side's tensors index by index; a count difference is noted on every
@@ -306,7 +312,8 @@ void match_op_fx(GroupContext& ctx, const GeGraph& graph, int64_t token, FxStepI
     return;
   }
 
-  const auto parts = constituents(graph, dump, file, nullptr);
+  const Constituents fused = constituents(graph, dump, file, nullptr);
+  const auto& parts = fused.ops;
   if (parts.empty()) {
     if (is_self_compared_type(file.name.op_type)) {
       self_compare_rows(ctx, token, order, dump, file, op_name);
@@ -319,7 +326,10 @@ void match_op_fx(GroupContext& ctx, const GeGraph& graph, int64_t token, FxStepI
   }
   // Fused op: the first constituent's FX inputs against the fused inputs; each output
   // against the FX output its OriginalOp names, else the last constituent's.
-  if (const auto prefix = parts.front()->fx_prefix()) {
+  if (!fused.from_name) {
+    ctx.unmatched(op_name + " (inputs)", "fused op name cannot be split into ops of the graph txt; "
+                                         "only outputs are matched, through OriginalOp");
+  } else if (const auto prefix = parts.front()->fx_prefix()) {
     input_rows_fx(ctx, token, order, fx, *prefix, dump, file);
   } else {
     ctx.unmatched(op_name + " (inputs)", "first op of the fused op (" + parts.front()->name +
@@ -451,8 +461,10 @@ void match_op_ge(GroupContext& ctx, const GeGraph& graph, int64_t token, GoldenT
     }
     return;
   }
-  const auto parts = constituents(graph, dump, file, [&](const std::string& n) { return golden.find(n) != nullptr; });
-  if (parts.empty() || std::find(parts.begin(), parts.end(), nullptr) != parts.end()) {
+  const Constituents fused =
+      constituents(graph, dump, file, [&](const std::string& n) { return golden.find(n) != nullptr; });
+  const auto& parts = fused.ops;
+  if (!fused.from_name || std::find(parts.begin(), parts.end(), nullptr) != parts.end()) {
     ctx.unmatched(file.name.op_name, "no op of this name in the golden GE dump");
     return;
   }

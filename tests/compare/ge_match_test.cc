@@ -1,0 +1,353 @@
+#include "compare/ge_match.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "compare/match.h"
+#include "ge_fixtures.h"
+
+namespace diagnose::compare {
+namespace {
+
+using namespace testing;
+
+const std::string kFxTs = "20240125031118787351";
+
+struct OpText {
+  std::string name, type;
+  std::vector<std::string> inputs;
+  std::vector<std::string> links;  // one output desc per entry; "" for no link
+};
+
+std::string graph_text(const std::vector<OpText>& ops) {
+  std::string t = "name: \"graph\"\n";
+  for (const auto& op : ops) {
+    t += "op {\n  name: \"" + op.name + "\"\n  type: \"" + op.type + "\"\n";
+    for (const auto& in : op.inputs) t += "  input: \"" + in + "\"\n";
+    for (const auto& link : op.links) {
+      t += "  output_desc {\n    name: \"y\"\n";
+      if (!link.empty())
+        t += "    attr { key: \"_fx_tensor_name\" value { s: \"" + link + "\" } }\n";
+      t += "    attr { key: \"_meta\" value { s: \"Tensor(dtype=torch.float32, shape=torch.Size([2]))\" } }\n";
+      t += "  }\n";
+    }
+    t += "}\n";
+  }
+  return t;
+}
+
+void write_ge_op(const std::string& dir, const std::string& type, const std::string& name, int64_t ts,
+                 const std::vector<std::vector<float>>& inputs, const std::vector<std::vector<float>>& outputs) {
+  write_file(dir + "/" + type + "." + name + ".1.0." + std::to_string(ts), float_ge_dump(inputs, outputs, name));
+}
+
+void write_fx_node(const std::string& dir, const std::string& prefix, const std::vector<std::vector<float>>& inputs,
+                   const std::vector<std::vector<float>>& outputs) {
+  for (size_t i = 0; i < inputs.size(); ++i)
+    write_file(dir + "/" + prefix + ".INPUT." + std::to_string(i) + "." + kFxTs + ".npy",
+               npy_bytes({static_cast<int64_t>(inputs[i].size())}, inputs[i]));
+  for (size_t i = 0; i < outputs.size(); ++i)
+    write_file(dir + "/" + prefix + ".OUTPUT." + std::to_string(i) + "." + kFxTs + ".npy",
+               npy_bytes({static_cast<int64_t>(outputs[i].size())}, outputs[i]));
+}
+
+const std::vector<OpText> kOps = {
+    {"arg0_1", "Data", {}, {""}},
+    {"Add_1", "Add", {"arg0_1:0", "arg0_1:0"}, {"add_1-aten.add.Tensor.OUTPUT.0"}},
+    {"Cast_9", "Cast", {"Add_1:0"}, {""}},
+    {"Mul_3", "Mul", {"Cast_9:0", "Const_1:-1"}, {""}},
+    {"MatMul_2", "MatMul", {"Mul_3:0", "arg0_1:0"}, {"mm-aten.mm.default.OUTPUT.0"}},
+    {"Add_2", "Add", {"MatMul_2:0", "arg0_1:0"}, {"add_2-aten.add.Tensor.OUTPUT.0"}},
+    {"Cast_5", "Cast", {"Add_2:0"}, {""}},
+    {"Relu_4", "Relu", {"Cast_5:0"}, {"relu-aten.relu.default.OUTPUT.0"}},
+};
+
+// GE token dir and FX step dir of one (rank, graph, token) for the ops above.
+void write_ge_token(const std::string& dir) {
+  write_ge_op(dir, "Add", "Add_1", 1700000000000010, {{1, 2}, {3, 4}}, {{4, 6}});
+  write_ge_op(dir, "Cast", "Cast_9", 1700000000000020, {{4, 6}}, {{4, 6}});
+  write_ge_op(dir, "Mul", "Mul_3", 1700000000000030, {{4, 6}}, {{8, 12}});
+  write_ge_op(dir, "MatMul", "MatMul_2", 1700000000000040, {{1}, {2}}, {{2}});
+  write_ge_op(dir, "AutomaticBufferFusionOp", "Add_2Cast_5Relu_4", 1700000000000050, {{2}, {1}}, {{3}});
+  write_ge_op(dir, "TransData", "trans_TransData_7", 1700000000000060, {{5, 6}}, {{5, 6}});
+}
+
+void write_fx_step(const std::string& dir) {
+  write_fx_node(dir, "add_1-aten.add.Tensor", {{1, 2}, {3, 4}}, {{4, 6}});
+  write_fx_node(dir, "mm-aten.mm.default", {{1}, {2}, {0}}, {{2}});
+  write_fx_node(dir, "add_2-aten.add.Tensor", {{2}, {1}}, {{3}});
+  write_fx_node(dir, "relu-aten.relu.default", {{3}}, {{3}});
+  write_fx_node(dir, "orphan-aten.neg.default", {{3}}, {{-3}});
+}
+
+std::vector<const RowSpec*> rows_of(const MatchResult& r, const std::string& my_path_part) {
+  std::vector<const RowSpec*> out;
+  for (const auto& row : r.rows)
+    if (row.my_path.find(my_path_part) != std::string::npos) out.push_back(&row);
+  return out;
+}
+
+bool has_unmatched(const MatchResult& r, const std::string& name, const std::string& reason_part) {
+  return std::any_of(r.unmatched.begin(), r.unmatched.end(), [&](const auto& u) {
+    return u.first == name && u.second.find(reason_part) != std::string::npos;
+  });
+}
+
+struct Fixture {
+  TempDir ge, fx;
+  explicit Fixture(bool ranks = true) {
+    write_file(ge / "dynamo_original_graph_1_rank_0_pid_9_ts_20240101000000000000.txt", graph_text(kOps));
+    const std::string ge_token = ranks ? ge / "worldsize1_global_rank0/20240101010101/0/graph_1/1/0"
+                                       : ge / "20240101010101/0/graph_1/1/0";
+    write_ge_token(ge_token);
+    write_fx_step(ranks ? fx / "worldsize1_global_rank0/graph_1/0" : fx / "data_dump/1/gm_1_dump");
+  }
+};
+
+TEST(GeMatch, Detection) {
+  Fixture f;
+  std::string detail;
+  EXPECT_TRUE(is_ge_dump(f.ge.path(), &detail));
+  EXPECT_NE(detail.find("1 graph txt file(s), 1 rank(s), 1 graph dir(s), 1 token dir(s)"), std::string::npos)
+      << detail;
+  EXPECT_FALSE(is_ge_dump(f.fx.path(), &detail));
+  const GeDumpLayout l = scan_ge_dump_dir(f.ge.path());
+  ASSERT_EQ(l.ranks.size(), 1u);
+  EXPECT_EQ(l.ranks[0].rank, 0);
+  ASSERT_EQ(l.ranks[0].groups.size(), 1u);
+  EXPECT_EQ(l.ranks[0].groups[0].tokens[0].token_id, 0);
+  EXPECT_EQ(graph_files_for_rank(l, 0).size(), 1u);
+  EXPECT_EQ(graph_files_for_rank(l, 1).size(), 0u);
+  EXPECT_EQ(graph_id_of_file("/x/dynamo_original_graph_12_rank_0_pid_9_ts_1.txt"), 12);
+}
+
+TEST(GeMatch, LinkedOpInputsAndOutputs) {
+  Fixture f;
+  const MatchResult r = match_ge_vs_fx(f.fx.path(), f.ge.path(), std::nullopt);
+  ASSERT_TRUE(r.fatal_error.empty()) << r.fatal_error;
+  const auto add = rows_of(r, "Add.Add_1.");
+  ASSERT_EQ(add.size(), 3u);
+  EXPECT_EQ(add[0]->direction, Direction::Input);
+  EXPECT_EQ(add[0]->index, 0);
+  EXPECT_EQ(add[1]->index, 1);
+  EXPECT_EQ(add[2]->direction, Direction::Output);
+  for (const RowSpec* row : add) {
+    EXPECT_EQ(row->op_key, "add_1-aten.add.Tensor");
+    EXPECT_EQ(row->rank, 0);
+    EXPECT_EQ(row->graph, 1);
+    EXPECT_EQ(row->token_id, 0);
+    EXPECT_EQ(row->order, 1700000000000010);
+    EXPECT_EQ(row->golden_op_type, "aten.add.Tensor");
+    EXPECT_EQ(row->my_op_type, "Add");
+    EXPECT_TRUE(row->match_note.empty()) << row->match_note;
+    ASSERT_TRUE(row->golden && row->mine);
+    EXPECT_FALSE(row->self_compare);
+  }
+  EXPECT_NE(add[1]->golden_path.find("add_1-aten.add.Tensor.INPUT.1." + kFxTs + ".npy"), std::string::npos);
+  EXPECT_EQ(add[2]->my_path.substr(add[2]->my_path.size() - 10), ",outputs,0");
+  EXPECT_EQ(add[0]->my_path.substr(add[0]->my_path.size() - 9), ",inputs,0");
+
+  std::string error;
+  const auto golden = read_all_float(*add[2]->golden, &error);
+  const auto mine = read_all_float(*add[2]->mine, &error);
+  ASSERT_TRUE(golden && mine) << error;
+  EXPECT_EQ(*golden, (std::vector<float>{4, 6}));
+  EXPECT_EQ(*mine, (std::vector<float>{4, 6}));
+}
+
+TEST(GeMatch, CastAndTransDataSelfCompare) {
+  Fixture f;
+  const MatchResult r = match_ge_vs_fx(f.fx.path(), f.ge.path(), std::nullopt);
+  for (const char* file : {"Cast.Cast_9.", "TransData.trans_TransData_7."}) {
+    const auto rows = rows_of(r, file);
+    ASSERT_EQ(rows.size(), 1u) << file;
+    EXPECT_TRUE(rows[0]->self_compare);
+    EXPECT_NE(rows[0]->golden_path.find(std::string(file)), std::string::npos);
+    EXPECT_EQ(rows[0]->golden_path.substr(rows[0]->golden_path.size() - 9), ",inputs,0");
+    EXPECT_EQ(rows[0]->my_path.substr(rows[0]->my_path.size() - 10), ",outputs,0");
+    EXPECT_TRUE(rows[0]->golden && rows[0]->mine);
+  }
+}
+
+TEST(GeMatch, UnlinkedOpsAndFxNodesAreListed) {
+  Fixture f;
+  const MatchResult r = match_ge_vs_fx(f.fx.path(), f.ge.path(), std::nullopt);
+  EXPECT_TRUE(rows_of(r, "Mul.Mul_3.").empty());
+  EXPECT_TRUE(has_unmatched(r, "rank0/Mul_3", "_fx_tensor_name")) << r.unmatched.size();
+  EXPECT_TRUE(has_unmatched(r, "rank0/orphan-aten.neg.default", "no linked GE op"));
+}
+
+TEST(GeMatch, InputCountMismatchIsNotedNotZipped) {
+  Fixture f;
+  const MatchResult r = match_ge_vs_fx(f.fx.path(), f.ge.path(), std::nullopt);
+  std::vector<const RowSpec*> inputs, outputs;
+  for (const auto& row : r.rows)
+    if (row.op_key == "mm-aten.mm.default") (row.direction == Direction::Input ? inputs : outputs).push_back(&row);
+  ASSERT_EQ(inputs.size(), 3u);
+  for (const RowSpec* row : inputs)
+    EXPECT_NE(row->match_note.find("inputs count differs: GE op has 2, FX node mm-aten.mm.default has 3"),
+              std::string::npos)
+        << row->match_note;
+  EXPECT_FALSE(inputs[2]->mine);
+  EXPECT_TRUE(inputs[2]->my_path.empty());
+  EXPECT_TRUE(inputs[2]->golden);
+  ASSERT_EQ(outputs.size(), 1u);
+  EXPECT_TRUE(outputs[0]->match_note.empty());
+}
+
+TEST(GeMatch, FusedOpUsesFirstInputsAndLastOutputs) {
+  Fixture f;
+  const MatchResult r = match_ge_vs_fx(f.fx.path(), f.ge.path(), std::nullopt);
+  const auto fused = rows_of(r, "AutomaticBufferFusionOp.Add_2Cast_5Relu_4.");
+  ASSERT_EQ(fused.size(), 3u);
+  EXPECT_EQ(fused[0]->op_key, "add_2-aten.add.Tensor");
+  EXPECT_EQ(fused[1]->op_key, "add_2-aten.add.Tensor");
+  EXPECT_NE(fused[1]->golden_path.find("add_2-aten.add.Tensor.INPUT.1."), std::string::npos);
+  EXPECT_EQ(fused[2]->op_key, "relu-aten.relu.default");
+  EXPECT_EQ(fused[2]->direction, Direction::Output);
+  EXPECT_NE(fused[2]->golden_path.find("relu-aten.relu.default.OUTPUT.0."), std::string::npos);
+  EXPECT_EQ(fused[2]->my_op_type, "AutomaticBufferFusionOp");
+  for (const RowSpec* row : fused) EXPECT_TRUE(row->match_note.empty()) << row->match_note;
+}
+
+TEST(GeMatch, FusedOpOutputsFollowOriginalOp) {
+  Fixture f;
+  // A fused op whose name does not split, but whose header names the pre-fusion op.
+  toolkit::dump::DumpData d;
+  d.set_op_name("fused_block_0");
+  add_input(&d, kGeFloat, {1}, 4);
+  auto* out = add_output(&d, kGeFloat, {1}, 4);
+  out->mutable_original_op()->set_name("Relu_4");
+  write_file(f.ge / "worldsize1_global_rank0/20240101010101/0/graph_1/1/0/AutomaticBufferFusionOp.fused_block_0.7.0.1700000000000070",
+             ge_dump_bytes(d, floats_bytes({2, 3})));
+  const MatchResult r = match_ge_vs_fx(f.fx.path(), f.ge.path(), std::nullopt);
+  const auto rows = rows_of(r, "fused_block_0");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0]->direction, Direction::Output);
+  EXPECT_EQ(rows[0]->op_key, "relu-aten.relu.default");
+  EXPECT_TRUE(has_unmatched(r, "rank0/fused_block_0 (inputs)", "cannot be split"));
+}
+
+TEST(GeMatch, OlderFxLayoutWithoutRanks) {
+  Fixture f(/*ranks=*/false);
+  const MatchResult r = match_ge_vs_fx(f.fx.path(), f.ge.path(), std::nullopt);
+  ASSERT_TRUE(r.fatal_error.empty()) << r.fatal_error;
+  const auto add = rows_of(r, "Add.Add_1.");
+  ASSERT_EQ(add.size(), 3u);
+  EXPECT_EQ(add[0]->rank, -1);
+  EXPECT_EQ(add[0]->token_id, 0);
+  EXPECT_TRUE(has_unmatched(r, "Mul_3", "_fx_tensor_name"));
+}
+
+TEST(GeMatch, TwoRanksGraphsAndTokens) {
+  TempDir ge, fx;
+  for (int rank : {0, 1}) {
+    write_file(ge / ("dynamo_original_graph_2_rank_" + std::to_string(rank) + "_pid_9_ts_1.txt"), graph_text(kOps));
+    write_file(ge / ("dynamo_original_graph_10_rank_" + std::to_string(rank) + "_pid_9_ts_2.txt"), graph_text(kOps));
+    const std::string ge_rank = ge / ("worldsize2_global_rank" + std::to_string(rank) + "/20240101010101/" +
+                                      std::to_string(rank));
+    const std::string fx_rank = fx / ("worldsize2_global_rank" + std::to_string(rank));
+    for (const auto& [graph, model] : {std::pair{"graph_2", "3"}, std::pair{"graph_10", "4"}}) {
+      for (const char* token : {"0", "1"}) {
+        write_ge_token(ge_rank + "/" + graph + "/" + model + "/" + token);
+        write_fx_step(fx_rank + "/" + graph + "/" + token);
+      }
+    }
+  }
+  const MatchResult all = match_ge_vs_fx(fx.path(), ge.path(), std::nullopt);
+  ASSERT_TRUE(all.fatal_error.empty()) << all.fatal_error;
+  const auto add = rows_of(all, "Add.Add_1.");
+  ASSERT_EQ(add.size(), 2u * 2u * 2u * 3u);
+  std::set<std::tuple<int, int, int64_t>> seen;
+  for (const RowSpec* row : add) seen.emplace(row->rank, row->graph, row->token_id);
+  EXPECT_EQ(seen.size(), 8u);
+  EXPECT_TRUE(seen.count({1, 10, 1}));
+  EXPECT_TRUE(seen.count({0, 2, 0}));
+  EXPECT_TRUE(has_unmatched(all, "rank1/graph10/Mul_3", "_fx_tensor_name"));
+
+  const MatchResult one = match_ge_vs_fx(fx.path(), ge.path(), 1);
+  ASSERT_TRUE(one.fatal_error.empty()) << one.fatal_error;
+  for (const auto& row : one.rows) EXPECT_EQ(row.rank, 1);
+  EXPECT_EQ(rows_of(one, "Add.Add_1.").size(), 2u * 2u * 3u);
+
+  const MatchResult missing = match_ge_vs_fx(fx.path(), ge.path(), 5);
+  EXPECT_NE(missing.fatal_error.find("rank 5"), std::string::npos) << missing.fatal_error;
+}
+
+TEST(GeMatch, DuplicateOpKeepsLargerFile) {
+  Fixture f;
+  const std::string token = f.ge / "worldsize1_global_rank0/20240101010101/0/graph_1/1/0";
+  write_ge_op(token, "Add", "Add_1", 1700000000000099, {{1, 2, 3}, {3, 4, 5}}, {{4, 6, 8}});
+  std::vector<std::string> warnings;
+  const auto files = index_ge_token(token, &warnings);
+  ASSERT_EQ(files.count("Add_1"), 1u);
+  EXPECT_EQ(files.at("Add_1").name.timestamp, 1700000000000099);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("keeping the larger"), std::string::npos);
+}
+
+TEST(GeMatch, SymlinkLoopAndUnreadableFiles) {
+  Fixture f;
+  const std::string token = f.ge / "worldsize1_global_rank0/20240101010101/0/graph_1/1/0";
+  std::filesystem::create_directory_symlink(f.ge.path(), token + "/loop");
+  std::filesystem::create_directory_symlink(token, f.ge / "worldsize1_global_rank0/20240101010101/again");
+  write_file(token + "/Neg.Neg_8.1.0.1700000000000080", "garbage, not a GE dump");
+  const MatchResult r = match_ge_vs_fx(f.fx.path(), f.ge.path(), std::nullopt);
+  ASSERT_TRUE(r.fatal_error.empty()) << r.fatal_error;
+  EXPECT_EQ(rows_of(r, "Add.Add_1.").size(), 3u);
+  EXPECT_TRUE(has_unmatched(r, "rank0/Neg_8", "unreadable"));
+  EXPECT_TRUE(std::any_of(r.warnings.begin(), r.warnings.end(),
+                          [](const std::string& w) { return w.find("Neg.Neg_8") != std::string::npos; }));
+}
+
+TEST(GeMatch, MalformedGraphTxtIsReported) {
+  Fixture f;
+  write_file(f.ge / "dynamo_original_graph_1_rank_0_pid_9_ts_20240101000000000000.txt", "op { name: ");
+  const MatchResult r = match_ge_vs_fx(f.fx.path(), f.ge.path(), std::nullopt);
+  EXPECT_FALSE(r.fatal_error.empty());
+  EXPECT_TRUE(std::any_of(r.warnings.begin(), r.warnings.end(),
+                          [](const std::string& w) { return w.find("graph txt skipped") != std::string::npos; }));
+}
+
+TEST(GeMatch, NothingToCompare) {
+  TempDir ge, fx;
+  EXPECT_FALSE(match_ge_vs_fx(fx.path(), ge.path(), std::nullopt).fatal_error.empty());
+}
+
+TEST(GeMatch, GeVsGeGathersFusedInputs) {
+  TempDir golden, mine;
+  write_file(mine / "dynamo_original_graph_1_rank_0_pid_9_ts_1.txt", graph_text(kOps));
+  const std::string my_token = mine / "20240101010101/0/graph_1/1/0";
+  const std::string golden_token = golden / "20240101010101/0/graph_1/1/0";
+  write_ge_op(my_token, "Add", "Add_1", 1700000000000010, {{1, 2}, {3, 4}}, {{4, 6}});
+  write_ge_op(my_token, "AutomaticBufferFusionOp", "Add_2Cast_5Relu_4", 1700000000000050, {{2}, {1}}, {{3}});
+  write_ge_op(my_token, "Neg", "Neg_11", 1700000000000060, {{1}}, {{-1}});
+  write_ge_op(golden_token, "Add", "Add_1", 1700000000000011, {{1, 2}, {3, 4}}, {{4, 6}});
+  write_ge_op(golden_token, "Add", "Add_2", 1700000000000051, {{2}, {1}}, {{3}});
+  write_ge_op(golden_token, "Cast", "Cast_5", 1700000000000052, {{3}}, {{3}});
+  write_ge_op(golden_token, "Relu", "Relu_4", 1700000000000053, {{3}}, {{3}});
+  write_ge_op(golden_token, "Sub", "Sub_12", 1700000000000054, {{3}}, {{3}});
+
+  const MatchResult r = match_ge_vs_ge(golden.path(), mine.path(), std::nullopt);
+  ASSERT_TRUE(r.fatal_error.empty()) << r.fatal_error;
+  const auto add = rows_of(r, "Add.Add_1.");
+  ASSERT_EQ(add.size(), 3u);
+  EXPECT_EQ(add[0]->op_key, "add_1-aten.add.Tensor");
+  EXPECT_NE(add[0]->golden_path.find("Add.Add_1.1.0.1700000000000011,inputs,0"), std::string::npos);
+  EXPECT_EQ(add[0]->golden_op_type, "Add");
+
+  const auto fused = rows_of(r, "Add_2Cast_5Relu_4");
+  ASSERT_EQ(fused.size(), 3u);
+  EXPECT_NE(fused[0]->golden_path.find("Add.Add_2.1.0.1700000000000051,inputs,0"), std::string::npos);
+  EXPECT_NE(fused[1]->golden_path.find("Add.Add_2.1.0.1700000000000051,inputs,1"), std::string::npos);
+  EXPECT_NE(fused[2]->golden_path.find("Relu.Relu_4.1.0.1700000000000053,outputs,0"), std::string::npos);
+  for (const RowSpec* row : fused) EXPECT_TRUE(row->match_note.empty()) << row->match_note;
+
+  EXPECT_TRUE(has_unmatched(r, "Neg_11", "no op of this name"));
+  EXPECT_TRUE(has_unmatched(r, "Sub_12", "no counterpart"));
+  EXPECT_FALSE(has_unmatched(r, "Cast_5", ""));
+}
+
+}  // namespace
+}  // namespace diagnose::compare
