@@ -1,0 +1,46 @@
+// diagnose: precision-debug workflow orchestrator for PyTorch graph mode.
+#include <cstring>
+#include <iostream>
+#include <string>
+
+#include "orchestrator/cli.h"
+#include "orchestrator/compare_command.h"
+
+namespace {
+
+void print_usage(std::ostream& out) {
+  out << "usage: diagnose <workflow.yaml> [options]     run a workflow (same as 'diagnose run')\n"
+         "       diagnose <command> [options]\n\n"
+         "commands:\n"
+         "  run       run a workflow: diagnose run workflow.yaml [--resume RUN_DIR]\n"
+         "  validate  check workflow files without running them\n"
+         "  schema    print the JSON Schema of the workflow format\n"
+         "  report    render the reports of a run directory again\n"
+         "  compare   compare two dumps (TorchAir GE/FX, npy, diagnose dumps)\n\n"
+         "exit codes: 0 no precision problem, 1 precision problem diagnosed, 2 workflow or usage error,\n"
+         "            3 infrastructure failure (a run crashed or timed out), 130 interrupted (resumable)\n\n"
+         "Run 'diagnose <command> --help' for a command's options.\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    print_usage(std::cerr);
+    return 2;
+  }
+  std::string command = argv[1];
+  if (command == "-h" || command == "--help") {
+    print_usage(std::cout);
+    return 0;
+  }
+  if (command == "compare") return diagnose::compare_command(argc - 1, argv + 1);
+  if (command == "run") return diagnose::run_command(argc - 1, argv + 1);
+  if (command == "validate") return diagnose::validate_command(argc - 1, argv + 1);
+  if (command == "schema") return diagnose::schema_command(argc - 1, argv + 1);
+  if (command == "report") return diagnose::report_command(argc - 1, argv + 1);
+  if (!command.empty() && command[0] != '-') return diagnose::run_command(argc, argv);  // argv[1] is the workflow
+  std::cerr << "diagnose: unknown command '" << command << "'\n";
+  print_usage(std::cerr);
+  return 2;
+}

@@ -1,0 +1,124 @@
+#include <boost/filesystem.hpp>
+#include <cstdlib>
+
+#include "orchestrator/result_lookup.h"
+#include "orchestrator/step.h"
+#include "orchestrator/template.h"
+#include "orchestrator/workflow_loader.h"
+
+namespace diagnose {
+
+namespace fs = boost::filesystem;
+
+StepContext::StepContext(const Workflow& workflow, const StepSpec& step, const State& state, std::string run_dir)
+    : workflow_(workflow), step_(step), state_(state), run_dir_(std::move(run_dir)) {}
+
+std::string StepContext::step_dir() const { return run_dir_ + "/steps/" + step_.id; }
+
+std::string StepContext::run_dir_of(const std::string& run_name) const {
+  return run_name == "main" ? step_dir() : step_dir() + "/" + run_name;
+}
+
+namespace {
+
+std::optional<std::string> json_text(const nlohmann::json& v) {
+  if (v.is_null()) return std::nullopt;
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_array()) {
+    std::string joined;
+    for (const auto& item : v) joined += (joined.empty() ? "" : ",") + (item.is_string() ? item.get<std::string>() : item.dump());
+    return joined;
+  }
+  return v.dump();
+}
+
+}  // namespace
+
+std::string StepContext::expand(const std::string& text, const std::string& run_name) const {
+  return expand_template(text, [&](const std::string& name) -> std::optional<std::string> {
+    if (name == "run_dir") return run_dir_;
+    if (name == "workflow_dir") return workflow_.dir;
+    if (name == "workflow_name") return workflow_.name;
+    if (name == "step.id") return step_.id;
+    if (name == "step.dir") return step_dir();
+    if (name == "step.dump_dir" || name == "run.dump_dir") return run_dir_of(run_name) + "/dump";
+    if (name == "run.name") return run_name;
+    if (name == "run.dir") return run_dir_of(run_name);
+    if (name.rfind("env.", 0) == 0) {
+      const char* value = std::getenv(name.substr(4).c_str());
+      return std::string(value ? value : "");
+    }
+    if (name.rfind("steps.", 0) == 0) {
+      return json_text(result_value(state_, run_dir_, name));
+    }
+    return std::nullopt;
+  });
+}
+
+std::string StepContext::path(const std::string& text, const std::string& run_name) const {
+  fs::path p(expand(text, run_name));
+  if (p.is_relative()) p = fs::path(workflow_.dir) / p;
+  return p.lexically_normal().string();
+}
+
+RunRequest StepContext::model_run(const std::string& run_name, const YAML::Node& spec) const {
+  const CommandSpec& model = workflow_.model.command;
+  CommandSpec own = parse_command(spec);
+  RunRequest r;
+  r.name = run_name;
+  r.dir = run_dir_of(run_name);
+  r.dump_dir = r.dir + "/dump";
+
+  std::vector<std::string> argv;
+  if (!own.shell.empty()) {
+    argv = {"/bin/sh", "-c", own.shell};
+  } else if (!own.argv.empty()) {
+    argv = own.argv;
+  } else if (!model.shell.empty()) {
+    // Extra arguments reach a shell command as "$@".
+    std::string script = model.shell;
+    if (!own.args.empty()) script += " \"$@\"";
+    argv = {"/bin/sh", "-c", script, "sh"};
+    argv.insert(argv.end(), own.args.begin(), own.args.end());
+  } else {
+    argv = model.argv;
+    argv.insert(argv.end(), own.args.begin(), own.args.end());
+  }
+  bool shell_form = !argv.empty() && argv[0] == "/bin/sh" && argv.size() >= 3 && argv[1] == "-c";
+  for (size_t i = 0; i < argv.size(); ++i) {
+    // The shell's own text is the user's; its templates are expanded like any argument.
+    if (shell_form && i < 2) continue;
+    argv[i] = expand(argv[i], run_name);
+  }
+  r.argv = argv;
+
+  std::string cwd = own.cwd ? *own.cwd : (model.cwd ? *model.cwd : ".");
+  r.cwd = path(cwd, run_name);
+  for (const auto& [key, value] : model.env) r.env[key] = expand(value, run_name);
+  for (const auto& [key, value] : own.env) r.env[key] = expand(value, run_name);
+  r.env["DIAGNOSE_RUN_DIR"] = run_dir_;
+  r.env["DIAGNOSE_STEP"] = step_.id;
+  r.env["DIAGNOSE_DUMP_DIR"] = r.dump_dir;
+
+  r.timeout_s = own.timeout_s ? *own.timeout_s : (model.timeout_s ? *model.timeout_s : workflow_.defaults.timeout_s);
+  r.retries = own.retries ? *own.retries : (model.retries ? *model.retries : 0);
+  for (const std::string& output : own.outputs) {
+    fs::path p(expand(output, run_name));
+    if (p.is_relative()) p = fs::path(r.cwd) / p;
+    r.outputs.push_back(p.lexically_normal().string());
+  }
+  return r;
+}
+
+compare::Tolerances StepContext::tolerances(const std::vector<std::string>& overrides, std::string* error) const {
+  compare::Tolerances t = compare::Tolerances::defaults();
+  std::vector<std::string> all = workflow_.defaults.tolerance_overrides;
+  all.insert(all.end(), overrides.begin(), overrides.end());
+  for (const std::string& assignment : all) {
+    std::string e = t.apply_override(assignment);
+    if (!e.empty() && error && error->empty()) *error = e;
+  }
+  return t;
+}
+
+}  // namespace diagnose

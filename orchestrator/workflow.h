@@ -1,0 +1,74 @@
+// A workflow as loaded from its YAML file (docs/workflow.md describes the format).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+namespace diagnose {
+
+// How to start one process. Templates (${...}) are still unexpanded here.
+struct CommandSpec {
+  std::vector<std::string> argv;  // the whole command line; empty when `shell` or `args` is used
+  std::string shell;              // run by /bin/sh -c, only when the user wrote `shell:`
+  std::vector<std::string> args;  // appended to the model's command
+  std::map<std::string, std::string> env;
+  std::optional<std::string> cwd;
+  std::optional<double> timeout_s;
+  std::optional<int> retries;
+  std::vector<std::string> outputs;  // paths that must exist after a successful run
+};
+
+struct ModelSpec {
+  CommandSpec command;  // argv or shell, cwd, env, timeout, retries
+};
+
+struct Defaults {
+  int slots = 1;                     // model runs at the same time
+  std::string output_dir = "runs";   // where run directories are created
+  double timeout_s = 3600;           // per run, unless the model or step says otherwise
+  double kill_grace_s = 5;           // between SIGTERM and SIGKILL
+  // Tolerance overrides as "preset.field=value" (compare/judge.h apply_override).
+  std::vector<std::string> tolerance_overrides;
+};
+
+enum class OnFailure { Stop, Continue };
+
+struct StepSpec {
+  std::string id;
+  std::string kind;
+  std::string when;       // empty: always
+  OnFailure on_failure = OnFailure::Stop;
+  std::string diagnoses;  // verdict category when the step fails; empty: the kind's default
+  YAML::Node node;        // the whole step, for kind-specific parameters
+};
+
+struct VerdictSpec {
+  std::vector<std::string> order;  // category priority; empty: the flowchart's order
+  std::map<std::string, std::string> advice;  // replaces the built-in advice per category
+};
+
+struct ReportSpec {
+  std::vector<std::string> formats = {"md", "json", "junit"};
+};
+
+struct Workflow {
+  std::string path;  // as given on the command line
+  std::string dir;   // absolute directory of the file: relative paths start here
+  std::string name;
+  std::string text;  // the file's bytes, copied into the run directory
+  ModelSpec model;
+  Defaults defaults;
+  std::vector<StepSpec> steps;
+  VerdictSpec verdict;
+  ReportSpec report;
+  YAML::Node root;
+
+  const StepSpec* find_step(const std::string& id) const;
+  int step_index(const std::string& id) const;  // -1 when absent
+};
+
+}  // namespace diagnose

@@ -1,0 +1,47 @@
+// `assert`: fails when a condition on earlier steps' results holds, e.g.
+//   fail_if: steps.compare.failed > 3
+#include "orchestrator/condition.h"
+#include "orchestrator/result_lookup.h"
+#include "orchestrator/step.h"
+
+namespace diagnose {
+
+namespace {
+
+class AssertStep : public StepKind {
+ public:
+  std::string name() const override { return "assert"; }
+  std::string description() const override {
+    return "Fail when a condition on earlier steps' results holds; runs no process.";
+  }
+  std::vector<Property> parameters() const override {
+    return {required("fail_if", condition_schema("The step fails when this condition holds.")),
+            optional("message", string_schema("What a failure means, shown as the finding; ${...} is expanded."))};
+  }
+
+  StepResult evaluate(const StepContext& context, const std::vector<RunRecord>&) const override {
+    const YAML::Node& node = context.step().node;
+    std::string text = node["fail_if"].Scalar();
+    Condition condition = Condition::parse(text);
+    auto lookup = [&](const std::string& name) { return result_value(context.state(), context.run_dir(), name); };
+    StepResult result;
+    for (const ConditionReference& r : condition.references())
+      result.evidence.push_back({"metric", r.name, "", lookup(r.name)});
+    if (!condition.evaluate(lookup)) {
+      result.status = StepStatus::Pass;
+      result.summary = "`" + text + "` does not hold";
+      return result;
+    }
+    result.status = StepStatus::Fail;
+    result.summary = "`" + text + "` holds";
+    std::string message = node["message"] ? context.expand(node["message"].Scalar()) : result.summary;
+    result.findings.push_back({message, ""});
+    return result;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<StepKind> make_assert_step() { return std::make_unique<AssertStep>(); }
+
+}  // namespace diagnose
