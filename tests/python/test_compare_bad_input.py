@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 import struct
+import subprocess
 
 import numpy as np
 import pytest
 
-from conftest import path_parts, run_compare
+from fixtures.compare_cli import path_parts, run_compare
 from fixtures import ge_proto
 from fixtures.ge_dump import GeOp, GeTensor, encode_ge_dump, ge_file_name
 from fixtures.scenarios import make_torchair_case
@@ -75,6 +76,13 @@ def test_npy_bad_files_do_not_stop_the_run(npy_bad_run):
                                   "symlink_loop", "unknown_descr", "bad_magic", "huge_shape"])
 def test_npy_unreadable_file_becomes_not_comparable(npy_bad_run, name):
     rows = _by_name(npy_bad_run)
+    if name == "symlink_loop" and name not in rows:
+        # Skipping a looping link while listing is fine if it is said: a warning naming it
+        # and the golden file listed as having no partner.
+        summary = npy_bad_run.result["summary"]
+        assert any("symlink_loop" in w for w in summary["warnings"]), summary
+        assert any(u["name"].startswith("symlink_loop") for u in summary["unmatched"]), summary
+        return
     assert name in rows, sorted(rows)
     r = rows[name]
     assert r["verdict"] == "not_comparable", r
@@ -107,10 +115,12 @@ def test_equal_count_shape_difference_flagged(npy_bad_run):
 
 
 def test_nan_on_both_sides(npy_bad_run):
+    """Both msit reasons, in order; no metric. (NaN at the same places on both sides may pass,
+    as allclose(equal_nan=True) does.)"""
     r = _by_name(npy_bad_run)["nan_both"]
-    assert r["cmp_fail_reason"] == "golden_data includes NAN or inf. my_data includes NAN or inf." or \
-        r["cmp_fail_reason"].startswith("golden_data includes NAN or inf. my_data includes NAN or inf."), r
-    assert r["verdict"] != "pass"
+    assert r["cmp_fail_reason"].startswith("golden_data includes NAN or inf. my_data includes NAN or inf."), r
+    assert r["cosine_similarity"] is None and r["max_absolute_error"] is None, r
+    assert r["golden_nan_count"] == 1 and r["my_nan_count"] == 1
 
 
 def test_fifo_in_place_of_npy_does_not_hang(diagnose_bin, tmp_path):
@@ -124,7 +134,11 @@ def test_fifo_in_place_of_npy_does_not_hang(diagnose_bin, tmp_path):
         np.save(g / f"{name}.npy", x)
     np.save(m / "ok.npy", x)
     os.mkfifo(m / "fifo.npy")
-    run = run_compare(diagnose_bin, g, m, tmp_path / "out", timeout=30)
+    try:
+        run = run_compare(diagnose_bin, g, m, tmp_path / "out", timeout=30)
+    except subprocess.TimeoutExpired:
+        pytest.fail("diagnose compare hangs on a FIFO named like an npy file (opens it blocking "
+                    "instead of checking for a regular file)")
     assert run.result is not None, run.describe()
     rows = _by_name(run)
     assert rows["ok"]["verdict"] == "pass"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from conftest import REPO
+from fixtures.compare_cli import REPO
 
 
 def test_bench_quick(diagnose_bin, tmp_path):

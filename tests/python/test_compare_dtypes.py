@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import check_metrics, path_parts, run_compare
+from fixtures.compare_cli import check_metrics, path_parts, run_compare
 from fixtures.dtypes import DTYPES
 from fixtures.ge_dump import GeOp, GeTensor, write_ge_dump
 

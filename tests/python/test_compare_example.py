@@ -5,7 +5,7 @@ from __future__ import annotations
 import filecmp
 import os
 
-from conftest import REPO, path_parts, run_compare
+from fixtures.compare_cli import REPO, path_parts, run_compare
 from fixtures.gen import write_example
 
 EXAMPLE = REPO / "examples" / "dumps"

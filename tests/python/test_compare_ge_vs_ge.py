@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import check_metrics, path_parts, run_compare
+from fixtures.compare_cli import check_metrics, path_parts, run_compare
 from fixtures.ge_dump import ge_file_name
 from fixtures.scenarios import llm_block_graph
 from fixtures.torchair import GraphRecorder, RunLayout, write_graph_run

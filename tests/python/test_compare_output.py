@@ -11,7 +11,7 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 import pytest
 
-from conftest import read_csv, run_compare
+from fixtures.compare_cli import read_csv, run_compare
 
 MSIT_COLUMNS = ("token_id,data_id,golden_data_path,golden_op_type,golden_dtype,golden_shape,"
                 "golden_max_value,golden_min_value,golden_mean_value,my_data_path,my_op_type,my_dtype,"
