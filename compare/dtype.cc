@@ -110,13 +110,15 @@ const ByteFloatTable& byte_table(DType t) {
   return hif8;
 }
 
+// The gap between the representable values around |x| (the gap above |x| when |x|
+// is representable, as for the IEEE types), the last gap beyond the largest value.
 double byte_float_ulp(DType t, double x) {
   const auto& sorted = byte_table(t).finite_sorted;
-  const double a = std::fabs(x);
-  auto it = std::lower_bound(sorted.begin(), sorted.end(), static_cast<float>(a));
-  if (it == sorted.end()) return sorted.back() - *(sorted.end() - 2);
-  if (it == sorted.begin()) return *(it + 1) - *it;
-  return *it - *(it - 1);
+  const float a = static_cast<float>(std::fabs(x));
+  auto above = std::upper_bound(sorted.begin(), sorted.end(), a);
+  if (above == sorted.end()) return sorted.back() - *(sorted.end() - 2);
+  if (above == sorted.begin()) return *(above + 1) - *above;
+  return *above - *(above - 1);
 }
 
 __attribute__((target("f16c,avx"))) void half_to_float_f16c(const uint8_t* src, size_t n, float* out) {

@@ -41,6 +41,10 @@ bool parse_record(const nlohmann::json& j, ManifestRecord* r, std::string* why) 
 
 }  // namespace
 
+std::string ManifestRecord::match_key() const {
+  return "graph" + std::to_string(graph) + "/step" + std::to_string(step) + "/" + identity();
+}
+
 std::string ManifestRecord::identity() const {
   std::string id = op_key + (io == "input" ? ".INPUT." : ".OUTPUT.") + std::to_string(index);
   if (item) id += "." + std::to_string(*item);
@@ -105,7 +109,7 @@ TensorRef manifest_tensor(const Manifest& manifest, const ManifestRecord& record
     ref.error = "statistics only: tensor not dumped";
     return ref;
   }
-  if (record.file.find("..") != std::string::npos || record.file[0] == '/') {
+  if (record.file[0] == '/' || ("/" + record.file + "/").find("/../") != std::string::npos) {
     TensorRef ref;
     ref.path = record.file;
     ref.error = "record file path leaves the dump directory";
@@ -113,8 +117,15 @@ TensorRef manifest_tensor(const Manifest& manifest, const ManifestRecord& record
   }
   TensorRef ref = read_npy(manifest.dir + "/" + record.file);
   if (!ref.ok()) return ref;
+  // Types numpy lacks (bf16, fp8) are stored as raw bits in an unsigned integer of
+  // the same width: reinterpret them. A wider storage type means a widened copy.
   const DType declared = dtype_from_name(record.dtype);
-  if (declared != DType::Unknown && declared != ref.dtype) ref.declared_dtype = declared;
+  if (declared != DType::Unknown && declared != ref.dtype) {
+    if (bit_width(declared) == bit_width(ref.dtype))
+      ref.dtype = declared;
+    else
+      ref.declared_dtype = declared;
+  }
   if (!record.shape.empty() && element_count(record.shape) != element_count(ref.shape))
     ref.error = "manifest says shape " + shape_to_string(record.shape) + ", file holds " +
                 shape_to_string(ref.shape);

@@ -27,8 +27,10 @@ struct ManifestRecord {
   int64_t step = 0;
   nlohmann::json stats;  // null when absent
 
-  // "{op_key}.{INPUT|OUTPUT}.{index}[.{item}]"
+  // "{op_key}.{INPUT|OUTPUT}.{index}[.{item}]", as reports show it.
   std::string identity() const;
+  // What two dumps are matched by: the identity within its graph and step.
+  std::string match_key() const;
 };
 
 struct Manifest {

@@ -95,12 +95,12 @@ std::map<int, std::string> manifest_ranks(const std::string& dir) {
 void match_one_manifest(const Manifest& golden, const Manifest& mine, int rank, MatchResult& out) {
   std::map<std::string, const ManifestRecord*> golden_by_id;
   for (const auto& r : golden.records) {
-    auto [it, fresh] = golden_by_id.try_emplace(r.identity(), &r);
-    if (!fresh) out.warnings.push_back(golden.dir + ": duplicate tensor " + r.identity() + ", first kept");
+    auto [it, fresh] = golden_by_id.try_emplace(r.match_key(), &r);
+    if (!fresh) out.warnings.push_back(golden.dir + ": duplicate tensor " + r.match_key() + ", first kept");
   }
   std::map<std::string, bool> used;
   for (const auto& r : mine.records) {
-    const std::string id = r.identity();
+    const std::string id = r.match_key();
     if (used[id]) {
       out.warnings.push_back(mine.dir + ": duplicate tensor " + id + ", first kept");
       continue;

@@ -228,7 +228,8 @@ TensorRef parse_npy_header(const uint8_t* bytes, size_t size, uint64_t file_size
 TensorRef read_npy(const std::string& path) {
   TensorRef ref;
   ref.path = path;
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO named like an npy must not hang the run (no effect on regular files).
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     ref.error = "cannot open " + path + ": " + std::strerror(errno);
     return ref;

@@ -1,5 +1,6 @@
 #include "orchestrator/compare_command.h"
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <string>
@@ -12,6 +13,24 @@
 
 namespace diagnose {
 
+namespace {
+
+// msit spells two flags with one dash and two letters, which CLI11 does not accept
+// as names; they are rewritten to their long forms before parsing.
+std::vector<std::string> msit_flags_to_long(int argc, char** argv) {
+  std::vector<std::string> args;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "-gp" || a.rfind("-gp=", 0) == 0) a.replace(0, 3, "--golden-path");
+    else if (a == "-mp" || a.rfind("-mp=", 0) == 0) a.replace(0, 3, "--my-path");
+    args.push_back(a);
+  }
+  std::reverse(args.begin(), args.end());  // CLI11 takes the arguments in reverse order
+  return args;
+}
+
+}  // namespace
+
 int compare_command(int argc, char** argv) {
   CLI::App app{"Compare two tensor dumps (TorchAir GE/FX, npy directories, diagnose dumps, single files)",
                "diagnose compare"};
@@ -22,8 +41,8 @@ int compare_command(int argc, char** argv) {
   std::vector<std::string> overrides;
   int rank = -1;
   bool quiet = false;
-  app.add_option("-gp,--golden-path", options.golden_path, "golden dump: directory or single file")->required();
-  app.add_option("-mp,--my-path", options.my_path, "the dump under suspicion")->required();
+  app.add_option("--golden-path", options.golden_path, "(-gp) golden dump: directory or single file")->required();
+  app.add_option("--my-path", options.my_path, "(-mp) the dump under suspicion")->required();
   app.add_option("-o,--output", output, "output directory for CSV and JSON results");
   app.add_option("-r,--rank", rank, "compare only this rank")->check(CLI::NonNegativeNumber);
   app.add_option("--referee", referee, "float64 dump of the golden run, for three-way judgement");
@@ -34,7 +53,8 @@ int compare_command(int argc, char** argv) {
   app.add_option("--json", json_path, "also write the JSON result to this path");
   app.add_flag("-q,--quiet", quiet, "print only errors");
   try {
-    app.parse(argc, argv);
+    std::vector<std::string> args = msit_flags_to_long(argc, argv);
+    app.parse(args);
   } catch (const CLI::ParseError& e) {
     int code = app.exit(e);
     return code == 0 ? 0 : 2;
