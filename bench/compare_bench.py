@@ -7,7 +7,8 @@ metrics and against a plain read-and-sum pass over the same bytes.
   python bench/compare_bench.py --big           # one tensor pair of 4 GB in all: peak RSS < 256 MB
   options: --dir DIR (keep the data there), --total-gb X, --big-gb X, --bin PATH, --threads N
 
-Every tool runs in its own subprocess; its peak RSS comes from os.wait4 (ru_maxrss).
+Every tool runs in its own subprocess; its peak RSS comes from GNU time (%M), or from
+getrusage(RUSAGE_CHILDREN) where /usr/bin/time is missing.
 The files are read once before timing, so every tool reads them from the page cache; the
 plain pass therefore measures this machine's memory-bound limit, not the disk.
 """
@@ -17,6 +18,7 @@ import argparse
 import glob
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -37,10 +39,10 @@ RSS_LIMIT_MB = 256
 
 # ---- data -----------------------------------------------------------------------------------
 
-def _bf16_round(x: np.ndarray) -> np.ndarray:
+def _bf16_bits(x: np.ndarray) -> np.ndarray:
+    """float32 -> bf16 raw bits, round to nearest even (how the project's dump stores bf16)."""
     bits = x.view(np.uint32)
-    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
-    return bits.view(np.float32)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
 
 
 def _write_npy_streaming(path: Path, shape, dtype, fill) -> None:
@@ -51,12 +53,12 @@ def _write_npy_streaming(path: Path, shape, dtype, fill) -> None:
                                                  "shape": tuple(shape)})
         step = 1 << 24
         for start in range(0, total, step):
-            f.write(fill(start, min(step, total - start)).astype(dtype).tobytes())
+            f.write(np.asarray(fill(start, min(step, total - start))).astype(dtype, copy=False).tobytes())
 
 
 def generate(root: Path, total_bytes: int, shapes=SHAPES, seed: int = 0) -> list[dict]:
     """Golden and mine manifest dumps (docs/dump-format.md) of about total_bytes together.
-    bf16 tensors are stored widened to float32 with `torch.bfloat16` declared in the record."""
+    bf16 tensors are stored as raw bits (<u2) with `torch.bfloat16` declared in the record."""
     rng = np.random.default_rng(seed)
     pool = 1 << 24
     base = rng.standard_normal(2 * pool, dtype=np.float32)
@@ -66,7 +68,7 @@ def generate(root: Path, total_bytes: int, shapes=SHAPES, seed: int = 0) -> list
     records, written, i, misses = [], 0, 0, 0
     while misses < len(shapes):
         shape, short = shapes[i % len(shapes)]
-        storage = np.float16 if short == "fp16" else np.float32
+        storage = {"fp16": np.float16, "bf16": np.uint16, "fp32": np.float32}[short]
         size = int(np.prod(shape)) * np.dtype(storage).itemsize
         if records and written + 2 * size > total_bytes * 1.1:
             misses += 1
@@ -80,9 +82,9 @@ def generate(root: Path, total_bytes: int, shapes=SHAPES, seed: int = 0) -> list
             v = base[off:off + count] * _s
             if with_noise:
                 v = v * (1 + np.float32(1e-3) * noise[off:off + count])
-            return _bf16_round(v) if _short == "bf16" else v
+            return _bf16_bits(v) if _short == "bf16" else v
 
-        name = f"tensors/{i:06d}.npy"
+        name = f"tensors/{i:07d}.output.0.npy"
         _write_npy_streaming(root / "golden" / name, shape, storage, lambda s, c: values(s, c, False))
         _write_npy_streaming(root / "mine" / name, shape, storage, lambda s, c: values(s, c, True))
         records.append({"type": "tensor", "seq": i, "kind": "op", "op_key": f"layer{i}/linear#0",
@@ -103,7 +105,7 @@ def generate(root: Path, total_bytes: int, shapes=SHAPES, seed: int = 0) -> list
 
 
 def generate_big(root: Path, pair_bytes: int) -> list[dict]:
-    n = pair_bytes // 2 // 4
+    n = pair_bytes // 2 // 4  # fp32 elements per side
     return generate(root, pair_bytes, shapes=[((n,), "fp32")])
 
 
@@ -139,9 +141,14 @@ NUMPY_BASELINE = textwrap.dedent(r"""
     import numpy as np
     EPS = np.float32(2.0 ** -23)
     out = {}
-    for gpath, mpath in json.loads(sys.argv[1]):
-        g = np.load(gpath).astype(np.float32).ravel()
-        m = np.load(mpath).astype(np.float32).ravel()
+    def load(path, dtype):
+        a = np.load(path)
+        if dtype == "torch.bfloat16":  # raw bits, as torch's .float() would widen them
+            return (a.astype(np.uint32) << 16).view(np.float32).ravel()
+        return a.astype(np.float32).ravel()
+    for gpath, mpath, dtype in json.loads(sys.argv[1]):
+        g = load(gpath, dtype)
+        m = load(mpath, dtype)
         gn = max(float(np.linalg.norm(g)), 1e-8); mn = max(float(np.linalg.norm(m)), 1e-8)
         cos = float(np.dot(g / np.float32(gn), m / np.float32(mn)))
         mask = np.abs(g) > EPS
@@ -162,17 +169,30 @@ NUMPY_BASELINE = textwrap.dedent(r"""
 
 
 def run_measured(args, cwd=None) -> tuple[float, float, str, int]:
-    """(wall seconds, peak RSS MB, stdout, exit status) of one child process."""
+    """(wall seconds, peak RSS MB, stdout, exit status) of one child process.
+
+    Peak RSS comes from GNU time when present: a child forked straight from this (large)
+    Python process would otherwise be charged for the parent's pages until it execs."""
+    gnu_time = shutil.which("time") if os.path.exists("/usr/bin/time") else None
+    rss_file = None
+    if gnu_time:
+        fd, rss_file = tempfile.mkstemp(suffix=".rss")
+        os.close(fd)
+        args = ["/usr/bin/time", "-o", rss_file, "-f", "%M"] + list(args)
     start = time.perf_counter()
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd)
-    out = proc.stdout.read()
-    err = proc.stderr.read()
-    _, status, usage = os.wait4(proc.pid, 0)
+    out, err = proc.communicate()
     wall = time.perf_counter() - start
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode not in (0, 1):
+    rc = proc.returncode
+    if rss_file:
+        lines = [line for line in Path(rss_file).read_text().splitlines() if line.strip().isdigit()]
+        os.unlink(rss_file)
+        rss_mb = int(lines[-1]) / 1024.0 if lines else float("nan")
+    else:
+        rss_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
+    if rc not in (0, 1):
         sys.stderr.write(err.decode(errors="replace")[-3000:])
-    return wall, usage.ru_maxrss / 1024.0, out.decode(errors="replace"), proc.returncode
+    return wall, rss_mb, out.decode(errors="replace"), rc
 
 
 def plain_pass_command(work: Path, files: list[str]) -> tuple[list[str], str]:
@@ -262,7 +282,8 @@ def main(argv=None) -> int:
 
         numpy_out = None
         if not args.skip_numpy and not args.big:
-            pairs = json.dumps([[str(work / "golden" / r["file"]), str(work / "mine" / r["file"])] for r in records])
+            pairs = json.dumps([[str(work / "golden" / r["file"]), str(work / "mine" / r["file"]), r["dtype"]]
+                                for r in records])
             wall, rss, out, rc = run_measured([sys.executable, "-c", NUMPY_BASELINE, pairs])
             numpy_out = json.loads(out) if rc == 0 else None
             results.append(("numpy (load, cast to float32, one pass per metric)", wall, rss))

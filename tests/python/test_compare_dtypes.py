@@ -88,3 +88,23 @@ def test_device_layout_against_nd(diagnose_bin, tmp_path, fmt, shape, short):
         assert not row["cmp_fail_reason"], row["cmp_fail_reason"]
         errors = check_metrics(row, d.representable(g).ravel(), d.representable(m).ravel())
         assert not errors, f"{fmt} {shape}:\n" + "\n".join(errors)
+
+
+@pytest.mark.parametrize("short", ["bf16", "fp8_e4m3fn", "fp8_e5m2", "fp16", "int8", "bool"])
+def test_manifest_dtypes_including_raw_bits(diagnose_bin, tmp_path, short):
+    """The project's dump stores bf16 / float8 as raw bits (<u2 / |u1) with the torch dtype in
+    the record; the reader must reinterpret them, not compare the integers."""
+    from fixtures.chains import make_chain, write_chain_manifests
+    ops = make_chain(n_ops=2, planted=1, shape=(6, 10), dtype=short, seed=9, error=0.05)
+    write_chain_manifests(tmp_path / "g", tmp_path / "m", ops, dtype=short)
+    run = run_compare(diagnose_bin, tmp_path / "g", tmp_path / "m", tmp_path / "out")
+    assert run.result is not None, run.describe()
+    d = DTYPES[short]
+    rows = {(r["op_key"], r["io"]): r for r in run.rows()}
+    assert len(rows) == 4
+    for op in ops:
+        for io, g, m in (("input", op.golden_in, op.mine_in), ("output", op.golden_out, op.mine_out)):
+            row = rows[(op.op_key, io)]
+            assert row["my_dtype"] == d.torch_name and row["golden_dtype"] == d.torch_name, row
+            errors = check_metrics(row, g.ravel(), m.ravel(), target_short=short if d.is_float else None)
+            assert not errors, f"{short} {op.op_key} {io}:\n" + "\n".join(errors)
