@@ -51,7 +51,7 @@ void check_steps(const YAML::Node& steps, Diagnostics& diagnostics, const String
       diagnostics.error(step.Mark(), where + " must be a mapping with id and kind");
       continue;
     }
-    if (step["id"] && step["id"].IsScalar()) where = "step '" + step["id"].Scalar() + "'";
+    if (step["id"] && step["id"].IsScalar() && !step["id"].Scalar().empty()) where = "steps." + step["id"].Scalar();
     YAML::Node kind = step["kind"];
     if (!kind) {
       diagnostics.error(step.Mark(), where + ": missing required key 'kind'");

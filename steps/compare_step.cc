@@ -30,11 +30,14 @@ nlohmann::json worst_rows(const compare::CompareResult& result, size_t limit) {
   for (const compare::RowGroup& group : result.groups)
     for (const compare::Row& row : group.rows)
       if (row.verdict == compare::Verdict::Fail) failing.push_back(&row);
-  auto badness = [](const compare::Row* row) {
-    return row->metrics ? row->metrics->max_absolute_error : std::numeric_limits<double>::infinity();
+  // Largest absolute error first; among equals, the least similar.
+  auto worse = [](const compare::Row* a, const compare::Row* b) {
+    if (!a->metrics || !b->metrics) return !a->metrics && b->metrics.has_value();
+    if (a->metrics->max_absolute_error != b->metrics->max_absolute_error)
+      return a->metrics->max_absolute_error > b->metrics->max_absolute_error;
+    return a->metrics->cosine_similarity < b->metrics->cosine_similarity;
   };
-  std::stable_sort(failing.begin(), failing.end(),
-                   [&](const compare::Row* a, const compare::Row* b) { return badness(a) > badness(b); });
+  std::stable_sort(failing.begin(), failing.end(), worse);
   nlohmann::json table = nlohmann::json::array();
   for (size_t i = 0; i < failing.size() && i < limit; ++i) {
     const compare::Row& row = *failing[i];
@@ -87,7 +90,7 @@ class CompareStep : public StepKind {
   void check(const StepSpec& step, const CheckContext&, Diagnostics& diagnostics) const override {
     for (const char* side : kSides) {
       YAML::Node node = step.node[side];
-      if (node && node.IsMap()) check_command_form(node, std::string(side) + " of step '" + step.id + "'", false, diagnostics);
+      if (node && node.IsMap()) check_command_form(node, "steps." + step.id + "." + side, false, diagnostics);
     }
     check_tolerances(step.node["tolerances"], diagnostics);
     if (YAML::Node preset = step.node["preset"]) {

@@ -55,7 +55,7 @@ class RunStep : public StepKind {
   std::vector<std::string> result_fields() const override { return {"duration_s"}; }
 
   void check(const StepSpec& step, const CheckContext&, Diagnostics& diagnostics) const override {
-    check_command_form(step.node, "step '" + step.id + "'", false, diagnostics);
+    check_command_form(step.node, "steps." + step.id, false, diagnostics);
     if (YAML::Node runs = step.node["runs"]) {
       for (const auto& run : runs) {
         std::string run_name = run.first.Scalar();
@@ -63,9 +63,9 @@ class RunStep : public StepKind {
                                                "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") ==
                                                std::string::npos;
         if (!valid) diagnostics.error(run.first.Mark(), "run name '" + run_name + "' may only hold letters, digits, '_' and '-'");
-        check_command_form(run.second, "run '" + run_name + "'", false, diagnostics);
+        check_command_form(run.second, "steps." + step.id + ".runs." + run_name, false, diagnostics);
       }
-      if (runs.size() == 0) diagnostics.error(runs.Mark(), "step '" + step.id + "': runs must name at least one run");
+      if (runs.size() == 0) diagnostics.error(runs.Mark(), "steps." + step.id + ".runs: name at least one run");
     }
   }
 

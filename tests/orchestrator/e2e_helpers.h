@@ -1,0 +1,156 @@
+// Helpers for the end-to-end tests: a scratch directory, the diagnose binary run
+// as a real process, and the files it leaves.
+#pragma once
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/filesystem.hpp>
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace diagnose::testing_support {
+
+namespace fs = boost::filesystem;
+
+inline std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+inline void write_text(const std::string& path, const std::string& text) {
+  fs::create_directories(fs::path(path).parent_path());
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+inline nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(read_text(path)); }
+
+inline std::string python() {
+  std::string venv = std::string(DIAGNOSE_SOURCE_DIR) + "/.venv/bin/python";
+  return fs::exists(venv) ? venv : "python3";
+}
+
+inline std::string script(const std::string& name) {
+  return std::string(DIAGNOSE_SOURCE_DIR) + "/tests/orchestrator/scripts/" + name;
+}
+
+// A fresh directory under the system's temporary directory, removed afterwards.
+class ScratchDir {
+ public:
+  ScratchDir() {
+    path_ = (fs::temp_directory_path() / fs::unique_path("diagnose-test-%%%%-%%%%-%%%%")).string();
+    fs::create_directories(path_);
+  }
+  ~ScratchDir() {
+    boost::system::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  const std::string& path() const { return path_; }
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// The diagnose binary, started in `cwd` with stdout/stderr captured to files.
+class DiagnoseProcess {
+ public:
+  DiagnoseProcess(const std::vector<std::string>& args, const std::string& cwd,
+                  const std::vector<std::pair<std::string, std::string>>& env = {})
+      : out_path_(cwd + "/diagnose.stdout"), err_path_(cwd + "/diagnose.stderr") {
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      if (::chdir(cwd.c_str()) != 0) ::_exit(127);
+      int out = ::open(out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      int err = ::open(err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      ::dup2(out, 1);
+      ::dup2(err, 2);
+      for (const auto& [key, value] : env) ::setenv(key.c_str(), value.c_str(), 1);
+      std::vector<char*> argv;
+      std::string binary = DIAGNOSE_BINARY;
+      argv.push_back(binary.data());
+      std::vector<std::string> copy = args;
+      for (std::string& a : copy) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execv(binary.c_str(), argv.data());
+      ::_exit(127);
+    }
+  }
+  ~DiagnoseProcess() {
+    if (!reaped_) {
+      ::kill(pid_, SIGKILL);
+      wait();
+    }
+  }
+  pid_t pid() const { return pid_; }
+  // The exit status; 128+N for a signal N.
+  int wait() {
+    if (!reaped_) {
+      int status = 0;
+      ::waitpid(pid_, &status, 0);
+      code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      reaped_ = true;
+    }
+    return code_;
+  }
+  std::string out() const { return read_text(out_path_); }
+  std::string err() const { return read_text(err_path_); }
+
+ private:
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+  int code_ = -1;
+  std::string out_path_, err_path_;
+};
+
+struct Finished {
+  int code;
+  std::string out, err;
+};
+
+inline Finished run_diagnose(const std::vector<std::string>& args, const std::string& cwd,
+                             const std::vector<std::pair<std::string, std::string>>& env = {}) {
+  DiagnoseProcess p(args, cwd, env);
+  int code = p.wait();
+  return {code, p.out(), p.err()};
+}
+
+// The one run directory under `runs_dir`.
+inline std::string only_run_dir(const std::string& runs_dir) {
+  std::vector<std::string> found;
+  for (const auto& entry : fs::directory_iterator(runs_dir))
+    if (fs::is_directory(entry)) found.push_back(entry.path().string());
+  return found.size() == 1 ? found[0] : "";
+}
+
+// True when `pid` is gone (or a zombie nobody reaped yet: it runs no more).
+inline bool process_gone(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat) return true;
+  std::string line;
+  std::getline(stat, line);
+  size_t close = line.rfind(')');
+  return close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z';
+}
+
+template <typename Predicate>
+bool wait_until(Predicate done, double seconds) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return done();
+}
+
+}  // namespace diagnose::testing_support

@@ -1,0 +1,460 @@
+// End to end: the diagnose binary runs workflows whose "models" are the stand-in
+// scripts in scripts/, in real processes, and leaves real run directories.
+#include <gtest/gtest.h>
+
+#include <boost/property_tree/ptree.hpp>
+#include <boost/property_tree/xml_parser.hpp>
+
+#include "tests/orchestrator/e2e_helpers.h"
+
+namespace diagnose {
+namespace {
+
+using namespace testing_support;
+
+// The model section: the stand-in model.py run by the project's Python.
+std::string model_yaml(const std::string& extra = "") {
+  return "model:\n  argv: [" + python() + ", " + script("model.py") + "]\n" + extra;
+}
+
+const char* kEagerGraphCompare = R"yaml(
+steps:
+  - id: eager
+    kind: run
+    args: [--mode, eager, --dump, "${run.dump_dir}"]
+    outputs: ["${run.dump_dir}/00_embedding.npy"]
+  - id: graph
+    kind: run
+    args: [--mode, graph, --dump, "${run.dump_dir}", PERTURB]
+  - id: compare
+    kind: compare
+    golden: ${steps.eager.dump_dir}
+    target: ${steps.graph.dump_dir}
+    diagnoses: localized_op_defect
+    on_failure: continue
+  - id: explain
+    kind: assert
+    when: steps.compare.status == fail
+    fail_if: steps.compare.failed > 100
+)yaml";
+
+std::string eager_graph_compare(const std::string& perturb_args) {
+  std::string steps = kEagerGraphCompare;
+  steps.replace(steps.find("PERTURB"), 7, perturb_args);
+  return model_yaml() + steps;
+}
+
+TEST(EndToEnd, PassingFlowExitsZeroWithNoProblem) {
+  ScratchDir dir;
+  write_text(dir / "wf.yaml", "name: clean\n" + eager_graph_compare("--mode, graph"));
+  Finished r = run_diagnose({"wf.yaml"}, dir.path());
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  std::string run_dir = only_run_dir(dir / "runs");
+  ASSERT_FALSE(run_dir.empty());
+  EXPECT_NE(fs::path(run_dir).filename().string().find("-clean"), std::string::npos);
+  for (const char* file : {"workflow.yaml", "resolved.json", "state.json", "report.md", "report.json", "junit.xml",
+                           "steps/eager/stdout.log", "steps/eager/dump/04_output.npy", "steps/graph/stderr.log"})
+    EXPECT_TRUE(fs::exists(run_dir + "/" + file)) << file;
+  EXPECT_EQ(read_text(run_dir + "/workflow.yaml"), read_text(dir / "wf.yaml"));
+
+  nlohmann::json report = read_json(run_dir + "/report.json");
+  EXPECT_EQ(report["verdict"]["category"], "no_precision_problem");
+  EXPECT_EQ(report["exit_code"], 0);
+  EXPECT_EQ(report["complete"], true);
+  EXPECT_EQ(report["steps"][2]["status"], "pass");
+  EXPECT_EQ(report["steps"][2]["metrics"]["compared"], 5);
+  EXPECT_EQ(report["steps"][2]["metrics"]["failed"], 0);
+  EXPECT_EQ(report["steps"][3]["status"], "skipped");
+  EXPECT_NE(r.out.find("verdict: No precision problem found"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("[3/4] compare"), std::string::npos) << r.err;
+}
+
+TEST(EndToEnd, FailingCompareProducesAVerdictNamingTheOp) {
+  ScratchDir dir;
+  write_text(dir / "wf.yaml", eager_graph_compare("--perturb, relu"));
+  Finished r = run_diagnose({"wf.yaml", "--quiet"}, dir.path());
+  ASSERT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_EQ(r.err, "");  // --quiet
+  std::string run_dir = only_run_dir(dir / "runs");
+  nlohmann::json report = read_json(run_dir + "/report.json");
+  const nlohmann::json& verdict = report["verdict"];
+  EXPECT_EQ(verdict["category"], "localized_op_defect");
+  EXPECT_EQ(verdict["step"], "compare");
+  EXPECT_EQ(verdict["culprit"], "02_relu");
+  EXPECT_EQ(report["steps"][2]["metrics"]["failed"], 3);
+  EXPECT_EQ(report["steps"][2]["metrics"]["first_failing_op"], "02_relu");
+  ASSERT_FALSE(verdict["reproduce"].empty());
+  EXPECT_EQ(verdict["reproduce"].back().get<std::string>().rfind("diagnose compare -gp " + run_dir + "/steps/eager/dump -mp ", 0), 0u);
+  bool has_table = false, has_csv = false;
+  for (const auto& e : verdict["evidence"]) {
+    has_table |= e["kind"] == "table" && e["value"][0]["op"] == "02_relu" && e["value"].size() == 3;
+    has_csv |= e["kind"] == "file" && fs::exists(e["path"].get<std::string>()) &&
+               e["path"].get<std::string>().find(".csv") != std::string::npos;
+  }
+  EXPECT_TRUE(has_table) << verdict["evidence"].dump(1);
+  EXPECT_TRUE(has_csv);
+  // The when: condition held, so the assert ran (and passed: 3 <= 100).
+  EXPECT_EQ(report["steps"][3]["status"], "pass");
+  EXPECT_NE(r.out.find("verdict: Defect localised to an op, not caused by fusion: 02_relu"), std::string::npos) << r.out;
+  EXPECT_NE(read_text(run_dir + "/report.md").find("Culprit: `02_relu`"), std::string::npos);
+}
+
+TEST(EndToEnd, StepSkippedByWhenIsSkippedEverywhere) {
+  ScratchDir dir;
+  write_text(dir / "wf.yaml", model_yaml() + R"yaml(
+steps:
+  - id: first
+    kind: run
+    args: [--dump, "${run.dump_dir}"]
+  - id: only_if_broken
+    kind: run
+    when: steps.first.status == fail
+    args: [--dump, "${run.dump_dir}", --log, never-written.log]
+)yaml");
+  Finished r = run_diagnose({"wf.yaml"}, dir.path());
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  std::string run_dir = only_run_dir(dir / "runs");
+  nlohmann::json report = read_json(run_dir + "/report.json");
+  EXPECT_EQ(report["steps"][1]["status"], "skipped");
+  EXPECT_EQ(report["steps"][1]["summary"], "skipped: `steps.first.status == fail` is false");
+  EXPECT_TRUE(report["steps"][1]["runs"].empty());
+  EXPECT_FALSE(fs::exists(dir / "never-written.log"));
+
+  boost::property_tree::ptree junit;
+  boost::property_tree::read_xml(run_dir + "/junit.xml", junit);
+  const auto& suite = junit.get_child("testsuites.testsuite");
+  EXPECT_EQ(suite.get<int>("<xmlattr>.tests"), 2);
+  EXPECT_EQ(suite.get<int>("<xmlattr>.skipped"), 1);
+  std::vector<std::string> names;
+  for (const auto& [tag, node] : suite) {
+    if (tag != "testcase") continue;
+    names.push_back(node.get<std::string>("<xmlattr>.name"));
+    EXPECT_EQ(node.count("skipped"), names.back() == "only_if_broken" ? 1u : 0u);
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"first", "only_if_broken"}));
+}
+
+TEST(EndToEnd, CrashingModelExitsThreeWithItsLogTailInTheReport) {
+  ScratchDir dir;
+  write_text(dir / "wf.yaml", R"yaml(
+model:
+  argv: [sh, )yaml" + script("crash.sh") + R"yaml(]
+steps:
+  - {id: model, kind: run}
+  - {id: after, kind: run}
+)yaml");
+  Finished r = run_diagnose({"wf.yaml"}, dir.path());
+  ASSERT_EQ(r.code, 3) << r.out << r.err;
+  std::string run_dir = only_run_dir(dir / "runs");
+  nlohmann::json report = read_json(run_dir + "/report.json");
+  EXPECT_EQ(report["verdict"]["category"], "inconclusive");
+  const nlohmann::json& run = report["steps"][0]["runs"][0];
+  EXPECT_EQ(run["status"], "crashed");
+  EXPECT_EQ(run["signal"], SIGSEGV);
+  EXPECT_EQ(run["exit_code"], nullptr);
+  EXPECT_NE(run["log_tail"].get<std::string>().find("Fatal Python error: Segmentation fault"), std::string::npos);
+  EXPECT_EQ(report["steps"][1]["status"], "skipped");  // on_failure: stop is the default
+  std::string markdown = read_text(run_dir + "/report.md");
+  EXPECT_NE(markdown.find("  File \"model.py\", line 42 in forward"), std::string::npos) << markdown;
+  EXPECT_NE(r.out.find("| Fatal Python error: Segmentation fault"), std::string::npos) << r.out;
+}
+
+TEST(EndToEnd, ModelFailingWithAnExceptionIsAnInfrastructureFailure) {
+  ScratchDir dir;
+  write_text(dir / "wf.yaml", model_yaml() + R"yaml(
+steps:
+  - id: model
+    kind: run
+    args: [--dump, "${run.dump_dir}", --fail-with-exception]
+)yaml");
+  Finished r = run_diagnose({"wf.yaml"}, dir.path());
+  ASSERT_EQ(r.code, 3) << r.out << r.err;
+  nlohmann::json report = read_json(only_run_dir(dir / "runs") + "/report.json");
+  EXPECT_EQ(report["steps"][0]["runs"][0]["exit_code"], 1);
+  EXPECT_EQ(report["steps"][0]["summary"], "model run failed: main: exit status 1");
+  EXPECT_NE(report["steps"][0]["runs"][0]["log_tail"].get<std::string>().find("RuntimeError: stand-in model crashed"),
+            std::string::npos);
+}
+
+TEST(EndToEnd, HangingModelIsKilledWithItsChildrenAtTheTimeout) {
+  ScratchDir dir;
+  write_text(dir / "wf.yaml", R"yaml(
+model:
+  argv: [sh, )yaml" + script("hang.sh") + R"yaml(, "${workflow_dir}/pids"]
+  timeout: 1
+defaults:
+  kill_grace: 0.5
+steps:
+  - {id: hang, kind: run}
+)yaml");
+  auto start = std::chrono::steady_clock::now();
+  Finished r = run_diagnose({"wf.yaml"}, dir.path());
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(r.code, 3) << r.out << r.err;
+  EXPECT_LT(seconds, 10);
+  std::istringstream pids(read_text(dir / "pids"));
+  pid_t shell = 0, child = 0;
+  pids >> shell >> child;
+  ASSERT_GT(shell, 0);
+  ASSERT_GT(child, 0);
+  EXPECT_TRUE(wait_until([&] { return process_gone(shell) && process_gone(child); }, 2))
+      << "left behind: " << shell << " " << child;
+  nlohmann::json run = read_json(only_run_dir(dir / "runs") + "/report.json")["steps"][0]["runs"][0];
+  EXPECT_EQ(run["status"], "timed_out");
+  EXPECT_EQ(run["signal"], SIGKILL);  // it ignored SIGTERM
+  EXPECT_GE(run["duration_s"].get<double>(), 1.0);
+}
+
+// Start and end times written by two runs of one step.
+struct Interval {
+  double start = 0, end = 0;
+};
+std::map<std::string, Interval> intervals(const std::string& log) {
+  std::map<std::string, Interval> out;
+  std::istringstream lines(read_text(log));
+  std::string mode, event;
+  double time;
+  int pid;
+  while (lines >> mode >> event >> time >> pid) (event == "start" ? out[mode].start : out[mode].end) = time;
+  return out;
+}
+
+const char* kTwoSlowRuns = R"yaml(
+defaults:
+  slots: 2
+steps:
+  - id: both
+    kind: run
+    args: [--sleep, "1", --log, "${workflow_dir}/times.log"]
+    runs:
+      a: {args: [--mode, a, --sleep, "1", --log, "${workflow_dir}/times.log", --dump, "${run.dump_dir}"]}
+      b: {args: [--mode, b, --sleep, "1", --log, "${workflow_dir}/times.log", --dump, "${run.dump_dir}"]}
+)yaml";
+
+TEST(EndToEnd, RunsOfAStepOverlapUpToTheSlots) {
+  ScratchDir dir;
+  write_text(dir / "wf.yaml", model_yaml() + kTwoSlowRuns);
+  Finished r = run_diagnose({"wf.yaml"}, dir.path());
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  auto times = intervals(dir / "times.log");
+  ASSERT_EQ(times.size(), 2u);
+  EXPECT_LT(times["a"].start, times["b"].end);
+  EXPECT_LT(times["b"].start, times["a"].end);
+  EXPECT_TRUE(fs::exists(only_run_dir(dir / "runs") + "/steps/both/a/dump/00_embedding.npy"));
+  EXPECT_TRUE(fs::exists(only_run_dir(dir / "runs") + "/steps/both/b/stdout.log"));
+
+  ScratchDir sequential;
+  write_text(sequential / "wf.yaml", model_yaml() + kTwoSlowRuns);
+  ASSERT_EQ(run_diagnose({"wf.yaml", "--slots", "1"}, sequential.path()).code, 0);
+  auto one_slot = intervals(sequential / "times.log");
+  EXPECT_TRUE(one_slot["a"].end <= one_slot["b"].start || one_slot["b"].end <= one_slot["a"].start);
+}
+
+std::string resumable_workflow() {
+  return model_yaml() + R"yaml(
+steps:
+  - id: quick
+    kind: run
+    args: [--mode, quick, --log, "${workflow_dir}/times.log", --dump, "${run.dump_dir}"]
+  - id: slow
+    kind: run
+    args: [--mode, slow, --sleep, "${env.SLOW_SECONDS}", --log, "${workflow_dir}/times.log", --dump, "${run.dump_dir}"]
+)yaml";
+}
+
+size_t count_lines(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+TEST(EndToEnd, ResumeAfterAKilledEngineRerunsOnlyWhatWasMissing) {
+  ScratchDir dir;
+  write_text(dir / "wf.yaml", resumable_workflow());
+  {
+    DiagnoseProcess engine({"wf.yaml"}, dir.path(), {{"SLOW_SECONDS", "60"}});
+    ASSERT_TRUE(wait_until([&] { return count_lines(read_text(dir / "times.log"), "slow start") == 1; }, 20));
+    ::kill(engine.pid(), SIGKILL);
+    engine.wait();
+  }
+  std::string run_dir = only_run_dir(dir / "runs");
+  nlohmann::json state = read_json(run_dir + "/state.json");
+  EXPECT_EQ(state["steps"][0]["status"], "pass");
+  EXPECT_EQ(state["steps"][1]["status"], "pending");
+  EXPECT_EQ(state["steps"][1]["runs"][0]["status"], "running");
+  // The orphaned model run does not outlive the engine.
+  std::string log = read_text(dir / "times.log");
+  pid_t slow_pid = std::stoi(log.substr(log.rfind(' ') + 1));
+  EXPECT_TRUE(wait_until([&] { return process_gone(slow_pid); }, 5));
+
+  Finished resumed = run_diagnose({"wf.yaml", "--resume", run_dir}, dir.path(), {{"SLOW_SECONDS", "0"}});
+  ASSERT_EQ(resumed.code, 0) << resumed.out << resumed.err;
+  log = read_text(dir / "times.log");
+  EXPECT_EQ(count_lines(log, "quick start"), 1u) << log;
+  EXPECT_EQ(count_lines(log, "slow start"), 2u) << log;
+  EXPECT_EQ(count_lines(log, "slow end"), 1u) << log;
+  EXPECT_NE(resumed.err.find("quick: pass (kept from the interrupted invocation)"), std::string::npos) << resumed.err;
+  EXPECT_EQ(read_json(run_dir + "/report.json")["complete"], true);
+  EXPECT_EQ(only_run_dir(dir / "runs"), run_dir);  // no new run directory
+}
+
+TEST(EndToEnd, CtrlCStopsTheChildrenAndLeavesAResumableState) {
+  ScratchDir dir;
+  write_text(dir / "wf.yaml", resumable_workflow());
+  DiagnoseProcess engine({"wf.yaml"}, dir.path(), {{"SLOW_SECONDS", "60"}});
+  ASSERT_TRUE(wait_until([&] { return count_lines(read_text(dir / "times.log"), "slow start") == 1; }, 20));
+  ::kill(engine.pid(), SIGINT);
+  ASSERT_EQ(engine.wait(), 130) << engine.err();
+  EXPECT_NE(engine.err().find("interrupted; continue with: diagnose <workflow.yaml> --resume"), std::string::npos);
+  std::string run_dir = only_run_dir(dir / "runs");
+  nlohmann::json state = read_json(run_dir + "/state.json");
+  EXPECT_EQ(state["interrupted"], true);
+  EXPECT_EQ(state["steps"][1]["runs"][0]["status"], "interrupted");
+  std::string log = read_text(dir / "times.log");
+  pid_t slow_pid = std::stoi(log.substr(log.rfind(' ') + 1));
+  EXPECT_TRUE(process_gone(slow_pid));
+
+  Finished resumed = run_diagnose({"run", "wf.yaml", "--resume", run_dir}, dir.path(), {{"SLOW_SECONDS", "0"}});
+  ASSERT_EQ(resumed.code, 0) << resumed.err;
+  EXPECT_EQ(count_lines(read_text(dir / "times.log"), "quick start"), 1u);
+}
+
+TEST(EndToEnd, SecondCtrlCKillsAChildThatIgnoresTheFirst) {
+  ScratchDir dir;
+  write_text(dir / "wf.yaml", R"yaml(
+model:
+  argv: [sh, )yaml" + script("hang.sh") + R"yaml(, "${workflow_dir}/pids"]
+defaults:
+  kill_grace: 60
+steps:
+  - {id: hang, kind: run}
+)yaml");
+  DiagnoseProcess engine({"wf.yaml"}, dir.path());
+  ASSERT_TRUE(wait_until([&] { return !read_text(dir / "pids").empty(); }, 10));
+  ::kill(engine.pid(), SIGINT);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_FALSE(process_gone(engine.pid()));  // still waiting for the child, which ignores SIGTERM
+  auto start = std::chrono::steady_clock::now();
+  ::kill(engine.pid(), SIGINT);
+  EXPECT_EQ(engine.wait(), 130);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5);
+  std::istringstream pids(read_text(dir / "pids"));
+  pid_t shell = 0, child = 0;
+  pids >> shell >> child;
+  EXPECT_TRUE(wait_until([&] { return process_gone(shell) && process_gone(child); }, 2));
+}
+
+TEST(EndToEnd, ReportCommandRendersTheReportsAgain) {
+  ScratchDir dir;
+  write_text(dir / "wf.yaml", eager_graph_compare("--perturb, softmax"));
+  ASSERT_EQ(run_diagnose({"wf.yaml", "-q"}, dir.path()).code, 1);
+  std::string run_dir = only_run_dir(dir / "runs");
+  std::string original = read_text(run_dir + "/report.json");
+  fs::remove(run_dir + "/report.json");
+  fs::remove(run_dir + "/junit.xml");
+  Finished r = run_diagnose({"report", run_dir}, dir.path());
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_EQ(read_text(run_dir + "/report.json"), original);
+  EXPECT_TRUE(fs::exists(run_dir + "/junit.xml"));
+  EXPECT_NE(r.out.find("03_softmax"), std::string::npos);
+  EXPECT_EQ(run_diagnose({"report", dir / "nowhere"}, dir.path()).code, 2);
+}
+
+TEST(EndToEnd, JsonLogFormatPrintsOneEventPerLine) {
+  ScratchDir dir;
+  write_text(dir / "wf.yaml", eager_graph_compare("--perturb, relu"));
+  Finished r = run_diagnose({"wf.yaml", "--log-format", "json"}, dir.path());
+  ASSERT_EQ(r.code, 1);
+  std::istringstream lines(r.out);
+  std::vector<std::string> events;
+  for (std::string line; std::getline(lines, line);) {
+    nlohmann::json event = nlohmann::json::parse(line);  // throws (fails the test) on anything else
+    events.push_back(event["event"]);
+  }
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.front(), "workflow_started");
+  EXPECT_EQ(events.back(), "verdict");
+  EXPECT_EQ(std::count(events.begin(), events.end(), "run_finished"), 2);
+  EXPECT_EQ(std::count(events.begin(), events.end(), "step_finished"), 4);
+}
+
+TEST(EndToEnd, VerboseTailsTheRunsOutputLive) {
+  ScratchDir dir;
+  write_text(dir / "wf.yaml", model_yaml() + "steps:\n  - {id: one, kind: run, args: [--dump, \"${run.dump_dir}\"]}\n");
+  Finished r = run_diagnose({"wf.yaml", "--verbose"}, dir.path());
+  ASSERT_EQ(r.code, 0);
+  EXPECT_NE(r.err.find("one/main | model: done"), std::string::npos) << r.err;
+}
+
+TEST(EndToEnd, RetriesRestartACrashedRun) {
+  ScratchDir dir;
+  write_text(dir / "wf.yaml", R"yaml(
+model:
+  shell: 'if [ -e attempted ]; then echo second; else touch attempted; exit 9; fi'
+  retries: 2
+steps:
+  - {id: flaky, kind: run}
+)yaml");
+  Finished r = run_diagnose({"wf.yaml"}, dir.path());
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  nlohmann::json run = read_json(only_run_dir(dir / "runs") + "/report.json")["steps"][0]["runs"][0];
+  EXPECT_EQ(run["attempts"], 2);
+  EXPECT_EQ(run["argv"][0], "/bin/sh");
+}
+
+TEST(EndToEnd, CheckExitCodeAndMissingOutputs) {
+  ScratchDir dir;
+  write_text(dir / "wf.yaml", R"yaml(
+model:
+  argv: [sh, -c, 'exit 1']
+steps:
+  - id: check
+    kind: run
+    fail_exit_code: 1
+    diagnoses: eager_device_defect
+    on_failure: continue
+  - id: produces
+    kind: run
+    argv: ["true"]
+    outputs: [missing.bin]
+)yaml");
+  Finished r = run_diagnose({"wf.yaml"}, dir.path());
+  ASSERT_EQ(r.code, 1) << r.out << r.err;  // a diagnosed defect outranks the later error
+  nlohmann::json report = read_json(only_run_dir(dir / "runs") + "/report.json");
+  EXPECT_EQ(report["verdict"]["category"], "eager_device_defect");
+  EXPECT_EQ(report["steps"][0]["status"], "fail");
+  EXPECT_EQ(report["steps"][1]["status"], "error");
+  EXPECT_EQ(report["steps"][1]["runs"][0]["status"], "missing_outputs");
+  EXPECT_EQ(report["verdict"]["errored_steps"], nlohmann::json::array({"produces"}));
+}
+
+TEST(EndToEnd, ProgramNotFoundIsReportedNotCrashed) {
+  ScratchDir dir;
+  write_text(dir / "wf.yaml", "model: {argv: [no-such-program-xyz]}\nsteps:\n  - {id: a, kind: run}\n");
+  Finished r = run_diagnose({"wf.yaml"}, dir.path());
+  EXPECT_EQ(r.code, 3);
+  nlohmann::json run = read_json(only_run_dir(dir / "runs") + "/report.json")["steps"][0]["runs"][0];
+  EXPECT_EQ(run["status"], "not_started");
+  EXPECT_EQ(run["error"], "program 'no-such-program-xyz' not found on PATH");
+}
+
+TEST(EndToEnd, UsageErrorsExitTwo) {
+  ScratchDir dir;
+  write_text(dir / "bad.yaml", "model: {argv: [python]}\nsteps:\n  - {id: a, kind: rnu}\n");
+  Finished r = run_diagnose({"bad.yaml"}, dir.path());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "bad.yaml:3:19: error: steps.a: unknown step kind 'rnu' (did you mean 'run'?); known kinds: run, compare, assert\n");
+  EXPECT_FALSE(fs::exists(dir / "runs"));
+  EXPECT_EQ(run_diagnose({"validate", "bad.yaml"}, dir.path()).code, 2);
+  EXPECT_EQ(run_diagnose({"missing.yaml"}, dir.path()).code, 2);
+  EXPECT_EQ(run_diagnose({"--bogus"}, dir.path()).code, 2);
+  write_text(dir / "ok.yaml", "model: {argv: [\"true\"]}\nsteps:\n  - {id: a, kind: run}\n");
+  EXPECT_EQ(run_diagnose({"ok.yaml", "--resume", dir / "not-a-run"}, dir.path()).code, 2);
+  EXPECT_EQ(run_diagnose({"ok.yaml", "--log-format", "xml"}, dir.path()).code, 2);
+  Finished valid = run_diagnose({"validate", "ok.yaml"}, dir.path());
+  EXPECT_EQ(valid.code, 0);
+  EXPECT_EQ(valid.out, "ok.yaml: ok (1 steps)\n");
+}
+
+}  // namespace
+}  // namespace diagnose
