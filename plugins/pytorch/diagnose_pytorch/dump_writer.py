@@ -17,12 +17,11 @@ FORMAT = "diagnose-dump"
 VERSION = 1
 PRODUCER = "diagnose-pytorch 0.1"
 
-# dtypes numpy lacks are stored as raw bits in an unsigned integer of the same width; the
-# record's `dtype` tells the reader how to reinterpret them.
-_RAW_BITS = {torch.bfloat16: torch.uint16}
-for _name in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu"):
-    if hasattr(torch, _name):
-        _RAW_BITS[getattr(torch, _name)] = torch.uint8
+# Floating dtypes numpy lacks are widened to float32, which holds all their values exactly;
+# the record's `dtype` keeps the real type.
+_WIDENED = {getattr(torch, name) for name in (
+    "bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
+    "float8_e8m0fnu") if hasattr(torch, name)}
 
 
 def to_numpy(tensor: torch.Tensor) -> np.ndarray:
@@ -31,9 +30,8 @@ def to_numpy(tensor: torch.Tensor) -> np.ndarray:
     if host.device.type != "cpu":
         host = host.cpu()
     host = host.contiguous()
-    raw = _RAW_BITS.get(host.dtype)
-    if raw is not None:
-        host = host.view(raw)
+    if host.dtype in _WIDENED:
+        host = host.to(torch.float32)
     if host.is_conj():
         host = host.resolve_conj()
     return host.numpy()

@@ -111,13 +111,17 @@ class RunSpec:
             raise SpecError(f"fusion switch file not found: {self.switches.fusion_switch_file}")
 
     def dump_level(self) -> str:
-        """`auto` means: ATen ops in eager mode, the compiled code's buffers for Inductor and
-        TorchAir (GE dump), the FX graph node by node for every other backend."""
+        """`auto` means: ATen ops in eager mode; the compiled code's buffers for Inductor and
+        TorchAir (GE dump); the FX graph node by node for the other builtin backends (which
+        run that same graph eagerly); final outputs only for a user backend, which an FX-level
+        dump would replace."""
         if self.dump.level != "auto":
             return self.dump.level
         if self.mode == "eager":
             return "aten"
-        return "compiled" if self.backend in ("inductor", "torchair") else "fx"
+        if self.backend in ("inductor", "torchair"):
+            return "compiled"
+        return "none" if ":" in self.backend else "fx"
 
     @property
     def run_dir(self) -> Path:

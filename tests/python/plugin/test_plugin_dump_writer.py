@@ -1,0 +1,68 @@
+"""The dump writer against the format document, in process (no compile needed)."""
+import hashlib
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from diagnose_pytorch.dump_writer import DumpWriter
+from dump_reader import read_dump
+
+
+def write(tmp_path, tensors, **options):
+    writer = DumpWriter(tmp_path, {"mode": "eager"}, **options)
+    for seq, tensor in enumerate(tensors):
+        writer.write_tensor(tensor, {"seq": seq, "op_key": f"op{seq}", "io": "output", "index": 0})
+    writer.close()
+    return read_dump(tmp_path)
+
+
+def test_records_files_and_stats_follow_the_format(tmp_path):
+    x = torch.tensor([[1.0, -2.0, float("nan")], [float("inf"), 0.5, 3.0]])
+    dump = write(tmp_path, [x])
+    assert dump.header["format"] == "diagnose-dump" and dump.header["version"] == 1
+    assert dump.end == {"type": "end", "records": 1}
+    (record,) = dump.tensors
+    assert record["dtype"] == "torch.float32" and record["shape"] == [2, 3]
+    assert record["stride"] == [3, 1]
+    stored = dump.load(record)
+    np.testing.assert_array_equal(stored, x.numpy())
+    finite = np.array([1.0, -2.0, 0.5, 3.0])
+    assert record["stats"]["min"] == -2.0 and record["stats"]["max"] == 3.0
+    assert record["stats"]["mean"] == pytest.approx(finite.mean())
+    assert record["stats"]["l2"] == pytest.approx(np.linalg.norm(finite))
+    assert (record["stats"]["nan"], record["stats"]["inf"]) == (1, 1)
+    assert record["stats"]["hash"] == hashlib.blake2b(stored.tobytes(), digest_size=16).hexdigest()
+
+
+def test_bfloat16_is_widened_losslessly_and_keeps_its_dtype(tmp_path):
+    x = torch.randn(64, generator=torch.Generator().manual_seed(1)).to(torch.bfloat16)
+    (record,) = write(tmp_path, [x]).tensors
+    stored = np.load(tmp_path / record["file"])
+    assert record["dtype"] == "torch.bfloat16" and stored.dtype == np.float32
+    assert torch.equal(torch.from_numpy(stored).to(torch.bfloat16), x)
+
+
+def test_non_contiguous_tensor_is_stored_in_logical_order(tmp_path):
+    x = torch.arange(12.0).reshape(3, 4).t()
+    (record,) = write(tmp_path, [x]).tensors
+    assert record["stride"] == [1, 4]
+    np.testing.assert_array_equal(np.load(tmp_path / record["file"]), x.numpy())
+
+
+def test_statistics_only_writes_no_tensor_file(tmp_path):
+    dump = write(tmp_path, [torch.ones(4), torch.zeros(2)], stats_only=True)
+    assert [r["stats"]["l2"] for r in dump.tensors] == [2.0, 0.0]
+    assert all("file" not in r for r in dump.tensors)
+    assert not list((tmp_path / "tensors").iterdir())
+
+
+def test_byte_budget_stops_tensor_files_and_says_so(tmp_path):
+    tensors = [torch.ones(16) for _ in range(5)]          # 64 bytes each
+    dump = write(tmp_path, tensors, max_bytes=150)
+    assert [("file" in r) for r in dump.tensors] == [True, True, False, False, False]
+    assert dump.budget == {"type": "budget", "limit_bytes": 150, "written_bytes": 128}
+    assert all("stats" in r for r in dump.tensors)
+    lines = [json.loads(l)["type"] for l in (tmp_path / "manifest.jsonl").read_text().splitlines()]
+    assert lines == ["header", "tensor", "tensor", "budget", "tensor", "tensor", "tensor", "end"]
