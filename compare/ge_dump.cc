@@ -166,6 +166,8 @@ TensorRef make_tensor(const std::string& path, uint64_t offset, uint64_t byte_si
   t.path = path;
   t.offset = offset;
   t.byte_size = byte_size;
+  // GE may pack sub-format and C0 bits above the primary format (GetPrimaryFormat).
+  format &= 0xFF;
   t.format = format;
   t.source_dtype = ge_dtype_label(data_type);
   Shape original;

@@ -181,9 +181,11 @@ TEST(GeDump, UnsupportedDtypeAndFormat) {
   auto* nz = add_input(&d, kGeFloat16, {1, 1, 16, 16}, 512, kFormatNZ);
   set_shape(nz->mutable_original_shape(), {3, 5});
   add_input(&d, kGeFloat16, {1, 1, 16, 16}, 512, kFormatNZ);  // no original_shape
-  const GeDump g = parse(ge_dump_bytes(d, std::string(4 + 4 + 64 + 512 + 512, '\0')));
+  auto* packed = add_input(&d, kGeFloat16, {1, 1, 16, 16}, 512, kFormatNZ | (1 << 8) | (16 << 24));
+  set_shape(packed->mutable_original_shape(), {16, 16});
+  const GeDump g = parse(ge_dump_bytes(d, std::string(4 + 4 + 64 + 512 + 512 + 512, '\0')));
   ASSERT_TRUE(g.ok()) << g.error;
-  ASSERT_EQ(g.inputs.size(), 5u);
+  ASSERT_EQ(g.inputs.size(), 6u);
   EXPECT_EQ(g.inputs[0].error, "unsupported dtype DT_STRING");
   EXPECT_NE(g.inputs[1].error.find("unsupported dtype"), std::string::npos) << g.inputs[1].error;
   EXPECT_NE(g.inputs[2].error.find("HWCN"), std::string::npos) << g.inputs[2].error;
@@ -192,6 +194,9 @@ TEST(GeDump, UnsupportedDtypeAndFormat) {
   EXPECT_EQ(g.inputs[3].stored_shape, (Shape{1, 1, 16, 16}));
   EXPECT_EQ(g.inputs[3].shape, (Shape{3, 5}));
   EXPECT_NE(g.inputs[4].error.find("original_shape"), std::string::npos) << g.inputs[4].error;
+  EXPECT_TRUE(g.inputs[5].ok()) << g.inputs[5].error;
+  EXPECT_EQ(g.inputs[5].format, kFormatNZ);
+  EXPECT_EQ(g.inputs[5].shape, (Shape{16, 16}));
 }
 
 TEST(GeDump, DimsOutOfRange) {
