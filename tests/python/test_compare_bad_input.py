@@ -264,3 +264,32 @@ def test_unknown_header_fields_and_old_schema_are_read(diagnose_bin, tmp_path):
         rows = run.rows()
         assert len(rows) == 2 and all(r["verdict"] == "pass" and r["my_shape"] == [2, 3] for r in rows), \
             (name, [(r["verdict"], r["cmp_fail_reason"]) for r in rows])
+
+
+def test_fx_side_problems(diagnose_bin, tmp_path):
+    """FX side: a None argument saved as a pickled object array (never unpickled), a missing
+    FX file, and a GE token directory holding two files for one op (msit kept the larger,
+    with a warning): each is reported, the other rows still pass."""
+    case = make_torchair_case(tmp_path / "case", graphs=(0,), tokens=(0,))
+    fx_dir = next(p for p in case.fx_root.rglob("*") if p.is_dir() and p.name == "0")
+    add_in1 = next(fx_dir.glob("add-aten.add.Tensor.INPUT.1.*.npy"))
+    np.save(add_in1, np.array(None, dtype=object), allow_pickle=True)
+    next(fx_dir.glob("relu-aten.relu.default.OUTPUT.0.*.npy")).unlink()
+    token_dir = next(p for p in case.ge_root.rglob("*") if p.is_dir() and p.name == "0" and p.parent.name == "1")
+    sig = next(token_dir.glob("Sigmoid.Sigmoid.*"))
+    parts = sig.name.split(".")
+    parts[-1] = str(int(parts[-1]) + 5)
+    (token_dir / ".".join(parts)).write_bytes(sig.read_bytes()[:-2])  # smaller duplicate
+    run = run_compare(diagnose_bin, case.fx_root, case.ge_root, tmp_path / "out")
+    assert run.result is not None and run.rc in (0, 1), run.describe()
+    rows = {(path_parts(r["my_data_path"])[0].split(".")[1],) + path_parts(r["my_data_path"])[1:]: r
+            for r in run.rows()}
+    obj = rows[("Add", "input", 1)]
+    assert obj["verdict"] == "not_comparable" and obj["cmp_fail_reason"], obj
+    missing = rows.get(("Relu", "output", 0))
+    assert missing is not None and missing["verdict"] == "not_comparable" and missing["cmp_fail_reason"], missing
+    assert rows[("Add", "input", 0)]["verdict"] == "pass" and rows[("MatMulV2", "output", 0)]["verdict"] == "pass"
+    sig_rows = [r for k, r in rows.items() if k[0] == "Sigmoid"]
+    assert len(sig_rows) == 2 and all(r["verdict"] == "pass" for r in sig_rows), \
+        "the larger (intact) duplicate is the one compared"
+    assert any("Sigmoid" in w for w in run.result["summary"]["warnings"]), run.result["summary"]["warnings"]
