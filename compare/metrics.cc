@@ -11,12 +11,16 @@ namespace {
 constexpr double kEps = 1.1920928955078125e-07;  // 2^-23, msit's eps (float32 machine epsilon)
 constexpr size_t kBlock = 2048;
 
-// exp(x) for x <= 0 to ~1e-15 relative, branch-free so loops over it vectorize.
-// Inputs below -708 flush to 0: those terms are below 1e-307 of the softmax's
-// largest term (which is exp(0) = 1) and cannot change the sums.
+// exp(x) for x <= 0 to ~1e-15 relative, written with only the operations AVX2 has
+// for 64-bit lanes, so loops over it vectorize. Inputs below -708 flush to 0: those
+// terms are below 1e-307 of the softmax's largest term (exp(0) = 1).
 inline double exp_nonpositive(double x) {
+  constexpr double kShifter = 0x1.8p52;  // adding it rounds to an integer held in the low bits
   x = x < -708.0 ? -708.0 : x;
-  const double k = std::nearbyint(x * 1.4426950408889634);
+  const double shifted = x * 1.4426950408889634 + kShifter;
+  uint64_t k_bits;
+  std::memcpy(&k_bits, &shifted, 8);
+  const double k = shifted - kShifter;
   const double r = (x - k * 0.6931471803691238) - k * 1.9082149292705877e-10;
   double p = 1.0 / 479001600.0;
   p = p * r + 1.0 / 39916800.0;
@@ -31,37 +35,40 @@ inline double exp_nonpositive(double x) {
   p = p * r + 0.5;
   p = p * r + 1.0;
   p = p * r + 1.0;
-  const int64_t bits = (static_cast<int64_t>(k) + 1023) << 52;
+  // The low 12 bits of k_bits are k modulo 4096; shifted into the exponent field
+  // with the bias they make 2^k for every k >= -1022.
+  const uint64_t scale_bits = (k_bits + 1023) << 52;
   double scale;
-  std::memcpy(&scale, &bits, 8);
+  std::memcpy(&scale, &scale_bits, 8);
   return p * scale;
 }
 
 struct UlpRule {
-  bool by_bits;  // fast path: spacing from the exponent bits of the golden value
-  int mantissa_bits;
-  int min_exponent;
+  bool by_exponent;  // fast path: spacing from the exponent of the golden value
+  double step;       // 2^-mantissa_bits
+  double smallest;   // spacing of the subnormal range, 2^(min_exponent - mantissa_bits)
 };
 
 UlpRule ulp_rule(DType t) {
   switch (t) {
-    case DType::Float16: return {true, 10, -14};
-    case DType::BFloat16: return {true, 7, -126};
+    case DType::Float16: return {true, 0x1p-10, 0x1p-24};
+    case DType::BFloat16: return {true, 0x1p-7, 0x1p-133};
     case DType::Float32:
-    case DType::Complex64: return {true, 23, -126};
+    case DType::Complex64: return {true, 0x1p-23, 0x1p-149};
     default: return {false, 0, 0};
   }
 }
 
-inline double ulp_by_bits(double g, int mantissa_bits, int min_exponent) {
+// 2^floor(log2|g|) * step, at least `smallest`: masking a double down to its exponent
+// bits gives the power of two, with no integer arithmetic.
+inline double ulp_by_exponent(double g, double step, double smallest) {
   uint64_t bits;
   std::memcpy(&bits, &g, 8);
-  int64_t exponent = static_cast<int64_t>((bits >> 52) & 0x7FF) - 1023;
-  exponent = exponent < min_exponent ? min_exponent : exponent;
-  const uint64_t out = static_cast<uint64_t>(exponent - mantissa_bits + 1023) << 52;
-  double ulp;
-  std::memcpy(&ulp, &out, 8);
-  return ulp;
+  bits &= 0x7FF0000000000000ull;
+  double power;
+  std::memcpy(&power, &bits, 8);
+  const double ulp = power * step;
+  return ulp > smallest ? ulp : smallest;
 }
 
 // Adds exp(v_i - M) terms with an online maximum: rescales the running sums when a
@@ -77,8 +84,10 @@ inline void rescale(double& running_max, double block_max, double& s, double* t)
   }
 }
 
-// Sums over one block of elements. Built for AVX2+FMA and for the baseline, chosen
-// at load time, so one binary runs everywhere and uses the wide units where present.
+// Sums over one block of elements. The kernels are inlined into an AVX2+FMA entry
+// point and a baseline one, picked at run time, so one binary runs everywhere and
+// uses the wide units where present. (GCC 12 does not vectorize these loops under
+// target_clones, hence the explicit pair.)
 struct BlockSums {
   uint64_t g_nan = 0, g_inf = 0, m_nan = 0, m_inf = 0, special_bad = 0, allclose_bad = 0;
   double g_max = -INFINITY, g_min = INFINITY, m_max = -INFINITY, m_min = INFINITY;
@@ -86,10 +95,13 @@ struct BlockSums {
   double max_rel = 0, sum_rel = 0, max_abs = 0, sum_abs = 0, max_ulp = 0, sum_ulp = 0;
 };
 
-__attribute__((target_clones("arch=haswell", "default")))
-void sum_block(const float* g, const float* m, size_t len, double atol, double rtol, UlpRule rule,
-               BlockSums& out) {
-  uint64_t g_nan = 0, g_inf = 0, m_nan = 0, m_inf = 0, special_bad = 0, allclose_bad = 0;
+// Counts are kept as doubles inside the loop (exact below 2^53) so that every lane
+// has the same width, which the vectorizer needs.
+__attribute__((always_inline)) inline void sum_block(const float* g, const float* m, size_t len, double atol,
+                                                     double rtol, UlpRule rule, BlockSums& out) {
+  const double ulp_step = rule.by_exponent ? rule.step : 0.0;  // 0: ULP measured elsewhere
+  const double ulp_smallest = rule.by_exponent ? rule.smallest : 1.0;
+  double g_nan = 0, g_inf = 0, m_nan = 0, m_inf = 0, special_bad = 0, allclose_bad = 0;
   double g_max = -INFINITY, g_min = INFINITY, m_max = -INFINITY, m_min = INFINITY;
   double g_sum = 0, m_sum = 0, gg = 0, mm = 0, gm = 0, dd = 0;
   double max_rel = 0, sum_rel = 0, max_abs = 0, sum_abs = 0, max_ulp = 0, sum_ulp = 0;
@@ -97,14 +109,13 @@ void sum_block(const float* g, const float* m, size_t len, double atol, double r
     reduction(max : g_max, m_max, max_rel, max_abs, max_ulp) reduction(min : g_min, m_min)
   for (size_t i = 0; i < len; ++i) {
     const double gv = g[i], mv = m[i];
-    const bool gn = gv != gv, mn = mv != mv;
-    const bool gi = !gn && std::fabs(gv) == INFINITY, mi = !mn && std::fabs(mv) == INFINITY;
-    g_nan += gn;
-    m_nan += mn;
-    g_inf += gi;
-    m_inf += mi;
-    const bool both_finite = !(gn || gi || mn || mi);
-    special_bad += !both_finite && !(gn && mn) && gv != mv;
+    const double ag = std::fabs(gv), am = std::fabs(mv);
+    g_nan += gv != gv ? 1.0 : 0.0;
+    m_nan += mv != mv ? 1.0 : 0.0;
+    g_inf += ag == INFINITY ? 1.0 : 0.0;
+    m_inf += am == INFINITY ? 1.0 : 0.0;
+    const bool both_finite = ag < INFINITY && am < INFINITY;  // false for NaN too
+    special_bad += both_finite || gv == mv || (gv != gv && mv != mv) ? 0.0 : 1.0;
     g_max = gv > g_max ? gv : g_max;
     g_min = gv < g_min ? gv : g_min;
     m_max = mv > m_max ? mv : m_max;
@@ -117,25 +128,26 @@ void sum_block(const float* g, const float* m, size_t len, double atol, double r
     const double d = mv - gv;
     dd += d * d;
     const double ad = std::fabs(d);
-    const bool significant = std::fabs(gv) > kEps;
+    const bool significant = ag > kEps;
     const double rel = significant ? std::fabs(mv / gv - 1.0) : 0.0;
     const double abs_masked = significant ? ad : 0.0;
     max_rel = rel > max_rel ? rel : max_rel;
     sum_rel += rel;
     max_abs = abs_masked > max_abs ? abs_masked : max_abs;
     sum_abs += abs_masked;
-    allclose_bad += both_finite && ad > atol + rtol * std::fabs(gv);
-    const double ulp = rule.by_bits ? ad / ulp_by_bits(gv, rule.mantissa_bits, rule.min_exponent) : 0.0;
+    allclose_bad += both_finite && ad > atol + rtol * ag ? 1.0 : 0.0;
+    const double ulp = ad / ulp_by_exponent(gv, ulp_step, ulp_smallest) * (ulp_step > 0 ? 1.0 : 0.0);
     max_ulp = ulp > max_ulp ? ulp : max_ulp;
     sum_ulp += ulp;
   }
-  out = BlockSums{g_nan, g_inf, m_nan, m_inf, special_bad, allclose_bad, g_max, g_min, m_max, m_min,
-                  g_sum, m_sum, gg, mm, gm, dd, max_rel, sum_rel, max_abs, sum_abs, max_ulp, sum_ulp};
+  const auto count = [](double c) { return static_cast<uint64_t>(c); };
+  out = BlockSums{count(g_nan), count(g_inf), count(m_nan), count(m_inf), count(special_bad), count(allclose_bad),
+                  g_max, g_min, m_max, m_min, g_sum, m_sum, gg, mm, gm, dd,
+                  max_rel, sum_rel, max_abs, sum_abs, max_ulp, sum_ulp};
 }
 
 // sg = sum exp(g - g_max), t = sum exp(g - g_max) * (g - m), sm = sum exp(m - m_max).
-__attribute__((target_clones("arch=haswell", "default")))
-void softmax_block(const float* g, const float* m, size_t len, double g_max, double m_max,
+__attribute__((always_inline)) inline void softmax_block(const float* g, const float* m, size_t len, double g_max, double m_max,
                    double& sg_out, double& t_out, double& sm_out) {
   double sg = 0, t = 0, sm = 0;
 #pragma omp simd reduction(+ : sg, t, sm)
@@ -151,6 +163,36 @@ void softmax_block(const float* g, const float* m, size_t len, double g_max, dou
   sm_out = sm;
 }
 
+struct Kernels {
+  void (*sum)(const float*, const float*, size_t, double, double, UlpRule, BlockSums&);
+  void (*softmax)(const float*, const float*, size_t, double, double, double&, double&, double&);
+};
+
+__attribute__((target("avx2,fma"))) void sum_block_avx2(const float* g, const float* m, size_t len, double atol,
+                                                         double rtol, UlpRule rule, BlockSums& out) {
+  sum_block(g, m, len, atol, rtol, rule, out);
+}
+__attribute__((target("avx2,fma"))) void softmax_block_avx2(const float* g, const float* m, size_t len,
+                                                             double g_max, double m_max, double& sg, double& t,
+                                                             double& sm) {
+  softmax_block(g, m, len, g_max, m_max, sg, t, sm);
+}
+void sum_block_base(const float* g, const float* m, size_t len, double atol, double rtol, UlpRule rule,
+                    BlockSums& out) {
+  sum_block(g, m, len, atol, rtol, rule, out);
+}
+void softmax_block_base(const float* g, const float* m, size_t len, double g_max, double m_max, double& sg,
+                        double& t, double& sm) {
+  softmax_block(g, m, len, g_max, m_max, sg, t, sm);
+}
+
+const Kernels& kernels() {
+  static const Kernels k = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")
+                               ? Kernels{sum_block_avx2, softmax_block_avx2}
+                               : Kernels{sum_block_base, softmax_block_base};
+  return k;
+}
+
 }  // namespace
 
 PairAccumulator::PairAccumulator(DType target_dtype, AllcloseTolerance tol)
@@ -163,8 +205,8 @@ void PairAccumulator::add(const float* golden, const float* mine, size_t n) {
     const float* g = golden + start;
     const float* m = mine + start;
     BlockSums b;
-    sum_block(g, m, len, tol_.atol, tol_.rtol, rule, b);
-    if (!rule.by_bits) {
+    kernels().sum(g, m, len, tol_.atol, tol_.rtol, rule, b);
+    if (!rule.by_exponent) {
       for (size_t i = 0; i < len; ++i) {
         const double ulp = std::fabs(static_cast<double>(m[i]) - g[i]) / ulp_at(target_, g[i]);
         b.max_ulp = std::max(b.max_ulp, ulp);
@@ -175,7 +217,7 @@ void PairAccumulator::add(const float* golden, const float* mine, size_t n) {
     rescale(kl_mg_, b.g_max, kl_sg_, &kl_t_);
     rescale(kl_mm_, b.m_max, kl_sm_, nullptr);
     double sg = 0, t = 0, sm = 0;
-    softmax_block(g, m, len, kl_mg_, kl_mm_, sg, t, sm);
+    kernels().softmax(g, m, len, kl_mg_, kl_mm_, sg, t, sm);
 
     n_ += len;
     g_nan_ += b.g_nan; g_inf_ += b.g_inf; m_nan_ += b.m_nan; m_inf_ += b.m_inf;
