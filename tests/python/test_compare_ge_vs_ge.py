@@ -12,7 +12,7 @@ from fixtures.torchair import GraphRecorder, RunLayout, write_graph_run
 
 
 class _Unfused(GraphRecorder):
-    def fuse(self, ge_names, original_op_names=True):  # fusion off: keep the ops separate
+    def fuse(self, ge_names, original_op_names=None):  # fusion off: keep the ops separate
         return None
 
 

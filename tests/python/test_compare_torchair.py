@@ -192,3 +192,14 @@ def test_rank_option_selects_one_rank(diagnose_bin, two_rank_case, tmp_path):
     assert [(g["rank"], g["graph"]) for g in run.result["groups"]] == [(1, 0)]
     assert len(run.csv_files) == 1 and "_rank1_" in run.csv_files[0].name
     _check_case(run, two_rank_case, ranks=[1], graphs=[0])
+
+
+def test_fused_op_without_original_op_names(diagnose_bin, tmp_path):
+    """Without OriginalOp in the dump header the fused name is split by the graph's op names."""
+    case = make_torchair_case(tmp_path / "case", graphs=(0,), tokens=(0,), planted=PLANTED,
+                              original_op_names=False, noise=1e-3)
+    run = run_compare(diagnose_bin, case.fx_root, case.ge_root, tmp_path / "out")
+    assert run.result is not None, run.describe()
+    _check_case(run, case, ranks=[0], graphs=[0])
+    fused = [r for r in run.rows() if "AutomaticBufferFusionOp" in r["my_data_path"]]
+    assert len(fused) == 3, [r["my_data_path"] for r in fused]
