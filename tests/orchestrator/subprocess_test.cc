@@ -1,0 +1,133 @@
+#include "orchestrator/subprocess.h"
+
+#include <gtest/gtest.h>
+
+#include "orchestrator/command_line.h"
+#include "orchestrator/interrupt.h"
+#include "tests/orchestrator/e2e_helpers.h"
+
+namespace diagnose {
+namespace {
+
+using namespace testing_support;
+
+ProcessSpec spec_in(const ScratchDir& dir, std::vector<std::string> argv) {
+  ProcessSpec spec;
+  spec.argv = std::move(argv);
+  spec.cwd = dir.path();
+  spec.stdout_path = dir / "out.log";
+  spec.stderr_path = dir / "err.log";
+  return spec;
+}
+
+TEST(Subprocess, RunsWithItsOwnDirectoryEnvironmentAndLogs) {
+  ScratchDir dir;
+  ProcessSpec spec = spec_in(dir, {"sh", "-c", "pwd; echo \"$GREETING\"; echo oops >&2; exit 7"});
+  spec.env["GREETING"] = "hello; $(not expanded)";
+  ProcessOutcome o = run_process(spec);
+  EXPECT_EQ(o.status, RunStatus::Failed);
+  EXPECT_EQ(o.exit_code, 7);
+  EXPECT_FALSE(o.signal);
+  EXPECT_EQ(read_text(dir / "out.log"), fs::canonical(dir.path()).string() + "\nhello; $(not expanded)\n");
+  EXPECT_EQ(read_text(dir / "err.log"), "oops\n");
+  EXPECT_EQ(o.error, "exit status 7");
+}
+
+TEST(Subprocess, ArgumentsAreNotInterpretedByAShell) {
+  ScratchDir dir;
+  ProcessOutcome o = run_process(spec_in(dir, {"echo", "a b", "$HOME", "; rm -rf /", "*"}));
+  EXPECT_EQ(o.status, RunStatus::Succeeded);
+  EXPECT_EQ(read_text(dir / "out.log"), "a b $HOME ; rm -rf / *\n");
+}
+
+TEST(Subprocess, RecordsTheSignalThatKilledIt) {
+  ScratchDir dir;
+  ProcessOutcome o = run_process(spec_in(dir, {"sh", "-c", "kill -ABRT $$"}));
+  EXPECT_EQ(o.status, RunStatus::Crashed);
+  EXPECT_EQ(o.signal, SIGABRT);
+  EXPECT_FALSE(o.exit_code);
+}
+
+TEST(Subprocess, TimeoutKillsTheWholeGroup) {
+  ScratchDir dir;
+  ProcessSpec spec = spec_in(dir, {"sh", "-c", "sleep 100 & echo $! > child.pid; sleep 100"});
+  spec.timeout_s = 0.5;
+  spec.kill_grace_s = 1;
+  int pid = 0;
+  ProcessOutcome o = run_process(spec, {[&](int p) { pid = p; }, nullptr});
+  EXPECT_EQ(o.status, RunStatus::TimedOut);
+  EXPECT_EQ(o.signal, SIGTERM);  // sh does not ignore it
+  EXPECT_LT(o.finished - o.started, 1.5);
+  pid_t child = std::stoi(read_text(dir / "child.pid"));
+  EXPECT_TRUE(wait_until([&] { return process_gone(child) && process_gone(pid); }, 2));
+}
+
+TEST(Subprocess, ChildrenLeftBehindByANormalExitAreKilled) {
+  ScratchDir dir;
+  ProcessOutcome o = run_process(spec_in(dir, {"sh", "-c", "sleep 100 >/dev/null 2>&1 & echo $! > child.pid"}));
+  EXPECT_EQ(o.status, RunStatus::Succeeded);
+  pid_t child = std::stoi(read_text(dir / "child.pid"));
+  EXPECT_TRUE(wait_until([&] { return process_gone(child); }, 2));
+}
+
+TEST(Subprocess, InterruptStopsTheRun) {
+  ScratchDir dir;
+  reset_interrupts();
+  std::thread interrupter([] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    request_interrupt();
+  });
+  ProcessOutcome o = run_process(spec_in(dir, {"sleep", "30"}));
+  interrupter.join();
+  reset_interrupts();
+  EXPECT_EQ(o.status, RunStatus::Interrupted);
+  EXPECT_LT(o.finished - o.started, 5);
+}
+
+TEST(Subprocess, ProblemsBeforeStartAreReportedNotThrown) {
+  ScratchDir dir;
+  EXPECT_EQ(run_process(spec_in(dir, {"definitely-not-a-program"})).error,
+            "program 'definitely-not-a-program' not found on PATH");
+  ProcessSpec missing_dir = spec_in(dir, {"true"});
+  missing_dir.cwd = dir / "nope";
+  EXPECT_EQ(run_process(missing_dir).status, RunStatus::NotStarted);
+  EXPECT_EQ(run_process(spec_in(dir, {})).status, RunStatus::NotStarted);
+  ProcessOutcome not_executable = run_process(spec_in(dir, {"/etc/hostname"}));
+  EXPECT_EQ(not_executable.status, RunStatus::NotStarted);
+}
+
+TEST(Subprocess, LiveOutputArrivesWhileTheProcessRuns) {
+  ScratchDir dir;
+  std::vector<std::string> lines;
+  double first_line_at = 0;
+  ProcessOutcome o = run_process(spec_in(dir, {"sh", "-c", "echo one; sleep 1; echo two >&2; sleep 0.3; printf three"}),
+                                 {nullptr, [&](const std::string& line, bool from_stderr) {
+                                    if (lines.empty()) first_line_at = now_seconds();
+                                    lines.push_back((from_stderr ? "E:" : "O:") + line);
+                                  }});
+  EXPECT_EQ(o.status, RunStatus::Succeeded);
+  EXPECT_EQ(lines, (std::vector<std::string>{"O:one", "E:two", "O:three"}));
+  EXPECT_LT(first_line_at, o.finished - 1.0);
+}
+
+TEST(Subprocess, LogTailKeepsTheLastLines) {
+  ScratchDir dir;
+  std::string text;
+  for (int i = 1; i <= 30; ++i) text += "line " + std::to_string(i) + "\n";
+  write_text(dir / "log", text);
+  EXPECT_EQ(log_tail(dir / "log", 3), "line 28\nline 29\nline 30");
+  EXPECT_EQ(log_tail(dir / "missing"), "");
+  write_text(dir / "short", "only\n");
+  EXPECT_EQ(log_tail(dir / "short", 5), "only");
+}
+
+TEST(CommandLine, QuotesForPosixShells) {
+  EXPECT_EQ(shell_quote("plain-arg_1.py"), "plain-arg_1.py");
+  EXPECT_EQ(shell_quote("two words"), "'two words'");
+  EXPECT_EQ(shell_quote("it's"), "'it'\\''s'");
+  EXPECT_EQ(shell_quote(""), "''");
+  EXPECT_EQ(reproduce_command("/w d", {{"A", "1 2"}}, {"python", "m.py"}), "cd '/w d' && A='1 2' python m.py");
+}
+
+}  // namespace
+}  // namespace diagnose
