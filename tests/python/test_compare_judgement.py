@@ -140,3 +140,31 @@ def test_preset_tolerances_drive_allclose_and_verdict(diagnose_bin, tmp_path):
     via_file = run_compare(diagnose_bin, tmp_path / "g", tmp_path / "m", tmp_path / "o3", "--preset", "fp32",
                            "--tolerances", tmp_path / "tol.json")
     assert via_file.rows()[0]["allclose_violations"] == lr["allclose_violations"]
+
+
+def test_referee_with_manifest_dumps(diagnose_bin, tmp_path):
+    """A float64 referee manifest under the same keys: referee RMSE columns from the fp64
+    values; the planted error is not excused by the referee."""
+    golden_ops = make_chain(n_ops=4, planted=None, seed=5)
+    mine_ops = make_chain(n_ops=4, planted=2, seed=5)
+    ref_ops = make_chain(n_ops=4, planted=None, seed=5, dtype="fp64")
+    write_chain_manifests(tmp_path / "g", tmp_path / "unused", golden_ops)
+    write_chain_manifests(tmp_path / "unused2", tmp_path / "m", mine_ops)
+    write_chain_manifests(tmp_path / "ref", tmp_path / "unused3", ref_ops, dtype="fp64")
+    run = run_compare(diagnose_bin, tmp_path / "g", tmp_path / "m", tmp_path / "out", "--referee", tmp_path / "ref")
+    assert run.result is not None and run.result["referee"] is not None, run.describe()
+    rows = {(r["op_key"], r["io"]): r for r in run.rows()}
+    problems = []
+    for g_op, m_op, r_op in zip(golden_ops, mine_ops, ref_ops):
+        for io in ("input", "output"):
+            row = rows[(g_op.op_key, io)]
+            ref = getattr(r_op, f"golden_{'in' if io == 'input' else 'out'}")
+            g = getattr(g_op, f"golden_{'in' if io == 'input' else 'out'}")
+            m = getattr(m_op, f"mine_{'in' if io == 'input' else 'out'}")
+            for col, vals in (("referee_rmse_golden", g), ("referee_rmse_mine", m)):
+                want = float(np.sqrt(np.mean((vals - ref) ** 2)))
+                if row[col] is None or abs(row[col] - want) > 1e-6 * max(want, 1e-30):
+                    problems.append(f"{g_op.op_key} {io} {col}: got {row[col]}, want {want}")
+    assert not problems, "\n".join(problems)
+    assert rows[(mine_ops[2].op_key, "output")]["verdict"] == "fail"
+    assert rows[(mine_ops[0].op_key, "output")]["verdict"] == "pass"

@@ -228,3 +228,22 @@ def test_npy_file_vs_npy_file(diagnose_bin, tmp_path):
     (row,) = run.rows()
     assert row["golden_dtype"] == "torch.float32" and row["my_dtype"] == "torch.float16"
     assert row["max_absolute_error"] == 3.0 and row["relative_euclidean_distance"] == 1.0
+
+
+def test_quiet_prints_nothing_on_success(diagnose_bin, tmp_path):
+    x = np.arange(4, dtype=np.float32)
+    g, m = _npy_pair(tmp_path, {"x": (x, x)})
+    run = run_compare(diagnose_bin, g, m, tmp_path / "out", "--quiet")
+    assert run.rc == 0 and run.stdout == "", run.describe()
+    assert run.result is not None, "--quiet still writes the results"
+
+
+def test_output_path_that_is_a_file(diagnose_bin, tmp_path):
+    x = np.arange(4, dtype=np.float32)
+    g, m = _npy_pair(tmp_path, {"x": (x, x)})
+    blocker = tmp_path / "not_a_dir"
+    blocker.write_text("a file where the output directory should go")
+    run = run_compare(diagnose_bin, g, m, blocker)
+    assert run.rc in (2, 3), run.describe()
+    assert run.stderr.strip()
+    assert blocker.read_text().startswith("a file")
