@@ -102,10 +102,33 @@ Manifest read_manifest(const std::string& dir) {
   return m;
 }
 
+std::optional<RecordedStats> recorded_stats(const ManifestRecord& record) {
+  if (!record.file.empty() || !record.stats.is_object()) return std::nullopt;
+  const nlohmann::json& j = record.stats;
+  const auto number = [&](const char* key) -> std::optional<double> {
+    if (j.contains(key) && j[key].is_number()) return j[key].get<double>();
+    return std::nullopt;
+  };
+  const auto count = [&](const char* key) -> uint64_t {
+    return j.contains(key) && j[key].is_number_unsigned() ? j[key].get<uint64_t>() : 0;
+  };
+  RecordedStats s;
+  s.min = number("min");
+  s.max = number("max");
+  s.mean = number("mean");
+  s.l2 = number("l2");
+  s.nan = count("nan");
+  s.inf = count("inf");
+  if (j.contains("hash") && j["hash"].is_string()) s.hash = j["hash"].get<std::string>();
+  return s;
+}
+
 TensorRef manifest_tensor(const Manifest& manifest, const ManifestRecord& record) {
   if (record.file.empty()) {
     TensorRef ref;
     ref.path = manifest.dir + "/manifest.jsonl";
+    ref.dtype = dtype_from_name(record.dtype);
+    ref.shape = record.shape;
     ref.error = "statistics only: tensor not dumped";
     return ref;
   }

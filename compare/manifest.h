@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "compare/row.h"
 #include "compare/tensor.h"
 
 namespace diagnose::compare {
@@ -44,6 +45,9 @@ struct Manifest {
 };
 
 Manifest read_manifest(const std::string& dir);
+
+// The statistics of a statistics-only record (no `file`), if it has them.
+std::optional<RecordedStats> recorded_stats(const ManifestRecord& record);
 
 // The tensor a record points at, with the declared dtype attached; an error ref
 // for stats-only records or unreadable files.

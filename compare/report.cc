@@ -305,7 +305,12 @@ void print_summary(const CompareResult& result, std::ostream& out) {
   }
   out << s.rows << " rows: " << s.passed << " pass, " << s.failed << " fail, " << s.not_comparable
       << " not comparable\n";
-  if (!s.unmatched.empty()) out << s.unmatched.size() << " unmatched (listed in the JSON result)\n";
+  if (!s.unmatched.empty()) {
+    out << s.unmatched.size() << " unmatched:\n";
+    for (size_t i = 0; i < s.unmatched.size() && i < 5; ++i)
+      out << "  " << s.unmatched[i].first << ": " << s.unmatched[i].second << "\n";
+    if (s.unmatched.size() > 5) out << "  ... (all in the JSON result)\n";
+  }
   for (const auto& w : s.warnings) out << "warning: " << w << "\n";
   for (const Divergence& d : s.divergences) {
     out << "first divergence";

@@ -13,6 +13,13 @@ namespace diagnose::compare {
 
 enum class Direction { Input, Output };
 
+// Statistics a producer recorded instead of the tensor (statistics-only dumps).
+struct RecordedStats {
+  std::optional<double> min, max, mean, l2;  // over finite elements; absent when none
+  uint64_t nan = 0, inf = 0;
+  std::string hash;  // of the data bytes; equal hashes mean equal tensors
+};
+
 // The pair of tensors to compare and where they came from. Matchers fill this;
 // nothing here is computed from tensor values.
 struct RowSpec {
@@ -37,6 +44,8 @@ struct RowSpec {
   std::optional<TensorRef> golden;  // absent: nothing to compare against
   std::optional<TensorRef> mine;
   std::optional<TensorRef> referee;  // fp64 reference for three-way judgement
+  // Set instead of a readable tensor when that side recorded statistics only.
+  std::optional<RecordedStats> golden_recorded, my_recorded;
 
   // Set by a matcher when the pair cannot be compared for a structural reason
   // (no FX link, counts differ...). Becomes the row's reason.

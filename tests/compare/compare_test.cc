@@ -133,6 +133,32 @@ TEST(Compare, ManifestsUseDeclaredDtypeAndToleratePartialDumps) {
   EXPECT_TRUE(partial_warned);
 }
 
+void write_stats_manifest(const std::string& dir, double l2, const std::string& hash) {
+  write_bytes(dir + "/manifest.jsonl",
+              R"({"type": "header", "format": "diagnose-dump", "version": 1})" "\n"
+              R"({"type": "tensor", "seq": 0, "op_key": "mm", "io": "output", "index": 0, "dtype": "torch.float16", "shape": [4], "stats": {"min": -1.0, "max": 2.0, "mean": 0.5, "l2": )" +
+                  std::to_string(l2) + R"(, "nan": 0, "inf": 0, "hash": ")" + hash + R"("}})" "\n"
+              R"({"type": "end", "records": 1})" "\n");
+}
+
+TEST(Compare, StatisticsOnlyDumpsAreJudgedOnTheirStatistics) {
+  TempDir golden, same, close, far;
+  write_stats_manifest(golden.path(), 3.0, "aa");
+  write_stats_manifest(same.path(), 3.5, "aa");
+  write_stats_manifest(close.path(), 3.001, "bb");
+  write_stats_manifest(far.path(), 3.5, "cc");
+  const auto row = [&](const TempDir& mine) { return compare_dirs(golden.path(), mine.path()).groups.at(0).rows.at(0); };
+  Row r = row(same);
+  EXPECT_EQ(r.verdict, Verdict::Pass);
+  EXPECT_EQ(r.judged_by, "fp16 statistics (equal hash)");
+  EXPECT_EQ(row(close).verdict, Verdict::Pass);
+  Row f = row(far);
+  EXPECT_EQ(f.verdict, Verdict::Fail);
+  EXPECT_EQ(f.judged_by, "fp16 statistics");
+  ASSERT_TRUE(f.golden_stats);
+  EXPECT_DOUBLE_EQ(f.golden_stats->max, 2.0);
+}
+
 TEST(Compare, RefereeKeepsMoreAccurateTargetFromFailing) {
   TempDir golden, mine, referee;
   std::vector<float> truth(64), eager(64), compiled(64);
