@@ -344,6 +344,66 @@ steps:
   EXPECT_TRUE(wait_until([&] { return process_gone(shell) && process_gone(child); }, 2));
 }
 
+TEST(EndToEnd, CompareStepRunsBothSidesInParallel) {
+  ScratchDir dir;
+  write_text(dir / "wf.yaml", model_yaml() + R"yaml(
+defaults:
+  slots: 2
+steps:
+  - id: paired
+    kind: compare
+    golden: {args: [--mode, golden, --sleep, "1", --log, "${workflow_dir}/times.log", --dump, "${run.dump_dir}"]}
+    target: {args: [--mode, target, --sleep, "1", --log, "${workflow_dir}/times.log", --dump, "${run.dir}/elsewhere", --perturb, softmax],
+             dump: "${run.dir}/elsewhere"}
+    diagnoses: dynamo_meta_defect
+)yaml");
+  Finished r = run_diagnose({"wf.yaml", "-q"}, dir.path());
+  ASSERT_EQ(r.code, 1) << r.out << r.err;
+  auto times = intervals(dir / "times.log");
+  EXPECT_LT(times["golden"].start, times["target"].end);
+  EXPECT_LT(times["target"].start, times["golden"].end);
+  std::string run_dir = only_run_dir(dir / "runs");
+  nlohmann::json report = read_json(run_dir + "/report.json");
+  EXPECT_EQ(report["verdict"]["category"], "dynamo_meta_defect");
+  EXPECT_EQ(report["verdict"]["culprit"], "03_softmax");
+  EXPECT_EQ(report["steps"][0]["runs"].size(), 2u);
+  EXPECT_TRUE(fs::exists(run_dir + "/steps/paired/target/elsewhere/03_softmax.npy"));
+  EXPECT_TRUE(fs::exists(run_dir + "/steps/paired/compare/result.json"));
+  // The verdict reproduces the model runs and the comparison.
+  ASSERT_EQ(report["verdict"]["reproduce"].size(), 3u);
+  EXPECT_NE(report["verdict"]["reproduce"][1].get<std::string>().find("--perturb softmax"), std::string::npos);
+}
+
+TEST(EndToEnd, ResumeRerunsAStepWhoseDefinitionChanged) {
+  ScratchDir dir;
+  std::string first = model_yaml() + R"yaml(
+steps:
+  - id: kept
+    kind: run
+    args: [--mode, kept, --log, "${workflow_dir}/times.log", --dump, "${run.dump_dir}"]
+  - id: tweaked
+    kind: run
+    args: [--mode, tweaked, --log, "${workflow_dir}/times.log", --dump, "${run.dump_dir}"]
+  - id: edited
+    kind: run
+    args: [--mode, edited, --log, "${workflow_dir}/times.log", --dump, "${run.dump_dir}", --fail-with-exception]
+)yaml";
+  write_text(dir / "wf.yaml", first);
+  ASSERT_EQ(run_diagnose({"wf.yaml"}, dir.path()).code, 3);
+  std::string run_dir = only_run_dir(dir / "runs");
+  std::string fixed = first;
+  fixed.replace(fixed.find(", --fail-with-exception"), 23, "");
+  fixed.replace(fixed.find("--mode, tweaked,"), 16, "--mode, tweaked, --sleep, \"0\",");
+  write_text(dir / "wf.yaml", fixed);
+  Finished r = run_diagnose({"wf.yaml", "--resume", run_dir}, dir.path());
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  std::string log = read_text(dir / "times.log");
+  EXPECT_EQ(count_lines(log, "kept start"), 1u) << log;
+  EXPECT_EQ(count_lines(log, "edited start"), 2u) << log;
+  EXPECT_EQ(count_lines(log, "tweaked start"), 2u) << log;  // it had passed, but its definition changed
+  EXPECT_EQ(read_text(run_dir + "/workflow.yaml"), fixed);
+}
+
 TEST(EndToEnd, ReportCommandRendersTheReportsAgain) {
   ScratchDir dir;
   write_text(dir / "wf.yaml", eager_graph_compare("--perturb, softmax"));
