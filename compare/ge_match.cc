@@ -168,41 +168,54 @@ Constituents constituents(const GeGraph& graph, const GeDump& dump, const GeOpFi
   return c;
 }
 
-// Rows pairing a side's tensors index by index; a count difference is noted on every
-// row of that direction instead of being zipped away.
+// One side of an op's inputs or outputs: tensors with their msit path text, the op
+// type shown for them, and how count notes name the side.
 struct Side {
   std::vector<std::optional<TensorRef>> tensors;
   std::vector<std::string> paths;
+  std::string op_type;
+  std::string description;
   size_t size() const { return tensors.size(); }
 };
 
+Side ge_side(const GeDump& dump, const GeOpFile& file, Direction d, const std::string& description) {
+  Side s{{}, {}, file.name.op_type, description};
+  const auto& tensors = d == Direction::Input ? dump.inputs : dump.outputs;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    s.tensors.push_back(tensors[i]);
+    s.paths.push_back(ge_tensor_path(file.path, d, i));
+  }
+  return s;
+}
+
+// Rows pairing the two sides index by index; a count difference is noted on every row
+// of that direction instead of being zipped away.
 void pair_rows(GroupContext& ctx, int64_t token, const std::string& op_key, int64_t order, Direction d,
-               const Side& golden, const std::string& golden_type, const std::string& golden_what,
-               const std::vector<TensorRef>& mine, const std::string& my_file, const std::string& my_type) {
+               const Side& golden, const Side& mine) {
   const size_t n = std::max(golden.size(), mine.size());
-  const char* what = d == Direction::Input ? "inputs" : "outputs";
   for (size_t i = 0; i < n; ++i) {
     RowSpec r = ctx.row(token, op_key, d, static_cast<int>(i), order);
     if (i < golden.size()) {
       r.golden = golden.tensors[i];
       r.golden_path = golden.paths[i];
     }
-    r.golden_op_type = golden_type;
     if (i < mine.size()) {
-      r.mine = mine[i];
-      r.my_path = ge_tensor_path(my_file, d, i);
+      r.mine = mine.tensors[i];
+      r.my_path = mine.paths[i];
     }
-    r.my_op_type = my_type;
+    r.golden_op_type = golden.op_type;
+    r.my_op_type = mine.op_type;
     if (golden.size() != mine.size()) {
-      r.match_note = std::string(what) + " count differs: GE op has " + std::to_string(mine.size()) + ", " +
-                     golden_what + " has " + std::to_string(golden.size());
+      r.match_note = std::string(d == Direction::Input ? "inputs" : "outputs") + " count differs: " +
+                     mine.description + " has " + std::to_string(mine.size()) + ", " + golden.description +
+                     " has " + std::to_string(golden.size());
     }
     ctx.out->rows.push_back(std::move(r));
   }
 }
 
 Side fx_inputs(const FxNode& node) {
-  Side s;
+  Side s{{}, {}, node.target, "FX node " + node.prefix};
   for (const auto& f : node.inputs) {
     s.tensors.push_back(read_npy(f.path));
     s.paths.push_back(f.path);
@@ -245,16 +258,12 @@ void output_row_fx(GroupContext& ctx, int64_t token, int64_t order, FxStepIndex&
 void input_rows_fx(GroupContext& ctx, int64_t token, int64_t order, FxStepIndex& fx, const std::string& prefix,
                    const GeDump& dump, const GeOpFile& file) {
   const auto node = fx.nodes.find(prefix);
-  Side golden;
-  std::string what = "FX node " + prefix;
+  Side golden{{}, {}, target_of(prefix), "the FX dump (no files for " + prefix + ")"};
   if (node != fx.nodes.end()) {
     fx.used.insert(prefix);
     golden = fx_inputs(node->second);
-  } else {
-    what = "the FX dump (no files for " + prefix + ")";
   }
-  pair_rows(ctx, token, prefix, order, Direction::Input, golden, target_of(prefix), what, dump.inputs,
-            file.path, file.name.op_type);
+  pair_rows(ctx, token, prefix, order, Direction::Input, golden, ge_side(dump, file, Direction::Input, "GE op"));
 }
 
 void self_compare_rows(GroupContext& ctx, int64_t token, int64_t order, const GeDump& dump, const GeOpFile& file,
@@ -429,16 +438,6 @@ struct GoldenToken {
   }
 };
 
-Side ge_side(const GeDump& dump, const GeOpFile& file, Direction d) {
-  Side s;
-  const auto& tensors = d == Direction::Input ? dump.inputs : dump.outputs;
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    s.tensors.push_back(tensors[i]);
-    s.paths.push_back(ge_tensor_path(file.path, d, i));
-  }
-  return s;
-}
-
 std::string ge_op_key(const GeGraph& graph, const GeDump& dump, const GeOpFile& file) {
   const GeGraphOp* op = find_graph_op(graph, dump, file);
   const auto prefix = op ? op->fx_prefix() : std::nullopt;
@@ -455,10 +454,8 @@ void match_op_ge(GroupContext& ctx, const GeGraph& graph, int64_t token, GoldenT
     golden.used.insert(g->name.op_name);
     const GeDump gd = read_or_report(ctx, *g);
     if (!gd.ok()) return;
-    for (Direction d : {Direction::Input, Direction::Output}) {
-      pair_rows(ctx, token, op_key, order, d, ge_side(gd, *g, d), g->name.op_type, "golden GE op",
-                d == Direction::Input ? dump.inputs : dump.outputs, file.path, file.name.op_type);
-    }
+    for (Direction d : {Direction::Input, Direction::Output})
+      pair_rows(ctx, token, op_key, order, d, ge_side(gd, *g, d, "golden GE op"), ge_side(dump, file, d, "GE op"));
     return;
   }
   const Constituents fused =
@@ -472,8 +469,8 @@ void match_op_ge(GroupContext& ctx, const GeGraph& graph, int64_t token, GoldenT
   // last constituent's outputs.
   std::set<std::string> group;
   for (const GeGraphOp* op : parts) group.insert(sanitize_ge_name(op->name));
-  Side inputs, outputs;
-  std::string golden_type;
+  Side inputs{{}, {}, parts.front()->type, "the fused ops' outside inputs in the golden dump"};
+  Side outputs{{}, {}, parts.back()->type, "the last fused op (" + parts.back()->name + ") in the golden dump"};
   for (const GeGraphOp* op : parts) {
     const GeOpFile* g = golden.find(op->name);
     if (!g) {
@@ -492,16 +489,10 @@ void match_op_ge(GroupContext& ctx, const GeGraph& graph, int64_t token, GoldenT
       inputs.tensors.push_back(gd.inputs[i]);
       inputs.paths.push_back(ge_tensor_path(g->path, Direction::Input, i));
     }
-    if (op == parts.back()) {
-      outputs = ge_side(gd, *g, Direction::Output);
-      golden_type = g->name.op_type;
-    }
+    if (op == parts.back()) outputs = ge_side(gd, *g, Direction::Output, outputs.description);
   }
-  pair_rows(ctx, token, op_key, order, Direction::Input, inputs, parts.front()->type,
-            "the fused ops' outside inputs in the golden dump", dump.inputs, file.path, file.name.op_type);
-  pair_rows(ctx, token, op_key, order, Direction::Output, outputs, golden_type,
-            "the last fused op (" + parts.back()->name + ") in the golden dump", dump.outputs, file.path,
-            file.name.op_type);
+  pair_rows(ctx, token, op_key, order, Direction::Input, inputs, ge_side(dump, file, Direction::Input, "GE op"));
+  pair_rows(ctx, token, op_key, order, Direction::Output, outputs, ge_side(dump, file, Direction::Output, "GE op"));
 }
 
 }  // namespace

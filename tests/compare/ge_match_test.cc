@@ -196,6 +196,19 @@ TEST(GeMatch, InputCountMismatchIsNotedNotZipped) {
   EXPECT_TRUE(outputs[0]->match_note.empty());
 }
 
+TEST(GeMatch, MissingFxNodeBecomesNotedRows) {
+  Fixture f;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(f.fx.path()))
+    if (e.path().filename().string().rfind("add_1-", 0) == 0) std::filesystem::remove(e.path());
+  const MatchResult r = match_ge_vs_fx(f.fx.path(), f.ge.path(), std::nullopt);
+  const auto add = rows_of(r, "Add.Add_1.");
+  ASSERT_EQ(add.size(), 3u);
+  EXPECT_NE(add[0]->match_note.find("no files for add_1-aten.add.Tensor"), std::string::npos) << add[0]->match_note;
+  EXPECT_FALSE(add[0]->golden);
+  EXPECT_TRUE(add[0]->mine);
+  EXPECT_NE(add[2]->match_note.find("FX dump has no add_1-aten.add.Tensor.OUTPUT.0"), std::string::npos);
+}
+
 TEST(GeMatch, FusedOpUsesFirstInputsAndLastOutputs) {
   Fixture f;
   const MatchResult r = match_ge_vs_fx(f.fx.path(), f.ge.path(), std::nullopt);
