@@ -55,7 +55,7 @@ class EagerDumpMode(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         session = self.session
-        if not session.dumping():
+        if not session.dumping_ops():
             return func(*args, **kwargs)
         module = self.modules.current
         op = str(func)

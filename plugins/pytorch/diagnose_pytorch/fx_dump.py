@@ -40,7 +40,7 @@ class DumpingInterpreter(torch.fx.Interpreter):
 
     def run_node(self, node: torch.fx.Node):
         session = self.session
-        if node.op != "call_function" or not session.dumping():
+        if node.op != "call_function" or not session.dumping_ops():
             return super().run_node(node)
         op_key = fx_node_key(node)
         op = str(node.target)
@@ -81,7 +81,8 @@ def dumping_backend(session, backend: str):
         inductor_style = backend in _INDUCTOR_STYLE
         kwargs = {}
         if inductor_style:
-            from torch._inductor.decomposition import select_decomp_table
+            # compile_fx, not decomposition: some decompositions need the lowerings it imports
+            from torch._inductor.compile_fx import select_decomp_table
             kwargs["decompositions"] = select_decomp_table()
             kwargs["partition_fn"] = functools.partial(min_cut_rematerialization_partition,
                                                        compiler="inductor")

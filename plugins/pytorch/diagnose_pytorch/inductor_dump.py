@@ -156,7 +156,7 @@ def emitting_hooks(table: GraphBuffers):
 
 
 def _on_buffer(session, graph_id: int, table: GraphBuffers, name: str, value) -> None:
-    if not session.dumping():
+    if not session.dumping_ops():
         return
     info = table.lookup(name)
     values = value if isinstance(value, (list, tuple)) else (value,)

@@ -73,9 +73,12 @@ class Session:
         return self.graph_count - 1
 
     def dumping(self) -> bool:
+        """Whether this step is dumped at all."""
         steps = self.spec.dump.steps
-        return (self.dump is not None and self.spec.dump.ops
-                and (steps is None or self.step in steps))
+        return self.dump is not None and (steps is None or self.step in steps)
+
+    def dumping_ops(self) -> bool:
+        return self.spec.dump.ops and self.dumping()
 
     def selected(self, op_key: str, op: str = "", module: str = "") -> bool:
         names = (op_key, op, module)
@@ -146,10 +149,8 @@ class Session:
                       "index": index, "step": self.step}
             if self.outputs is not None:
                 self.outputs.write_tensor(value, record)
-            if self.dump is not None and self.spec.dump.final:
-                steps = self.spec.dump.steps
-                if steps is None or self.step in steps:
-                    self.dump.write_tensor(value, record)
+            if self.spec.dump.final and self.dumping():
+                self.dump.write_tensor(value, record)
 
     # --- end of run ---------------------------------------------------------------------
     def close(self, error: BaseException | None = None) -> None:

@@ -85,6 +85,10 @@ def _catalog() -> dict[str, RunConfig]:
                                          env={"FAKE_TORCHAIR_DEFECT": "MatMulBiasAddFusionPass=0.01"}),
         "graph_break/aot_eager": RunConfig(str(HERE / "scripts" / "graph_break.py"),
                                            {"backend": "aot_eager"}, cost=2),
+        "explicit-backend/user-backend": RunConfig(
+            str(HERE / "scripts" / "explicit_backend.py"),
+            {"backend": "user_backend:recording_backend"},
+            env={"USER_BACKEND_RECORD": "{run_dir}/user_backend.jsonl"}),
         "failing/inductor": RunConfig(str(HERE / "scripts" / "failing.py"), {"backend": "inductor"}),
         "explicit/eager": RunConfig(str(HERE / "scripts" / "explicit_api.py"),
                                     {"mode": "eager", "dump": {"io": ["output"]}}, runner=False),
