@@ -1,11 +1,12 @@
 #include "compare/ge_match.h"
 
 #include <algorithm>
-#include <climits>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <set>
+#include <tuple>
 
 #include "compare/fx_dump.h"
 #include "compare/ge_graph.h"
@@ -32,8 +33,8 @@ std::optional<int64_t> number(const std::string& s) {
   return std::stoll(s);
 }
 
-// Calls visit(dir, depth) for `root` and every directory below it, without following
-// symlinked directories (so link loops end), up to kMaxWalkDepth.
+// Calls visit(dir, depth) for `root` and every directory below it down to `max_depth`,
+// without following symlinked directories (so link loops end).
 void walk_dirs(const std::string& root, int max_depth, std::vector<std::string>* warnings,
                const std::function<void(const fs::path&, int)>& visit) {
   std::vector<std::pair<fs::path, int>> stack{{fs::path(root), 0}};
@@ -69,7 +70,8 @@ std::tuple<int64_t, int64_t, std::string> group_order(const std::string& path) {
   const std::string model_name = p.parent_path().filename().string();
   const auto graph = starts_with(model_name, "graph_") ? number(model_name.substr(6)) : std::nullopt;
   const auto model_id = number(p.filename().string());
-  return {graph.value_or(INT64_MAX), model_id.value_or(INT64_MAX), path};
+  constexpr int64_t kLast = std::numeric_limits<int64_t>::max();
+  return {graph.value_or(kLast), model_id.value_or(kLast), path};
 }
 
 std::vector<GeGroup> scan_groups(const std::string& root, std::vector<std::string>* warnings) {

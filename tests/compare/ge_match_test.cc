@@ -336,6 +336,8 @@ TEST(GeMatch, GeVsGeGathersFusedInputs) {
   write_ge_op(my_token, "Add", "Add_1", 1700000000000010, {{1, 2}, {3, 4}}, {{4, 6}});
   write_ge_op(my_token, "AutomaticBufferFusionOp", "Add_2Cast_5Relu_4", 1700000000000050, {{2}, {1}}, {{3}});
   write_ge_op(my_token, "Neg", "Neg_11", 1700000000000060, {{1}}, {{-1}});
+  write_ge_op(my_token, "MatMul", "MatMul_2", 1700000000000040, {{1}, {2}}, {{2}});
+  write_ge_op(golden_token, "MatMul", "MatMul_2", 1700000000000041, {{1}, {2}, {0}}, {{2}});
   write_ge_op(golden_token, "Add", "Add_1", 1700000000000011, {{1, 2}, {3, 4}}, {{4, 6}});
   write_ge_op(golden_token, "Add", "Add_2", 1700000000000051, {{2}, {1}}, {{3}});
   write_ge_op(golden_token, "Cast", "Cast_5", 1700000000000052, {{3}}, {{3}});
@@ -356,6 +358,13 @@ TEST(GeMatch, GeVsGeGathersFusedInputs) {
   EXPECT_NE(fused[1]->golden_path.find("Add.Add_2.1.0.1700000000000051,inputs,1"), std::string::npos);
   EXPECT_NE(fused[2]->golden_path.find("Relu.Relu_4.1.0.1700000000000053,outputs,0"), std::string::npos);
   for (const RowSpec* row : fused) EXPECT_TRUE(row->match_note.empty()) << row->match_note;
+
+  const auto mm = rows_of(r, "MatMul.MatMul_2.");
+  ASSERT_EQ(mm.size(), 3u);  // the golden third input has no row of mine, so no my_path
+  EXPECT_NE(mm[0]->match_note.find("inputs count differs: GE op has 2, golden GE op has 3"), std::string::npos)
+      << mm[0]->match_note;
+  EXPECT_TRUE(mm[2]->match_note.empty());
+  EXPECT_EQ(mm[2]->direction, Direction::Output);
 
   EXPECT_TRUE(has_unmatched(r, "Neg_11", "no op of this name"));
   EXPECT_TRUE(has_unmatched(r, "Sub_12", "no counterpart"));
