@@ -4,26 +4,27 @@ import os
 import signal
 import subprocess
 import time
+from pathlib import Path
 
-import numpy as np
+import pytest
 
 from conftest import RunConfig, launch
 from dump_reader import read_dump
 
-from pathlib import Path
-
 ENDLESS = str(Path(__file__).resolve().parent / "scripts" / "endless.py")
 
 
-def test_sigkill_leaves_a_readable_partial_dump(tmp_path, cache_dir):
+@pytest.fixture(scope="module")
+def killed_run(tmp_path_factory, cache_dir) -> Path:
+    """Runs an endless eager loop under the plugin and SIGKILLs it during its third step."""
     config = RunConfig(ENDLESS, {"mode": "eager"})
-    proc, run_dir = launch("killed", config, tmp_path, cache_dir,
+    proc, run_dir = launch("killed", config, tmp_path_factory.mktemp("killed"), cache_dir,
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     manifest = run_dir / "dump" / "manifest.jsonl"
     deadline = time.time() + 240
     try:
         while time.time() < deadline and proc.poll() is None:
-            if manifest.exists() and manifest.read_text().count('"step": 2') > 0:
+            if manifest.exists() and '"step": 2' in manifest.read_text():
                 break
             time.sleep(0.05)
         assert proc.poll() is None, proc.stderr.read()
@@ -33,11 +34,25 @@ def test_sigkill_leaves_a_readable_partial_dump(tmp_path, cache_dir):
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == -signal.SIGKILL
+    return run_dir
 
-    dump = read_dump(run_dir / "dump")
+
+def test_partial_dump_is_readable(killed_run):
+    dump = read_dump(killed_run / "dump")
     assert dump.header is not None and dump.end is None and dump.torn_lines <= 1
     assert len(dump.tensors) > 20 and {0, 1, 2} <= {r["step"] for r in dump.tensors}
     for record in dump.tensors:
         assert list(dump.load(record).shape) == record["shape"]
-    status = json.loads((run_dir / "status.json").read_text())
+    status = json.loads((killed_run / "status.json").read_text())
     assert status["state"] == "running" and status["steps"] >= 2
+
+
+def test_partial_dump_is_readable_by_diagnose_compare(killed_run, diagnose_bin, tmp_path):
+    dump = killed_run / "dump"
+    proc = subprocess.run([str(diagnose_bin), "compare", "-gp", str(dump), "-mp", str(dump),
+                           "-o", str(tmp_path), "--json", str(tmp_path / "result.json")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert result["summary"]["compared"] == len(read_dump(dump).tensors)
+    assert any("partial" in w for w in result["summary"]["warnings"]), result["summary"]["warnings"]
