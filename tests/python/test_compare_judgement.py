@@ -168,3 +168,33 @@ def test_referee_with_manifest_dumps(diagnose_bin, tmp_path):
     assert not problems, "\n".join(problems)
     assert rows[(mine_ops[2].op_key, "output")]["verdict"] == "fail"
     assert rows[(mine_ops[0].op_key, "output")]["verdict"] == "pass"
+
+
+@pytest.mark.parametrize("golden_has_file", [True, False])
+def test_statistics_only_records(diagnose_bin, tmp_path, golden_has_file):
+    """docs/dump-format.md: "a pair where either side has `stats` only is compared on
+    statistics (reported as such)". Mine is statistics-only; golden has the tensor (with its
+    stats) or statistics only too."""
+    from fixtures.manifest_dump import ManifestDump, ManifestRecord
+    rng = np.random.default_rng(12)
+    same = rng.standard_normal((8, 8)).astype(np.float32)
+    shifted = same + np.float32(3.0)
+    g, m = ManifestDump(tmp_path / "g"), ManifestDump(tmp_path / "m")
+    for seq, (key, mine) in enumerate((("same-aten.x.default", same), ("shifted-aten.x.default", shifted))):
+        g.add(ManifestRecord(seq, key, "output", 0, same, "torch.float32", with_file=golden_has_file))
+        m.add(ManifestRecord(seq, key, "output", 0, mine, "torch.float32", with_file=False))
+    g.write()
+    m.write()
+    run = run_compare(diagnose_bin, tmp_path / "g", tmp_path / "m", tmp_path / "out")
+    assert run.result is not None, run.describe()
+    rows = {r["op_key"]: r for r in run.rows()}
+    problems = []
+    for key, want in (("same-aten.x.default", "pass"), ("shifted-aten.x.default", "fail")):
+        r = rows[key]
+        said = (r["judged_by"] or "") + " " + r["cmp_fail_reason"] + " " + " ".join(r["reasons"])
+        if "statistic" not in said.lower() or r["verdict"] != want:
+            problems.append(f"{key}: verdict {r['verdict']} (want {want}), judged_by {r['judged_by']!r}, "
+                            f"reason {r['cmp_fail_reason']!r}")
+    assert not problems, "\n".join(problems)
+    assert rows["shifted-aten.x.default"]["my_mean_value"] == pytest.approx(float(shifted.astype(np.float64).mean()))
+    assert run.rc == 1, run.describe()
