@@ -168,8 +168,8 @@ NUMPY_BASELINE = textwrap.dedent(r"""
 """)
 
 
-def run_measured(args, cwd=None) -> tuple[float, float, str, int]:
-    """(wall seconds, peak RSS MB, stdout, exit status) of one child process.
+def run_measured(args, cwd=None) -> tuple[float, float, str, int, float]:
+    """(wall seconds, peak RSS MB, stdout, exit status, CPU seconds) of one child process.
 
     Peak RSS comes from GNU time when present: a child forked straight from this (large)
     Python process would otherwise be charged for the parent's pages until it execs."""
@@ -178,21 +178,24 @@ def run_measured(args, cwd=None) -> tuple[float, float, str, int]:
     if gnu_time:
         fd, rss_file = tempfile.mkstemp(suffix=".rss")
         os.close(fd)
-        args = ["/usr/bin/time", "-o", rss_file, "-f", "%M"] + list(args)
+        args = ["/usr/bin/time", "-o", rss_file, "-f", "%M %U %S"] + list(args)
     start = time.perf_counter()
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd)
     out, err = proc.communicate()
     wall = time.perf_counter() - start
     rc = proc.returncode
+    cpu = float("nan")
     if rss_file:
-        lines = [line for line in Path(rss_file).read_text().splitlines() if line.strip().isdigit()]
+        lines = [line.split() for line in Path(rss_file).read_text().splitlines()]
+        lines = [x for x in lines if len(x) == 3 and x[0].isdigit()]
         os.unlink(rss_file)
-        rss_mb = int(lines[-1]) / 1024.0 if lines else float("nan")
+        rss_mb = int(lines[-1][0]) / 1024.0 if lines else float("nan")
+        cpu = float(lines[-1][1]) + float(lines[-1][2]) if lines else cpu
     else:
         rss_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
     if rc not in (0, 1):
         sys.stderr.write(err.decode(errors="replace")[-3000:])
-    return wall, rss_mb, out.decode(errors="replace"), rc
+    return wall, rss_mb, out.decode(errors="replace"), rc, cpu
 
 
 def plain_pass_command(work: Path, files: list[str]) -> tuple[list[str], str]:
@@ -277,16 +280,16 @@ def main(argv=None) -> int:
         plain_cmd, plain_desc = plain_pass_command(work, files)
         run_measured(plain_cmd)  # warm the page cache
         results = []
-        wall, rss, _, _ = run_measured(plain_cmd)
-        results.append((f"plain pass ({plain_desc})", wall, rss))
+        wall, rss, _, _, cpu = run_measured(plain_cmd)
+        results.append((f"plain pass ({plain_desc})", wall, rss, cpu))
 
         numpy_out = None
         if not args.skip_numpy and not args.big:
             pairs = json.dumps([[str(work / "golden" / r["file"]), str(work / "mine" / r["file"]), r["dtype"]]
                                 for r in records])
-            wall, rss, out, rc = run_measured([sys.executable, "-c", NUMPY_BASELINE, pairs])
+            wall, rss, out, rc, cpu = run_measured([sys.executable, "-c", NUMPY_BASELINE, pairs])
             numpy_out = json.loads(out) if rc == 0 else None
-            results.append(("numpy (load, cast to float32, one pass per metric)", wall, rss))
+            results.append(("numpy (load, cast to float32, one pass per metric)", wall, rss, cpu))
 
         out_dir = work / "out"
         shutil.rmtree(out_dir, ignore_errors=True)
@@ -294,25 +297,31 @@ def main(argv=None) -> int:
                "--json", str(work / "result.json"), "--quiet"]
         if args.threads:
             cmd += ["--threads", str(args.threads)]
-        wall, rss, _, rc = run_measured(cmd)
+        wall, rss, _, rc, cpu = run_measured(cmd)
         threads = args.threads or os.cpu_count()
-        results.append((f"diagnose compare ({threads} threads)", wall, rss))
+        results.append((f"diagnose compare ({threads} threads)", wall, rss, cpu))
         diag_wall, diag_rss = wall, rss
 
         print(f"page cache: files were read once before timing; every tool reads them from memory")
-        print(f"{'tool':58s} {'seconds':>8s} {'GB/s':>7s} {'peak RSS MB':>12s}")
-        for name, w, r in results:
-            print(f"{name:58s} {w:8.2f} {nbytes / w / 1e9:7.2f} {r:12.0f}")
+        load = os.getloadavg()[0]
+        print(f"load average {load:.1f} on {os.cpu_count()} cores"
+              + (" (busy machine: wall-clock figures are pessimistic; see CPU seconds)" if load > os.cpu_count() else ""))
+        print(f"{'tool':58s} {'seconds':>8s} {'GB/s':>7s} {'CPU s':>7s} {'peak RSS MB':>12s}")
+        for name, w, r, c in results:
+            print(f"{name:58s} {w:8.2f} {nbytes / w / 1e9:7.2f} {c:7.2f} {r:12.0f}")
         ok = rc in (0, 1)
         if not ok:
             print(f"diagnose compare exited with {rc}")
         plain_wall = results[0][1]
-        print(f"diagnose / plain pass: {plain_wall / diag_wall:.2f}x  (target >= 0.5x: "
-              f"{'PASS' if plain_wall / diag_wall >= 0.5 else 'FAIL'})")
+        diag_cpu = results[-1][3]
+        print(f"diagnose / plain pass: {plain_wall / diag_wall:.2f}x wall  (target >= 0.5x: "
+              f"{'PASS' if plain_wall / diag_wall >= 0.5 else 'FAIL'}); "
+              f"{results[0][3] / diag_cpu:.2f}x in CPU seconds")
         if numpy_out is not None:
             np_wall = results[1][1]
             ratio = np_wall / diag_wall
-            print(f"diagnose / numpy:      {ratio:.1f}x  (target >= 20x: {'PASS' if ratio >= 20 else 'FAIL'})")
+            print(f"diagnose / numpy:      {ratio:.1f}x wall  (target >= 20x: {'PASS' if ratio >= 20 else 'FAIL'}); "
+                  f"{results[1][3] / diag_cpu:.1f}x in CPU seconds")
             problems = check_agreement(work / "result.json", numpy_out, work) if ok else ["no result"]
             print("metrics agree with numpy (1e-3 rel): " + ("yes" if not problems else "NO"))
             for line in problems[:10]:
