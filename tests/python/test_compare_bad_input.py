@@ -293,3 +293,27 @@ def test_fx_side_problems(diagnose_bin, tmp_path):
     assert len(sig_rows) == 2 and all(r["verdict"] == "pass" for r in sig_rows), \
         "the larger (intact) duplicate is the one compared"
     assert any("Sigmoid" in w for w in run.result["summary"]["warnings"]), run.result["summary"]["warnings"]
+
+
+def test_input_count_mismatch_is_reported(diagnose_bin, tmp_path):
+    """msit zipped GE and FX inputs by position without checking counts. Here GE's `Add`
+    dump lost its bias input: the mismatch must be said, not silently half-compared."""
+    case = make_torchair_case(tmp_path / "case", graphs=(0,), tokens=(0,))
+    token_dir = next(p for p in case.ge_root.rglob("*") if p.is_dir() and p.name == "0" and p.parent.name == "1")
+    add_file = next(token_dir.glob("Add.Add.*"))
+    data = add_file.read_bytes()
+    (hlen,) = struct.unpack_from("<Q", data)
+    header = ge_proto.DUMP["DumpData"].FromString(data[8:8 + hlen])
+    sizes = [i.size for i in header.input]
+    body = data[8 + hlen:]
+    del header.input[1]
+    new = header.SerializeToString()
+    add_file.write_bytes(struct.pack("<Q", len(new)) + new + body[:sizes[0]] + body[sum(sizes):])
+    run = run_compare(diagnose_bin, case.fx_root, case.ge_root, tmp_path / "out")
+    assert run.result is not None and run.rc in (0, 1), run.describe()
+    add_rows = [r for r in run.rows() if path_parts(r["my_data_path"])[0].startswith("Add.Add.")]
+    text = " ".join(r["cmp_fail_reason"] for r in add_rows) + " ".join(run.result["summary"]["warnings"]) + \
+        " ".join(u["name"] + " " + u["reason"] for u in run.result["summary"]["unmatched"])
+    assert "count" in text.lower() or "inputs" in text.lower(), (text, [(r["my_data_path"], r["verdict"]) for r in add_rows])
+    outputs = [r for r in add_rows if path_parts(r["my_data_path"])[1] == "output"]
+    assert outputs and outputs[0]["verdict"] == "pass", "the outputs still pair"
