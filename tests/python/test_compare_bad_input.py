@@ -67,7 +67,8 @@ def _by_name(run):
 def test_npy_bad_files_do_not_stop_the_run(npy_bad_run):
     run = npy_bad_run
     assert run.result is not None, run.describe()
-    assert run.rc in (0, 1), run.describe()
+    # No row fails (unreadable ones are not comparable): exit code 0 by the contract.
+    assert run.rc == 0 and run.result["summary"]["failed"] == 0, run.describe()
     rows = _by_name(run)
     assert rows["ok"]["verdict"] == "pass" and rows["ok"]["cosine_similarity"] == 1.0
 

@@ -61,6 +61,9 @@ def _check_case(run, case, ranks, graphs):
                         if row[col] != want:
                             problems.append(f"{where}: {col} {row[col]!r} != {want!r}")
                     problems += [f"{where}: {e}" for e in check_metrics(row, exp.golden, exp.mine)]
+            ids = [r["data_id"] for r in group["rows"]]
+            if ids != list(range(ids[0], ids[0] + len(ids))):
+                problems.append(f"rank {rank} graph {graph}: data_id is not a running row number: {ids}")
             if got_order != sorted(got_order):
                 problems.append(f"rank {rank} graph {graph}: rows not in GE execution order: {got_order}")
     assert not problems, "\n".join(problems[:40])
