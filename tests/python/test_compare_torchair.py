@@ -206,3 +206,28 @@ def test_fused_op_without_original_op_names(diagnose_bin, tmp_path):
     _check_case(run, case, ranks=[0], graphs=[0])
     fused = [r for r in run.rows() if "AutomaticBufferFusionOp" in r["my_data_path"]]
     assert len(fused) == 3, [r["my_data_path"] for r in fused]
+
+
+def test_graph_ids_sorted_numerically(diagnose_bin, tmp_path):
+    """Graphs 2 and 10: graph txt files, GE groups and FX groups pair by numeric graph id
+    (a string sort would pair graph_10 with graph_2)."""
+    case = make_torchair_case(tmp_path / "case", tokens=(0,), graph_ids={0: 10, 1: 2}, planted=PLANTED)
+    run = run_compare(diagnose_bin, case.fx_root, case.ge_root, tmp_path / "out")
+    assert run.result is not None, run.describe()
+    assert sorted(g["graph"] for g in run.result["groups"]) == [2, 10]
+    _check_case(run, case, ranks=[0], graphs=[2, 10])
+    assert sorted(p.name.split("_graph")[1].split("_")[0] for p in run.csv_files) == ["10", "2"]
+
+
+def test_rank_missing_on_one_side(diagnose_bin, two_rank_case, tmp_path):
+    """Ranks present on both sides are compared; a rank only the GE side has is reported."""
+    import shutil
+    fx = tmp_path / "fx"
+    shutil.copytree(two_rank_case.fx_root, fx)
+    shutil.rmtree(fx / "worldsize2_global_rank1")
+    run = run_compare(diagnose_bin, fx, two_rank_case.ge_root, tmp_path / "out")
+    assert run.result is not None and run.rc == 1, run.describe()  # rank 0 holds the planted error
+    assert [g["rank"] for g in run.result["groups"] if g["rows"]] == [0], run.result["groups"]
+    summary = run.result["summary"]
+    said = " ".join(summary["warnings"]) + " ".join(u["name"] + " " + u["reason"] for u in summary["unmatched"])
+    assert "rank" in said.lower() and "1" in said, summary
