@@ -104,3 +104,65 @@ def test_npy_variants_read_as_logical(diagnose_bin, tmp_path):
         r = rows[name]
         assert r["verdict"] == "pass" and r["max_absolute_error"] == 0.0 and r["cosine_similarity"] == 1.0, (name, r)
         assert r["my_shape"] == ([] if name == "scalar" else [5, 7]), (name, r["my_shape"])
+
+
+def _sweep_cases():
+    """Sizes around SIMD / chunk boundaries, value ranges from subnormal to huge, every numpy
+    dtype the comparison reads; "mine" is golden perturbed in several ways."""
+    rng = np.random.default_rng(77)
+    sizes = [1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 63, 65, 255, 257, 4095, 4097, 65537, 262143, 262145]
+    kinds = ["normal", "huge", "subnormal", "signed_zeros", "constant", "heavy_tail", "offset"]
+    dtypes = [np.float32, np.float16, np.float64, np.int8, np.uint8, np.int16, np.int32, np.int64, np.bool_]
+    cases = {}
+    for n_case in range(72):
+        n = sizes[n_case % len(sizes)]
+        kind = kinds[n_case % len(kinds)]
+        dtype = dtypes[n_case % len(dtypes)]
+        base = {"normal": rng.standard_normal(n), "huge": rng.standard_normal(n) * 1e30,
+                "subnormal": rng.standard_normal(n) * 1e-40, "signed_zeros": np.where(rng.random(n) > 0.5, 0.0, -0.0),
+                "constant": np.full(n, 3.25), "heavy_tail": rng.standard_t(2, n) * 10,
+                "offset": 1000 + rng.standard_normal(n)}[kind]
+        if np.dtype(dtype).kind in "iub":
+            info = np.iinfo(dtype) if dtype is not np.bool_ else None
+            lo, hi = (0, 2) if info is None else (max(info.min, -100), min(info.max, 100))
+            g = rng.integers(lo, hi, n).astype(dtype)
+            m = g.copy()
+            m[::5] = rng.integers(lo, hi, len(m[::5])).astype(dtype)
+        else:
+            if dtype is np.float16 and kind == "huge":
+                base = base / 1e30 * 6e4
+            with np.errstate(over="ignore"):
+                g = base.astype(dtype)
+                m = (base * (1 + 1e-3 * rng.standard_normal(n))
+                     + 1e-4 * rng.standard_normal(n) * np.abs(base).max()).astype(dtype)
+            if not (np.all(np.isfinite(g)) and np.all(np.isfinite(m))):
+                continue
+        cases[f"case{n_case:02d}_{kind}_{np.dtype(dtype).name}_{n}"] = (g, m)
+    return cases
+
+
+SWEEP = _sweep_cases()
+
+
+@pytest.fixture(scope="module")
+def sweep_run(diagnose_bin, tmp_path_factory):
+    root = tmp_path_factory.mktemp("sweep")
+    for side in ("g", "m"):
+        (root / side).mkdir()
+    for name, (g, m) in SWEEP.items():
+        np.save(root / "g" / f"{name}.npy", g)
+        np.save(root / "m" / f"{name}.npy", m)
+    return run_compare(diagnose_bin, root / "g", root / "m", root / "out", timeout=120)
+
+
+def test_sweep_every_row_matches_reference(sweep_run):
+    assert sweep_run.result is not None, sweep_run.describe()
+    rows = {r["golden_data_path"].rsplit("/", 1)[-1][:-4]: r for r in sweep_run.rows()}
+    assert set(rows) == set(SWEEP)
+    problems = []
+    short = {"float32": "fp32", "float16": "fp16", "float64": "fp64"}
+    for name, (g, m) in SWEEP.items():
+        target = short.get(np.dtype(m.dtype).name)
+        errors = check_metrics(rows[name], g.astype(np.float64), m.astype(np.float64), target)
+        problems += [f"{name}: {e}" for e in errors]
+    assert not problems, f"{len(problems)} mismatches:\n" + "\n".join(problems[:40])
