@@ -36,8 +36,8 @@ def _perturb(short, x, rng):
     return x * (1 + 0.01 * rng.standard_normal(x.shape))
 
 
-def _ge_file(directory, values, short, fmt="ND", name="Op"):
-    op = GeOp("Custom", name, [GeTensor(values, short, fmt)], [GeTensor(values, short, fmt)])
+def _ge_file(directory, values, short, fmt="ND", name="Op", c0=16):
+    op = GeOp("Custom", name, [GeTensor(values, short, fmt, c0=c0)], [GeTensor(values, short, fmt, c0=c0)])
     return write_ge_dump(directory, op)
 
 
@@ -108,3 +108,23 @@ def test_manifest_dtypes_including_raw_bits(diagnose_bin, tmp_path, short):
             assert row["my_dtype"] == d.torch_name and row["golden_dtype"] == d.torch_name, row
             errors = check_metrics(row, g.ravel(), m.ravel(), target_short=short if d.is_float else None)
             assert not errors, f"{short} {op.op_key} {io}:\n" + "\n".join(errors)
+
+
+@pytest.mark.parametrize("fmt,shape", [("FRACTAL_NZ", (2, 19, 70)), ("NC1HWC0", (1, 40, 3, 2)),
+                                       ("FRACTAL_Z", (20, 33, 2, 2))])
+@pytest.mark.parametrize("short,c0", [("bf16", 16), ("fp32", 8), ("int8", 32)])
+def test_device_layout_block_widths(diagnose_bin, tmp_path, fmt, shape, short, c0):
+    """C0 is 32 bytes / element size on device (8 for fp32, 16 for fp16/bf16, 32 for int8);
+    the reader takes it from the device shape."""
+    rng = np.random.default_rng(6)
+    g = rng.standard_normal(shape) * (30 if short == "int8" else 1)
+    m = g + (rng.integers(-1, 2, shape) if short == "int8" else 0.01 * rng.standard_normal(shape))
+    gf = _ge_file(tmp_path / "g", g, short, "NCHW" if len(shape) == 4 else "ND")
+    mf = _ge_file(tmp_path / "m", m, short, fmt, c0=c0)
+    run = run_compare(diagnose_bin, gf, mf, tmp_path / "out")
+    assert run.result is not None, run.describe()
+    d = DTYPES[short]
+    for row in run.rows():
+        assert row["my_shape"] == list(shape) and not row["cmp_fail_reason"], row
+        errors = check_metrics(row, d.representable(g).ravel(), d.representable(m).ravel())
+        assert not errors, f"{fmt} {short} c0={c0}:\n" + "\n".join(errors)
