@@ -231,3 +231,33 @@ def test_rank_missing_on_one_side(diagnose_bin, two_rank_case, tmp_path):
     summary = run.result["summary"]
     said = " ".join(summary["warnings"]) + " ".join(u["name"] + " " + u["reason"] for u in summary["unmatched"])
     assert "rank" in said.lower() and "1" in said, summary
+
+
+def test_referee_for_ge_vs_fx(diagnose_bin, tmp_path):
+    """--referee with an fp64 FX dump laid out like the golden one: referee RMSE columns for
+    every FX-golden row, from the fp64 values."""
+    import numpy as np
+    from fixtures.fx_dump import fx_step_dir
+    case = make_torchair_case(tmp_path / "case", graphs=(0,), tokens=(0,), planted=PLANTED, noise=1e-3)
+    # Same seed, noise and plant: the random draws stay in step, so the fp64 run's golden
+    # values are the fp16 run's before rounding.
+    ref = make_torchair_case(tmp_path / "ref", graphs=(0,), tokens=(0,), planted=PLANTED, noise=1e-3,
+                             dtype="fp64")
+    run = run_compare(diagnose_bin, case.fx_root, case.ge_root, tmp_path / "out", "--referee", ref.fx_root)
+    assert run.result is not None and run.result["referee"] is not None, run.describe()
+    table = _index_rows(run)
+    ref_dir = fx_step_dir(ref.fx_root, "current", 1, 0, 0, 0, "")
+    problems = []
+    for exp in case.rows[(0, 0, 0)]:
+        row = table[_expected_key(0, 0, exp)]
+        if exp.self_compare:
+            continue
+        r = np.load(ref_dir / exp.golden_file).astype(np.float64).reshape(-1)
+        for col, vals in (("referee_rmse_golden", exp.golden), ("referee_rmse_mine", exp.mine)):
+            want = float(np.sqrt(np.mean((vals - r) ** 2)))
+            got = row[col]
+            if got is None or abs(got - want) > 1e-6 * max(want, 1e-12):
+                problems.append(f"{exp.op_key} {exp.io}{exp.index} {col}: got {got}, want {want}")
+    assert not problems, "\n".join(problems)
+    verdicts = {(e.op_key, e.io): table[_expected_key(0, 0, e)]["verdict"] for e in case.rows[(0, 0, 0)]}
+    assert verdicts[(PLANTED_KEY, "output")] == "fail"
