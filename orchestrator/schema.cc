@@ -13,6 +13,12 @@ Schema string_schema(std::string description, std::vector<std::string> enum_valu
   return s;
 }
 
+Schema plain_string_schema(std::string description) {
+  Schema s = string_schema(std::move(description));
+  s.templated = false;
+  return s;
+}
+
 Schema condition_schema(std::string description) {
   Schema s = string_schema(std::move(description));
   s.type = Schema::Type::Condition;
@@ -163,7 +169,7 @@ void check_scalar(const YAML::Node& node, const Schema& schema, const std::strin
         for (const std::string& v : schema.enum_values) choices += (choices.empty() ? "" : ", ") + v;
         diagnostics.error(node.Mark(), where + ": unknown value '" + text + "'" + did_you_mean(text, schema.enum_values) +
                                            "; expected one of: " + choices);
-      } else if (visitor.on_template) {
+      } else if (schema.templated && visitor.on_template) {
         visitor.on_template(node, text);
       }
       return;

@@ -33,6 +33,7 @@ struct Schema {
   Type type = Type::String;
   std::string description;
   std::vector<std::string> enum_values;  // String
+  bool templated = true;                 // String: ${...} is expanded (so it is checked)
   std::optional<double> minimum;         // Integer, Number
   std::optional<double> maximum;
   bool exclusive_minimum = false;
@@ -49,6 +50,8 @@ struct Property {
 
 // Builders, so that schemas read like the format they describe.
 Schema string_schema(std::string description, std::vector<std::string> enum_values = {});
+// A string used as written: names, descriptions.
+Schema plain_string_schema(std::string description);
 Schema condition_schema(std::string description);
 Schema integer_schema(std::string description, std::optional<double> minimum = std::nullopt);
 Schema number_schema(std::string description, std::optional<double> minimum = std::nullopt,

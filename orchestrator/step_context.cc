@@ -49,7 +49,10 @@ std::string StepContext::expand(const std::string& text, const std::string& run_
       return std::string(value ? value : "");
     }
     if (name.rfind("steps.", 0) == 0) {
-      return json_text(result_value(state_, run_dir_, name));
+      std::optional<std::string> value = json_text(result_value(state_, run_dir_, name));
+      if (!value) throw TemplateError("${" + name + "} has no value: that step was skipped, has not produced it, "
+                                      "or has several runs (use steps.<id>.runs.<run>.<field>)", 0);
+      return value;
     }
     return std::nullopt;
   });

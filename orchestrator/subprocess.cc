@@ -144,8 +144,9 @@ ProcessOutcome run_process(const ProcessSpec& spec, const ProcessCallbacks& call
     if (reason == StopReason::None) {
       if (interrupts > 0) reason = StopReason::Interrupt;
       else if (spec.timeout_s > 0 && now - outcome.started > spec.timeout_s) reason = StopReason::Timeout;
+      // Ctrl-C reaches the model as the terminal would have sent it; a timeout as SIGTERM.
       if (reason != StopReason::None) {
-        ::killpg(pid, SIGTERM);
+        ::killpg(pid, reason == StopReason::Interrupt ? SIGINT : SIGTERM);
         terminate_sent = now;
       }
     }

@@ -1,6 +1,7 @@
 // One process, started with Boost.Process in a process group of its own, watched
-// until it ends: timeout and interrupts stop the whole group (SIGTERM, then SIGKILL
-// after a grace period), and whatever the group left behind is killed on exit.
+// until it ends: a timeout stops the whole group (SIGTERM), an interrupt too (SIGINT,
+// as Ctrl-C would), then SIGKILL after a grace period or a second interrupt; whatever
+// the group left behind is killed when the process exits.
 #pragma once
 
 #include <functional>

@@ -51,7 +51,7 @@ Schema defaults_schema() {
   return object_schema(
       "Settings shared by every step.",
       {optional("slots", integer_schema("How many model runs may execute at the same time.", 1)),
-       optional("output_dir", string_schema("Where run directories are created, relative to the current directory.")),
+       optional("output_dir", plain_string_schema("Where run directories are created, relative to the current directory.")),
        optional("timeout", number_schema("Seconds per run unless the model or the step says otherwise.", 0, true)),
        optional("kill_grace", number_schema("Seconds between SIGTERM and SIGKILL when a run is stopped.", 0)),
        optional("tolerances", map_schema("Tolerance overrides by preset name (fp32, fp16, bf16, fp8, exact...).",
@@ -64,7 +64,7 @@ Schema verdict_schema() {
       "Overrides of the verdict rules.",
       {optional("order", array_schema("Category priority when several steps fail; the first wins.",
                                       string_schema("category", categories))),
-       optional("advice", map_schema("Text replacing the built-in advice of a category.", string_schema("advice")))});
+       optional("advice", map_schema("Text replacing the built-in advice of a category.", plain_string_schema("advice")))});
 }
 
 Schema report_schema() {
@@ -74,9 +74,9 @@ Schema report_schema() {
 
 Schema step_schema(const StepKind& kind) {
   std::vector<Property> properties = {
-      required("id", string_schema("Unique name of the step: letters, digits, '_' and '-'.")),
+      required("id", plain_string_schema("Unique name of the step: letters, digits, '_' and '-'.")),
       required("kind", string_schema(kind.description(), {kind.name()})),
-      optional("description", string_schema("What the step is for, shown in reports.")),
+      optional("description", plain_string_schema("What the step is for, shown in reports.")),
       optional("when", condition_schema("Run the step only when this condition on earlier steps holds.")),
       optional("on_failure", string_schema("What to do when the step fails or errors.", {"stop", "continue"})),
       optional("diagnoses", string_schema("Verdict category this step's failure indicates.", diagnosable_categories())),
@@ -91,8 +91,8 @@ Schema workflow_schema() {
   Schema step = any_of_schema("A step; its kind decides which keys it takes.", steps);
   return object_schema(
       "A diagnose workflow.",
-      {optional("name", string_schema("Name of the workflow, used in run directory names. Default: the file's stem.")),
-       optional("description", string_schema("What the workflow diagnoses.")),
+      {optional("name", plain_string_schema("Name of the workflow, used in run directory names. Default: the file's stem.")),
+       optional("description", plain_string_schema("What the workflow diagnoses.")),
        required("model", model_schema()),
        optional("defaults", defaults_schema()),
        required("steps", array_schema("The steps, run in this order.", step)),
