@@ -271,6 +271,15 @@ TEST(GeDump, UnknownFieldsAreSkipped) {
   EXPECT_TRUE(g.outputs[0].ok());
 }
 
+TEST(GeDump, NonUtf8OpNameStillParses) {
+  toolkit::dump::DumpData d;
+  d.set_op_name("Add_\xff\xfe");
+  add_input(&d, kGeFloat, {1}, 4);
+  const GeDump g = parse(ge_dump_bytes(d, floats_bytes({1})));
+  ASSERT_TRUE(g.ok()) << g.error;
+  EXPECT_EQ(g.op_name, "Add_\xff\xfe");
+}
+
 TEST(GeDump, UnreadableFiles) {
   TempDir dir;
   GeDump g = read_ge_dump(dir / "missing");

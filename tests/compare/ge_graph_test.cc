@@ -100,6 +100,13 @@ op {
   EXPECT_EQ(g->find("layer_0_attn:_proj"), op);
 }
 
+TEST(GeGraph, NonUtf8NamesParse) {
+  std::string error;
+  const auto g = parse_ge_graph("op { name: \"Add_\\377\" type: \"Add\" }", "g.txt", &error);
+  ASSERT_TRUE(g) << error;
+  EXPECT_TRUE(g->find("Add_\xff"));
+}
+
 TEST(GeGraph, MalformedTextSaysWhere) {
   std::string error;
   EXPECT_FALSE(parse_ge_graph("op {\n  name: \"Add_1\"\n  type: \n}\n", "bad.txt", &error));
