@@ -116,7 +116,16 @@ class Engine {
     state_.steps = aligned;
   }
 
-  void save() { save_state(state_, state_path(run_dir_)); }
+  // Called from the scheduler's threads too, so it must not throw: a state that cannot be
+  // written costs resumability, not the run.
+  void save() {
+    try {
+      save_state(state_, state_path(run_dir_));
+    } catch (const std::exception& e) {
+      if (!save_failed_) progress_.warning(std::string("cannot save the state; --resume will not work: ") + e.what());
+      save_failed_ = true;
+    }
+  }
 
   void finish_without_running(StepResult& result, StepStatus status, const std::string& summary) {
     result.status = status;
@@ -219,6 +228,7 @@ class Engine {
   Progress& progress_;
   std::string run_dir_;
   State state_;
+  bool save_failed_ = false;
 };
 
 }  // namespace

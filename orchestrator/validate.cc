@@ -174,6 +174,13 @@ void check_command_form(const YAML::Node& node, const std::string& where, bool n
     diagnostics.error(node["argv"].Mark(), where + ": argv must name a program");
   if (node["shell"] && node["shell"].IsScalar() && node["shell"].Scalar().empty())
     diagnostics.error(node["shell"].Mark(), where + ": shell must not be empty");
+  if (node["env"] && node["env"].IsMap()) {
+    for (const auto& variable : node["env"]) {
+      const std::string name = variable.first.Scalar();
+      if (name.empty() || name.find('=') != std::string::npos || name.find('\0') != std::string::npos)
+        diagnostics.error(variable.first.Mark(), where + ".env: '" + name + "' is not a valid variable name");
+    }
+  }
 }
 
 YAML::Mark mark_within(const std::string& file_text, const YAML::Node& node, size_t offset) {

@@ -3,6 +3,7 @@
 #include "orchestrator/condition.h"
 #include "orchestrator/result_lookup.h"
 #include "orchestrator/step.h"
+#include "orchestrator/template.h"
 
 namespace diagnose {
 
@@ -34,7 +35,15 @@ class AssertStep : public StepKind {
     }
     result.status = StepStatus::Fail;
     result.summary = "`" + text + "` holds";
-    std::string message = node["message"] ? context.expand(node["message"].Scalar()) : result.summary;
+    std::string message = result.summary;
+    if (node["message"]) {
+      message = node["message"].Scalar();
+      try {
+        message = context.expand(message);
+      } catch (const TemplateError&) {
+        // A value the message mentions does not exist (e.g. no divergence): keep it as written.
+      }
+    }
     result.findings.push_back({message, ""});
     return result;
   }

@@ -98,7 +98,7 @@ class CompareStep : public StepKind {
       std::vector<std::string> names;
       for (const auto& [name, p] : defaults.presets) names.push_back(name);
       if (!defaults.presets.count(preset.Scalar()))
-        diagnostics.error(preset.Mark(), "unknown tolerance preset '" + preset.Scalar() + "'" + did_you_mean(preset.Scalar(), names));
+        diagnostics.error(preset.Mark(), "steps." + step.id + ".preset: unknown tolerance preset '" + preset.Scalar() + "'" + did_you_mean(preset.Scalar(), names));
     }
   }
 

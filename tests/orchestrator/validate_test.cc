@@ -145,6 +145,42 @@ steps:
   - {id: second, kind: run}
 )yaml",
      "wf.yaml:5:11: error: step 'first' refers to step 'second', which comes later (steps run in the order written)", 1},
+    {"env_bad_name",
+     R"yaml(model:
+  argv: [python]
+  env: {"A=B": 1}
+steps:
+  - {id: a, kind: run}
+)yaml",
+     "wf.yaml:3:9: error: model.env: 'A=B' is not a valid variable name", 1},
+    {"run_name_bad",
+     R"yaml(model: {argv: [python]}
+steps:
+  - id: a
+    kind: run
+    runs:
+      "eager mode": {args: [--eager]}
+)yaml",
+     "wf.yaml:6:7: error: run name 'eager mode' may only hold letters, digits, '_' and '-'", 1},
+    {"compare_side_form",
+     R"yaml(model: {argv: [python]}
+steps:
+  - id: c
+    kind: compare
+    golden: {argv: [x], shell: y}
+    target: dumps/graph
+)yaml",
+     "wf.yaml:5:32: error: steps.c.golden: give either argv or shell, not both", 1},
+    {"compare_bad_preset",
+     R"yaml(model: {argv: [python]}
+steps:
+  - id: c
+    kind: compare
+    golden: a
+    target: b
+    preset: fp322
+)yaml",
+     "wf.yaml:7:13: error: steps.c.preset: unknown tolerance preset 'fp322' (did you mean 'fp32'?)", 1},
     {"missing_id",
      R"yaml(model: {argv: [python]}
 steps:
