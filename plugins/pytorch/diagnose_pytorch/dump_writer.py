@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from torch._subclasses.fake_tensor import FakeTensor
 
 from .stats import tensor_stats
 
@@ -40,12 +41,7 @@ def to_numpy(tensor: torch.Tensor) -> np.ndarray:
 def dumpable(value) -> bool:
     return (isinstance(value, torch.Tensor) and value.layout == torch.strided
             and not value.is_quantized and value.device.type != "meta"
-            and not _is_fake(value))
-
-
-def _is_fake(tensor: torch.Tensor) -> bool:
-    from torch._subclasses.fake_tensor import FakeTensor
-    return isinstance(tensor, FakeTensor)
+            and not isinstance(value, FakeTensor))
 
 
 class DumpWriter:

@@ -15,10 +15,6 @@ from .session import Session
 _original_compile = torch.compile
 
 
-def original_compile():
-    return _original_compile
-
-
 def compile_under_spec(session: Session, model, user_options: dict):
     """Replaces `torch.compile(model, **user_options)`: the spec decides backend and options."""
     session.status.data["compile_calls"].append(

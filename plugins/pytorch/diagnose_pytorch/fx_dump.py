@@ -4,6 +4,7 @@ tensor is `{node}-{target}.OUTPUT.{i}`."""
 from __future__ import annotations
 
 import functools
+import operator
 import re
 import time
 
@@ -40,7 +41,9 @@ class DumpingInterpreter(torch.fx.Interpreter):
 
     def run_node(self, node: torch.fx.Node):
         session = self.session
-        if node.op != "call_function" or not session.dumping_ops():
+        # getitem only selects output k of its producer, already dumped as OUTPUT.k
+        if (node.op != "call_function" or node.target is operator.getitem
+                or not session.dumping_ops()):
             return super().run_node(node)
         op_key = fx_node_key(node)
         op = str(node.target)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import operator
 import time
 from dataclasses import dataclass, field
 
@@ -43,15 +44,25 @@ class GraphBuffers:
     by_buffer: dict[str, BufferInfo] = field(default_factory=dict)
     by_origin: dict[str, list[BufferInfo]] = field(default_factory=dict)
 
-    def add(self, buffer: str, origin: torch.fx.Node, origins) -> None:
-        if buffer in self.by_buffer:
+    def add(self, buffer: str, origin: torch.fx.Node | None, origins) -> None:
+        """`origin` is the node Inductor names as the buffer's origin; without one, the last
+        of the buffer's origins in graph order stands for it. Output k of a multi-output node
+        (origin `getitem(node, k)`) is named after that node, index k, as in FX-level dumps."""
+        nodes = {n for n in origins if n.op == "call_function"} | ({origin} if origin else set())
+        if buffer in self.by_buffer or not nodes:
             return
+        order = {n: i for i, n in enumerate(next(iter(nodes)).graph.nodes)}
+        fx_nodes = sorted((n for n in nodes if n in order), key=order.__getitem__)
+        origin = origin or fx_nodes[-1]
+        index = None
+        if origin.target is operator.getitem and isinstance(origin.args[0], torch.fx.Node):
+            origin, index = origin.args[0], origin.args[1]
+            if origin not in fx_nodes:
+                fx_nodes = sorted([*fx_nodes, origin], key=order.__getitem__)
         same_origin = self.by_origin.setdefault(origin.name, [])
-        order = {n: i for i, n in enumerate(origin.graph.nodes)}
-        fx_nodes = sorted((n for n in origins if n.op == "call_function" and n in order),
-                          key=order.__getitem__)
-        info = BufferInfo(buffer, origin.name, str(origin.target), len(same_origin),
-                          [n.name for n in fx_nodes] or [origin.name])
+        info = BufferInfo(buffer, origin.name, str(origin.target),
+                          len(same_origin) if index is None else index,
+                          [n.name for n in fx_nodes])
         same_origin.append(info)
         self.by_buffer[buffer] = info
 
@@ -73,8 +84,6 @@ def _describe_scheduler(scheduler) -> None:
             if ir_node is None:
                 continue
             origin = ir_node.get_origin_node()
-            if origin is None:
-                continue
             for buffer in snode.get_outputs():
                 _collecting.add(buffer.get_name(), origin, ir_node.get_origins())
 
@@ -161,7 +170,7 @@ def _on_buffer(session, graph_id: int, table: GraphBuffers, name: str, value) ->
     info = table.lookup(name)
     values = value if isinstance(value, (list, tuple)) else (value,)
     if info is None:
-        op_key, fields, first = name, {"fx_nodes": [name]}, 0
+        op_key, fields, first = name, {"buffer": name}, 0
     else:
         op_key = info.op_key
         fields = {"op": info.target, "fx_nodes": info.fx_nodes, "buffer": info.buffer}

@@ -89,7 +89,7 @@ def _catalog() -> dict[str, RunConfig]:
             str(HERE / "scripts" / "explicit_backend.py"),
             {"backend": "user_backend:recording_backend"},
             env={"USER_BACKEND_RECORD": "{run_dir}/user_backend.jsonl"}),
-        "failing/inductor": RunConfig(str(HERE / "scripts" / "failing.py"), {"backend": "inductor"}),
+        "failing/aot_eager": RunConfig(str(HERE / "scripts" / "failing.py"), {"backend": "aot_eager"}),
         "explicit/eager": RunConfig(str(HERE / "scripts" / "explicit_api.py"),
                                     {"mode": "eager", "dump": {"io": ["output"]}}, runner=False),
     })

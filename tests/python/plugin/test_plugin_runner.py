@@ -102,9 +102,9 @@ def test_graph_breaks_are_counted_and_graphs_numbered(plugin_runs):
     assert len(graphs["compile_seconds"]) == 2
 
 
-@uses("failing/inductor")
+@uses("failing/aot_eager")
 def test_error_is_reported_with_traceback(plugin_runs):
-    run = plugin_runs.get("failing/inductor")
+    run = plugin_runs.get("failing/aot_eager")
     assert run.returncode == 1
     status = run.status
     assert status["state"] == "error" and status["exit_code"] == 1

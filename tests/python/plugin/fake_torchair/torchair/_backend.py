@@ -106,22 +106,23 @@ def _fx_dump_compiler(config, graph_id: int):
                 if not _converted(node) or (keep is not None and keep(node) is None):
                     return super().run_node(node)
                 key = f"{node.name}-{node.target}"
+                stamp = _timestamp20()      # one timestamp per node call, as TorchAir writes
                 args, _ = self.fetch_args_kwargs_from_env(node)
                 for i, arg in enumerate(args):
                     if isinstance(arg, (list, tuple)) and any(isinstance(a, torch.Tensor) for a in arg):
                         for j, element in enumerate(arg):
-                            self._save(key, "INPUT", (i, j), element)
+                            self._save(key, "INPUT", (i, j), element, stamp)
                     else:
-                        self._save(key, "INPUT", i, arg)
+                        self._save(key, "INPUT", i, arg, stamp)
                 out = super().run_node(node)
                 for k, value in enumerate(out if isinstance(out, (list, tuple)) else (out,)):
-                    self._save(key, "OUTPUT", k, value)
+                    self._save(key, "OUTPUT", k, value, stamp)
                 return out
 
-            def _save(self, key, io, index, value):
+            def _save(self, key, io, index, value, stamp):
                 array = _fx_array(value)
                 if array is not None:
-                    write_fx_tensor(self.step_dir, key, io, index, _timestamp20(), array)
+                    write_fx_tensor(self.step_dir, key, io, index, stamp, array)
 
         def run(args):
             dumper = Dumper(fx_gm)
