@@ -148,66 +148,27 @@ class Engine {
       if (!holds) return finish_without_running(result, StepStatus::Skipped, "skipped: `" + step.when + "` is false");
     }
 
-    StepContext context(workflow_, step, state_, run_dir_);
-    std::vector<RunRequest> requests;
-    try {
-      requests = kind.plan(context);
-    } catch (const std::exception& e) {
-      return finish_without_running(result, StepStatus::Error, std::string("cannot prepare the step: ") + e.what());
-    }
-
-    // Runs that succeeded with the same command in an earlier invocation are kept.
-    std::vector<RunRecord> records;
-    std::vector<size_t> to_run;
-    for (size_t r = 0; r < requests.size(); ++r) {
-      const RunRecord* previous = nullptr;
-      for (const RunRecord& old : result.runs)
-        if (old.name == requests[r].name) previous = &old;
-      if (previous && previous->status == RunStatus::Succeeded && same_command(*previous, requests[r])) {
-        records.push_back(*previous);
-      } else {
-        records.push_back(record_for(requests[r]));
-        to_run.push_back(r);
-      }
-    }
+    std::vector<RunRecord> earlier_runs = result.runs;  // from an interrupted invocation
     result.status = StepStatus::Pending;
     result.summary.clear();
-    result.runs = records;
+    result.runs.clear();
     result.started = now_seconds();
     save();
-    progress_.step_started(step.id, index, workflow_.steps.size(), to_run.size());
+    progress_.step_started(step.id, index, workflow_.steps.size());
 
-    if (!to_run.empty()) {
-      int slots = options_.slots > 0 ? options_.slots : workflow_.defaults.slots;
-      SchedulerCallbacks callbacks;
-      callbacks.on_started = [&](size_t r, const RunRecord& record) {
-        result.runs[r] = record;
-        save();
-        progress_.run_started(step.id, record);
-      };
-      callbacks.on_finished = [&](size_t r, const RunRecord& record) {
-        result.runs[r] = record;
-        save();
-        progress_.run_finished(step.id, record);
-      };
-      if (progress_.wants_output()) {
-        callbacks.on_output = [&](size_t r, const std::string& line, bool from_stderr) {
-          progress_.run_output(step.id, requests[r].name, line, from_stderr);
-        };
-      }
-      run_in_parallel(requests, to_run, slots, workflow_.defaults.kill_grace_s, callbacks);
-    }
-    if (interrupt_count() > 0) {
+    StepContext context(workflow_, step, state_, run_dir_,
+                        [&](const std::vector<RunRequest>& requests) {
+                          return execute(step, result, earlier_runs, requests);
+                        });
+    StepResult evaluated;
+    try {
+      evaluated = kind.evaluate(context);
+    } catch (const RunsInterrupted&) {
       for (RunRecord& record : result.runs)
         if (record.status == RunStatus::Running) record.status = RunStatus::Interrupted;
       result.summary = "interrupted";
       save();
       return;
-    }
-
-    StepResult evaluated;
-    try {
-      evaluated = kind.evaluate(context, result.runs);
     } catch (const std::exception& e) {
       evaluated.status = StepStatus::Error;
       evaluated.summary = std::string("cannot evaluate the step: ") + e.what();
@@ -221,6 +182,51 @@ class Engine {
     result.finished = now_seconds();
     save();
     progress_.step_finished(result);
+  }
+
+  // One round of a step's runs, in parallel. A run that succeeded with the same name and
+  // command in an earlier invocation is not started again. Throws RunsInterrupted.
+  std::vector<RunRecord> execute(const StepSpec& step, StepResult& result, const std::vector<RunRecord>& earlier_runs,
+                                 const std::vector<RunRequest>& requests) {
+    std::vector<size_t> positions, to_run;
+    for (size_t r = 0; r < requests.size(); ++r) {
+      const RunRecord* earlier = nullptr;
+      for (const RunRecord& old : earlier_runs)
+        if (old.name == requests[r].name) earlier = &old;
+      positions.push_back(result.runs.size());
+      if (earlier && earlier->status == RunStatus::Succeeded && same_command(*earlier, requests[r])) {
+        result.runs.push_back(*earlier);
+      } else {
+        result.runs.push_back(record_for(requests[r]));
+        to_run.push_back(r);
+      }
+    }
+    save();
+    progress_.runs_scheduled(step.id, to_run.size());
+    if (!to_run.empty()) {
+      int slots = options_.slots > 0 ? options_.slots : workflow_.defaults.slots;
+      SchedulerCallbacks callbacks;
+      callbacks.on_started = [&](size_t r, const RunRecord& record) {
+        result.runs[positions[r]] = record;
+        save();
+        progress_.run_started(step.id, record);
+      };
+      callbacks.on_finished = [&](size_t r, const RunRecord& record) {
+        result.runs[positions[r]] = record;
+        save();
+        progress_.run_finished(step.id, record);
+      };
+      if (progress_.wants_output()) {
+        callbacks.on_output = [&](size_t r, const std::string& line, bool from_stderr) {
+          progress_.run_output(step.id, requests[r].name, line, from_stderr);
+        };
+      }
+      run_in_parallel(requests, to_run, slots, workflow_.defaults.kill_grace_s, callbacks);
+    }
+    if (interrupt_count() > 0) throw RunsInterrupted();
+    std::vector<RunRecord> records;
+    for (size_t position : positions) records.push_back(result.runs[position]);
+    return records;
   }
 
   const Workflow& workflow_;

@@ -74,16 +74,22 @@ void Progress::workflow_started(const std::string& name, const std::string& run_
        std::string(resumed ? "resuming " : "running ") + name + " (" + std::to_string(steps) + " steps) in " + run_dir);
 }
 
-void Progress::step_started(const std::string& id, size_t index, size_t total, size_t runs_to_start) {
+void Progress::step_started(const std::string& id, size_t index, size_t total) {
   std::lock_guard<std::mutex> guard(lock_);
   step_ = id;
-  runs_total_ = runs_to_start;
-  runs_done_ = runs_running_ = 0;
+  runs_total_ = runs_done_ = runs_running_ = 0;
   run_seconds_ = 0;
   step_started_ = now_seconds();
-  std::string human = "[" + std::to_string(index + 1) + "/" + std::to_string(total) + "] " + id;
-  if (runs_to_start) human += ": " + std::to_string(runs_to_start) + " run" + (runs_to_start > 1 ? "s" : "");
-  emit({{"event", "step_started"}, {"step", id}, {"index", index}, {"total", total}, {"runs", runs_to_start}}, human);
+  emit({{"event", "step_started"}, {"step", id}, {"index", index}, {"total", total}},
+       "[" + std::to_string(index + 1) + "/" + std::to_string(total) + "] " + id);
+}
+
+void Progress::runs_scheduled(const std::string& step, size_t runs) {
+  std::lock_guard<std::mutex> guard(lock_);
+  if (runs == 0) return;
+  runs_total_ += runs;
+  emit({{"event", "runs_scheduled"}, {"step", step}, {"runs", runs}},
+       "  " + step + ": starting " + std::to_string(runs) + " run" + (runs > 1 ? "s" : ""));
 }
 
 void Progress::step_kept(const StepResult& result) {

@@ -24,7 +24,8 @@ class Progress {
   ~Progress();
 
   void workflow_started(const std::string& name, const std::string& run_dir, bool resumed, size_t steps);
-  void step_started(const std::string& id, size_t index, size_t total, size_t runs_to_start);
+  void step_started(const std::string& id, size_t index, size_t total);
+  void runs_scheduled(const std::string& step, size_t runs);
   void step_kept(const StepResult& result);  // done in an earlier invocation
   void run_started(const std::string& step, const RunRecord& run);
   void run_finished(const std::string& step, const RunRecord& run);

@@ -3,7 +3,9 @@
 // state, resume, verdict, reports).
 #pragma once
 
+#include <functional>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -29,15 +31,29 @@ struct RunRequest {
   std::string dir, dump_dir;         // the run's own directory and its dump directory
 };
 
-// What a step sees while it is planned and evaluated.
+// Thrown by StepContext::run when Ctrl-C stopped the runs; the engine saves a resumable state.
+struct RunsInterrupted : std::runtime_error {
+  RunsInterrupted() : std::runtime_error("interrupted") {}
+};
+
+// Starts processes for a step: one parallel round, records in request order.
+using RunExecutor = std::function<std::vector<RunRecord>(const std::vector<RunRequest>&)>;
+
+// What a step sees while it is evaluated.
 class StepContext {
  public:
-  StepContext(const Workflow& workflow, const StepSpec& step, const State& state, std::string run_dir);
+  StepContext(const Workflow& workflow, const StepSpec& step, const State& state, std::string run_dir,
+              RunExecutor executor);
 
   const Workflow& workflow() const { return workflow_; }
   const StepSpec& step() const { return step_; }
   const State& state() const { return state_; }
   const std::string& run_dir() const { return run_dir_; }
+  // Runs the requests in parallel (up to the workflow's slots) and returns when all have
+  // ended. May be called any number of times (bisection rounds, re-batching after a crash);
+  // request names must be unique within the step. A run that succeeded with the same name
+  // and command before an interruption is not started again on --resume.
+  std::vector<RunRecord> run(const std::vector<RunRequest>& requests) const { return executor_(requests); }
   std::string step_dir() const;
   // Directory of a run: the step's directory for "main", a subdirectory otherwise.
   std::string run_dir_of(const std::string& run_name) const;
@@ -59,6 +75,7 @@ class StepContext {
   const StepSpec& step_;
   const State& state_;
   std::string run_dir_;
+  RunExecutor executor_;
 };
 
 // What `diagnose validate` knows about the other steps while checking one.
@@ -80,11 +97,9 @@ class StepKind {
   virtual std::string default_category() const { return "precision_problem"; }
   // Checks the schema cannot express (argv and shell together, ...).
   virtual void check(const StepSpec&, const CheckContext&, Diagnostics&) const {}
-  // The processes to start; they run in parallel, up to the workflow's slots.
-  virtual std::vector<RunRequest> plan(const StepContext&) const { return {}; }
-  // The result once every planned run has ended. The engine fills in id, kind,
-  // category, runs and times.
-  virtual StepResult evaluate(const StepContext& context, const std::vector<RunRecord>& runs) const = 0;
+  // Does the step's work: the processes it needs through context.run(), then the result.
+  // The engine fills in id, kind, category, runs and times. Exceptions make the step an error.
+  virtual StepResult evaluate(const StepContext& context) const = 0;
 };
 
 // For kinds whose runs must all succeed: an Error result naming the runs that did not,

@@ -10,8 +10,9 @@ namespace diagnose {
 
 namespace fs = boost::filesystem;
 
-StepContext::StepContext(const Workflow& workflow, const StepSpec& step, const State& state, std::string run_dir)
-    : workflow_(workflow), step_(step), state_(state), run_dir_(std::move(run_dir)) {}
+StepContext::StepContext(const Workflow& workflow, const StepSpec& step, const State& state, std::string run_dir,
+                         RunExecutor executor)
+    : workflow_(workflow), step_(step), state_(state), run_dir_(std::move(run_dir)), executor_(std::move(executor)) {}
 
 std::string StepContext::step_dir() const { return run_dir_ + "/steps/" + step_.id; }
 

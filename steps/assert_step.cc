@@ -20,7 +20,7 @@ class AssertStep : public StepKind {
             optional("message", string_schema("What a failure means, shown as the finding; ${...} is expanded."))};
   }
 
-  StepResult evaluate(const StepContext& context, const std::vector<RunRecord>&) const override {
+  StepResult evaluate(const StepContext& context) const override {
     const YAML::Node& node = context.step().node;
     std::string text = node["fail_if"].Scalar();
     Condition condition = Condition::parse(text);

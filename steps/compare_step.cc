@@ -102,16 +102,13 @@ class CompareStep : public StepKind {
     }
   }
 
-  std::vector<RunRequest> plan(const StepContext& context) const override {
+  StepResult evaluate(const StepContext& context) const override {
     std::vector<RunRequest> requests;
     for (const char* side : kSides) {
-      YAML::Node node = context.step().node[side];
-      if (node && node.IsMap()) requests.push_back(context.model_run(side, node));
+      YAML::Node spec = context.step().node[side];
+      if (spec && spec.IsMap()) requests.push_back(context.model_run(side, spec));
     }
-    return requests;
-  }
-
-  StepResult evaluate(const StepContext& context, const std::vector<RunRecord>& runs) const override {
+    std::vector<RunRecord> runs = context.run(requests);
     if (std::optional<StepResult> error = error_from_runs(runs)) return *error;
     const YAML::Node& node = context.step().node;
     auto side_path = [&](const char* side) -> std::string {

@@ -69,21 +69,19 @@ class RunStep : public StepKind {
     }
   }
 
-  std::vector<RunRequest> plan(const StepContext& context) const override {
+  StepResult evaluate(const StepContext& context) const override {
     const YAML::Node& node = context.step().node;
     std::vector<RunRequest> requests;
-    if (YAML::Node runs = node["runs"]) {
-      for (const auto& run : runs)
+    if (YAML::Node named = node["runs"]) {
+      for (const auto& run : named)
         requests.push_back(context.model_run(run.first.Scalar(), merged_command(node, run.second)));
     } else {
       requests.push_back(context.model_run("main", merged_command(node, YAML::Node())));
     }
-    return requests;
-  }
+    std::vector<RunRecord> runs = context.run(requests);
 
-  StepResult evaluate(const StepContext& context, const std::vector<RunRecord>& runs) const override {
     std::optional<int> fail_exit_code;
-    if (YAML::Node code = context.step().node["fail_exit_code"]) fail_exit_code = code.as<int>();
+    if (YAML::Node code = node["fail_exit_code"]) fail_exit_code = code.as<int>();
     std::optional<StepResult> error = error_from_runs(runs);
     StepResult result = error ? *error : StepResult{};
     double duration = 0;
