@@ -2,7 +2,6 @@
 
 #include <boost/filesystem.hpp>
 #include <cstdio>
-#include <set>
 
 #include "orchestrator/condition.h"
 #include "orchestrator/interrupt.h"
@@ -11,7 +10,6 @@
 #include "orchestrator/scheduler.h"
 #include "orchestrator/step.h"
 #include "orchestrator/subprocess.h"
-#include "orchestrator/template.h"
 #include "steps/step_kinds.h"
 
 namespace diagnose {

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <thread>
 
 #include "orchestrator/interrupt.h"
@@ -113,9 +114,17 @@ ProcessOutcome run_process(const ProcessSpec& spec, const ProcessCallbacks& call
   std::vector<std::string> args(spec.argv.begin() + 1, spec.argv.end());
 
   std::error_code error;
-  bp::child child(bp::exe = program, bp::args = args, bp::start_dir = spec.cwd, env, bp::std_in < bp::null,
-                  bp::std_out > fs::path(spec.stdout_path), bp::std_err > fs::path(spec.stderr_path),
-                  OwnProcessGroup{}, error);
+  bp::child child;
+  {
+    // Boost.Process opens the log files and its exec-error pipe without O_CLOEXEC; a fork
+    // from another thread in that moment would inherit them, and the pipe's copy would make
+    // this spawn wait until that other child exits. One spawn at a time avoids both.
+    static std::mutex spawning;
+    std::lock_guard<std::mutex> guard(spawning);
+    child = bp::child(bp::exe = program, bp::args = args, bp::start_dir = spec.cwd, env, bp::std_in < bp::null,
+                      bp::std_out > fs::path(spec.stdout_path), bp::std_err > fs::path(spec.stderr_path),
+                      OwnProcessGroup{}, error);
+  }
   if (error) return not_started("cannot start " + spec.argv[0] + ": " + error.message());
   const pid_t pid = child.id();
   ::setpgid(pid, pid);  // also from this side, so a kill right now already reaches the group

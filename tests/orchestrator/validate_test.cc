@@ -454,6 +454,37 @@ TEST(Validate, BinaryGarbageIsAnErrorNotACrash) {
   EXPECT_FALSE(errors_for("model: {argv: [python]}\nsteps: [[], {}, 3, null]").empty());
 }
 
+// Every single-character deletion, duplication and replacement of a valid workflow must
+// give either a workflow or errors with positions, never an exception or a crash.
+TEST(Validate, MutatedWorkflowsNeverCrash) {
+  const std::string valid = R"yaml(model:
+  argv: [python, m.py]
+  env: {A: "1"}
+defaults: {slots: 2, tolerances: {fp16: {rtol: 1e-3}}}
+steps:
+  - {id: a, kind: run, args: [--dump, "${run.dump_dir}"], runs: {x: {args: [y]}}}
+  - {id: c, kind: compare, golden: "${steps.a.runs.x.dump_dir}", target: {args: [z]}, when: "steps.a.status == pass"}
+  - {id: g, kind: assert, fail_if: "steps.c.failed > 1 || !(steps.c.source_ops)"}
+)yaml";
+  ASSERT_EQ(errors_for(valid), std::vector<std::string>{});
+  const std::string replacements = "{}[]:,'\"#&*!|>%@`-?$ \n\t0a";
+  size_t loaded = 0, rejected = 0;
+  auto attempt = [&](const std::string& text) {
+    Diagnostics diagnostics("wf.yaml");
+    std::optional<Workflow> workflow;
+    ASSERT_NO_THROW(workflow = load_workflow_text(text, "wf.yaml", diagnostics)) << text;
+    (workflow ? loaded : rejected) += 1;
+    for (const Diagnostic& d : diagnostics.list()) EXPECT_FALSE(d.message.empty());
+  };
+  for (size_t i = 0; i < valid.size(); ++i) {
+    attempt(valid.substr(0, i) + valid.substr(i + 1));
+    attempt(valid.substr(0, i) + valid[i] + valid.substr(i));
+    for (char c : replacements) attempt(valid.substr(0, i) + c + valid.substr(i + 1));
+  }
+  EXPECT_GT(loaded, 0u);
+  EXPECT_GT(rejected, 1000u);
+}
+
 TEST(Validate, ExampleWorkflowsAreValid) {
   for (const char* name : {"workflows/minimal.yaml"}) {
     Diagnostics diagnostics(name);
