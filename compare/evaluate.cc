@@ -142,7 +142,7 @@ Plan plan_row(const RowSpec& spec, const Tolerances& tolerances, Row& row) {
     if (spec.golden_recorded && spec.my_recorded)
       plan.recorded = true;
     else
-      row.reasons.push_back("one side recorded statistics only and the other the tensor: nothing to compare");
+      row.reasons.push_back("one side recorded statistics only and the other side has no statistics to compare");
     return plan;
   }
   const TensorRef& g = *spec.golden;

@@ -103,7 +103,7 @@ Manifest read_manifest(const std::string& dir) {
 }
 
 std::optional<RecordedStats> recorded_stats(const ManifestRecord& record) {
-  if (!record.file.empty() || !record.stats.is_object()) return std::nullopt;
+  if (!record.stats.is_object()) return std::nullopt;
   const nlohmann::json& j = record.stats;
   const auto number = [&](const char* key) -> std::optional<double> {
     if (j.contains(key) && j[key].is_number()) return j[key].get<double>();

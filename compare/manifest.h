@@ -46,7 +46,8 @@ struct Manifest {
 
 Manifest read_manifest(const std::string& dir);
 
-// The statistics of a statistics-only record (no `file`), if it has them.
+// The statistics a record carries, if any (every record of a statistics-only dump;
+// optional beside a file).
 std::optional<RecordedStats> recorded_stats(const ManifestRecord& record);
 
 // The tensor a record points at, with the declared dtype attached; an error ref

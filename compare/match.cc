@@ -116,14 +116,16 @@ void match_one_manifest(const Manifest& golden, const Manifest& mine, int rank, 
     s.order = r.seq;
     s.my_op_type = r.op;
     s.mine = manifest_tensor(mine, r);
-    s.my_recorded = recorded_stats(r);
     s.my_path = r.file.empty() ? mine.dir + "/manifest.jsonl#" + id : s.mine->path;
     auto g = golden_by_id.find(id);
     if (g == golden_by_id.end()) {
       s.match_note = "no golden tensor " + id;
     } else {
       s.golden = manifest_tensor(golden, *g->second);
-      s.golden_recorded = recorded_stats(*g->second);
+      if (r.file.empty() || g->second->file.empty()) {  // compared on statistics
+        s.golden_recorded = recorded_stats(*g->second);
+        s.my_recorded = recorded_stats(r);
+      }
       s.golden_path = g->second->file.empty() ? golden.dir + "/manifest.jsonl#" + id : s.golden->path;
       s.golden_op_type = g->second->op;
       golden_by_id.erase(g);
