@@ -9,6 +9,7 @@
 #include "orchestrator/progress.h"
 #include "orchestrator/reports.h"
 #include "orchestrator/run_dir.h"
+#include "orchestrator/step.h"
 #include "orchestrator/verdict.h"
 #include "orchestrator/workflow_loader.h"
 #include "orchestrator/workflow_schema.h"
@@ -126,7 +127,7 @@ int report_command(int argc, char** argv) {
     std::cerr << "diagnose: " << e.what() << "\n";
     return kExitUsage;
   }
-  state.run_dir = fs::absolute(run_dir).lexically_normal().string();
+  state.run_dir = absolute_path(run_dir, fs::current_path().string());
   // The verdict settings and report formats come from the run's own copy of the workflow.
   Diagnostics diagnostics(workflow_copy_path(run_dir));
   std::optional<Workflow> workflow = load_workflow(workflow_copy_path(run_dir), diagnostics);

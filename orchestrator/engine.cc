@@ -44,7 +44,7 @@ class Engine {
     EngineOutcome outcome;
     bool resumed = !options_.resume_dir.empty();
     if (resumed) {
-      run_dir_ = fs::absolute(options_.resume_dir).lexically_normal().string();
+      run_dir_ = absolute_path(options_.resume_dir, fs::current_path().string());
       state_ = load_state(state_path(run_dir_));
     } else {
       std::string output = options_.output_dir.empty() ? workflow_.defaults.output_dir : options_.output_dir;
@@ -53,7 +53,7 @@ class Engine {
     }
     write_workflow_files(workflow_, run_dir_);
     state_.workflow_name = workflow_.name;
-    state_.workflow_path = fs::absolute(workflow_.path).lexically_normal().string();
+    state_.workflow_path = absolute_path(workflow_.path, fs::current_path().string());
     state_.run_dir = run_dir_;
     state_.interrupted = false;
     state_.finished = 0;

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "orchestrator/state.h"
+#include "orchestrator/step.h"
 #include "steps/step_kinds.h"
 
 namespace diagnose {
@@ -22,7 +23,7 @@ std::string create_run_directory(const std::string& output_dir, const std::strin
   boost::system::error_code error;
   fs::create_directories(output_dir, error);
   if (error) throw std::runtime_error("cannot create " + output_dir + ": " + error.message());
-  fs::path base = fs::absolute(fs::path(output_dir)).lexically_normal();
+  fs::path base = absolute_path(output_dir, fs::current_path().string());
   for (int suffix = 1; suffix < 1000; ++suffix) {
     std::string name = std::string(stamp) + "-" + safe_name + (suffix > 1 ? "-" + std::to_string(suffix) : "");
     fs::path candidate = base / name;
@@ -69,7 +70,7 @@ nlohmann::json resolved_config(const Workflow& w) {
   const CommandSpec& m = w.model.command;
   nlohmann::json model = {{"argv", m.argv},
                           {"shell", m.shell},
-                          {"cwd", (fs::path(w.dir) / m.cwd.value_or(".")).lexically_normal().string()},
+                          {"cwd", absolute_path(m.cwd.value_or("."), w.dir)},
                           {"env", m.env},
                           {"timeout", m.timeout_s.value_or(w.defaults.timeout_s)},
                           {"retries", m.retries.value_or(0)}};
@@ -86,7 +87,7 @@ nlohmann::json resolved_config(const Workflow& w) {
   return {{"format", "diagnose-resolved-workflow"},
           {"version", 1},
           {"name", w.name},
-          {"path", fs::absolute(w.path).lexically_normal().string()},
+          {"path", absolute_path(w.path, fs::current_path().string())},
           {"dir", w.dir},
           {"model", model},
           {"defaults",

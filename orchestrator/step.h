@@ -102,6 +102,9 @@ class StepKind {
   virtual StepResult evaluate(const StepContext& context) const = 0;
 };
 
+// `path` made absolute against `base` and normalised ("." and ".." removed).
+std::string absolute_path(const std::string& path, const std::string& base);
+
 // For kinds whose runs must all succeed: an Error result naming the runs that did not,
 // with their log tails as evidence; nullopt when every run succeeded.
 std::optional<StepResult> error_from_runs(const std::vector<RunRecord>& runs);

@@ -20,6 +20,15 @@ std::string StepContext::run_dir_of(const std::string& run_name) const {
   return run_name == "main" ? step_dir() : step_dir() + "/" + run_name;
 }
 
+std::string absolute_path(const std::string& path, const std::string& base) {
+  fs::path p(path);
+  if (p.is_relative()) p = fs::path(base) / p;
+  std::string normal = p.lexically_normal().string();
+  // lexically_normal keeps a trailing "." ("/w/." for "/w" + ".").
+  while (normal.size() > 2 && normal.compare(normal.size() - 2, 2, "/.") == 0) normal.resize(normal.size() - 2);
+  return normal;
+}
+
 namespace {
 
 std::optional<std::string> json_text(const nlohmann::json& v) {
@@ -60,9 +69,7 @@ std::string StepContext::expand(const std::string& text, const std::string& run_
 }
 
 std::string StepContext::path(const std::string& text, const std::string& run_name) const {
-  fs::path p(expand(text, run_name));
-  if (p.is_relative()) p = fs::path(workflow_.dir) / p;
-  return p.lexically_normal().string();
+  return absolute_path(expand(text, run_name), workflow_.dir);
 }
 
 RunRequest StepContext::model_run(const std::string& run_name, const YAML::Node& spec) const {
@@ -107,9 +114,7 @@ RunRequest StepContext::model_run(const std::string& run_name, const YAML::Node&
   r.timeout_s = own.timeout_s ? *own.timeout_s : (model.timeout_s ? *model.timeout_s : workflow_.defaults.timeout_s);
   r.retries = own.retries ? *own.retries : (model.retries ? *model.retries : 0);
   for (const std::string& output : own.outputs) {
-    fs::path p(expand(output, run_name));
-    if (p.is_relative()) p = fs::path(r.cwd) / p;
-    r.outputs.push_back(p.lexically_normal().string());
+    r.outputs.push_back(absolute_path(expand(output, run_name), r.cwd));
   }
   return r;
 }

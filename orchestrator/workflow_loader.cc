@@ -74,7 +74,7 @@ void check_steps(const YAML::Node& steps, Diagnostics& diagnostics, const String
 Workflow build_workflow(const YAML::Node& root, const std::string& path, const std::string& text) {
   Workflow w;
   w.path = path;
-  w.dir = fs::absolute(fs::path(path)).parent_path().lexically_normal().string();
+  w.dir = absolute_path(fs::path(path).parent_path().string(), fs::current_path().string());
   w.text = text;
   w.root = root;
   w.name = root["name"] ? root["name"].Scalar() : fs::path(path).stem().string();

@@ -56,6 +56,9 @@ TEST(EndToEnd, PassingFlowExitsZeroWithNoProblem) {
                            "steps/eager/stdout.log", "steps/eager/dump/04_output.npy", "steps/graph/stderr.log"})
     EXPECT_TRUE(fs::exists(run_dir + "/" + file)) << file;
   EXPECT_EQ(read_text(run_dir + "/workflow.yaml"), read_text(dir / "wf.yaml"));
+  nlohmann::json resolved = read_json(run_dir + "/resolved.json");
+  EXPECT_EQ(resolved["model"]["cwd"], dir.path());
+  EXPECT_EQ(resolved["steps"][2]["diagnoses"], "localized_op_defect");
 
   nlohmann::json report = read_json(run_dir + "/report.json");
   EXPECT_EQ(report["verdict"]["category"], "no_precision_problem");
@@ -65,6 +68,8 @@ TEST(EndToEnd, PassingFlowExitsZeroWithNoProblem) {
   EXPECT_EQ(report["steps"][2]["metrics"]["compared"], 5);
   EXPECT_EQ(report["steps"][2]["metrics"]["failed"], 0);
   EXPECT_EQ(report["steps"][3]["status"], "skipped");
+  EXPECT_EQ(report["steps"][0]["runs"][0]["cwd"], dir.path());
+  EXPECT_EQ(report["steps"][0]["runs"][0]["dump_dir"], run_dir + "/steps/eager/dump");
   EXPECT_NE(r.out.find("verdict: No precision problem found"), std::string::npos) << r.out;
   EXPECT_NE(r.err.find("[3/4] compare"), std::string::npos) << r.err;
 }
