@@ -230,10 +230,9 @@ defaults:
 steps:
   - id: both
     kind: run
-    args: [--sleep, "1", --log, "${workflow_dir}/times.log"]
     runs:
-      a: {args: [--mode, a, --sleep, "1", --log, "${workflow_dir}/times.log", --dump, "${run.dump_dir}"]}
-      b: {args: [--mode, b, --sleep, "1", --log, "${workflow_dir}/times.log", --dump, "${run.dump_dir}"]}
+      a: {args: [--mode, a, --sleep, "2", --log, "${workflow_dir}/times.log", --dump, "${run.dump_dir}"]}
+      b: {args: [--mode, b, --sleep, "2", --log, "${workflow_dir}/times.log", --dump, "${run.dump_dir}"]}
 )yaml";
 
 TEST(EndToEnd, RunsOfAStepOverlapUpToTheSlots) {
@@ -357,8 +356,8 @@ defaults:
 steps:
   - id: paired
     kind: compare
-    golden: {args: [--mode, golden, --sleep, "1", --log, "${workflow_dir}/times.log", --dump, "${run.dump_dir}"]}
-    target: {args: [--mode, target, --sleep, "1", --log, "${workflow_dir}/times.log", --dump, "${run.dir}/elsewhere", --perturb, softmax],
+    golden: {args: [--mode, golden, --sleep, "2", --log, "${workflow_dir}/times.log", --dump, "${run.dump_dir}"]}
+    target: {args: [--mode, target, --sleep, "2", --log, "${workflow_dir}/times.log", --dump, "${run.dir}/elsewhere", --perturb, softmax],
              dump: "${run.dir}/elsewhere"}
     diagnoses: dynamo_meta_defect
 )yaml");

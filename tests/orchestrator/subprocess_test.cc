@@ -57,7 +57,7 @@ TEST(Subprocess, TimeoutKillsTheWholeGroup) {
   ProcessOutcome o = run_process(spec, {[&](int p) { pid = p; }, nullptr});
   EXPECT_EQ(o.status, RunStatus::TimedOut);
   EXPECT_EQ(o.signal, SIGTERM);  // sh does not ignore it
-  EXPECT_LT(o.finished - o.started, 1.5);
+  EXPECT_LT(o.finished - o.started, 3);
   pid_t child = std::stoi(read_text(dir / "child.pid"));
   EXPECT_TRUE(wait_until([&] { return process_gone(child) && process_gone(pid); }, 2));
 }
@@ -100,14 +100,14 @@ TEST(Subprocess, LiveOutputArrivesWhileTheProcessRuns) {
   ScratchDir dir;
   std::vector<std::string> lines;
   double first_line_at = 0;
-  ProcessOutcome o = run_process(spec_in(dir, {"sh", "-c", "echo one; sleep 1; echo two >&2; sleep 0.3; printf three"}),
+  ProcessOutcome o = run_process(spec_in(dir, {"sh", "-c", "echo one; sleep 2; echo two >&2; sleep 0.3; printf three"}),
                                  {nullptr, [&](const std::string& line, bool from_stderr) {
                                     if (lines.empty()) first_line_at = now_seconds();
                                     lines.push_back((from_stderr ? "E:" : "O:") + line);
                                   }});
   EXPECT_EQ(o.status, RunStatus::Succeeded);
   EXPECT_EQ(lines, (std::vector<std::string>{"O:one", "E:two", "O:three"}));
-  EXPECT_LT(first_line_at, o.finished - 1.0);
+  EXPECT_LT(first_line_at, o.finished - 1.0);  // seen while it still ran
 }
 
 TEST(Subprocess, LogTailKeepsTheLastLines) {
