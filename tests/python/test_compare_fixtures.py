@@ -85,3 +85,19 @@ def test_ge_dump_framing_and_names():
     assert ge_file_name(op) == "Add.layer_Add_1_x.4.2.1700000000000042"
     op.ffts_plus = True
     assert ge_file_name(op) == "Add.layer_Add_1_x.2.4.1700000000000042.1.0.0.0"
+
+
+def test_generator_cli(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+    repo = Path(__file__).resolve().parents[2]
+    for args in (["torchair", "--out", str(tmp_path / "ta"), "--fx-layout", "old", "--no-rank-dirs",
+                  "--planted", "Mul=0.5"],
+                 ["chain", "--out", str(tmp_path / "ch"), "--format", "npy"]):
+        proc = subprocess.run([sys.executable, "-m", "tests.python.fixtures.gen", *args], cwd=repo,
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+    assert list((tmp_path / "ta" / "fx" / "data_dump" / "1").glob("gm_*_dump/*.npy"))
+    assert list((tmp_path / "ta" / "ge").glob("dynamo_original_graph_*.txt"))
+    assert len(list((tmp_path / "ch" / "golden").glob("*.npy"))) == 12
