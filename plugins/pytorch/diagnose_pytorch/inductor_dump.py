@@ -29,14 +29,14 @@ from torch._inductor import hooks
 @dataclass
 class BufferInfo:
     buffer: str
-    origin: str
-    target: str
+    origin: str                 # origin FX node name; the buffer name when there is none
+    target: str                 # the origin node's target; "" when there is none
     index: int                  # position among the buffers computed by the same origin node
     fx_nodes: list[str]
 
     @property
     def op_key(self) -> str:
-        return f"{self.origin}-{self.target}"
+        return f"{self.origin}-{self.target}" if self.target else self.origin
 
 
 @dataclass
@@ -45,23 +45,24 @@ class GraphBuffers:
     by_origin: dict[str, list[BufferInfo]] = field(default_factory=dict)
 
     def add(self, buffer: str, origin: torch.fx.Node | None, origins) -> None:
-        """`origin` is the node Inductor names as the buffer's origin; without one, the last
-        of the buffer's origins in graph order stands for it. Output k of a multi-output node
-        (origin `getitem(node, k)`) is named after that node, index k, as in FX-level dumps."""
+        """A buffer with an origin node holds that node's value: op_key `{node}-{target}`;
+        output k of a multi-output node (origin `getitem(node, k)`) is named after `node`,
+        index k, as in FX-level dumps. A buffer without one holds a partial result (a
+        reduction's running sum...) equal to no FX node: its op_key is the buffer name."""
         nodes = {n for n in origins if n.op == "call_function"} | ({origin} if origin else set())
         if buffer in self.by_buffer or not nodes:
             return
         order = {n: i for i, n in enumerate(next(iter(nodes)).graph.nodes)}
         fx_nodes = sorted((n for n in nodes if n in order), key=order.__getitem__)
-        origin = origin or fx_nodes[-1]
         index = None
-        if origin.target is operator.getitem and isinstance(origin.args[0], torch.fx.Node):
+        if origin is not None and origin.target is operator.getitem \
+                and isinstance(origin.args[0], torch.fx.Node):
             origin, index = origin.args[0], origin.args[1]
             if origin not in fx_nodes:
                 fx_nodes = sorted([*fx_nodes, origin], key=order.__getitem__)
-        same_origin = self.by_origin.setdefault(origin.name, [])
-        info = BufferInfo(buffer, origin.name, str(origin.target),
-                          len(same_origin) if index is None else index,
+        name, target = (origin.name, str(origin.target)) if origin is not None else (buffer, "")
+        same_origin = self.by_origin.setdefault(name, [])
+        info = BufferInfo(buffer, name, target, len(same_origin) if index is None else index,
                           [n.name for n in fx_nodes])
         same_origin.append(info)
         self.by_buffer[buffer] = info
@@ -173,9 +174,9 @@ def _on_buffer(session, graph_id: int, table: GraphBuffers, name: str, value) ->
         op_key, fields, first = name, {"buffer": name}, 0
     else:
         op_key = info.op_key
-        fields = {"op": info.target, "fx_nodes": info.fx_nodes, "buffer": info.buffer}
+        fields = {"op": info.target or None, "fx_nodes": info.fx_nodes, "buffer": info.buffer}
         first = info.index
-    if not session.selected(op_key, fields.get("op", ""), "") or not session.wants_io("output"):
+    if not session.selected(op_key, fields.get("op") or "", "") or not session.wants_io("output"):
         return
     seq = session.next_seq()
     for offset, tensor in enumerate(values):

@@ -95,5 +95,6 @@ def test_inductor_rows_map_to_fx_nodes(plugin_runs):
     known = [n for n in named if n in fx_names]
     assert len(known) >= 0.8 * len(named), sorted(set(named) - fx_names)
     for r in buffers:
-        assert r["op_key"].split("-")[0] in r["fx_nodes"], "the origin node is one of fx_nodes"
+        if r["op_key"] != r["buffer"]:     # buffers without origin node are named as such
+            assert r["op_key"].split("-")[0] in r["fx_nodes"], "the origin node is in fx_nodes"
     assert any(len(r["fx_nodes"]) > 1 for r in buffers)
