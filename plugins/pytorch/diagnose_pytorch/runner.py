@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import runpy
 import sys
+import traceback
 
 import torch
 
@@ -52,6 +53,5 @@ def run_script(spec: RunSpec, script: str, args: list[str]) -> int:
     session.status.set("exit_code", code)
     session.close(error)
     if error is not None and not isinstance(error, SystemExit):
-        import traceback
         traceback.print_exception(type(error), error, error.__traceback__)
     return code

@@ -11,6 +11,8 @@ import torch
 from torch.utils import _pytree as pytree
 
 from .dump_writer import DumpWriter, dumpable
+from .eager_dump import EagerDumper
+from .graph_info import collect_graph_info
 from .spec import RunSpec
 from .status import RunStatus
 
@@ -45,7 +47,6 @@ class Session:
                                 max_bytes=spec.dump.max_bytes)
                      if self.level != "none" and not torchair_dump else None)
         self.outputs = DumpWriter(self.outputs_dir, header) if spec.dump.final else None
-        from .eager_dump import EagerDumper
         self.eager_dumper = EagerDumper(self) if self.level == "aten" and self.dump else None
         self.step = 0
         self.explicit_steps = False
@@ -157,7 +158,6 @@ class Session:
         global _active
         if error is not None:
             self.status.add_error(error, "run")
-        from .graph_info import collect_graph_info
         collect_graph_info(self)
         for writer in (self.dump, self.outputs):
             if writer is not None:
