@@ -1,8 +1,6 @@
 #include "plugins/torchair/fusion_result.h"
 
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -47,14 +45,6 @@ void parse_graph(const std::string& graph, const Json& entry, const std::string&
   }
 }
 
-std::string read_text(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw FusionFileError(path.string() + ": cannot be read");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 }  // namespace
 
 std::vector<FusionRecord> parse_fusion_result(const std::string& text, const std::string& source) {
@@ -87,7 +77,7 @@ std::vector<FusionRecord> parse_fusion_result(const std::string& text, const std
 }
 
 std::vector<FusionRecord> read_fusion_result_file(const std::filesystem::path& path) {
-  return parse_fusion_result(read_text(path), path.string());
+  return parse_fusion_result(read_fusion_file(path), path.string());
 }
 
 std::vector<std::string> fired_rules(const std::vector<FusionRecord>& records) {

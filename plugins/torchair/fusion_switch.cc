@@ -28,15 +28,15 @@ Json section_json(const SectionSwitches& section) {
   return json;
 }
 
-std::string read_text(const std::filesystem::path& path) {
+}  // namespace
+
+std::string read_fusion_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw FusionFileError(path.string() + ": cannot be read");
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
 }
-
-}  // namespace
 
 std::string fusion_section_key(FusionSection section) {
   return section == FusionSection::Graph ? "GraphFusion" : "UBFusion";
@@ -108,7 +108,7 @@ FusionSwitch parse_fusion_switch(const std::string& text, const std::string& sou
 }
 
 FusionSwitch read_fusion_switch_file(const std::filesystem::path& path) {
-  return parse_fusion_switch(read_text(path), path.string());
+  return parse_fusion_switch(read_fusion_file(path), path.string());
 }
 
 }  // namespace diagnose::torchair

@@ -45,6 +45,9 @@ FusionSwitch switch_turning_off(const std::vector<std::string>& rules_off,
 std::string fusion_switch_json(const FusionSwitch& fusion_switch);  // the file's text
 void write_fusion_switch_file(const std::filesystem::path& path, const FusionSwitch& fusion_switch);
 
+// The whole file; FusionFileError naming it when it cannot be read.
+std::string read_fusion_file(const std::filesystem::path& path);
+
 // `source` names the text in error messages.
 FusionSwitch parse_fusion_switch(const std::string& text, const std::string& source);
 FusionSwitch read_fusion_switch_file(const std::filesystem::path& path);
