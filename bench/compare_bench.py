@@ -330,7 +330,8 @@ def main(argv=None) -> int:
         rss_ok = diag_rss < RSS_LIMIT_MB
         print(f"diagnose peak RSS {diag_rss:.0f} MB, largest file {largest:.0f} MB "
               f"(target < {RSS_LIMIT_MB} MB: {'PASS' if rss_ok else 'FAIL'})")
-        return 0 if ok else 1
+        # Speed depends on the machine and its load: reported, not enforced. Memory is a bound.
+        return 0 if ok and rss_ok else 1
     finally:
         if args.dir is None:
             shutil.rmtree(work, ignore_errors=True)
