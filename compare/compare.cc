@@ -2,11 +2,12 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <regex>
 #include <tuple>
 
 #include "compare/divergence.h"
 #include "compare/evaluate.h"
+#include "compare/fx_dump.h"
+#include "compare/ge_match.h"
 #include "compare/match.h"
 #include "compare/npy.h"
 
@@ -49,41 +50,6 @@ bool is_manifest_dir(const fs::path& dir, std::string* detail) {
   return true;
 }
 
-bool is_ge_dump_dir(const fs::path& dir, std::string* detail) {
-  std::error_code ec;
-  size_t graphs = 0;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (starts_with(name, "dynamo_original_graph_") && ends_with(name, ".txt")) ++graphs;
-  }
-  if (graphs == 0) return false;
-  *detail = std::to_string(graphs) + " dynamo_original_graph txt file(s)";
-  return true;
-}
-
-bool is_fx_dump_dir(const fs::path& dir, std::string* detail) {
-  std::error_code ec;
-  static const std::regex rank_dir("worldsize\\d+_global_rank\\d+");
-  size_t ranks = 0;
-  bool graph_dirs = false;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (!std::regex_match(name, rank_dir) || !it->is_directory(ec)) continue;
-    ++ranks;
-    for (fs::directory_iterator g(it->path(), ec); !ec && g != fs::directory_iterator(); g.increment(ec))
-      graph_dirs |= starts_with(g->path().filename().string(), "graph_");
-  }
-  if (ranks > 0 && graph_dirs) {
-    *detail = "current layout, " + std::to_string(ranks) + " rank(s)";
-    return true;
-  }
-  if (fs::is_directory(dir / "data_dump", ec)) {
-    *detail = "older data_dump/{step}/gm_*_dump layout";
-    return true;
-  }
-  return false;
-}
-
 bool looks_like_npy(const fs::path& file) { return file.extension() == ".npy"; }
 
 }  // namespace
@@ -122,8 +88,8 @@ DumpKind detect_dump_kind(const std::string& path, std::string* detail) {
     return DumpKind::Unknown;
   }
   if (is_manifest_dir(p, detail)) return DumpKind::Manifest;
-  if (is_ge_dump_dir(p, detail)) return DumpKind::GeDump;
-  if (is_fx_dump_dir(p, detail)) return DumpKind::FxNpyDump;
+  if (is_ge_dump(path, detail)) return DumpKind::GeDump;
+  if (is_fx_dump(path, detail)) return DumpKind::FxNpyDump;
   const size_t npy = count_npy(p, 1000000);
   if (npy > 0) {
     *detail = std::to_string(npy) + " .npy file(s)";

@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include <cpuid.h>
 #include <immintrin.h>
 
 namespace diagnose::compare {
@@ -135,7 +136,11 @@ __attribute__((target("f16c,avx"))) void half_to_float_f16c(const uint8_t* src, 
 }
 
 bool cpu_has_f16c() {
-  static const bool has = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+  // cpuid leaf 1, ecx bit 29 (clang's __builtin_cpu_supports does not know "f16c").
+  static const bool has = [] {
+    unsigned eax, ebx, ecx, edx;
+    return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) && __builtin_cpu_supports("avx");
+  }();
   return has;
 }
 

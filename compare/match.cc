@@ -33,8 +33,9 @@ NpyKey npy_key(const std::string& relative) {
   k.key = relative.substr(0, relative.size() - 4);
   std::smatch m;
   if (std::regex_match(k.key, m, timestamped)) {
-    k.key = m[1];
+    const std::string stem = m[1];  // copied first: m refers into k.key
     k.timestamp = std::stoll(m[2].str().substr(0, 18));
+    k.key = stem;
   }
   if (std::regex_match(k.key, m, io_name)) {
     k.op_key = m[1];

@@ -54,7 +54,7 @@ TEST(Compare, NpyDirectoriesFirstDivergenceAndSourceOp) {
   write_chain(mine.path(), 0.5f);
   CompareResult r = compare_dirs(golden.path(), mine.path());
   ASSERT_EQ(r.fatal_error, "");
-  EXPECT_EQ(r.golden_kind, DumpKind::NpyDirectory);
+  EXPECT_EQ(r.golden_kind, DumpKind::FxNpyDump);  // TorchAir FX file names, flat (oldest layout)
   EXPECT_EQ(r.summary.rows, 6u);
   EXPECT_EQ(r.summary.failed, 3u);  // b output, c input (inherited) and c output
   ASSERT_EQ(r.summary.divergences.size(), 1u);
