@@ -31,7 +31,7 @@ stage "Python tests" env DIAGNOSE_BIN="$ROOT/build/orchestrator/diagnose" \
 
 sanitized() {
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDIAGNOSE_SANITIZE=ON >/dev/null &&
-    cmake --build build-asan -j2 &&
+    cmake --build build-asan -j2 --target compare_tests orchestrator_tests diagnose &&
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
       ctest --test-dir build-asan --output-on-failure -j2 --output-junit "$RESULTS/ctest-asan.xml"
 }
@@ -40,13 +40,13 @@ stage "C++ tests under ASan+UBSan" sanitized
 fuzz() {
   CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DDIAGNOSE_FUZZ=ON -DDIAGNOSE_TESTS=OFF >/dev/null &&
-    cmake --build build-fuzz -j2 || return 1
+    cmake --build build-fuzz -j2 --target fuzz_ge_dump fuzz_graph_txt fuzz_npy || return 1
   local status=0 target name corpus
   for target in build-fuzz/tests/fuzz/fuzz_*; do
     [ -x "$target" ] || continue
     name=$(basename "$target")
     corpus=$(mktemp -d)
-    cp -r "tests/fuzz/corpus/$name/." "$corpus/" 2>/dev/null || true
+    cp -r "tests/fuzz/corpus/${name#fuzz_}/." "$corpus/"
     echo "fuzzing $name for ${FUZZ_SECONDS}s"
     if ! "$target" -max_total_time="$FUZZ_SECONDS" -print_final_stats=1 "$corpus" >"$RESULTS/$name.log" 2>&1; then
       tail -n 40 "$RESULTS/$name.log"
