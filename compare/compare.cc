@@ -18,9 +18,6 @@ namespace fs = std::filesystem;
 namespace {
 
 bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 // Counts .npy files below `dir` (stopping early at `limit`), without following symlinks.
 size_t count_npy(const fs::path& dir, size_t limit) {
