@@ -30,7 +30,7 @@ stage "Python tests" env DIAGNOSE_BIN="$ROOT/build/orchestrator/diagnose" \
   .venv/bin/python -m pytest tests/python -q -p no:cacheprovider --junitxml="$RESULTS/pytest.xml"
 
 sanitized() {
-  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDIAGNOSE_SANITIZE=ON >/dev/null &&
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DDIAGNOSE_SANITIZE=ON >/dev/null &&
     cmake --build build-asan -j2 --target compare_tests orchestrator_tests diagnose &&
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
       ctest --test-dir build-asan --output-on-failure -j2 --output-junit "$RESULTS/ctest-asan.xml"
