@@ -65,6 +65,8 @@ def _catalog() -> dict[str, RunConfig]:
             block, {"backend": "aot_eager_decomp_partition", "dtype": "bfloat16"}, cost=2),
         "transformer_block/inductor-bf16": RunConfig(
             block, {"backend": "inductor", "dtype": "bfloat16"}, cost=6),
+        "mlp/autocast": RunConfig(mlp, {"mode": "eager", "autocast": "bfloat16",
+                                        "deterministic": True, "dump": {"io": ["output"]}}),
         "mlp/stats": RunConfig(mlp, {"mode": "eager", "dump": {"stats_only": True}}),
         "mlp/budget": RunConfig(mlp, {"mode": "eager", "dump": {"max_bytes": 20000}}),
         "mlp/steps": RunConfig(mlp, {"backend": "aot_eager",

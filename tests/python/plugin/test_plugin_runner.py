@@ -60,6 +60,17 @@ def test_module_records_without_op_records(plugin_runs):
     assert keys[:3] == ["layers.0#0", "layers.1#0", "layers.2#0"] and "layers#0" in keys
 
 
+@uses("mlp/autocast")
+def test_autocast_and_determinism(plugin_runs):
+    run = ok_run(plugin_runs, "mlp/autocast")
+    dtypes = {r["op_key"].split("/")[-1].split("#")[0]: r["dtype"] for r in run.dump.ops()}
+    assert dtypes["aten.addmm.default"] == "torch.bfloat16"   # autocast lowers matmuls
+    assert "aten._to_copy.default" in dtypes                  # through the casts it inserts
+    assert run.outputs.tensors[0]["dtype"] == "torch.bfloat16"
+    assert run.status["ran"]["autocast"] == "bfloat16"
+    assert run.status["spec"]["deterministic"] is True
+
+
 @uses("mlp/stats", "mlp/eager")
 def test_statistics_only_run(plugin_runs):
     stats = ok_run(plugin_runs, "mlp/stats")
