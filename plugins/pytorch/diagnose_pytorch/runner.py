@@ -4,6 +4,7 @@ redirected to the spec's mode, backend and options."""
 from __future__ import annotations
 
 import contextlib
+import os
 import runpy
 import sys
 import traceback
@@ -40,6 +41,8 @@ def run_script(spec: RunSpec, script: str, args: list[str]) -> int:
     error = None
     code = 0
     sys.argv = [script, *args]
+    # as `python script.py` does: the script's directory comes first on the import path
+    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
     try:
         with compile_redirected(session):
             runpy.run_path(script, run_name="__main__")
