@@ -110,7 +110,8 @@ ProcessOutcome run_process(const ProcessSpec& spec, const ProcessCallbacks& call
   if (program.empty()) return not_started("program '" + spec.argv[0] + "' not found on PATH");
 
   bp::environment env = boost::this_process::environment();
-  for (const auto& [key, value] : spec.env) env[key] = value;
+  // Not env[key]: Boost 1.74's environment::find reads past entries shorter than the key.
+  for (const auto& [key, value] : spec.env) env.set(key, value);
   std::vector<std::string> args(spec.argv.begin() + 1, spec.argv.end());
 
   std::error_code error;
