@@ -258,34 +258,32 @@ void PairAccumulator::merge(const PairAccumulator& o) {
   kl_sm_ += other_sm;
 }
 
-SideStats PairAccumulator::golden_stats() const {
+namespace {
+
+// numpy semantics: max/min/mean are NaN when the side holds a NaN.
+SideStats side_stats(uint64_t n, uint64_t nan, uint64_t inf, double max, double min, double sum) {
   SideStats s;
-  s.nan_count = g_nan_;
-  s.inf_count = g_inf_;
-  if (n_ == 0) return s;
-  if (g_nan_ > 0) {
+  s.nan_count = nan;
+  s.inf_count = inf;
+  if (n == 0) return s;
+  if (nan > 0) {
     s.max = s.min = s.mean = NAN;
   } else {
-    s.max = g_max_;
-    s.min = g_min_;
-    s.mean = g_sum_ / static_cast<double>(n_);
+    s.max = max;
+    s.min = min;
+    s.mean = sum / static_cast<double>(n);
   }
   return s;
 }
 
+}  // namespace
+
+SideStats PairAccumulator::golden_stats() const {
+  return side_stats(n_, g_nan_, g_inf_, g_max_, g_min_, g_sum_);
+}
+
 SideStats PairAccumulator::my_stats() const {
-  SideStats s;
-  s.nan_count = m_nan_;
-  s.inf_count = m_inf_;
-  if (n_ == 0) return s;
-  if (m_nan_ > 0) {
-    s.max = s.min = s.mean = NAN;
-  } else {
-    s.max = m_max_;
-    s.min = m_min_;
-    s.mean = m_sum_ / static_cast<double>(n_);
-  }
-  return s;
+  return side_stats(n_, m_nan_, m_inf_, m_max_, m_min_, m_sum_);
 }
 
 PairMetrics PairAccumulator::metrics() const {
