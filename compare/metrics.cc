@@ -213,24 +213,22 @@ void PairAccumulator::add(const float* golden, const float* mine, size_t n) {
         b.sum_ulp += ulp;
       }
     }
-    // Softmax sums for KL, with the running maxima raised to this block's first.
-    rescale(kl_mg_, b.g_max, kl_sg_, &kl_t_);
-    rescale(kl_mm_, b.m_max, kl_sm_, nullptr);
-    double sg = 0, t = 0, sm = 0;
-    kernels().softmax(g, m, len, kl_mg_, kl_mm_, sg, t, sm);
-
-    n_ += len;
-    g_nan_ += b.g_nan; g_inf_ += b.g_inf; m_nan_ += b.m_nan; m_inf_ += b.m_inf;
-    special_bad_ += b.special_bad;
-    allclose_bad_ += b.allclose_bad;
-    g_max_ = std::max(g_max_, b.g_max); g_min_ = std::min(g_min_, b.g_min);
-    m_max_ = std::max(m_max_, b.m_max); m_min_ = std::min(m_min_, b.m_min);
-    g_sum_ += b.g_sum; m_sum_ += b.m_sum;
-    gg_ += b.gg; mm_ += b.mm; gm_ += b.gm; dd_ += b.dd;
-    max_rel_ = std::max(max_rel_, b.max_rel); sum_rel_ += b.sum_rel;
-    max_abs_ = std::max(max_abs_, b.max_abs); sum_abs_ += b.sum_abs;
-    max_ulp_ = std::max(max_ulp_, b.max_ulp); sum_ulp_ += b.sum_ulp;
-    kl_sg_ += sg; kl_t_ += t; kl_sm_ += sm;
+    // The block becomes an accumulator of its own and merges in: one place folds
+    // sums, and the merge rescales the softmax sums to the running maxima.
+    PairAccumulator block(target_, tol_);
+    block.n_ = len;
+    block.g_nan_ = b.g_nan; block.g_inf_ = b.g_inf; block.m_nan_ = b.m_nan; block.m_inf_ = b.m_inf;
+    block.special_bad_ = b.special_bad;
+    block.allclose_bad_ = b.allclose_bad;
+    block.g_max_ = b.g_max; block.g_min_ = b.g_min; block.m_max_ = b.m_max; block.m_min_ = b.m_min;
+    block.g_sum_ = b.g_sum; block.m_sum_ = b.m_sum;
+    block.gg_ = b.gg; block.mm_ = b.mm; block.gm_ = b.gm; block.dd_ = b.dd;
+    block.max_rel_ = b.max_rel; block.sum_rel_ = b.sum_rel; block.max_abs_ = b.max_abs; block.sum_abs_ = b.sum_abs;
+    block.max_ulp_ = b.max_ulp; block.sum_ulp_ = b.sum_ulp;
+    block.kl_mg_ = b.g_max;
+    block.kl_mm_ = b.m_max;
+    kernels().softmax(g, m, len, b.g_max, b.m_max, block.kl_sg_, block.kl_t_, block.kl_sm_);
+    merge(block);
   }
 }
 
