@@ -2,6 +2,8 @@
 counters (which passes and pattern rewrites fired)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 
 def collect_graph_info(session) -> None:
     from torch._dynamo.utils import counters
@@ -10,14 +12,24 @@ def collect_graph_info(session) -> None:
     graphs = session.status.data["graphs"]
     graphs["graph_breaks"] = sum(breaks.values())
     graphs["break_reasons"] = {str(k): v for k, v in breaks.items()}
+    graphs["graph_break_reasons"] = [str(k) for k in breaks]
     fired = session.status.data["switches"]["fired"]
     inductor = {k: v for k, v in counters.get("inductor", {}).items() if v}
     if session.spec.switches.inductor:
         session.status.data["switches"]["active"]["inductor"] = dict(session.spec.switches.inductor)
     if inductor:
         fired["inductor_counters"] = inductor
-    if session.spec.backend == "torchair" and session.spec.mode == "compiled":
+    # TorchAir's GE writes it; so may a user backend with fusion rules (examples/fusion_rules),
+    # which must have written it during this run (not a file left in the directory before)
+    backend = session.spec.backend
+    if session.spec.mode == "compiled" and (backend == "torchair" or (
+            ":" in backend and _written_since(Path.cwd() / "fusion_result.json",
+                                              session.status.started))):
         from .torchair import fusion_result
         result = fusion_result()
         if result is not None:
             fired["fusion_result"] = result
+
+
+def _written_since(path: Path, started: float) -> bool:
+    return path.is_file() and path.stat().st_mtime >= started

@@ -2,6 +2,7 @@
 the status file. Exactly one session is active per process."""
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
@@ -16,6 +17,7 @@ from .graph_info import collect_graph_info
 from .spec import RunSpec
 from .status import RunStatus
 
+FUSION_SWITCH_FILE_ENV = "DIAGNOSE_FUSION_SWITCH_FILE"
 _active: "Session | None" = None
 
 
@@ -61,6 +63,7 @@ class Session:
                            dynamic=spec.dynamic, fullgraph=spec.fullgraph)
         self.status.update("dump", directory=str(self.dump_dir), outputs=str(self.outputs_dir))
         seed_and_determinism(spec)
+        export_fusion_switch_file(spec, self.status)
         _active = self
 
     # --- identity and selection -------------------------------------------------------
@@ -168,6 +171,22 @@ class Session:
                                budget_reached=self.dump.budget_reached)
         self.status.finish("error" if error is not None else "ok")
         _active = None
+
+
+def export_fusion_switch_file(spec: RunSpec, status: RunStatus) -> None:
+    """Backends other than TorchAir (the example fusion backend, or any user backend with
+    fusion rules) read the switch file named by $DIAGNOSE_FUSION_SWITCH_FILE."""
+    path = spec.switches.fusion_switch_file
+    if not path or spec.backend == "torchair":
+        return
+    os.environ[FUSION_SWITCH_FILE_ENV] = os.path.realpath(path)
+    with open(path) as f:
+        content = f.read()
+    try:
+        content = json.loads(content)
+    except ValueError:
+        pass    # the backend reports a malformed file; the status keeps its text
+    status.data["switches"]["active"]["fusion_switch_file"] = {"path": path, "content": content}
 
 
 def seed_and_determinism(spec: RunSpec) -> None:
