@@ -1,7 +1,10 @@
-"""`python -m diagnose_pytorch run [--spec SPEC] script.py args...`"""
+"""`python -m diagnose_pytorch run [--spec SPEC] script.py args...`
+`python -m diagnose_pytorch ops --from EAGER_RUN_DIR`
+`python -m diagnose_pytorch single-op --from EAGER_RUN_DIR --out OUT --backend B ...`"""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
 from .spec import SPEC_ENV, RunSpec, SpecError
@@ -14,7 +17,33 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--spec", help=f"run spec JSON (default: ${SPEC_ENV})")
     run.add_argument("script")
     run.add_argument("args", nargs=argparse.REMAINDER)
+    ops = commands.add_parser("ops", help="the distinct ops of an eager run's dump, as JSON")
+    ops.add_argument("--from", dest="source", required=True, metavar="EAGER_RUN_DIR")
+    single = commands.add_parser("single-op", help="each op of an eager run's dump, eager vs "
+                                 "compiled alone, on its recorded inputs")
+    single.add_argument("--from", dest="source", required=True, metavar="EAGER_RUN_DIR")
+    single.add_argument("--out", required=True, metavar="OUT_DIR")
+    single.add_argument("--backend", required=True)
+    single.add_argument("--device", help="default: the eager run's device")
+    single.add_argument("--dtype", choices=("float32", "float64", "float16", "bfloat16"))
+    single.add_argument("--switches", metavar="JSON_FILE", help="the run spec's `switches`")
+    single.add_argument("--ops", metavar="NAME,...", help="only these ops")
+    single.add_argument("--max-calls-per-op", type=int, default=1, metavar="K")
     options = parser.parse_args(argv)
+    if options.command == "run":
+        return _run(options)
+    from .single_op import SingleOpError, list_ops, run_single_op
+    try:
+        if options.command == "ops":
+            print(json.dumps(list_ops(options.source)))
+            return 0
+        return run_single_op(options)
+    except (SingleOpError, SpecError, OSError) as e:
+        print(f"diagnose_pytorch {options.command}: {e}", file=sys.stderr)
+        return 2
+
+
+def _run(options) -> int:
     try:
         spec = RunSpec.load(options.spec) if options.spec else RunSpec.from_env()
     except (SpecError, OSError, ValueError) as e:

@@ -12,6 +12,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils import _pytree as pytree
 
+from .call_args import encode_call
+
 
 class ModuleStack:
     def __init__(self, names: dict[int, str]):
@@ -55,21 +57,37 @@ class EagerDumpMode(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         session = self.session
-        if not session.dumping_ops():
+        if not session.dumping():
             return func(*args, **kwargs)
         module = self.modules.current
         op = str(func)
         n = self._count(self.op_counts, (module, op))
         op_key = f"{module}/{op}#{n}" if module else f"{op}#{n}"
-        if not session.selected(op_key, op, module):
-            return func(*args, **kwargs)
+        meta = session.meta_checker
+        fake = meta.fake_run(func, args, kwargs) if meta and meta.wants(op, args, kwargs) else None
+        if not (session.dumping_ops() and session.selected(op_key, op, module)):
+            out = func(*args, **kwargs)
+        else:
+            out = self._dump_call(func, args, kwargs, op_key, op, module)
+        if fake is not None:
+            meta.record(op, op_key, fake, out)
+        return out
+
+    def _dump_call(self, func, args, kwargs, op_key: str, op: str, module: str):
+        """The call's records carry `call` (its arguments, for replay): its input records, or
+        its output records when it has no tensor input."""
+        session = self.session
         seq = session.next_seq()
+        call = encode_call(args, kwargs)
+        written = session.dump.records
         if session.wants_io("input"):
-            session.write_args(args, seq=seq, op_key=op_key, io="input", op=op, module=module)
+            session.write_args(args, seq=seq, op_key=op_key, io="input", op=op, module=module,
+                               call=call)
         out = func(*args, **kwargs)
         if session.wants_io("output"):
             outs = out if isinstance(out, (list, tuple)) else (out,)
-            session.write_args(outs, seq=seq, op_key=op_key, io="output", op=op, module=module)
+            session.write_args(outs, seq=seq, op_key=op_key, io="output", op=op, module=module,
+                               call=call if session.dump.records == written else None)
         return out
 
     def module_output(self, module: torch.nn.Module, path: str, output) -> None:

@@ -14,6 +14,7 @@ from torch.utils import _pytree as pytree
 from .dump_writer import DumpWriter, dumpable
 from .eager_dump import EagerDumper
 from .graph_info import collect_graph_info
+from .meta_check import MetaChecker
 from .spec import RunSpec
 from .status import RunStatus
 
@@ -50,6 +51,8 @@ class Session:
                      if self.level != "none" and not torchair_dump else None)
         self.outputs = DumpWriter(self.outputs_dir, header) if spec.dump.final else None
         self.eager_dumper = EagerDumper(self) if self.level == "aten" and self.dump else None
+        self.meta_checker = (MetaChecker(run_dir / "meta_check.json")
+                             if spec.checks.meta and self.eager_dumper else None)
         self.step = 0
         self.explicit_steps = False
         self.call_depth = 0
@@ -141,6 +144,8 @@ class Session:
         self.status.data["steps"] = max(self.status.data["steps"], self.step + 1)
         if not self.explicit_steps:
             self.step += 1
+        if self.meta_checker is not None:
+            self.meta_checker.save()
         self.status.save()
 
     def _write_final(self, outputs) -> None:
@@ -162,6 +167,8 @@ class Session:
         if error is not None:
             self.status.add_error(error, "run")
         collect_graph_info(self)
+        if self.meta_checker is not None:
+            self.meta_checker.save()
         for writer in (self.dump, self.outputs):
             if writer is not None:
                 writer.close()

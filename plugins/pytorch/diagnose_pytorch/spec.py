@@ -38,7 +38,13 @@ class DumpSpec:
 class Switches:
     inductor: dict = field(default_factory=dict)    # torch._inductor.config overrides
     fusion_switch_file: str | None = None            # TorchAir / GE fusion switch file
+    inductor_off: list[str] = field(default_factory=list)  # inductor_rules.RULES turned off
     torchair: dict = field(default_factory=dict)    # dotted CompilerConfig fields -> values
+
+
+@dataclass
+class Checks:
+    meta: bool = False              # eager, aten level: each op's fake outputs vs its real ones
 
 
 @dataclass
@@ -53,6 +59,7 @@ class RunSpec:
     fullgraph: bool = False
     switches: Switches = field(default_factory=Switches)
     dump: DumpSpec = field(default_factory=DumpSpec)
+    checks: Checks = field(default_factory=Checks)
     seed: int | None = 0
     deterministic: bool = False
     version: int = 1
@@ -60,7 +67,7 @@ class RunSpec:
     @classmethod
     def from_dict(cls, data: dict) -> "RunSpec":
         data = dict(data)
-        nested = {"switches": Switches, "dump": DumpSpec}
+        nested = {"switches": Switches, "dump": DumpSpec, "checks": Checks}
         for key, kind in nested.items():
             if key in data:
                 data[key] = _build(kind, data[key], key)
@@ -107,6 +114,15 @@ class RunSpec:
                             f"use 'fx' for {self.backend!r}")
         if self.mode == "compiled" and level == "aten":
             raise SpecError("dump.level 'aten' needs mode 'eager' (use 'fx' or 'compiled')")
+        if self.checks.meta and level != "aten":
+            raise SpecError("checks.meta needs mode 'eager' with dump.level 'aten' (or 'auto')")
+        if self.switches.inductor_off:
+            from .inductor_rules import RULES, unknown
+            if self.backend != "inductor":
+                raise SpecError("switches.inductor_off needs backend 'inductor'")
+            if unknown(self.switches.inductor_off):
+                raise SpecError(f"switches.inductor_off: unknown rule(s) "
+                                f"{', '.join(unknown(self.switches.inductor_off))}; known: {', '.join(RULES)}")
         if self.switches.fusion_switch_file and not Path(self.switches.fusion_switch_file).is_file():
             raise SpecError(f"fusion switch file not found: {self.switches.fusion_switch_file}")
 

@@ -125,3 +125,15 @@ def fusion_result(cwd: Path | None = None) -> dict | list | None:
             with open(path) as f:
                 return json.load(f)
     return None
+
+
+def switched_npu_backend(switches):
+    """TorchAir's backend with a spec's global switches and no dump (the single-op check)."""
+    import torchair
+
+    config = _new_config(None)
+    if switches.fusion_switch_file:
+        config.fusion_config.fusion_switch_file = os.path.realpath(switches.fusion_switch_file)
+    for dotted, value in switches.torchair.items():
+        set_field(config, dotted, value)
+    return torchair.get_npu_backend(compiler_config=config)

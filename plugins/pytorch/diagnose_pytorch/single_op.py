@@ -1,0 +1,328 @@
+"""The single-op check: every distinct op of an eager ATen-level dump is run again with its
+real recorded inputs, eagerly and as a one-op graph (torch.compile(fullgraph=True,
+dynamic=False) with the run's backend and global switches), and both results are written as
+diagnose dumps with the same op_key, for `diagnose compare -gp OUT/eager -mp OUT/graph`.
+
+    python -m diagnose_pytorch ops --from EAGER_RUN_DIR
+    python -m diagnose_pytorch single-op --from EAGER_RUN_DIR --out OUT --backend B
+        [--device D] [--dtype T] [--switches SWITCHES.json] [--ops A,B] [--max-calls-per-op K]
+"""
+from __future__ import annotations
+
+import json
+import os
+import runpy
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .call_args import NotReplayable, decode_call
+from .dump_writer import DumpWriter, dumpable
+from .spec import Switches, _build
+
+
+class SingleOpError(ValueError):
+    pass
+
+
+@dataclass
+class RecordedCall:
+    op: str
+    op_key: str
+    seq: int
+    step: int
+    call: dict | None = None
+    inputs: dict = field(default_factory=dict)     # (index, item) -> input record
+
+
+# --- reading the eager run -----------------------------------------------------------------
+def _dump_dir(run_dir: Path) -> Path:
+    for candidate in (run_dir / "dump", run_dir / "dump" / "rank0"):
+        if (candidate / "manifest.jsonl").is_file():
+            return candidate
+    raise SingleOpError(f"{run_dir}: no eager dump (dump/manifest.jsonl) in this run directory")
+
+
+def recorded_calls(run_dir: Path) -> tuple[Path, list[RecordedCall]]:
+    """The op calls of an eager ATen-level dump, in execution order."""
+    dump = _dump_dir(run_dir)
+    calls: dict[int, RecordedCall] = {}
+    manifest = dump / "manifest.jsonl"
+    for line_no, line in enumerate(manifest.read_text().splitlines(), 1):
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue    # a torn last line of a killed run
+        if record.get("type") == "header" and record.get("level") != "aten":
+            raise SingleOpError(f"{manifest}:{line_no}: dump level {record.get('level')!r}; the "
+                                "single-op check needs an eager run dumped at level 'aten'")
+        if record.get("type") != "tensor" or record.get("kind", "op") != "op" or "op" not in record:
+            continue
+        seq = record["seq"]
+        call = calls.setdefault(seq, RecordedCall(record["op"], record["op_key"], seq,
+                                                  record.get("step", 0)))
+        if "call" in record and call.call is None:
+            call.call = record["call"]
+        if record["io"] == "input":
+            call.inputs[(record["index"], record.get("item"))] = record
+    return dump, list(calls.values())
+
+
+def distinct_ops(calls: list[RecordedCall]) -> dict[str, list[RecordedCall]]:
+    ops: dict[str, list[RecordedCall]] = {}
+    for call in calls:
+        ops.setdefault(call.op, []).append(call)
+    return ops
+
+
+def _load_tensor(dump: Path, record: dict) -> torch.Tensor:
+    if "file" not in record:
+        raise NotReplayable(f"{record['op_key']} input {record['index']} has statistics only")
+    array = np.load(dump / record["file"], allow_pickle=False)
+    dtype = getattr(torch, record["dtype"].removeprefix("torch."))
+    return torch.from_numpy(np.ascontiguousarray(array)).to(dtype)
+
+
+# --- the run's environment: its script's imports (custom ops, backends) and switches --------
+def load_script_definitions(run_dir: Path) -> str | None:
+    """Runs the model script's top level (not its __main__ block) so that the custom ops it
+    registers and its user backend exist here, with its directory on sys.path as in the run.
+    Returns an error message when that fails."""
+    status_path = run_dir / "status.json"
+    if not status_path.is_file():
+        return None
+    script = json.loads(status_path.read_text()).get("ran", {}).get("script")
+    if not script or not Path(script).is_file():
+        return None
+    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    try:
+        runpy.run_path(script, run_name="__diagnose_single_op__")
+    except Exception as e:  # noqa: BLE001 — the ops that need it report their own failure
+        return f"importing {script}: {type(e).__name__}: {e}"
+    return None
+
+
+def make_backend(name: str, switches: Switches):
+    """The backend as the full run had it, with the same global switches."""
+    from .session import FUSION_SWITCH_FILE_ENV
+    if switches.fusion_switch_file and name != "torchair":
+        os.environ[FUSION_SWITCH_FILE_ENV] = os.path.realpath(switches.fusion_switch_file)
+    if name == "torchair":
+        from .torchair import switched_npu_backend
+        return switched_npu_backend(switches)
+    if name == "inductor":
+        from torch._inductor import config as inductor_config
+        from torch._inductor.compile_fx import compile_fx
+        overrides = dict(switches.inductor)
+
+        def inductor(gm, example_inputs):
+            with inductor_config.patch(overrides):
+                return compile_fx(gm, example_inputs)
+        return inductor
+    from .backends import resolve
+    return resolve(name)
+
+
+def resolve_op(name: str):
+    namespace, op_name, overload = name.split(".", 2) if name.count(".") >= 2 else (None,) * 3
+    try:
+        return getattr(getattr(getattr(torch.ops, namespace), op_name), overload)
+    except (AttributeError, TypeError, RuntimeError):
+        raise SingleOpError(f"operator {name} is not registered in this process") from None
+
+
+# --- one op --------------------------------------------------------------------------------
+def _one_op_graph(op, args, kwargs):
+    """A function of the call's tensors alone (the rest is fixed), for torch.compile."""
+    positions = []
+    for i, value in enumerate(args):
+        if isinstance(value, torch.Tensor):
+            positions.append((i, None))
+        elif isinstance(value, (list, tuple)):
+            positions.extend((i, j) for j, v in enumerate(value) if isinstance(v, torch.Tensor))
+
+    def tensors_of(call_args):
+        return [call_args[i] if j is None else call_args[i][j] for i, j in positions]
+
+    def one_op(*tensors):
+        call_args = [list(v) if isinstance(v, (list, tuple)) else v for v in args]
+        for (i, j), tensor in zip(positions, tensors):
+            if j is None:
+                call_args[i] = tensor
+            else:
+                call_args[i][j] = tensor
+        return op(*call_args, **kwargs)
+    return one_op, tensors_of(args)
+
+
+def _prepared_inputs(dump: Path, call: RecordedCall, device: str, dtype):
+    if call.call is None:
+        raise NotReplayable("the dump does not record this call's arguments "
+                            "(inputs filtered out, or dumped by an older plugin)")
+    inputs = {}
+    for key, record in call.inputs.items():
+        tensor = _load_tensor(dump, record).to(device)
+        if dtype is not None and tensor.is_floating_point():
+            tensor = tensor.to(dtype)
+        inputs[key] = tensor.contiguous()
+    return inputs
+
+
+def _clone(tree):
+    return torch.utils._pytree.tree_map_only(torch.Tensor, torch.clone, tree)
+
+
+class Check:
+    def __init__(self, options):
+        self.out = Path(options.out)
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.device = options.device
+        self.dtype = getattr(torch, options.dtype) if options.dtype else None
+        self.backend_name = options.backend
+        self.max_calls = options.max_calls_per_op
+        self.switches = _read_switches(options.switches)
+        self.results: list[dict] = []
+        header = {"backend": options.backend, "device": options.device,
+                  "dtype": options.dtype or "float32", "level": "aten", "check": "single_op"}
+        self.eager = DumpWriter(self.out / "eager", {**header, "mode": "eager"})
+        self.graph = DumpWriter(self.out / "graph", {**header, "mode": "compiled"})
+        self.progress = open(self.out / "progress.jsonl", "a", encoding="utf-8")
+
+    def event(self, op: str, event: str, message: str = "") -> None:
+        self.progress.write(json.dumps({"op": op, "event": event, "message": message}) + "\n")
+        self.progress.flush()
+        os.fsync(self.progress.fileno())
+
+    def run_op(self, dump: Path, name: str, calls: list[RecordedCall]) -> dict:
+        result = {"op": name, "calls": 0, "status": "ok", "message": "", "op_keys": []}
+        try:
+            op = resolve_op(name)
+        except SingleOpError as e:
+            return {**result, "status": "skipped", "message": str(e)}
+        if torch.Tag.nondeterministic_seeded in op.tags:
+            return {**result, "status": "skipped", "message": "random op: results depend on the RNG"}
+        backend = make_backend(self.backend_name, self.switches)
+        for call in calls[:self.max_calls]:
+            try:
+                inputs = _prepared_inputs(dump, call, self.device, self.dtype)
+                args, kwargs = decode_call(call.call, inputs, self.device if self.device else None)
+            except NotReplayable as e:
+                return {**result, "status": "no_inputs", "message": f"{call.op_key}: {e}"}
+            try:
+                eager_out = op(*_clone(args), **_clone(kwargs))
+            except Exception as e:  # noqa: BLE001
+                return {**result, "status": "runtime_error",
+                        "message": f"{call.op_key}: eager: {type(e).__name__}: {e}"}
+            leaves = torch.utils._pytree.tree_leaves(eager_out)
+            if not any(isinstance(v, torch.Tensor) for v in leaves):
+                return {**result, "status": "skipped", "message": "no tensor output"}
+            fn, tensors = _one_op_graph(op, *_clone((args, kwargs)))
+            torch._dynamo.reset()
+            compiled = torch.compile(fn, backend=backend, fullgraph=True, dynamic=False)
+            try:
+                graph_out = compiled(*tensors)
+            except torch._dynamo.exc.TorchDynamoException as e:
+                return {**result, "status": "compile_error",
+                        "message": f"{call.op_key}: {type(e).__name__}: {_first_line(e)}"}
+            except Exception as e:  # noqa: BLE001
+                return {**result, "status": "runtime_error",
+                        "message": f"{call.op_key}: graph: {type(e).__name__}: {_first_line(e)}"}
+            self._write(call, eager_out, graph_out)
+            result["calls"] += 1
+            result["op_keys"].append(call.op_key)
+        return result
+
+    def _write(self, call: RecordedCall, eager_out, graph_out) -> None:
+        for writer, out in ((self.eager, eager_out), (self.graph, graph_out)):
+            outs = out if isinstance(out, (list, tuple)) else (out,)
+            for index, value in enumerate(outs):
+                values = value if isinstance(value, (list, tuple)) else [value]
+                for item, tensor in enumerate(values):
+                    if not dumpable(tensor):
+                        continue
+                    record = {"seq": call.seq, "kind": "op", "op_key": call.op_key, "op": call.op,
+                              "io": "output", "index": index, "step": call.step}
+                    if isinstance(value, (list, tuple)):
+                        record["item"] = item
+                    writer.write_tensor(tensor, record)
+
+    def save(self, extra: dict) -> None:
+        path = self.out / "single_op.json"
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps({"ops": self.results, **extra}, indent=1))
+        os.replace(tmp, path)
+
+    def close(self) -> None:
+        self.eager.close()
+        self.graph.close()
+        self.progress.close()
+
+
+def _recorded_device(dump: Path) -> str:
+    with open(dump / "manifest.jsonl", encoding="utf-8") as f:
+        header = json.loads(f.readline())
+    return header.get("device") or "cpu"
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else ""
+
+
+def _read_switches(path: str | None) -> Switches:
+    if not path:
+        return Switches()
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as e:
+        raise SingleOpError(f"switches file {path}: {e}") from None
+    return _build(Switches, data, f"switches file {path}")
+
+
+def selected_ops(calls: list[RecordedCall], names: str | None) -> dict[str, list[RecordedCall]]:
+    ops = distinct_ops(calls)
+    if not names:
+        return ops
+    wanted = [n for n in names.split(",") if n]
+    unknown = [n for n in wanted if n not in ops]
+    if unknown:
+        raise SingleOpError(f"--ops names ops the dump does not hold: {', '.join(unknown)}")
+    return {n: ops[n] for n in wanted}
+
+
+def run_single_op(options) -> int:
+    run_dir = Path(options.source)
+    dump, calls = recorded_calls(run_dir)
+    if options.device is None:
+        options.device = _recorded_device(dump)
+    ops = selected_ops(calls, options.ops)
+    check = Check(options)
+    extra = {"from": str(run_dir), "backend": options.backend, "device": options.device,
+             "dtype": options.dtype}
+    import_error = load_script_definitions(run_dir)
+    if import_error:
+        extra["script_error"] = import_error
+    try:
+        for name, op_calls in ops.items():
+            check.event(name, "start")
+            try:
+                result = check.run_op(dump, name, op_calls)
+            except Exception as e:  # noqa: BLE001 — one op's failure must not stop the others
+                result = {"op": name, "calls": 0, "status": "runtime_error",
+                          "message": f"{type(e).__name__}: {_first_line(e)}", "op_keys": []}
+            check.results.append(result)
+            check.event(name, "error" if result["status"].endswith("_error") else "done",
+                        result["message"])
+            check.save(extra)
+    finally:
+        check.close()
+    check.save(extra)
+    return 0
+
+
+def list_ops(run_dir: str) -> list[dict]:
+    _, calls = recorded_calls(Path(run_dir))
+    return [{"op": name, "calls": len(op_calls)} for name, op_calls in distinct_ops(calls).items()]
