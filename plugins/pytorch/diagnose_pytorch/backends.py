@@ -26,6 +26,9 @@ def make_backend(session):
     if spec.backend == "inductor":
         from .inductor_dump import inductor_backend
         return inductor_backend(session, dump=level == "compiled")
+    if level == "compiled":     # a user backend built on Inductor
+        from .inductor_dump import inductor_backend
+        return inductor_backend(session, dump=True, compiler=resolve(spec.backend))
     return counted(session, resolve(spec.backend))
 
 

@@ -184,9 +184,10 @@ def _on_buffer(session, graph_id: int, table: GraphBuffers, name: str, value) ->
                       graph=graph_id, **fields)
 
 
-def inductor_backend(session, dump: bool):
+def inductor_backend(session, dump: bool, compiler=None):
     """torch.compile backend: Inductor with the spec's config overrides; with `dump`, the
-    compiled code reports its buffers into the session's dump."""
+    compiled code reports its buffers into the session's dump. `compiler` replaces compile_fx:
+    a user backend that calls Inductor itself (after its own graph passes) is dumped alike."""
     overrides = dict(session.spec.switches.inductor)
 
     def backend_fn(gm: torch.fx.GraphModule, example_inputs):
@@ -202,7 +203,7 @@ def inductor_backend(session, dump: bool):
         started = time.perf_counter()
         with inductor_config.patch(patches), (emitting_hooks(table) if dump
                                               else contextlib.nullcontext()):
-            compiled = compile_fx(gm, example_inputs)
+            compiled = (compiler or compile_fx)(gm, example_inputs)
         session.status.data["graphs"]["compile_seconds"].append(
             round(time.perf_counter() - started, 6))
         if not dump:

@@ -109,9 +109,10 @@ class RunSpec:
         level = self.dump_level()
         if self.mode == "eager" and level in ("fx", "compiled"):
             raise SpecError(f"dump.level {level!r} needs mode 'compiled'")
-        if level == "compiled" and self.backend not in ("inductor", "torchair"):
-            raise SpecError("dump.level 'compiled' exists for inductor and torchair; "
-                            f"use 'fx' for {self.backend!r}")
+        if level == "compiled" and self.backend not in ("inductor", "torchair") \
+                and ":" not in self.backend:
+            raise SpecError("dump.level 'compiled' exists for inductor, torchair and user "
+                            f"backends built on Inductor; use 'fx' for {self.backend!r}")
         if self.mode == "compiled" and level == "aten":
             raise SpecError("dump.level 'aten' needs mode 'eager' (use 'fx' or 'compiled')")
         if self.checks.meta and level != "aten":
