@@ -1,0 +1,155 @@
+"""Plugin runs of the examples with planted causes, shared by the example tests: every run is
+named in CATALOG, a test names the runs it reads with @needs(...), and the session fixture
+`example_runs` starts the runs of all selected tests at once on two workers (slowest first).
+Real subprocesses, real torch.compile; one Inductor cache per session.
+
+(A helper module, not a conftest.py: tests/python already has two conftest modules.)"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[2]
+EXAMPLES = REPO / "examples"
+PYTHON = sys.executable
+TIMEOUT = 600
+
+
+@dataclass
+class RunConfig:
+    example: str
+    spec: dict
+    env: dict = field(default_factory=dict)
+    cost: int = 1
+
+
+CATALOG = {
+    "lowering/eager": RunConfig("lowering_defect", {"mode": "eager"}),
+    "meta/eager-meta": RunConfig("meta_defect", {"mode": "eager", "checks": {"meta": True}}),
+    "device/cpu": RunConfig("device_kernel_defect", {"mode": "eager"}),
+    "device/fast": RunConfig("device_kernel_defect", {"mode": "eager"},
+                             env={"EXAMPLE_KERNEL": "fast"}),
+    "graph_pass/eager": RunConfig("graph_pass_defect", {"mode": "eager"}),
+    "graph_pass/compiled": RunConfig("graph_pass_defect", {
+        "backend": "graph_pass_backend:backend", "dump": {"level": "compiled"}}, cost=4),
+    "fusion/eager": RunConfig("fusion_rules", {"mode": "eager", "dump": {"level": "none"}}),
+    "fusion/planted": RunConfig("fusion_rules", {"backend": "fusion_backend:backend"}, cost=4),
+    "fusion/gelu-off": RunConfig("fusion_rules", {
+        "backend": "fusion_backend:backend",
+        "switches": {"fusion_switch_file": str(HERE / "data" / "gelu_off.json")}}, cost=4),
+    "bf16/eager-bf16": RunConfig("bf16_more_accurate", {"mode": "eager", "dtype": "bfloat16",
+                                                        "dump": {"level": "none"}}),
+    "bf16/eager-fp64": RunConfig("bf16_more_accurate", {"mode": "eager", "dtype": "float64",
+                                                        "dump": {"level": "none"}}),
+    "bf16/inductor-bf16": RunConfig("bf16_more_accurate", {
+        "backend": "inductor", "dtype": "bfloat16", "dump": {"level": "none"}}, cost=3),
+}
+
+
+def needs(*names):
+    """Marks a test as reading these runs (plain attribute: no custom pytest marker)."""
+    unknown = [n for n in names if n not in CATALOG]
+    assert not unknown, f"not in CATALOG: {unknown}"
+
+    def mark(test):
+        test.example_runs = names
+        return test
+    return mark
+
+
+@dataclass
+class Run:
+    name: str
+    run_dir: Path
+    cwd: Path
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def status(self) -> dict:
+        return json.loads((self.run_dir / "status.json").read_text())
+
+    def outputs(self) -> list[np.ndarray]:
+        return [np.load(self.run_dir / "outputs" / r["file"])
+                for r in records(self.run_dir / "outputs") if r.get("file")]
+
+    def describe(self) -> str:
+        return f"{self.name}: rc={self.returncode}\n{self.stdout[-2000:]}\n{self.stderr[-4000:]}"
+
+
+def records(dump: Path) -> list[dict]:
+    lines = (dump / "manifest.jsonl").read_text().splitlines()
+    return [r for r in map(json.loads, lines) if r["type"] == "tensor"]
+
+
+def plugin_env(cache_dir: Path, extra: dict | None = None) -> dict:
+    env = dict(os.environ)
+    env.update(TORCHINDUCTOR_CACHE_DIR=str(cache_dir), TORCHINDUCTOR_COMPILE_THREADS="1")
+    env.pop("FUSION_EXAMPLE_FAULTS", None)
+    env.pop("EXAMPLE_KERNEL", None)
+    env.update(extra or {})
+    return env
+
+
+class ExampleRuns:
+    def __init__(self, root: Path, cache_dir: Path):
+        self.root, self.cache_dir = root, cache_dir
+        self.pool = ThreadPoolExecutor(max_workers=2)
+        self.futures: dict[str, Future] = {}
+
+    def start(self, names) -> None:
+        for name in sorted(set(names), key=lambda n: -CATALOG[n].cost):
+            if name not in self.futures:
+                self.futures[name] = self.pool.submit(self._run, name)
+
+    def get(self, name: str) -> Run:
+        self.start([name])
+        run = self.futures[name].result()
+        assert run.returncode == 0, run.describe()
+        return run
+
+    def _run(self, name: str) -> Run:
+        config = CATALOG[name]
+        cwd = self.root / name.replace("/", "__")
+        cwd.mkdir(parents=True)
+        run_dir = cwd / "run"
+        spec_path = cwd / "spec.json"
+        spec_path.write_text(json.dumps({"output_dir": str(run_dir), **config.spec}))
+        proc = subprocess.run(
+            [PYTHON, "-m", "diagnose_pytorch", "run", "--spec", str(spec_path),
+             str(EXAMPLES / config.example / "model.py")],
+            cwd=cwd, env=plugin_env(self.cache_dir, config.env), capture_output=True, text=True,
+            timeout=TIMEOUT)
+        return Run(name, run_dir, cwd, proc.returncode, proc.stdout, proc.stderr)
+
+
+@pytest.fixture(scope="session")
+def example_cache(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("inductor_cache")
+
+
+@pytest.fixture(scope="session")
+def example_runs(request, tmp_path_factory, example_cache):
+    runs = ExampleRuns(tmp_path_factory.mktemp("example_runs"), example_cache)
+    runs.start(name for item in request.session.items
+               for name in getattr(getattr(item, "function", None), "example_runs", ()))
+    yield runs
+    runs.pool.shutdown(wait=True)
+
+
+def run_module(args: list[str], cache_dir: Path, cwd: Path, env: dict | None = None,
+               timeout: int = TIMEOUT) -> subprocess.CompletedProcess:
+    """`python -m diagnose_pytorch ARGS` (the ops and single-op commands)."""
+    return subprocess.run([PYTHON, "-m", "diagnose_pytorch", *args], cwd=cwd,
+                          env=plugin_env(cache_dir, env), capture_output=True, text=True,
+                          timeout=timeout)
