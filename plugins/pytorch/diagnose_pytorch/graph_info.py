@@ -19,6 +19,9 @@ def collect_graph_info(session) -> None:
         session.status.data["switches"]["active"]["inductor"] = dict(session.spec.switches.inductor)
     if inductor:
         fired["inductor_counters"] = inductor
+    if session.spec.backend == "inductor" and session.spec.mode == "compiled":
+        from .inductor_rules import report
+        session.status.data["inductor_rules"] = report(session.spec.switches.inductor_off)
     # TorchAir's GE writes it; so may a user backend with fusion rules (examples/fusion_rules),
     # which must have written it during this run (not a file left in the directory before)
     backend = session.spec.backend

@@ -25,6 +25,8 @@ import torch
 from torch._inductor import config as inductor_config
 from torch._inductor import hooks
 
+from . import inductor_rules
+
 
 @dataclass
 class BufferInfo:
@@ -189,6 +191,7 @@ def inductor_backend(session, dump: bool, compiler=None):
     compiled code reports its buffers into the session's dump. `compiler` replaces compile_fx:
     a user backend that calls Inductor itself (after its own graph passes) is dumped alike."""
     overrides = dict(session.spec.switches.inductor)
+    overrides.update(inductor_rules.overrides_off(session.spec.switches.inductor_off))
 
     def backend_fn(gm: torch.fx.GraphModule, example_inputs):
         from torch._inductor.compile_fx import compile_fx
@@ -203,6 +206,7 @@ def inductor_backend(session, dump: bool, compiler=None):
         started = time.perf_counter()
         with inductor_config.patch(patches), (emitting_hooks(table) if dump
                                               else contextlib.nullcontext()):
+            inductor_rules.note_compile()
             compiled = (compiler or compile_fx)(gm, example_inputs)
         session.status.data["graphs"]["compile_seconds"].append(
             round(time.perf_counter() - started, 6))
