@@ -26,10 +26,16 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", help="save the outputs (torch.save) here")
     parser.add_argument("--steps", type=int, default=1, help="forward calls, one batch each")
+    parser.add_argument("--perturb-weight", type=float, default=0.0,
+                        help="scale the last layer's first weight row by (1 + this): a planted regression "
+                             "(a 'new model version') for the CI gate tests")
     args = parser.parse_args()
 
     torch.manual_seed(0)
     model = MLP().eval()
+    if args.perturb_weight:
+        with torch.no_grad():
+            model.layers[-1].weight[0].mul_(1 + args.perturb_weight)
     compiled = torch.compile(model)
     outputs = []
     with torch.no_grad():
