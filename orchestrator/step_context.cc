@@ -5,6 +5,7 @@
 #include "orchestrator/step.h"
 #include "orchestrator/template.h"
 #include "orchestrator/workflow_loader.h"
+#include "steps/plugin_run.h"
 
 namespace diagnose {
 
@@ -85,6 +86,10 @@ RunRequest StepContext::model_run(const std::string& run_name, const YAML::Node&
     argv = {"/bin/sh", "-c", own.shell};
   } else if (!own.argv.empty()) {
     argv = own.argv;
+  } else if (!workflow_.model.script.empty()) {
+    argv = {plugin_python(*this), "-m", "diagnose_pytorch", "run", absolute_path(workflow_.model.script, workflow_.dir)};
+    argv.insert(argv.end(), model.args.begin(), model.args.end());
+    argv.insert(argv.end(), own.args.begin(), own.args.end());
   } else if (!model.shell.empty()) {
     // Extra arguments reach a shell command as "$@".
     std::string script = model.shell;

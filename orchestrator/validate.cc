@@ -183,6 +183,22 @@ void check_command_form(const YAML::Node& node, const std::string& where, bool n
   }
 }
 
+// Exactly one of argv, shell or script; args only with script.
+static void check_model(const YAML::Node& model, Diagnostics& diagnostics) {
+  if (!model || !model.IsMap() || !model["script"]) {
+    if (model && model.IsMap() && model["args"] && !model["argv"] && !model["shell"])
+      diagnostics.error(model["args"].Mark(), "model: args are the arguments of a script; give script too");
+    else
+      check_command_form(model, "model", true, diagnostics);
+    return;
+  }
+  for (const char* key : {"argv", "shell"})
+    if (model[key]) diagnostics.error(model[key].Mark(), std::string("model: give either script or ") + key + ", not both");
+  if (model["script"].IsScalar() && model["script"].Scalar().empty())
+    diagnostics.error(model["script"].Mark(), "model: script must name a file");
+  check_command_form(model, "model", false, diagnostics);
+}
+
 YAML::Mark mark_within(const std::string& file_text, const YAML::Node& node, size_t offset) {
   YAML::Mark mark = node.Mark();
   if (mark.pos < 0) return mark;
@@ -224,7 +240,7 @@ void check_tolerances(const YAML::Node& node, Diagnostics& diagnostics) {
 }
 
 void validate_workflow(const Workflow& workflow, const std::vector<StringUse>& strings, Diagnostics& diagnostics) {
-  check_command_form(workflow.root["model"], "model", true, diagnostics);
+  check_model(workflow.root["model"], diagnostics);
   if (YAML::Node defaults = workflow.root["defaults"]) check_tolerances(defaults["tolerances"], diagnostics);
 
   std::set<std::string> ids;

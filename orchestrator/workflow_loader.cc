@@ -79,6 +79,13 @@ Workflow build_workflow(const YAML::Node& root, const std::string& path, const s
   w.root = root;
   w.name = root["name"] ? root["name"].Scalar() : fs::path(path).stem().string();
   w.model.command = parse_command(root["model"]);
+  if (YAML::Node model = root["model"]) {
+    if (model["script"]) w.model.script = model["script"].Scalar();
+    if (model["python"]) w.model.python = model["python"].Scalar();
+    if (model["backend"]) w.model.backend = model["backend"].Scalar();
+    if (model["device"]) w.model.device = model["device"].Scalar();
+    if (model["dtype"]) w.model.dtype = model["dtype"].Scalar();
+  }
 
   YAML::Node defaults = root["defaults"];
   if (defaults) {

@@ -33,9 +33,24 @@ std::vector<std::string> diagnosable_categories() {
 
 Schema model_schema() {
   std::vector<Property> properties;
-  for (Property& p : command_properties())
-    if (p.name != "args" && p.name != "outputs") properties.push_back(std::move(p));
-  return object_schema("How to run the user's model: one of argv or shell, plus cwd, env, timeout, retries.",
+  for (Property& p : command_properties()) {
+    if (p.name == "args") p.schema.description = "Arguments of the script (with `script` only).";
+    if (p.name != "outputs") properties.push_back(std::move(p));
+  }
+  properties.push_back(optional("script", string_schema("A Python script run through the PyTorch plugin "
+                                                        "(python -m diagnose_pytorch run), relative to the "
+                                                        "workflow file; the diagnostic step kinds need it.")));
+  properties.push_back(optional("python", string_schema("The Python interpreter for `script`. Default: "
+                                                        "$DIAGNOSE_PYTHON, else python3.")));
+  properties.push_back(optional("backend", string_schema("torch.compile backend of graph-mode runs (default "
+                                                         "inductor): eager, aot_eager, "
+                                                         "aot_eager_decomp_partition, inductor, torchair or "
+                                                         "module:function.")));
+  properties.push_back(optional("device", string_schema("Device the model runs on (default cpu): cuda, npu...")));
+  properties.push_back(optional("dtype", string_schema("Cast the model and its floating inputs (default: as written).",
+                                                       {"float32", "float64", "float16", "bfloat16"})));
+  return object_schema("How to run the user's model: one of argv, shell or script (with args, backend, device, "
+                       "dtype), plus cwd, env, timeout, retries.",
                        properties);
 }
 

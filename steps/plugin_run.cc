@@ -1,0 +1,177 @@
+#include "steps/plugin_run.h"
+
+#include <boost/filesystem.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "orchestrator/state.h"
+#include "orchestrator/workflow_schema.h"
+
+namespace diagnose {
+
+namespace {
+
+namespace fs = boost::filesystem;
+
+const char* kSpecKeys[] = {"mode",     "backend", "device",        "dtype",    "autocast", "dynamic",
+                           "fullgraph", "seed",   "deterministic", "switches", "dump",     "checks"};
+const char* kCommandKeys[] = {"args", "env", "cwd", "timeout", "retries"};
+
+const std::vector<std::string> kDtypes = {"float32", "float64", "float16", "bfloat16"};
+
+bool full_parse(const std::string& text, double* out) {
+  if (text.empty()) return false;
+  char* end = nullptr;
+  *out = std::strtod(text.c_str(), &end);
+  return end == text.c_str() + text.size();
+}
+
+// FNV-1a: a stable digest of the spec, so that --resume does not keep a run whose spec changed.
+std::string digest(const std::string& text) {
+  unsigned long long h = 1469598103934665603ULL;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ULL;
+  char out[17];
+  std::snprintf(out, sizeof out, "%016llx", h);
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json yaml_to_json(const YAML::Node& node) {
+  if (!node || node.IsNull()) return nullptr;
+  if (node.IsSequence()) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const YAML::Node& item : node) out.push_back(yaml_to_json(item));
+    return out;
+  }
+  if (node.IsMap()) {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& entry : node) out[entry.first.Scalar()] = yaml_to_json(entry.second);
+    return out;
+  }
+  const std::string& text = node.Scalar();
+  if (node.Tag() == "!") return text;  // quoted
+  if (text == "true" || text == "True") return true;
+  if (text == "false" || text == "False") return false;
+  if (text == "~" || text == "null" || text == "Null") return nullptr;
+  double number = 0;
+  if (text.find_first_not_of("+-0123456789") == std::string::npos && full_parse(text, &number))
+    return std::strtoll(text.c_str(), nullptr, 10);
+  if (full_parse(text, &number)) return number;
+  return text;
+}
+
+std::vector<Property> plugin_side_properties() {
+  Schema switches = object_schema(
+      "Graph-mode switches of the run.",
+      {optional("inductor", map_schema("torch._inductor.config overrides.", any_schema("value"))),
+       optional("fusion_switch_file", string_schema("GE fusion switch file (TorchAir), relative to the workflow file.")),
+       optional("inductor_off", array_schema("Named Inductor rules turned off (plugins/pytorch inductor_rules).",
+                                             string_schema("rule"))),
+       optional("torchair", map_schema("TorchAir CompilerConfig fields by dotted path.", any_schema("value")))});
+  Schema dump = object_schema(
+      "What the run dumps (plugins/pytorch/README.md).",
+      {optional("level", string_schema("Dump level.", {"auto", "none", "aten", "fx", "compiled"})),
+       optional("ops", boolean_schema("op records")), optional("modules", boolean_schema("module records")),
+       optional("final", boolean_schema("final output records")),
+       optional("io", array_schema("sides of each op", string_schema("side", {"input", "output"}))),
+       optional("include", array_schema("regular expressions a record must match", plain_string_schema("regex"))),
+       optional("exclude", array_schema("regular expressions a record must not match", plain_string_schema("regex"))),
+       optional("steps", array_schema("steps (tokens) to dump", integer_schema("step", 0))),
+       optional("stats_only", boolean_schema("statistics only, no tensor files")),
+       optional("max_bytes", integer_schema("byte budget for tensor files", 0))});
+  std::vector<Property> properties = {
+      optional("mode", string_schema("eager or compiled (torch.compile).", {"eager", "compiled"})),
+      optional("backend", string_schema("torch.compile backend of this run.")),
+      optional("device", string_schema("Device of this run (cpu, cuda, npu...).")),
+      optional("dtype", string_schema("Cast the model and its floating inputs.", kDtypes)),
+      optional("autocast", string_schema("Run under torch.autocast with this dtype.", kDtypes)),
+      optional("dynamic", boolean_schema("torch.compile dynamic=")),
+      optional("fullgraph", boolean_schema("torch.compile fullgraph=")),
+      optional("seed", integer_schema("Seed set before the script runs.")),
+      optional("deterministic", boolean_schema("torch.use_deterministic_algorithms(True)")),
+      optional("switches", switches),
+      optional("dump", dump),
+      optional("checks", map_schema("Extra checks of the plugin ({meta: true}).", any_schema("value"))),
+  };
+  for (Property& p : command_properties())
+    for (const char* key : kCommandKeys)
+      if (p.name == key) properties.push_back(p);
+  return properties;
+}
+
+Schema plugin_side_schema(const std::string& description) {
+  return object_schema(description, plugin_side_properties());
+}
+
+nlohmann::json side_spec(const StepContext& context, const YAML::Node& side, const nlohmann::json& defaults) {
+  const ModelSpec& model = context.workflow().model;
+  nlohmann::json spec = {{"backend", model.backend}, {"device", model.device}};
+  if (model.dtype) spec["dtype"] = *model.dtype;
+  spec.merge_patch(defaults);
+  if (side && side.IsMap()) {
+    nlohmann::json overrides = nlohmann::json::object();
+    for (const char* key : kSpecKeys)
+      if (side[key]) overrides[key] = yaml_to_json(side[key]);
+    spec.merge_patch(overrides);
+  }
+  if (spec.contains("switches") && spec["switches"].contains("fusion_switch_file") &&
+      spec["switches"]["fusion_switch_file"].is_string())
+    spec["switches"]["fusion_switch_file"] = context.path(spec["switches"]["fusion_switch_file"].get<std::string>());
+  return spec;
+}
+
+std::string plugin_python(const StepContext& context) {
+  const std::string& configured = context.workflow().model.python;
+  if (!configured.empty()) return configured;
+  const char* from_env = std::getenv("DIAGNOSE_PYTHON");
+  return from_env && *from_env ? from_env : "python3";
+}
+
+RunRequest plugin_run(const StepContext& context, const std::string& run_name, nlohmann::json spec,
+                      const YAML::Node& side) {
+  if (context.workflow().model.script.empty())
+    throw std::runtime_error("steps of kind " + context.step().kind +
+                             " run the model through the PyTorch plugin: give model.script (and args) "
+                             "instead of argv/shell");
+  YAML::Node command(YAML::NodeType::Map);
+  if (side && side.IsMap())
+    for (const char* key : kCommandKeys)
+      if (side[key]) command[key] = YAML::Clone(side[key]);
+  RunRequest request = context.model_run(run_name, command);
+  spec["output_dir"] = request.dir;
+  std::string text = spec.dump(2) + "\n";
+  fs::create_directories(request.dir);
+  std::string path = request.dir + "/spec.json";
+  write_file_atomically(path, text);
+  request.env["DIAGNOSE_RUN_SPEC"] = path;
+  request.env["DIAGNOSE_RUN_SPEC_DIGEST"] = digest(text);
+  return request;
+}
+
+RunRequest plugin_command(const StepContext& context, const std::string& run_name,
+                          const std::vector<std::string>& args) {
+  YAML::Node command(YAML::NodeType::Map);
+  std::vector<std::string> argv = {plugin_python(context), "-m", "diagnose_pytorch"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  for (const std::string& arg : argv) command["argv"].push_back(arg);
+  RunRequest request = context.model_run(run_name, command);
+  request.argv = argv;  // model_run expands templates; these arguments are literal
+  return request;
+}
+
+std::string plugin_status_path(const RunRequest& run) { return run.dir + "/status.json"; }
+
+nlohmann::json read_plugin_status(const std::string& run_dir) {
+  std::ifstream in(run_dir + "/status.json");
+  if (!in) return nullptr;
+  std::stringstream text;
+  text << in.rdbuf();
+  nlohmann::json status = nlohmann::json::parse(text.str(), nullptr, false);
+  return status.is_discarded() ? nlohmann::json() : status;
+}
+
+}  // namespace diagnose

@@ -1,0 +1,66 @@
+// Runs of the model through the PyTorch plugin, for the diagnostic step kinds.
+//
+// A workflow whose `model:` has `script:` runs it as
+//   <python> -m diagnose_pytorch run <script> <model args> <side args>
+// with DIAGNOSE_RUN_SPEC=<run dir>/spec.json, the run spec of plugins/pytorch/README.md.
+// A step builds the spec of each run from three layers, later ones winning (objects such
+// as `switches` and `dump` are merged key by key):
+//   1. the model: backend, device, dtype;
+//   2. the step kind's defaults for that run (e.g. {"mode": "eager", "dump": {"level": "aten"}});
+//   3. the side as the user wrote it in the step (golden:, target:, referee: ...): any of
+//      mode, backend, device, dtype, autocast, dynamic, fullgraph, seed, deterministic,
+//      switches, dump, checks, plus the command keys args (appended to the model's), env,
+//      cwd, timeout, retries.
+// Typical use inside StepKind::evaluate:
+//   nlohmann::json spec = side_spec(context, node["target"], {{"mode", "compiled"}});
+//   RunRequest run = plugin_run(context, "target", spec, node["target"]);
+//   std::vector<RunRecord> records = context.run({run});
+//   // run.dump_dir holds the dump, plugin_status_path(run) the plugin's status.json.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include "orchestrator/schema.h"
+#include "orchestrator/step.h"
+
+namespace diagnose {
+
+// The keys a side may hold (for a step kind's parameters()).
+std::vector<Property> plugin_side_properties();
+// A side mapping: `description` plus plugin_side_properties().
+Schema plugin_side_schema(const std::string& description);
+
+// The run spec of one side: model defaults, then `defaults`, then the side's overrides
+// (`side` may be null). Relative paths in switches.fusion_switch_file are made absolute
+// against the workflow's directory. output_dir is left for plugin_run.
+nlohmann::json side_spec(const StepContext& context, const YAML::Node& side, const nlohmann::json& defaults);
+
+// The request for one run of the model's script: the run directory is
+// context.run_dir_of(run_name); spec.output_dir is set to it and spec.json written there
+// (directories created). The side's args/env/cwd/timeout/retries apply. The dump lands
+// in request.dump_dir (<run dir>/dump). Throws std::runtime_error when the model has no
+// `script` (the step's result is then an error saying so).
+RunRequest plugin_run(const StepContext& context, const std::string& run_name, nlohmann::json spec,
+                      const YAML::Node& side);
+
+// The plugin's status.json of a run (<run dir>/status.json), and that file parsed
+// (null when it is missing or unreadable).
+std::string plugin_status_path(const RunRequest& run);
+nlohmann::json read_plugin_status(const std::string& run_dir);
+
+// The interpreter of the model's script: model.python, $DIAGNOSE_PYTHON, else python3.
+std::string plugin_python(const StepContext& context);
+// Another command of the plugin (`ops`, `single-op`...): <python> -m diagnose_pytorch args,
+// in the model's cwd with the model's env, in the run directory of `run_name`.
+RunRequest plugin_command(const StepContext& context, const std::string& run_name,
+                          const std::vector<std::string>& args);
+
+// A YAML value as JSON: plain scalars become booleans, numbers or null when they read as
+// such, quoted ones stay strings.
+nlohmann::json yaml_to_json(const YAML::Node& node);
+
+}  // namespace diagnose
