@@ -44,11 +44,15 @@ int run_command(int argc, char** argv) {
   CLI::App app{"Run a diagnostic workflow and print its verdict.", "diagnose"};
   std::string workflow_path, resume_dir, output_dir, log_format = "human";
   int slots = 0;
+  RunnerOverride runner;
   bool quiet = false, verbose = false;
   app.add_option("workflow", workflow_path, "workflow file (YAML)")->required();
   app.add_option("--resume", resume_dir, "continue this run directory, re-running only what did not complete");
   app.add_option("--output-dir", output_dir, "where to create the run directory (default: defaults.output_dir)");
   app.add_option("--slots", slots, "model runs at the same time (default: defaults.slots)")->check(CLI::PositiveNumber);
+  app.add_option("--runner", runner.kind, "run the models here (local) or as Slurm jobs (slurm), whatever the workflow says")
+      ->check(CLI::IsMember({"local", "slurm"}));
+  app.add_option("--partition", runner.partition, "Slurm partition for every step");
   auto* quiet_flag = app.add_flag("-q,--quiet", quiet, "print only the verdict");
   app.add_flag("-v,--verbose", verbose, "also print the runs' output as it appears")->excludes(quiet_flag);
   app.add_option("--log-format", log_format, "progress as human text or JSON lines")
@@ -57,6 +61,10 @@ int run_command(int argc, char** argv) {
 
   std::optional<Workflow> workflow = load_or_report(workflow_path);
   if (!workflow) return kExitUsage;
+  Diagnostics runner_problems(workflow_path);
+  check_runners(*workflow, runner, RunnerCheck::Cluster, runner_problems);
+  runner_problems.print(std::cerr);
+  if (!runner_problems.empty()) return kExitUsage;
   if (!resume_dir.empty() && !fs::exists(state_path(resume_dir))) {
     std::cerr << "diagnose: " << resume_dir << " is not a run directory (no state.json)\n";
     return kExitUsage;
@@ -69,7 +77,7 @@ int run_command(int argc, char** argv) {
   {
     Progress progress(format == LogFormat::Json ? std::cout : std::cerr, verbosity, format);
     try {
-      outcome = run_workflow(*workflow, EngineOptions{output_dir, resume_dir, slots}, progress);
+      outcome = run_workflow(*workflow, EngineOptions{output_dir, resume_dir, slots, runner}, progress);
     } catch (const std::exception& e) {
       std::cerr << "diagnose: " << e.what() << "\n";
       return resume_dir.empty() ? kExitInfrastructure : kExitUsage;
@@ -94,11 +102,31 @@ int run_command(int argc, char** argv) {
 int validate_command(int argc, char** argv) {
   CLI::App app{"Check workflow files without running them.", "diagnose validate"};
   std::vector<std::string> paths;
+  std::string runner_kind;
+  RunnerOverride runner;
   app.add_option("workflow", paths, "workflow files (YAML)")->required();
+  app.add_flag("--runner{check}", runner_kind,
+               "also check the runners with the cluster (Slurm commands, partitions, a trial sbatch --test-only); "
+               "--runner=slurm checks as if every step ran on Slurm");
+  app.add_option("--partition", runner.partition, "Slurm partition for every step");
   if (int code = parse(app, argc, argv); code >= 0) return code;
+  if (runner_kind != "check" && !runner_kind.empty()) {
+    if (runner_kind != "local" && runner_kind != "slurm") {
+      std::cerr << "diagnose validate: --runner takes local or slurm, not '" << runner_kind << "'\n";
+      return kExitUsage;
+    }
+    runner.kind = runner_kind;
+  }
   bool all_valid = true;
   for (const std::string& path : paths) {
     std::optional<Workflow> workflow = load_or_report(path);
+    if (workflow) {
+      Diagnostics runner_problems(path);
+      check_runners(*workflow, runner, runner_kind.empty() ? RunnerCheck::File : RunnerCheck::Submission,
+                    runner_problems);
+      runner_problems.print(std::cerr);
+      if (!runner_problems.empty()) workflow.reset();
+    }
     if (workflow) std::cout << path << ": ok (" << workflow->steps.size() << " steps)\n";
     all_valid = all_valid && workflow.has_value();
   }

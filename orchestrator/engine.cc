@@ -7,6 +7,7 @@
 #include "orchestrator/interrupt.h"
 #include "orchestrator/result_lookup.h"
 #include "orchestrator/run_dir.h"
+#include "orchestrator/runner.h"
 #include "orchestrator/scheduler.h"
 #include "orchestrator/step.h"
 #include "orchestrator/subprocess.h"
@@ -187,6 +188,7 @@ class Engine {
   std::vector<RunRecord> execute(const StepSpec& step, StepResult& result, const std::vector<RunRecord>& earlier_runs,
                                  const std::vector<RunRequest>& requests) {
     std::vector<size_t> positions, to_run;
+    std::map<size_t, RunRecord> attach;  // runs whose Slurm job may have outlived a dead engine
     for (size_t r = 0; r < requests.size(); ++r) {
       const RunRecord* earlier = nullptr;
       for (const RunRecord& old : earlier_runs)
@@ -197,6 +199,9 @@ class Engine {
       } else {
         result.runs.push_back(record_for(requests[r]));
         to_run.push_back(r);
+        if (earlier && earlier->status == RunStatus::Running && !earlier->job_id.empty() &&
+            same_command(*earlier, requests[r]))
+          attach[r] = *earlier;
       }
     }
     save();
@@ -219,7 +224,8 @@ class Engine {
           progress_.run_output(step.id, requests[r].name, line, from_stderr);
         };
       }
-      run_in_parallel(requests, to_run, slots, workflow_.defaults.kill_grace_s, callbacks);
+      make_runner(runner_for_step(workflow_, step, options_.runner), step.id, slots, workflow_.defaults.kill_grace_s)
+          ->run(requests, to_run, attach, callbacks);
     }
     if (interrupt_count() > 0) throw RunsInterrupted();
     std::vector<RunRecord> records;

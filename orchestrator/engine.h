@@ -4,6 +4,7 @@
 #include <string>
 
 #include "orchestrator/progress.h"
+#include "orchestrator/runner.h"
 #include "orchestrator/state.h"
 #include "orchestrator/workflow.h"
 
@@ -13,6 +14,7 @@ struct EngineOptions {
   std::string output_dir;  // overrides defaults.output_dir when set
   std::string resume_dir;  // continue this run directory instead of creating one
   int slots = 0;           // overrides defaults.slots when > 0
+  RunnerOverride runner;   // --runner, --partition
 };
 
 struct EngineOutcome {

@@ -25,12 +25,23 @@ RunRecord record_for(const RunRequest& request) {
   return r;
 }
 
-namespace {
-
 bool worth_retrying(RunStatus s) {
   return s == RunStatus::Failed || s == RunStatus::Crashed || s == RunStatus::TimedOut ||
          s == RunStatus::MissingOutputs;
 }
+
+void check_outputs(const RunRequest& request, RunRecord& record) {
+  if (record.status != RunStatus::Succeeded) return;
+  for (const std::string& output : request.outputs) {
+    if (!fs::exists(output)) {
+      record.status = RunStatus::MissingOutputs;
+      record.error = "declared output " + output + " was not created";
+      return;
+    }
+  }
+}
+
+namespace {
 
 RunRecord execute(const RunRequest& request, double kill_grace_s, const std::function<void(int)>& on_start,
                   const std::function<void(const std::string&, bool)>& on_output) {
@@ -49,15 +60,7 @@ RunRecord execute(const RunRequest& request, double kill_grace_s, const std::fun
     record.started = outcome.started;
     record.finished = outcome.finished;
     record.error = outcome.error;
-    if (record.status == RunStatus::Succeeded) {
-      for (const std::string& output : request.outputs) {
-        if (!fs::exists(output)) {
-          record.status = RunStatus::MissingOutputs;
-          record.error = "declared output " + output + " was not created";
-          break;
-        }
-      }
-    }
+    check_outputs(request, record);
     if (!worth_retrying(record.status) || interrupt_count() > 0) break;
   }
   return record;

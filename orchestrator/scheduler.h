@@ -25,4 +25,9 @@ void run_in_parallel(const std::vector<RunRequest>& requests, const std::vector<
 // The record of a request before it runs.
 RunRecord record_for(const RunRequest& request);
 
+// Whether a run that ended so is started again while it has retries left.
+bool worth_retrying(RunStatus status);
+// A succeeded run whose declared outputs are missing becomes MissingOutputs.
+void check_outputs(const RunRequest& request, RunRecord& record);
+
 }  // namespace diagnose

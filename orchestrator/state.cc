@@ -75,7 +75,7 @@ StepResult* State::find(const std::string& id) {
 const StepResult* State::find(const std::string& id) const { return const_cast<State*>(this)->find(id); }
 
 nlohmann::json to_json(const RunRecord& r) {
-  return {{"name", r.name},       {"status", run_status_name(r.status)},
+  nlohmann::json j = {{"name", r.name},       {"status", run_status_name(r.status)},
           {"argv", r.argv},       {"cwd", r.cwd},
           {"env", r.env},         {"dir", r.dir},
           {"dump_dir", r.dump_dir}, {"stdout", r.stdout_path},
@@ -83,6 +83,8 @@ nlohmann::json to_json(const RunRecord& r) {
           {"signal", optional_json(r.signal)}, {"started", r.started},
           {"finished", r.finished}, {"attempts", r.attempts},
           {"error", r.error}};
+  if (!r.job_id.empty()) j["job_id"] = r.job_id;
+  return j;
 }
 
 RunRecord run_record_from_json(const nlohmann::json& j) {
@@ -102,6 +104,7 @@ RunRecord run_record_from_json(const nlohmann::json& j) {
   r.finished = j.value("finished", 0.0);
   r.attempts = j.value("attempts", 0);
   r.error = j.value("error", "");
+  r.job_id = j.value("job_id", "");
   return r;
 }
 

@@ -40,6 +40,7 @@ struct RunRecord {
   double started = 0, finished = 0;  // seconds since the epoch
   int attempts = 0;
   std::string error;  // why it did not succeed, in words
+  std::string job_id;  // the Slurm job of the last attempt; empty for local runs
 };
 
 enum class StepStatus { Pending, Pass, Fail, Error, Skipped };

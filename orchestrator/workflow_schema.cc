@@ -1,5 +1,6 @@
 #include "orchestrator/workflow_schema.h"
 
+#include "orchestrator/runner.h"
 #include "orchestrator/step.h"
 #include "orchestrator/verdict.h"
 #include "steps/step_kinds.h"
@@ -95,6 +96,7 @@ Schema step_schema(const StepKind& kind) {
       optional("when", condition_schema("Run the step only when this condition on earlier steps holds.")),
       optional("on_failure", string_schema("What to do when the step fails or errors.", {"stop", "continue"})),
       optional("diagnoses", string_schema("Verdict category this step's failure indicates.", diagnosable_categories())),
+      optional("runner", runner_schema()),
   };
   for (Property& p : kind.parameters()) properties.push_back(std::move(p));
   return object_schema("A step of kind '" + kind.name() + "'.", properties);
@@ -112,7 +114,8 @@ Schema workflow_schema() {
        optional("defaults", defaults_schema()),
        required("steps", array_schema("The steps, run in this order.", step)),
        optional("verdict", verdict_schema()),
-       optional("report", report_schema())});
+       optional("report", report_schema()),
+       optional("runner", runner_schema())});
 }
 
 nlohmann::json workflow_json_schema() {
