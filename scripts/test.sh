@@ -29,6 +29,10 @@ stage "C++ tests" ctest --test-dir build --output-on-failure -j2 --output-junit 
 stage "Python tests" env DIAGNOSE_BIN="$ROOT/build/orchestrator/diagnose" \
   .venv/bin/python -m pytest tests/python -q -p no:cacheprovider --junitxml="$RESULTS/pytest.xml"
 
+# A one-node Slurm cluster on 127.0.0.1 for the slurm runner's end-to-end tests.
+stage "Slurm runner (one-node cluster)" env DIAGNOSE_BIN="$ROOT/build/orchestrator/diagnose" \
+  tests/slurm/run.sh --junitxml="$RESULTS/pytest-slurm.xml"
+
 sanitized() {
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DDIAGNOSE_SANITIZE=ON >/dev/null &&
     cmake --build build-asan -j2 --target compare_tests orchestrator_tests diagnose &&
