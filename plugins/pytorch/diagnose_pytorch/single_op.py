@@ -268,6 +268,14 @@ def _recorded_device(dump: Path) -> str:
 
 
 def _first_line(e: BaseException) -> str:
+    """The exception's first line; for a backend failure, the backend's own exception."""
+    inner = getattr(e, "inner_exception", None)
+    if inner is not None:
+        return f"{_first_line_of(e)} {type(inner).__name__}: {_first_line_of(inner)}"
+    return _first_line_of(e)
+
+
+def _first_line_of(e: BaseException) -> str:
     text = str(e).strip()
     return text.splitlines()[0] if text else ""
 

@@ -94,7 +94,9 @@ def records(dump: Path) -> list[dict]:
 
 def plugin_env(cache_dir: Path, extra: dict | None = None) -> dict:
     env = dict(os.environ)
-    env.update(TORCHINDUCTOR_CACHE_DIR=str(cache_dir), TORCHINDUCTOR_COMPILE_THREADS="1")
+    # two runs at a time on two cores: OpenMP threads of one would spin while the other runs
+    env.update(TORCHINDUCTOR_CACHE_DIR=str(cache_dir), TORCHINDUCTOR_COMPILE_THREADS="1",
+               OMP_NUM_THREADS="1")
     env.pop("FUSION_EXAMPLE_FAULTS", None)
     env.pop("EXAMPLE_KERNEL", None)
     env.update(extra or {})
