@@ -41,15 +41,23 @@ struct OwnProcessGroup : bp::extend::handler {
   }
 };
 
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) lines.push_back(line);
+  return lines;
+}
+
 struct ToolResult {
   bool started = false;
   int code = -1;
   std::string out, err;
   bool ok() const { return started && code == 0; }
-  std::string first_error_line() const {
-    std::string text = err.empty() ? out : err;
-    size_t newline = text.find('\n');
-    return newline == std::string::npos ? text : text.substr(0, newline);
+  // Slurm's clients end with the line that says what failed ("fatal: ...").
+  std::string last_error_line() const {
+    std::vector<std::string> lines = lines_of(err.empty() ? out : err);
+    return lines.empty() ? "exit status " + std::to_string(code) : lines.back();
   }
 };
 
@@ -76,14 +84,6 @@ ToolResult run_tool(const std::vector<std::string>& argv) {
   result.out = out.get();
   result.err = err.get();
   return result;
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty()) lines.push_back(line);
-  return lines;
 }
 
 std::string join(const std::vector<std::string>& items, const std::string& separator) {
@@ -257,7 +257,7 @@ std::vector<RunnerProblem> slurm_problems(const RunnerSpec& spec, bool try_submi
   }
   ToolResult sinfo = run_tool({"sinfo", "-h", "-o", "%P"});
   if (!sinfo.ok()) {
-    problems.push_back({"kind", "cannot reach the Slurm controller: sinfo: " + sinfo.first_error_line()});
+    problems.push_back({"kind", "cannot reach the Slurm controller: " + sinfo.last_error_line()});
     return problems;
   }
   if (!spec.partition.empty()) {
