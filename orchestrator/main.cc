@@ -3,6 +3,7 @@
 #include <iostream>
 #include <string>
 
+#include "orchestrator/bisect_command.h"
 #include "orchestrator/cli.h"
 #include "orchestrator/compare_command.h"
 
@@ -16,7 +17,8 @@ void print_usage(std::ostream& out) {
          "  validate  check workflow files without running them\n"
          "  schema    print the JSON Schema of the workflow format\n"
          "  report    render the reports of a run directory again\n"
-         "  compare   compare two dumps (TorchAir GE/FX, npy, diagnose dumps)\n\n"
+         "  compare   compare two dumps (TorchAir GE/FX, npy, diagnose dumps)\n"
+         "  bisect    find the fusion rule(s) that make a command fail: diagnose bisect -o DIR -- CMD ...\n\n"
          "exit codes: 0 no precision problem, 1 precision problem diagnosed, 2 workflow or usage error,\n"
          "            3 infrastructure failure (a run crashed or timed out), 130 interrupted (resumable)\n\n"
          "Run 'diagnose <command> --help' for a command's options.\n";
@@ -35,6 +37,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (command == "compare") return diagnose::compare_command(argc - 1, argv + 1);
+  if (command == "bisect") return diagnose::bisect_command(argc - 1, argv + 1);
   if (command == "run") return diagnose::run_command(argc - 1, argv + 1);
   if (command == "validate") return diagnose::validate_command(argc - 1, argv + 1);
   if (command == "schema") return diagnose::schema_command(argc - 1, argv + 1);

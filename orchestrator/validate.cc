@@ -18,7 +18,8 @@ namespace {
 const std::vector<std::string> kCommonResultFields = {"status", "summary", "dir", "dump_dir", "exit_code", "runs"};
 const std::vector<std::string> kRunFields = {"status", "dir", "dump_dir", "exit_code"};
 const std::vector<std::string> kTopLevelNames = {"run_dir", "workflow_dir", "workflow_name", "step.id", "step.dir",
-                                                 "step.dump_dir", "run.name", "run.dir", "run.dump_dir"};
+                                                 "step.dump_dir", "run.name", "run.dir", "run.dump_dir",
+                                                 "switch_file"};  // fusion_bisect trials only
 
 bool valid_id(const std::string& id) {
   if (id.empty()) return false;

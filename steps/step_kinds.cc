@@ -5,6 +5,7 @@ namespace diagnose {
 std::unique_ptr<StepKind> make_run_step();
 std::unique_ptr<StepKind> make_compare_step();
 std::unique_ptr<StepKind> make_assert_step();
+std::unique_ptr<StepKind> make_fusion_bisect_step();
 
 const std::vector<std::unique_ptr<StepKind>>& step_kinds() {
   static const std::vector<std::unique_ptr<StepKind>> kinds = [] {
@@ -12,6 +13,7 @@ const std::vector<std::unique_ptr<StepKind>>& step_kinds() {
     k.push_back(make_run_step());
     k.push_back(make_compare_step());
     k.push_back(make_assert_step());
+    k.push_back(make_fusion_bisect_step());
     return k;
   }();
   return kinds;

@@ -1,0 +1,391 @@
+// `fusion_bisect`: finds the fusion rule(s) (or Inductor switches) that break precision by
+// running the target with rules switched off, one fresh process per trial, judged against
+// the golden run (orchestrator/bisector.h for the search, trial_oracle.h for the trials).
+#include <boost/filesystem.hpp>
+#include <fstream>
+
+#include "orchestrator/bisector.h"
+#include "orchestrator/command_line.h"
+#include "orchestrator/engine.h"
+#include "orchestrator/step.h"
+#include "orchestrator/trial_oracle.h"
+#include "orchestrator/validate.h"
+#include "orchestrator/workflow_schema.h"
+#include "steps/plugin_run.h"
+
+namespace diagnose {
+
+namespace {
+
+namespace fs = boost::filesystem;
+using namespace diagnose::bisect;
+
+const char* kKnobs[] = {"fusion_switch_file", "inductor", "switch_file"};
+
+std::vector<std::string> strings(const YAML::Node& node) {
+  std::vector<std::string> out;
+  if (node && node.IsSequence())
+    for (const auto& item : node) out.push_back(item.Scalar());
+  return out;
+}
+
+// "${switch_file}" replaced by `path` in every string of a command spec ($ escaped as $$).
+void put_switch_file(std::string& text, const std::string& path) {
+  std::string escaped;
+  for (char c : path) escaped += c == '$' ? std::string("$$") : std::string(1, c);
+  for (size_t at = text.find("${switch_file}"); at != std::string::npos; at = text.find("${switch_file}", at + escaped.size()))
+    text.replace(at, 14, escaped);
+}
+
+YAML::Node with_switch_file(const YAML::Node& node, const std::string& path) {
+  if (!node) return node;
+  if (node.IsScalar()) {
+    std::string text = node.Scalar();
+    put_switch_file(text, path);
+    return YAML::Node(text);
+  }
+  YAML::Node copy = YAML::Clone(node);
+  if (node.IsSequence()) {
+    for (size_t i = 0; i < node.size(); ++i) copy[i] = with_switch_file(node[i], path);
+  } else if (node.IsMap()) {
+    for (const auto& entry : node) copy[entry.first.Scalar()] = with_switch_file(entry.second, path);
+  }
+  return copy;
+}
+
+// Arguments that name a file or directory relative to the model's working directory keep
+// naming it when the trial runs in its own directory.
+void anchor_relative_paths(RunRequest& request, const std::string& model_cwd) {
+  for (std::string& arg : request.argv) {
+    if (arg.empty() || arg[0] == '-' || fs::path(arg).is_absolute()) continue;
+    boost::system::error_code error;
+    if (fs::exists(fs::path(model_cwd) / arg, error)) arg = absolute_path(arg, model_cwd);
+  }
+}
+
+struct SavedLog {
+  std::vector<std::string> candidates;
+  std::map<std::string, torchair::FusionSection> sections;
+  std::vector<TrialRecord> trials;
+};
+
+void save_log(const std::string& path, const std::string& fingerprint, const std::vector<std::string>& candidates,
+              const std::map<std::string, torchair::FusionSection>& sections, const std::vector<TrialRecord>& trials) {
+  nlohmann::json ub = nlohmann::json::array();
+  for (const auto& [rule, section] : sections)
+    if (section == torchair::FusionSection::UB) ub.push_back(rule);
+  nlohmann::json doc = {{"fingerprint", fingerprint}, {"candidates", candidates}, {"ub_fusion_rules", ub},
+                        {"trials", trial_log_to_json(trials)}};
+  write_file_atomically(path, doc.dump(1) + "\n");
+}
+
+// The log of an interrupted invocation of this same step, if any.
+std::optional<SavedLog> load_log(const std::string& path, const std::string& fingerprint) {
+  if (!fs::exists(path)) return std::nullopt;
+  try {
+    std::ifstream in(path);
+    nlohmann::json doc = nlohmann::json::parse(in);
+    if (doc.value("fingerprint", "") != fingerprint) return std::nullopt;
+    SavedLog log;
+    log.candidates = doc.at("candidates").get<std::vector<std::string>>();
+    for (const std::string& rule : log.candidates) log.sections[rule] = torchair::FusionSection::Graph;
+    for (const std::string& rule : doc.value("ub_fusion_rules", std::vector<std::string>{}))
+      log.sections[rule] = torchair::FusionSection::UB;
+    log.trials = trial_log_from_json(doc.at("trials"));
+    return log;
+  } catch (const std::exception&) {
+    return std::nullopt;  // unreadable: the bisection starts over
+  }
+}
+
+std::string rule_names(const std::vector<std::string>& rules, const std::string& separator = ", ") {
+  std::string text;
+  for (const std::string& rule : rules) text += (text.empty() ? "" : separator) + rule;
+  return text;
+}
+
+class FusionBisectStep : public StepKind {
+ public:
+  std::string name() const override { return "fusion_bisect"; }
+  std::string description() const override {
+    return "Find the fusion rule(s) or Inductor switches whose being on breaks precision: trials of the target "
+           "with rules switched off, each a fresh run judged against the golden run; writes a switch file that "
+           "turns only the culprits off.";
+  }
+  std::vector<Property> parameters() const override {
+    std::vector<Property> side = plugin_side_properties();
+    for (const Property& p : command_properties())
+      if (std::none_of(side.begin(), side.end(), [&](const Property& q) { return q.name == p.name; }))
+        side.push_back(p);
+    side.push_back(optional("dump", string_schema("Where a command run leaves its dump, relative to its directory "
+                                                  "(default: dump).")));
+    Schema side_run = object_schema("A run of the model.", side);
+    return {
+        optional("golden", any_of_schema("The reference: a dump path, or a run of the model (default: the model in "
+                                         "eager mode through the plugin).",
+                                         {string_schema("path of an existing dump"), side_run})),
+        optional("target", side_run),
+        optional("knob", string_schema("How a trial's switch configuration reaches the model: fusion_switch_file "
+                                       "(plugin, TorchAir-style backends), inductor (plugin, switches.inductor_off), "
+                                       "switch_file (${switch_file} in the command or switch_env).",
+                                       {"fusion_switch_file", "inductor", "switch_file"})),
+        optional("switch_env", string_schema("Environment variable that receives the trial's switch file path.")),
+        optional("candidates", array_schema("The rules to bisect (default: those that fired in the all-on run).",
+                                            plain_string_schema("rule name"))),
+        optional("include", array_schema("Only candidates matching one of these globs.", plain_string_schema("glob"))),
+        optional("exclude", array_schema("No candidate matching one of these globs.", plain_string_schema("glob"))),
+        optional("fired_report", string_schema("The trial's fired-rule report, relative to its directory "
+                                               "(default fusion_result.json; status.json for knob inductor).")),
+        optional("judge", string_schema("compare (with the golden, default) or exit_code (0 passes).",
+                                        {"compare", "exit_code"})),
+        optional("judge_ops", array_schema("Compare these ops (regexes on op names) instead of the final outputs.",
+                                           plain_string_schema("regex"))),
+        optional("tolerances", map_schema("Tolerance overrides by preset name.", any_schema("preset fields"))),
+        optional("preset", string_schema("Tolerance preset for every row.")),
+        optional("slots", integer_schema("Trials at the same time (default: defaults.slots).", 1)),
+        optional("max_trials", integer_schema("Trial budget (default 200).", 2)),
+        optional("crash_is_failure", boolean_schema("A crashing trial counts as a failure (default false).")),
+        optional("baseline_repeats", integer_schema("Extra runs of the all-on configuration (default 1).", 0)),
+        optional("confirmations", integer_schema("Agreeing runs behind each confirmation (default 2).", 1)),
+    };
+  }
+  std::vector<std::string> result_fields() const override {
+    return {"conclusion", "culprit", "culprits", "trials", "new_trials", "replayed_trials", "rounds", "verified",
+            "confidence"};
+  }
+  std::string default_category() const override { return "fusion_defect"; }
+
+  void check(const StepSpec& step, const CheckContext& context, Diagnostics& diagnostics) const override {
+    const YAML::Node& node = step.node;
+    bool plugin = !context.workflow.model.script.empty();
+    std::string knob = node["knob"] ? node["knob"].Scalar() : "";
+    std::string judge = node["judge"] ? node["judge"].Scalar() : "compare";
+    std::string where = "steps." + step.id;
+    if (!plugin && (knob == "fusion_switch_file" || knob == "inductor"))
+      diagnostics.error(node["knob"].Mark(), where + ".knob: '" + knob + "' runs the model through the plugin; "
+                                                                         "give model.script, or use switch_file");
+    if (!plugin && judge == "compare" && !node["golden"])
+      diagnostics.error(node.Mark(), where + ": a command model needs golden: (a dump path or a run) to compare with, "
+                                             "or judge: exit_code");
+    if (node["target"] && node["target"].IsMap()) check_command_form(node["target"], where + ".target", false, diagnostics);
+    if (node["golden"] && node["golden"].IsMap()) check_command_form(node["golden"], where + ".golden", false, diagnostics);
+    check_tolerances(node["tolerances"], diagnostics);
+  }
+
+  StepResult evaluate(const StepContext& context) const override {
+    const YAML::Node& node = context.step().node;
+    const Workflow& workflow = context.workflow();
+    bool plugin = !workflow.model.script.empty();
+    YAML::Node target = node["target"];
+    nlohmann::json target_defaults = {{"mode", "compiled"}, {"dump", {{"level", "none"}}}};
+    std::vector<std::string> judge_ops = strings(node["judge_ops"]);
+    if (!judge_ops.empty()) target_defaults["dump"] = {{"level", "auto"}, {"include", judge_ops}};
+    nlohmann::json target_spec = plugin ? side_spec(context, target, target_defaults) : nlohmann::json();
+    std::string knob = node["knob"] ? node["knob"].Scalar()
+                       : !plugin    ? "switch_file"
+                       : target_spec.value("backend", "") == "inductor" ? "inductor"
+                                                                         : "fusion_switch_file";
+    StepResult result;
+    result.metrics["knob"] = knob;
+
+    TrialSetup setup;
+    setup.dir_of = [&](const std::string& name) { return context.run_dir_of(name); };
+    setup.execute = [&](const std::vector<RunRequest>& requests) { return context.run(requests); };
+    setup.fired_report = node["fired_report"] ? node["fired_report"].Scalar()
+                         : knob == "inductor" ? "status.json"
+                                              : "fusion_result.json";
+    std::string model_cwd = context.path(workflow.model.command.cwd.value_or("."));
+    std::string switch_env = node["switch_env"] ? node["switch_env"].Scalar() : "";
+    setup.make_request = [&, knob](const Trial& trial) {
+      RunRequest request;
+      if (plugin) {
+        nlohmann::json spec = target_spec;
+        if (knob == "inductor")
+          spec["switches"]["inductor_off"] = trial.off;
+        else if (knob == "fusion_switch_file")
+          spec["switches"]["fusion_switch_file"] = trial.switch_file;
+        request = plugin_run(context, trial.name, spec, target);
+      } else {
+        Workflow own = workflow;
+        CommandSpec& command = own.model.command;
+        for (std::string& arg : command.argv) put_switch_file(arg, trial.switch_file);
+        for (std::string& arg : command.args) put_switch_file(arg, trial.switch_file);
+        put_switch_file(command.shell, trial.switch_file);
+        for (auto& [key, value] : command.env) put_switch_file(value, trial.switch_file);
+        StepContext trial_context(own, context.step(), context.state(), context.run_dir(),
+                                  [&](const std::vector<RunRequest>& r) { return context.run(r); });
+        request = trial_context.model_run(trial.name, with_switch_file(target, trial.switch_file));
+      }
+      if (!switch_env.empty()) request.env[switch_env] = trial.switch_file;
+      request.cwd = trial.dir;  // GE writes fusion_result.json into the working directory
+      anchor_relative_paths(request, model_cwd);
+      return request;
+    };
+
+    // The golden side.
+    std::string judge_kind = node["judge"] ? node["judge"].Scalar() : "compare";
+    std::vector<RunRequest> first_round;
+    if (judge_kind == "exit_code") {
+      setup.judge.kind = JudgeKind::ExitCode;
+    } else {
+      setup.judge.kind = JudgeKind::Compare;
+      std::string tolerance_error;
+      setup.judge.tolerances = context.tolerances(tolerance_assignments(node["tolerances"]), &tolerance_error);
+      if (!tolerance_error.empty()) return error_result("bad tolerances: " + tolerance_error);
+      if (node["preset"]) setup.judge.tolerances.forced_preset = node["preset"].Scalar();
+      std::string compared = judge_ops.empty() ? "outputs" : "dump";
+      YAML::Node golden = node["golden"];
+      if (golden && golden.IsScalar()) {
+        setup.judge.golden = context.path(golden.Scalar());
+      } else if (plugin) {
+        nlohmann::json defaults = {{"mode", "eager"}, {"dump", {{"level", "none"}}}};
+        if (!judge_ops.empty()) defaults["dump"] = {{"level", "auto"}, {"include", judge_ops}};
+        first_round.push_back(plugin_run(context, "golden", side_spec(context, golden, defaults), golden));
+        setup.judge.golden = first_round.back().dir + "/" + compared;
+      } else {
+        first_round.push_back(context.model_run("golden", golden));
+        setup.judge.golden = golden["dump"] ? context.path(golden["dump"].Scalar(), "golden") : first_round.back().dump_dir;
+      }
+      setup.judge.dump = plugin ? compared : (target && target["dump"] ? target["dump"].Scalar() : "dump");
+    }
+
+    // Candidates: listed, or what fired in the all-on run; a log of an interrupted
+    // invocation of this step brings its own (and its trials).
+    std::string log_path = context.step_dir() + "/trial_log.json";
+    std::string fingerprint = step_fingerprint(workflow, context.step());
+    std::optional<SavedLog> saved = load_log(log_path, fingerprint);
+    std::vector<std::string> candidates = saved ? saved->candidates : strings(node["candidates"]);
+    std::vector<TrialRecord> previous = saved ? saved->trials : std::vector<TrialRecord>{};
+    if (saved) setup.sections = saved->sections;
+    TrialOracle oracle(setup, previous);
+    bool discover = !saved && candidates.empty();
+    std::optional<Trial> baseline;
+    if (discover) {
+      baseline = oracle.prepare({}, 0);
+      first_round.push_back(setup.make_request(*baseline));
+    }
+    std::vector<RunRecord> records = context.run(first_round);
+    if (!first_round.empty() && first_round.front().name == "golden" && records.front().status != RunStatus::Succeeded)
+      return *error_from_runs({records.front()});
+    if (discover) {
+      const RunRequest& request = first_round.back();
+      TrialOutcome outcome = oracle.judge(*baseline, request, records.back());
+      if (!outcome.fired_rules)
+        return error_result("cannot list the candidates: the all-on run (" + request.name + ", " +
+                            outcome_name(outcome.outcome) + (outcome.detail.empty() ? "" : ": " + outcome.detail) +
+                            ") left no fired-rule report at " + setup.fired_report +
+                            "; list the rules under candidates:");
+      candidates = *outcome.fired_rules;
+      setup.sections = report_sections(absolute_path(setup.fired_report, request.cwd));
+      TrialRecord seed;
+      seed.outcome = outcome.outcome;
+      seed.duration_s = outcome.duration_s;
+      seed.metrics = outcome.metrics;
+      seed.detail = "the run that listed the candidates" + (outcome.detail.empty() ? "" : "; " + outcome.detail);
+      seed.round = 1;
+      seed.phase = Phase::Sanity;
+      previous.push_back(seed);
+    }
+    if (!saved) candidates = select_rules(candidates, strings(node["include"]), strings(node["exclude"]));
+    if (candidates.empty())
+      return error_result("no candidate rules" + std::string(discover ? " fired in the all-on run" : "") +
+                          " (after include/exclude)");
+    save_log(log_path, fingerprint, candidates, setup.sections, previous);
+
+    TrialOracle trials(setup, previous);
+    Options options;
+    options.slots = node["slots"] ? node["slots"].as<int>() : workflow.defaults.slots;
+    options.max_trials = node["max_trials"] ? node["max_trials"].as<int>() : 200;
+    options.crash_is_failure = node["crash_is_failure"] && node["crash_is_failure"].as<bool>();
+    options.baseline_repeats = node["baseline_repeats"] ? node["baseline_repeats"].as<int>() : 1;
+    options.confirmations = node["confirmations"] ? node["confirmations"].as<int>() : 2;
+    options.max_votes = std::max(5, options.confirmations);
+    options.after_round = [&](const std::vector<TrialRecord>& all) {
+      save_log(log_path, fingerprint, candidates, setup.sections, all);
+    };
+    Result bisection = bisect::bisect(candidates, trials, options, previous);
+    return report(context, bisection, trials, candidates, knob, std::move(result));
+  }
+
+ private:
+  static StepResult error_result(const std::string& summary) {
+    StepResult result;
+    result.status = StepStatus::Error;
+    result.summary = summary;
+    return result;
+  }
+
+  StepResult report(const StepContext& context, const Result& bisection, const TrialOracle& trials,
+                    const std::vector<std::string>& candidates, const std::string& knob, StepResult result) const {
+    std::string dir = context.step_dir();
+    nlohmann::json doc = bisection.to_json();
+    doc["candidates"] = candidates;
+    doc["knob"] = knob;
+    write_file_atomically(dir + "/bisection.json", doc.dump(1) + "\n");
+    result.evidence.push_back({"table", "bisection trials", "", trial_table(bisection)});
+    result.evidence.push_back({"file", "bisection (JSON)", dir + "/bisection.json", nullptr});
+    result.evidence.push_back({"file", "trial log", dir + "/trial_log.json", nullptr});
+
+    Config culprits = bisection.culprits_off();
+    result.metrics["conclusion"] = conclusion_name(bisection.conclusion);
+    result.metrics["culprits"] = culprits;
+    result.metrics["trials"] = bisection.trials.size();
+    result.metrics["new_trials"] = bisection.new_trials;
+    result.metrics["replayed_trials"] = bisection.replayed_trials;
+    result.metrics["rounds"] = bisection.rounds;
+    result.metrics["verified"] = bisection.verified;
+    result.metrics["confidence"] = bisection.confidence == Confidence::High ? "high" : "low";
+    result.summary = bisection.summary;
+
+    auto command_of = [&](const Config& off) {
+      Trial trial = trials.prepare(off, 0);
+      RunRequest request = trials.setup().make_request(trial);
+      return reproduce_command(request.cwd, request.env, request.argv);
+    };
+    for (const CulpritSet& set : bisection.culprit_sets) {
+      if (set.rules.size() == 1)
+        result.findings.push_back({"fusion rule " + set.rules.front() + " breaks precision: with it on the target "
+                                   "fails, with only it switched off it passes", set.rules.front()});
+      else
+        result.findings.push_back({"fusion rules " + rule_names(set.rules, " + ") + " break precision only together "
+                                   "(each without the others passes)", rule_names(set.rules, "+")});
+      result.reproduce.push_back("# last passing configuration (off: " + rule_names(set.last_passing) + ")");
+      result.reproduce.push_back(command_of(set.last_passing));
+      result.reproduce.push_back("# first failing configuration (off: " + rule_names(set.first_failing) + ")");
+      result.reproduce.push_back(command_of(set.first_failing));
+    }
+    for (const std::string& note : bisection.confidence_notes) result.findings.push_back({note, ""});
+    for (const std::string& rule : bisection.unswitchable)
+      result.findings.push_back({"rule " + rule + " kept firing when switched off: its trials were invalid", rule});
+
+    switch (bisection.conclusion) {
+      case Conclusion::CulpritsFound: {
+        result.status = StepStatus::Fail;
+        result.metrics["culprit"] = rule_names(culprits, "+");
+        std::string workaround = dir + "/fusion_switch.json";
+        torchair::write_fusion_switch_file(workaround, switch_for(culprits, trials.sections()));
+        result.evidence.push_back({"file", "workaround: switch file turning only the culprits off", workaround, nullptr});
+        if (knob == "inductor")
+          result.evidence.push_back({"metric", "workaround: run spec switches.inductor_off", "", culprits});
+        result.reproduce.push_back("# the workaround (culprits off)");
+        result.reproduce.push_back(command_of(culprits));
+        break;
+      }
+      case Conclusion::NoFailure:
+      case Conclusion::NotFusion:
+        result.status = StepStatus::Pass;
+        break;
+      default:
+        result.status = StepStatus::Error;
+        if (!bisection.unresolved.empty())
+          result.findings.push_back({"narrowed to: " + rule_names(bisection.unresolved), ""});
+    }
+    return result;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<StepKind> make_fusion_bisect_step() { return std::make_unique<FusionBisectStep>(); }
+
+}  // namespace diagnose
