@@ -20,6 +20,7 @@
 
 #include "orchestrator/command_line.h"
 #include "orchestrator/interrupt.h"
+#include "orchestrator/log_follower.h"
 #include "orchestrator/subprocess.h"
 
 namespace diagnose {
@@ -325,6 +326,7 @@ class SlurmRunner : public Runner {
   struct Job {
     size_t index;
     RunRecord record;
+    LogFollower out, err;  // the live tail of the logs on the shared file system
     int unknown_polls = 0;
   };
 
@@ -341,7 +343,8 @@ class SlurmRunner : public Runner {
 
   void start(const RunRequest& request, size_t index, const std::map<size_t, RunRecord>& attach,
              const SchedulerCallbacks& callbacks) {
-    Job job{index, record_for(request)};
+    RunRecord record = record_for(request);
+    Job job{index, record, {record.stdout_path, false}, {record.stderr_path, true}};
     auto earlier = attach.find(index);
     if (earlier != attach.end() && job_known(earlier->second.job_id, job_name(request))) {
       job.record = earlier->second;
@@ -407,6 +410,7 @@ class SlurmRunner : public Runner {
     for (size_t i = 0; i < active_.size();) {
       Job& job = active_[i];
       const RunRequest& request = requests[job.index];
+      follow(job, callbacks, false);
       auto listed_job = queue.find(job.record.job_id);
       if (listed_job != queue.end() && !job_state_final(listed_job->second.first)) {
         if (listed_job->second.first == "PENDING" && hopeless_pending_reason(listed_job->second.second)) {
@@ -441,9 +445,12 @@ class SlurmRunner : public Runner {
       check_outputs(request, job.record);
       log_attempt(job.record, "job " + job.record.job_id + " ended: " + run_status_name(job.record.status) +
                                   (job.record.error.empty() ? "" : " (" + job.record.error + ")"));
+      follow(job, callbacks, true);
       if (worth_retrying(job.record.status) && job.record.attempts < 1 + request.retries && interrupt_count() == 0) {
         if (submit(request, job.record, job.record.attempts + 1)) {
           job.unknown_polls = 0;
+          job.out = {job.record.stdout_path, false};
+          job.err = {job.record.stderr_path, true};
           if (callbacks.on_started) callbacks.on_started(job.index, job.record);
           ++i;
           continue;
@@ -451,6 +458,13 @@ class SlurmRunner : public Runner {
       }
       finish(i, callbacks);
     }
+  }
+
+  void follow(Job& job, const SchedulerCallbacks& callbacks, bool flush) {
+    if (!callbacks.on_output) return;
+    auto on_line = [&](const std::string& line, bool from_stderr) { callbacks.on_output(job.index, line, from_stderr); };
+    job.out.poll(on_line, flush);
+    job.err.poll(on_line, flush);
   }
 
   // scontrol while the controller remembers the job (MinJobAge), then sacct where

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "orchestrator/interrupt.h"
+#include "orchestrator/log_follower.h"
 
 namespace diagnose {
 
@@ -33,37 +34,6 @@ struct OwnProcessGroup : bp::extend::handler {
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
   }
-};
-
-// Reads what a log file gained since the last call and hands out whole lines.
-class LogFollower {
- public:
-  LogFollower(std::string path, bool from_stderr) : path_(std::move(path)), from_stderr_(from_stderr) {}
-  void poll(const std::function<void(const std::string&, bool)>& on_line, bool flush_partial) {
-    std::ifstream in(path_, std::ios::binary);
-    if (!in) return;
-    in.seekg(static_cast<std::streamoff>(offset_));
-    char chunk[4096];
-    while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
-      pending_.append(chunk, static_cast<size_t>(in.gcount()));
-      offset_ += static_cast<size_t>(in.gcount());
-    }
-    size_t newline;
-    while ((newline = pending_.find('\n')) != std::string::npos) {
-      on_line(pending_.substr(0, newline), from_stderr_);
-      pending_.erase(0, newline + 1);
-    }
-    if (flush_partial && !pending_.empty()) {
-      on_line(pending_, from_stderr_);
-      pending_.clear();
-    }
-  }
-
- private:
-  std::string path_;
-  bool from_stderr_;
-  size_t offset_ = 0;
-  std::string pending_;
 };
 
 std::string find_program(const std::string& name, const std::map<std::string, std::string>& env) {

@@ -46,13 +46,14 @@ def test_workflow_gives_the_same_verdict_on_slurm_and_locally(cluster, diagnose_
         directory = tmp_path / kind
         directory.mkdir()
         write_workflow(directory, EAGER_GRAPH_COMPARE, slurm_runner(cluster))
-        done = run_diagnose(diagnose_bin, directory, "run", "--runner", kind, "wf.yaml")
+        done = run_diagnose(diagnose_bin, directory, "run", "--runner", kind, "-v", "wf.yaml")
         run_dir = only_run_dir(directory)
         results[kind] = (done, run_dir)
     slurm_done, slurm_dir = results["slurm"]
     local_done, local_dir = results["local"]
     assert local_done.returncode == 1, local_done.stderr
     assert slurm_done.returncode == local_done.returncode, slurm_done.stderr
+    assert "eager/main | model: mode=eager" in slurm_done.stderr  # -v follows the job's log
     slurm_report, local_report = report(slurm_dir), report(local_dir)
     assert slurm_report["verdict"]["category"] == local_report["verdict"]["category"] == "localized_op_defect"
     slurm_steps = {s["id"]: s for s in read_state(slurm_dir)["steps"]}
