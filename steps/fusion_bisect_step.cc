@@ -179,7 +179,7 @@ class FusionBisectStep : public StepKind {
     YAML::Node target = node["target"];
     nlohmann::json target_defaults = {{"mode", "compiled"}, {"dump", {{"level", "none"}}}};
     std::vector<std::string> judge_ops = strings(node["judge_ops"]);
-    if (!judge_ops.empty()) target_defaults["dump"] = {{"level", "auto"}, {"include", judge_ops}};
+    if (!judge_ops.empty()) target_defaults["dump"] = {{"level", "compiled"}, {"include", judge_ops}};
     nlohmann::json target_spec = plugin ? side_spec(context, target, target_defaults) : nlohmann::json();
     std::string knob = node["knob"] ? node["knob"].Scalar()
                        : !plugin    ? "switch_file"
@@ -239,7 +239,7 @@ class FusionBisectStep : public StepKind {
         setup.judge.golden = context.path(golden.Scalar());
       } else if (plugin) {
         nlohmann::json defaults = {{"mode", "eager"}, {"dump", {{"level", "none"}}}};
-        if (!judge_ops.empty()) defaults["dump"] = {{"level", "auto"}, {"include", judge_ops}};
+        if (!judge_ops.empty()) defaults["dump"] = {{"level", "aten"}, {"include", judge_ops}};
         first_round.push_back(plugin_run(context, "golden", side_spec(context, golden, defaults), golden));
         setup.judge.golden = first_round.back().dir + "/" + compared;
       } else {
