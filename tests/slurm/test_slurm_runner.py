@@ -249,6 +249,46 @@ def test_configuration_errors_before_any_work(cluster, diagnose_bin, tmp_path):
     assert run["status"] == "not_started" and run["error"].startswith("sbatch rejected the job: "), run
 
 
+def test_bisection_trials_run_as_concurrent_jobs_and_find_the_same_culprit(cluster, diagnose_bin, tmp_path):
+    standin = MODEL.parent / "fusion_standin.py"
+    workflow = f"""\
+        name: bisect
+        model:
+          argv: [{PYTHON}, {standin}, --switch-file, "${{switch_file}}", --dump, "${{run.dump_dir}}", --sleep, "1"]
+        defaults:
+          slots: 4
+        steps:
+          - id: fusion
+            kind: fusion_bisect
+            confirmations: 1
+            golden: {{argv: [{PYTHON}, {standin}, --faults, "", --dump, "${{run.dump_dir}}"]}}
+            target: {{args: [--faults, "wrong:GeluFusionPass"]}}
+        """
+    verdicts, run_dirs = {}, {}
+    for kind in ("slurm", "local"):
+        directory = tmp_path / kind
+        directory.mkdir()
+        write_workflow(directory, workflow, slurm_runner(cluster, max_jobs=4))
+        done = run_diagnose(diagnose_bin, directory, "wf.yaml", "--runner", kind, timeout=300)
+        assert done.returncode == 1, done.stderr
+        run_dirs[kind] = only_run_dir(directory)
+        verdicts[kind] = report(run_dirs[kind])["verdict"]
+    assert verdicts["slurm"]["category"] == verdicts["local"]["category"] == "fusion_defect"
+    assert verdicts["slurm"]["culprit"] == verdicts["local"]["culprit"] == "GeluFusionPass"
+
+    runs = runs_of(run_dirs["slurm"], "fusion")
+    ids = {r["job_id"] for r in runs}
+    assert len(ids) == len(runs) > 4
+    spans = []
+    for line in cluster["jobcomp"].read_text().splitlines():
+        fields = dict(re.findall(r"(\w+)=(\S*)", line))
+        if fields.get("JobId") in ids:
+            spans.append((datetime.fromisoformat(fields["StartTime"]), datetime.fromisoformat(fields["EndTime"])))
+    assert len(spans) == len(ids)
+    most = max(sum(1 for s, e in spans if s <= t < e) for t, _ in spans)
+    assert most >= 3, spans  # the trials of a round ran as concurrent jobs
+
+
 def test_zz_job_killed_at_its_time_limit_is_reported_with_slurms_reason(cluster, time_limit_run):
     """Last: waits for the run started with the session (see conftest.time_limit_run)."""
     process = time_limit_run["process"]
