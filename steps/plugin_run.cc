@@ -7,6 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "orchestrator/run_dir.h"
 #include "orchestrator/state.h"
 #include "orchestrator/workflow_schema.h"
 
@@ -22,13 +23,6 @@ const char* kCommandKeys[] = {"args", "env", "cwd", "timeout", "retries"};
 
 const std::vector<std::string> kDtypes = {"float32", "float64", "float16", "bfloat16"};
 
-bool full_parse(const std::string& text, double* out) {
-  if (text.empty()) return false;
-  char* end = nullptr;
-  *out = std::strtod(text.c_str(), &end);
-  return end == text.c_str() + text.size();
-}
-
 // FNV-1a: a stable digest of the spec, so that --resume does not keep a run whose spec changed.
 std::string digest(const std::string& text) {
   unsigned long long h = 1469598103934665603ULL;
@@ -39,30 +33,6 @@ std::string digest(const std::string& text) {
 }
 
 }  // namespace
-
-nlohmann::json yaml_to_json(const YAML::Node& node) {
-  if (!node || node.IsNull()) return nullptr;
-  if (node.IsSequence()) {
-    nlohmann::json out = nlohmann::json::array();
-    for (const YAML::Node& item : node) out.push_back(yaml_to_json(item));
-    return out;
-  }
-  if (node.IsMap()) {
-    nlohmann::json out = nlohmann::json::object();
-    for (const auto& entry : node) out[entry.first.Scalar()] = yaml_to_json(entry.second);
-    return out;
-  }
-  const std::string& text = node.Scalar();
-  if (node.Tag() == "!") return text;  // quoted
-  if (text == "true" || text == "True") return true;
-  if (text == "false" || text == "False") return false;
-  if (text == "~" || text == "null" || text == "Null") return nullptr;
-  double number = 0;
-  if (text.find_first_not_of("+-0123456789") == std::string::npos && full_parse(text, &number))
-    return std::strtoll(text.c_str(), nullptr, 10);
-  if (full_parse(text, &number)) return number;
-  return text;
-}
 
 std::vector<Property> plugin_side_properties() {
   Schema switches = object_schema(

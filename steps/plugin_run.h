@@ -59,8 +59,4 @@ std::string plugin_python(const StepContext& context);
 RunRequest plugin_command(const StepContext& context, const std::string& run_name,
                           const std::vector<std::string>& args);
 
-// A YAML value as JSON: plain scalars become booleans, numbers or null when they read as
-// such, quoted ones stay strings.
-nlohmann::json yaml_to_json(const YAML::Node& node);
-
 }  // namespace diagnose
