@@ -135,18 +135,26 @@ class ExampleRuns:
         return Run(name, run_dir, cwd, proc.returncode, proc.stdout, proc.stderr)
 
 
-@pytest.fixture(scope="session")
-def example_cache(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("inductor_cache")
+_shared: ExampleRuns | None = None
 
 
 @pytest.fixture(scope="session")
-def example_runs(request, tmp_path_factory, example_cache):
-    runs = ExampleRuns(tmp_path_factory.mktemp("example_runs"), example_cache)
-    runs.start(name for item in request.session.items
-               for name in getattr(getattr(item, "function", None), "example_runs", ()))
-    yield runs
-    runs.pool.shutdown(wait=True)
+def example_runs(request, tmp_path_factory) -> ExampleRuns:
+    """One pool for the whole session: test modules import this fixture, and pytest makes a
+    fixture of each import, so the pool itself is a module global."""
+    global _shared
+    if _shared is None:
+        _shared = ExampleRuns(tmp_path_factory.mktemp("example_runs"),
+                              tmp_path_factory.mktemp("inductor_cache"))
+        _shared.start(name for item in request.session.items
+                      for name in getattr(getattr(item, "function", None), "example_runs", ()))
+        request.config.add_cleanup(lambda: _shared.pool.shutdown(wait=True))
+    return _shared
+
+
+@pytest.fixture(scope="session")
+def example_cache(example_runs) -> Path:
+    return example_runs.cache_dir
 
 
 def run_module(args: list[str], cache_dir: Path, cwd: Path, env: dict | None = None,
