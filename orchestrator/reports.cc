@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "orchestrator/junit.h"
+#include "orchestrator/report_html.h"
 #include "orchestrator/report_json.h"
 #include "orchestrator/report_md.h"
 
@@ -24,6 +25,10 @@ std::vector<std::string> write_reports(const State& state, const Verdict& verdic
   if (wanted("junit")) {
     written.push_back(state.run_dir + "/junit.xml");
     write_file_atomically(written.back(), report_junit(state, verdict));
+  }
+  if (wanted("html")) {
+    written.push_back(state.run_dir + "/report.html");
+    write_file_atomically(written.back(), report_html(state, verdict));
   }
   return written;
 }

@@ -10,7 +10,7 @@
 
 namespace diagnose {
 
-// report.md, report.json and junit.xml (those named in `formats`) into the run
+// report.md, report.json, junit.xml and report.html (those named in `formats`) into the run
 // directory; returns the paths written. Throws std::runtime_error.
 std::vector<std::string> write_reports(const State& state, const Verdict& verdict, const std::vector<std::string>& formats);
 

@@ -58,7 +58,7 @@ struct VerdictSpec {
 };
 
 struct ReportSpec {
-  std::vector<std::string> formats = {"md", "json", "junit"};
+  std::vector<std::string> formats = {"md", "json", "junit", "html"};
 };
 
 struct Workflow {

@@ -85,7 +85,7 @@ Schema verdict_schema() {
 
 Schema report_schema() {
   return object_schema("Which reports to write into the run directory.",
-                       {optional("formats", array_schema("Report formats.", string_schema("format", {"md", "json", "junit"})))});
+                       {optional("formats", array_schema("Report formats.", string_schema("format", {"md", "json", "junit", "html"})))});
 }
 
 Schema step_schema(const StepKind& kind) {
