@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "orchestrator/engine.h"
+#include "orchestrator/history.h"
 #include "orchestrator/interrupt.h"
 #include "orchestrator/progress.h"
 #include "orchestrator/reports.h"
@@ -88,6 +89,11 @@ int run_command(int argc, char** argv) {
       reports = write_reports(outcome.state, verdict, workflow->report.formats);
     } catch (const std::exception& e) {
       progress.warning(std::string("cannot write the reports: ") + e.what());
+    }
+    try {
+      if (!outcome.interrupted) record_run_history(outcome.state, verdict);
+    } catch (const std::exception& e) {
+      progress.warning(e.what());
     }
     if (outcome.interrupted) return kExitInterrupted;
     progress.verdict(verdict.category, verdict.summary, verdict.exit_code);
