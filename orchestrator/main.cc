@@ -6,6 +6,7 @@
 #include "orchestrator/bisect_command.h"
 #include "orchestrator/cli.h"
 #include "orchestrator/compare_command.h"
+#include "orchestrator/gate_command.h"
 
 namespace {
 
@@ -18,6 +19,9 @@ void print_usage(std::ostream& out) {
          "  schema    print the JSON Schema of the workflow format\n"
          "  report    render the reports of a run directory again\n"
          "  compare   compare two dumps (TorchAir GE/FX, npy, diagnose dumps)\n"
+         "  gate      CI gate: the model version under test against a baseline (--baseline DIR)\n"
+         "  baseline  save or show a gate baseline: diagnose baseline save RUN_DIR --to DIR\n"
+         "  history   list recorded runs, or an output's trend across model versions\n"
          "  bisect    find the fusion rule(s) that make a command fail: diagnose bisect -o DIR -- CMD ...\n\n"
          "exit codes: 0 no precision problem, 1 precision problem diagnosed, 2 workflow or usage error,\n"
          "            3 infrastructure failure (a run crashed or timed out), 130 interrupted (resumable)\n\n"
@@ -42,6 +46,9 @@ int main(int argc, char** argv) {
   if (command == "validate") return diagnose::validate_command(argc - 1, argv + 1);
   if (command == "schema") return diagnose::schema_command(argc - 1, argv + 1);
   if (command == "report") return diagnose::report_command(argc - 1, argv + 1);
+  if (command == "gate") return diagnose::gate_command(argc - 1, argv + 1);
+  if (command == "baseline") return diagnose::baseline_command(argc - 1, argv + 1);
+  if (command == "history") return diagnose::history_command(argc - 1, argv + 1);
   if (!command.empty() && command[0] != '-') return diagnose::run_command(argc, argv);  // argv[1] is the workflow
   std::cerr << "diagnose: unknown command '" << command << "'\n";
   print_usage(std::cerr);
