@@ -117,6 +117,34 @@ Workflow build_workflow(const YAML::Node& root, const std::string& path, const s
   return w;
 }
 
+// `extends: BASE.yaml`: the base workflow (checked on its own first) with this file's
+// top-level keys in place of the base's (typically just model:).
+std::optional<YAML::Node> extend(const YAML::Node& root, const std::string& path, Diagnostics& diagnostics) {
+  YAML::Node extends = root["extends"];
+  if (!extends.IsScalar() || extends.Scalar().empty()) {
+    diagnostics.error(extends.Mark(), "extends: give the path of a workflow file");
+    return std::nullopt;
+  }
+  std::string base_path = absolute_path(extends.Scalar(), fs::path(path).parent_path().string());
+  try {  // one level only: no chains, no cycles
+    YAML::Node raw = YAML::LoadFile(base_path);
+    if (raw.IsMap() && raw["extends"]) {
+      diagnostics.error(extends.Mark(), "extends: " + base_path + " extends another workflow itself; extend that one");
+      return std::nullopt;
+    }
+  } catch (const YAML::Exception&) {
+    // load_workflow below reports it with its position
+  }
+  Diagnostics base_diagnostics(base_path);
+  std::optional<Workflow> base = load_workflow(base_path, base_diagnostics);
+  for (const Diagnostic& d : base_diagnostics.list()) diagnostics.error(extends.Mark(), "extends: " + format_diagnostic(d));
+  if (!base) return std::nullopt;
+  YAML::Node merged = YAML::Clone(base->root);
+  for (const auto& entry : root)
+    if (entry.first.Scalar() != "extends") merged[entry.first.Scalar()] = entry.second;
+  return merged;
+}
+
 }  // namespace
 
 CommandSpec parse_command(const YAML::Node& node) {
@@ -156,6 +184,11 @@ std::optional<Workflow> load_workflow_text(const std::string& text, const std::s
   if (!root.IsMap()) {
     diagnostics.error(root.Mark(), "a workflow must be a mapping with model and steps");
     return std::nullopt;
+  }
+  if (root["extends"]) {
+    std::optional<YAML::Node> extended = extend(root, path, diagnostics);
+    if (!extended) return std::nullopt;
+    root = *extended;
   }
 
   std::vector<StringUse> strings;

@@ -110,6 +110,8 @@ Schema workflow_schema() {
       "A diagnose workflow.",
       {optional("name", plain_string_schema("Name of the workflow, used in run directory names. Default: the file's stem.")),
        optional("description", plain_string_schema("What the workflow diagnoses.")),
+       optional("extends", plain_string_schema("A workflow file (relative to this one) whose keys this file's "
+                                               "top-level keys replace, e.g. a standard workflow with your model.")),
        required("model", model_schema()),
        optional("defaults", defaults_schema()),
        required("steps", array_schema("The steps, run in this order.", step)),

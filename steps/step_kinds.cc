@@ -6,6 +6,10 @@ std::unique_ptr<StepKind> make_run_step();
 std::unique_ptr<StepKind> make_compare_step();
 std::unique_ptr<StepKind> make_assert_step();
 std::unique_ptr<StepKind> make_fusion_bisect_step();
+std::unique_ptr<StepKind> make_single_op_check_step();
+std::unique_ptr<StepKind> make_eager_device_vs_cpu_step();
+std::unique_ptr<StepKind> make_dynamo_meta_check_step();
+std::unique_ptr<StepKind> make_graph_dump_compare_step();
 
 const std::vector<std::unique_ptr<StepKind>>& step_kinds() {
   static const std::vector<std::unique_ptr<StepKind>> kinds = [] {
@@ -14,6 +18,10 @@ const std::vector<std::unique_ptr<StepKind>>& step_kinds() {
     k.push_back(make_compare_step());
     k.push_back(make_assert_step());
     k.push_back(make_fusion_bisect_step());
+    k.push_back(make_single_op_check_step());
+    k.push_back(make_eager_device_vs_cpu_step());
+    k.push_back(make_dynamo_meta_check_step());
+    k.push_back(make_graph_dump_compare_step());
     return k;
   }();
   return kinds;

@@ -1,0 +1,163 @@
+#include "steps/dump_judgement.h"
+
+#include <algorithm>
+#include <boost/filesystem.hpp>
+#include <fstream>
+
+#include "compare/report.h"
+#include "orchestrator/command_line.h"
+#include "orchestrator/validate.h"
+
+namespace diagnose {
+
+namespace fs = boost::filesystem;
+
+std::vector<Property> comparison_properties() {
+  Schema preset_fields = object_schema(
+      "Fields of one tolerance preset.",
+      {optional("atol", number_schema("absolute tolerance", 0)), optional("rtol", number_schema("relative tolerance", 0)),
+       optional("min_cosine", number_schema("minimum cosine similarity", -1)),
+       optional("max_relative_l2", number_schema("relative euclidean distance bound", 0)),
+       optional("exact", boolean_schema("any difference fails")),
+       optional("referee_multiplier", number_schema("three-way rule multiplier", 0))});
+  return {optional("tolerances", map_schema("Tolerance overrides for this step, by preset name.", preset_fields)),
+          optional("preset", string_schema("Use this tolerance preset for every row instead of choosing by dtype.")),
+          optional("rank", integer_schema("Compare only this rank.", 0)),
+          optional("worst_rows", integer_schema("How many failing rows the evidence table lists (default 5).", 0))};
+}
+
+void check_comparison_keys(const StepSpec& step, Diagnostics& diagnostics) {
+  check_tolerances(step.node["tolerances"], diagnostics);
+  if (YAML::Node preset = step.node["preset"]) {
+    compare::Tolerances defaults = compare::Tolerances::defaults();
+    std::vector<std::string> names;
+    for (const auto& [name, p] : defaults.presets) names.push_back(name);
+    if (!defaults.presets.count(preset.Scalar()))
+      diagnostics.error(preset.Mark(), "steps." + step.id + ".preset: unknown tolerance preset '" + preset.Scalar() +
+                                           "'" + did_you_mean(preset.Scalar(), names));
+  }
+}
+
+std::string row_op(const compare::Row& row) {
+  if (!row.spec.golden_op_type.empty()) return row.spec.golden_op_type;
+  return !row.spec.my_op_type.empty() ? row.spec.my_op_type : row.spec.op_key;
+}
+
+nlohmann::json worst_rows(const compare::CompareResult& result, size_t limit, const std::string& only_op) {
+  std::vector<const compare::Row*> failing;
+  for (const compare::RowGroup& group : result.groups)
+    for (const compare::Row& row : group.rows)
+      if (row.verdict == compare::Verdict::Fail && (only_op.empty() || row_op(row) == only_op))
+        failing.push_back(&row);
+  auto worse = [](const compare::Row* a, const compare::Row* b) {
+    if (!a->metrics || !b->metrics) return !a->metrics && b->metrics.has_value();
+    if (a->metrics->max_absolute_error != b->metrics->max_absolute_error)
+      return a->metrics->max_absolute_error > b->metrics->max_absolute_error;
+    return a->metrics->cosine_similarity < b->metrics->cosine_similarity;
+  };
+  std::stable_sort(failing.begin(), failing.end(), worse);
+  nlohmann::json table = nlohmann::json::array();
+  for (size_t i = 0; i < failing.size() && i < limit; ++i) {
+    const compare::Row& row = *failing[i];
+    nlohmann::json entry = {{"op", row.spec.op_key},
+                            {"io", row.spec.direction == compare::Direction::Input ? "input" : "output"},
+                            {"index", row.spec.index},
+                            {"data_id", row.data_id},
+                            {"judged_by", row.judged_by}};
+    std::string reasons;
+    for (const std::string& r : row.reasons) reasons += (reasons.empty() ? "" : " ") + r;
+    entry["reasons"] = reasons;
+    if (row.metrics) {
+      entry["cosine_similarity"] = row.metrics->cosine_similarity;
+      entry["max_absolute_error"] = row.metrics->max_absolute_error;
+      entry["max_relative_error"] = row.metrics->max_relative_error;
+    }
+    table.push_back(entry);
+  }
+  return table;
+}
+
+DumpJudgement judge_dumps(const StepContext& context, const std::string& golden, const std::string& target,
+                          const std::optional<std::string>& referee, const std::string& out_dir,
+                          const std::string& what) {
+  const YAML::Node& node = context.step().node;
+  compare::CompareOptions options;
+  options.golden_path = golden;
+  options.my_path = target;
+  options.referee_path = referee;
+  if (node["rank"]) options.rank = node["rank"].as<int>();
+  std::vector<std::string> overrides = tolerance_assignments(node["tolerances"]);
+  std::string tolerance_error;
+  options.tolerances = context.tolerances(overrides, &tolerance_error);
+  if (node["preset"]) options.tolerances.forced_preset = node["preset"].Scalar();
+
+  DumpJudgement judgement;
+  StepResult& result = judgement.result;
+  std::string reproduce = "diagnose compare -gp " + shell_quote(golden) + " -mp " + shell_quote(target);
+  if (referee) reproduce += " --referee " + shell_quote(*referee);
+  if (options.rank) reproduce += " -r " + std::to_string(*options.rank);
+  if (node["preset"]) reproduce += " --preset " + shell_quote(node["preset"].Scalar());
+  std::vector<std::string> all_overrides = context.workflow().defaults.tolerance_overrides;
+  all_overrides.insert(all_overrides.end(), overrides.begin(), overrides.end());
+  for (const std::string& assignment : all_overrides) reproduce += " --tol " + shell_quote(assignment);
+  result.reproduce.push_back(reproduce);
+  std::string prefix = what.empty() ? "" : what + ": ";
+  if (!tolerance_error.empty()) {
+    result.status = StepStatus::Error;
+    result.summary = "bad tolerances: " + tolerance_error;
+    return judgement;
+  }
+
+  compare::CompareResult compared = compare::run_compare(options);
+  if (!compared.fatal_error.empty()) {
+    result.status = StepStatus::Error;
+    result.summary = prefix + "cannot compare: " + compared.fatal_error;
+    return judgement;
+  }
+
+  fs::create_directories(out_dir);
+  std::vector<std::string> csv_paths = compare::write_csv_reports(compared, out_dir);
+  std::string json_path = out_dir + "/result.json";
+  std::ofstream(json_path) << compare::result_to_json(compared, options, csv_paths).dump(2) << "\n";
+  for (const std::string& csv : csv_paths) result.evidence.push_back({"file", prefix + "comparison table", csv, nullptr});
+  result.evidence.push_back({"file", prefix + "comparison result (JSON)", json_path, nullptr});
+
+  const compare::CompareSummary& s = compared.summary;
+  result.metrics = {{"rows", s.rows}, {"compared", s.compared}, {"passed", s.passed}, {"failed", s.failed},
+                    {"not_comparable", s.not_comparable}, {"unmatched", s.unmatched.size()}};
+  nlohmann::json source_ops = nlohmann::json::array();
+  for (const compare::Divergence& d : s.divergences) {
+    std::string where = (d.rank >= 0 ? " rank " + std::to_string(d.rank) : "") +
+                        (d.graph >= 0 ? " graph " + std::to_string(d.graph) : "");
+    result.findings.push_back({prefix + "first failing op" + where + ": " + d.first_failing_op, d.first_failing_op});
+    for (const std::string& op : d.source_ops) {
+      result.findings.push_back({prefix + "error starts at op " + op + " (its inputs pass, an output fails)", op});
+      source_ops.push_back(op);
+    }
+  }
+  result.metrics["first_failing_op"] =
+      s.divergences.empty() ? nlohmann::json() : nlohmann::json(s.divergences.front().first_failing_op);
+  result.metrics["source_ops"] = source_ops;
+  for (const auto& [name, reason] : s.unmatched) result.findings.push_back({"not matched: " + name + " (" + reason + ")", ""});
+  size_t limit = node["worst_rows"] ? node["worst_rows"].as<size_t>() : 5;
+  nlohmann::json worst = worst_rows(compared, limit);
+  if (!worst.empty()) result.evidence.push_back({"table", prefix + "worst rows", "", worst});
+
+  std::string counts = std::to_string(s.compared) + " rows compared, " + std::to_string(s.failed) + " failed";
+  if (s.compared == 0) {
+    result.status = StepStatus::Error;
+    result.summary = prefix + "nothing could be compared (" + std::to_string(s.rows) + " rows, " +
+                     std::to_string(s.not_comparable) + " not comparable)";
+  } else if (s.failed > 0) {
+    result.status = StepStatus::Fail;
+    result.summary = prefix + counts;
+    if (!s.divergences.empty()) result.summary += "; first divergence at " + s.divergences.front().first_failing_op;
+  } else {
+    result.status = StepStatus::Pass;
+    result.summary = prefix + counts;
+  }
+  judgement.compared = std::move(compared);
+  return judgement;
+}
+
+}  // namespace diagnose

@@ -1,0 +1,40 @@
+// Judging two dumps with the comparison core inside a step: the step keys every comparing
+// kind shares (tolerances, preset, rank, worst_rows), the CSV/JSON evidence, the metrics,
+// the first divergence and the source ops as findings.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "compare/compare.h"
+#include "orchestrator/step.h"
+
+namespace diagnose {
+
+// tolerances, preset, rank, worst_rows.
+std::vector<Property> comparison_properties();
+void check_comparison_keys(const StepSpec& step, Diagnostics& diagnostics);
+
+struct DumpJudgement {
+  StepResult result;  // status, summary, metrics, findings, evidence, reproduce (the compare command)
+  std::optional<compare::CompareResult> compared;  // absent when the comparison could not start
+};
+
+// Compares golden with target (and the referee, if any) under the step's comparison keys;
+// writes the CSV tables and result.json into out_dir. Fails when a compared row fails,
+// errors when nothing could be compared. `what` names the comparison in the summary.
+DumpJudgement judge_dumps(const StepContext& context, const std::string& golden, const std::string& target,
+                          const std::optional<std::string>& referee, const std::string& out_dir,
+                          const std::string& what = "");
+
+// The operator a row belongs to: the dump's op name (aten.mm.default) when it has one, else its op_key.
+std::string row_op(const compare::Row& row);
+
+// The failing rows (of `only_op` when given), worst first (largest absolute error, then
+// least similar): a table.
+nlohmann::json worst_rows(const compare::CompareResult& result, size_t limit, const std::string& only_op = "");
+
+}  // namespace diagnose

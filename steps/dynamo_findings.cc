@@ -1,0 +1,75 @@
+#include "steps/dynamo_findings.h"
+
+#include <stdexcept>
+
+namespace diagnose {
+
+namespace {
+
+std::string text_of(const nlohmann::json& value) { return value.is_string() ? value.get<std::string>() : value.dump(); }
+
+}  // namespace
+
+MetaCheckSummary summarize_meta_check(const nlohmann::json& document) {
+  if (!document.is_object() || !document.contains("ops") || !document["ops"].is_array())
+    throw std::runtime_error("meta_check.json has no \"ops\" list");
+  MetaCheckSummary summary;
+  for (const nlohmann::json& entry : document["ops"]) {
+    if (!entry.is_object() || !entry.contains("op") || !entry["op"].is_string())
+      throw std::runtime_error("meta_check.json: an entry without an op name: " + entry.dump());
+    std::string op = entry["op"].get<std::string>();
+    std::string where = entry.contains("op_key") && entry["op_key"].is_string() ? entry["op_key"].get<std::string>() : op;
+    std::string status = entry.value("status", "");
+    if (status == "ok") {
+      ++summary.ok;
+    } else if (status == "skipped") {
+      ++summary.skipped;
+    } else if (status == "mismatch") {
+      ++summary.mismatched;
+      std::string fields;
+      if (entry.contains("mismatches") && entry["mismatches"].is_array()) {
+        for (const nlohmann::json& m : entry["mismatches"]) {
+          if (!m.is_object()) continue;
+          std::string field = m.contains("field") ? text_of(m["field"]) : "?";
+          std::string output = m.contains("output") ? text_of(m["output"]) : "0";
+          std::string eager = m.contains("eager") ? text_of(m["eager"]) : "?";
+          std::string fake = m.contains("fake") ? text_of(m["fake"]) : "?";
+          fields += (fields.empty() ? "" : "; ") + std::string("output ") + output + " " + field + ": eager " + eager +
+                    ", meta " + fake;
+          summary.table.push_back({{"op", where}, {"output", m.value("output", nlohmann::json())}, {"field", field},
+                                   {"eager", eager}, {"fake", fake}});
+        }
+      }
+      bool seen = false;
+      for (const std::string& known : summary.mismatched_ops) seen = seen || known == op;
+      if (!seen) summary.mismatched_ops.push_back(op);
+      summary.findings.push_back({"meta (fake) result of " + op + " (" + where + ") differs from eager: " +
+                                      (fields.empty() ? "no detail" : fields),
+                                  op});
+    } else if (status == "error") {
+      ++summary.errors;
+      summary.findings.push_back({"meta check of " + op + " raised: " + entry.value("message", ""), ""});
+    } else {
+      throw std::runtime_error("meta_check.json: op " + op + " has status '" + status +
+                               "' (expected ok, mismatch, error or skipped)");
+    }
+  }
+  return summary;
+}
+
+GraphBreaks graph_breaks_of(const nlohmann::json& status) {
+  GraphBreaks breaks;
+  if (!status.is_object() || !status.contains("graphs") || !status["graphs"].is_object()) return breaks;
+  const nlohmann::json& graphs = status["graphs"];
+  if (graphs.contains("graph_breaks") && graphs["graph_breaks"].is_number()) breaks.count = graphs["graph_breaks"].get<long long>();
+  for (const char* key : {"graph_break_reasons", "break_reasons"}) {
+    if (!graphs.contains(key) || !graphs[key].is_array()) continue;
+    for (const nlohmann::json& reason : graphs[key])
+      breaks.reasons.push_back(reason.is_object() && reason.contains("reason") ? text_of(reason["reason"]) : text_of(reason));
+    break;
+  }
+  if (breaks.count < static_cast<long long>(breaks.reasons.size())) breaks.count = static_cast<long long>(breaks.reasons.size());
+  return breaks;
+}
+
+}  // namespace diagnose

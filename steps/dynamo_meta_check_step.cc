@@ -1,0 +1,175 @@
+// `dynamo_meta_check`: is the problem in Dynamo / AOT Autograd / an op's meta function?
+// Final outputs of eager against backend "eager" (Dynamo only), "aot_eager" (plus AOT
+// Autograd and the fake-tensor trace) and "aot_eager_decomp_partition" (plus Inductor's
+// decompositions); graph breaks counted and listed; and the plugin's per-op meta check
+// (each op of the eager run under FakeTensor, shape/dtype/stride against the real output).
+#include <fstream>
+#include <sstream>
+
+#include "orchestrator/command_line.h"
+#include "orchestrator/step.h"
+#include "steps/dump_judgement.h"
+#include "steps/dynamo_findings.h"
+#include "steps/plugin_run.h"
+
+namespace diagnose {
+
+namespace {
+
+const std::vector<std::string> kDefaultBackends = {"eager", "aot_eager", "aot_eager_decomp_partition"};
+
+std::string tail_of(const std::string& path, size_t limit = 1500) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string s = text.str();
+  return s.size() > limit ? "..." + s.substr(s.size() - limit) : s;
+}
+
+class DynamoMetaCheckStep : public StepKind {
+ public:
+  std::string name() const override { return "dynamo_meta_check"; }
+  std::string description() const override {
+    return "Final outputs of eager against torch.compile with backends eager, aot_eager and "
+           "aot_eager_decomp_partition, graph breaks listed, and a per-op meta (FakeTensor) check of shape, dtype "
+           "and stride; fails naming the op whose meta or decomposition is wrong, or the backend that diverges.";
+  }
+  std::vector<Property> parameters() const override {
+    std::vector<Property> properties = {
+        optional("eager", plugin_side_schema("Overrides of the eager run (which also runs the meta check).")),
+        optional("compiled", plugin_side_schema("Overrides shared by the compiled runs (their backend is set per run).")),
+        optional("backends", array_schema("Backends compared with eager (default: eager, aot_eager, "
+                                          "aot_eager_decomp_partition).",
+                                          string_schema("backend", {"eager", "aot_eager", "aot_eager_decomp_partition"}))),
+        optional("meta_check", boolean_schema("Run the per-op meta check (default true).")),
+        optional("fail_on_graph_breaks", boolean_schema("Graph breaks make the step fail (default: only reported).")),
+    };
+    for (Property& p : comparison_properties()) properties.push_back(std::move(p));
+    return properties;
+  }
+  std::vector<std::string> result_fields() const override {
+    return {"graph_breaks", "meta_mismatches", "meta_errors", "meta_checked", "failed_backends", "culprit"};
+  }
+  std::string default_category() const override { return "dynamo_meta_defect"; }
+  void check(const StepSpec& step, const CheckContext&, Diagnostics& diagnostics) const override {
+    check_comparison_keys(step, diagnostics);
+  }
+
+  StepResult evaluate(const StepContext& context) const override {
+    const YAML::Node& node = context.step().node;
+    bool meta = !node["meta_check"] || node["meta_check"].as<bool>();
+    std::vector<std::string> backends = kDefaultBackends;
+    if (node["backends"]) backends = node["backends"].as<std::vector<std::string>>();
+
+    nlohmann::json eager_defaults = {{"mode", "eager"}, {"dump", {{"level", "none"}}}};
+    if (meta) {  // the meta check rides on the ATen-level dump; statistics are enough
+      eager_defaults["dump"] = {{"level", "aten"}, {"stats_only", true}};
+      eager_defaults["checks"] = {{"meta", true}};
+    }
+    std::vector<RunRequest> requests = {
+        plugin_run(context, "eager", side_spec(context, node["eager"], eager_defaults), node["eager"])};
+    for (const std::string& backend : backends) {
+      nlohmann::json spec = side_spec(context, node["compiled"], {{"mode", "compiled"}, {"dump", {{"level", "none"}}}});
+      spec["backend"] = backend;
+      requests.push_back(plugin_run(context, "backend-" + backend, spec, node["compiled"]));
+    }
+    std::vector<RunRecord> runs = context.run(requests);
+    StepResult result;
+    for (const RunRecord& run : runs) result.reproduce.push_back(reproduce_command(run.cwd, run.env, run.argv));
+    if (std::optional<StepResult> error = error_from_runs({runs[0]})) {
+      error->reproduce = result.reproduce;
+      return *error;
+    }
+
+    nlohmann::json failed_backends = nlohmann::json::array();
+    long long graph_breaks = 0;
+    nlohmann::json break_table = nlohmann::json::array();
+    std::string first_culprit;
+    for (size_t i = 1; i < runs.size(); ++i) {
+      const RunRecord& run = runs[i];
+      const std::string& backend = backends[i - 1];
+      if (run.status == RunStatus::Failed || run.status == RunStatus::Crashed) {
+        // Eager ran; the same script failing under this backend is Dynamo/AOT's doing.
+        failed_backends.push_back(backend);
+        result.findings.push_back({"torch.compile with backend " + backend + " fails where eager runs: " + run.error, ""});
+        result.evidence.push_back({"log", backend + " run (stderr tail)", run.stderr_path, tail_of(run.stderr_path)});
+        continue;
+      }
+      if (run.status != RunStatus::Succeeded) {
+        StepResult error = *error_from_runs({run});
+        error.reproduce = result.reproduce;
+        return error;
+      }
+      GraphBreaks breaks = graph_breaks_of(read_plugin_status(run.dir));
+      graph_breaks = std::max(graph_breaks, breaks.count);
+      for (const std::string& reason : breaks.reasons) break_table.push_back({{"backend", backend}, {"reason", reason}});
+      DumpJudgement j = judge_dumps(context, runs[0].dir + "/outputs", run.dir + "/outputs", std::nullopt,
+                                    context.step_dir() + "/compare/" + backend, "eager vs " + backend);
+      for (const Evidence& e : j.result.evidence) result.evidence.push_back(e);
+      result.reproduce.insert(result.reproduce.end(), j.result.reproduce.begin(), j.result.reproduce.end());
+      if (j.result.status == StepStatus::Error) {
+        j.result.reproduce = result.reproduce;
+        return j.result;
+      }
+      if (j.result.status == StepStatus::Fail) {
+        failed_backends.push_back(backend);
+        result.findings.push_back({"final outputs with backend " + backend + " differ from eager (" + j.result.summary + ")", ""});
+      }
+    }
+    if (!break_table.empty()) result.evidence.push_back({"table", "graph breaks", "", break_table});
+
+    MetaCheckSummary meta_summary;
+    if (meta) {
+      std::string path = runs[0].dir + "/meta_check.json";
+      std::ifstream in(path);
+      std::stringstream text;
+      text << in.rdbuf();
+      nlohmann::json document = nlohmann::json::parse(text.str(), nullptr, false);
+      try {
+        if (!in) throw std::runtime_error("the eager run wrote no " + path);
+        meta_summary = summarize_meta_check(document);
+      } catch (const std::exception& e) {
+        result.status = StepStatus::Error;
+        result.summary = std::string("cannot read the meta check: ") + e.what();
+        return result;
+      }
+      result.evidence.push_back({"file", "meta check", path, nullptr});
+      if (!meta_summary.table.empty()) result.evidence.push_back({"table", "meta mismatches", "", meta_summary.table});
+      result.findings.insert(result.findings.begin(), meta_summary.findings.begin(), meta_summary.findings.end());
+      if (!meta_summary.mismatched_ops.empty()) first_culprit = meta_summary.mismatched_ops.front();
+    }
+    if (first_culprit.empty() && !failed_backends.empty()) first_culprit = "backend " + failed_backends[0].get<std::string>();
+
+    bool fail_on_breaks = node["fail_on_graph_breaks"] && node["fail_on_graph_breaks"].as<bool>();
+    result.metrics = {{"graph_breaks", graph_breaks},
+                      {"meta_checked", meta_summary.ok + meta_summary.mismatched},
+                      {"meta_mismatches", meta_summary.mismatched},
+                      {"meta_errors", meta_summary.errors},
+                      {"failed_backends", failed_backends},
+                      {"culprit", first_culprit.empty() ? nlohmann::json() : nlohmann::json(first_culprit)}};
+    std::string counts = std::to_string(backends.size()) + " backends against eager, " + std::to_string(graph_breaks) +
+                         " graph break(s)";
+    if (meta)
+      counts += ", " + std::to_string(meta_summary.ok + meta_summary.mismatched) + " ops meta-checked";
+    std::vector<std::string> problems;
+    if (meta_summary.mismatched > 0) problems.push_back("meta differs for " + first_culprit);
+    for (const auto& b : failed_backends) problems.push_back(b.get<std::string>() + " diverges");
+    if (fail_on_breaks && graph_breaks > 0) problems.push_back("graph breaks");
+    if (problems.empty()) {
+      result.status = StepStatus::Pass;
+      result.summary = counts + "; all agree";
+    } else {
+      result.status = StepStatus::Fail;
+      std::string listed;
+      for (const std::string& p : problems) listed += (listed.empty() ? "" : ", ") + p;
+      result.summary = counts + "; " + listed;
+    }
+    return result;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<StepKind> make_dynamo_meta_check_step() { return std::make_unique<DynamoMetaCheckStep>(); }
+
+}  // namespace diagnose

@@ -1,0 +1,88 @@
+// `eager_device_vs_cpu`: the model in eager mode on the device / dtype / configuration under
+// test against eager on CPU in float32 (and, optionally, a float64 CPU referee), op by op.
+// A failure here means the problem exists without graph mode.
+#include "orchestrator/command_line.h"
+#include "orchestrator/step.h"
+#include "steps/dump_judgement.h"
+#include "orchestrator/run_dir.h"
+#include "steps/plugin_run.h"
+
+namespace diagnose {
+
+namespace {
+
+const nlohmann::json kEagerAten = {{"mode", "eager"}, {"dump", {{"level", "aten"}}}};
+
+nlohmann::json with(nlohmann::json base, const nlohmann::json& patch) {
+  base.merge_patch(patch);
+  return base;
+}
+
+class EagerDeviceVsCpuStep : public StepKind {
+ public:
+  std::string name() const override { return "eager_device_vs_cpu"; }
+  std::string description() const override {
+    return "Eager mode on the device/dtype/configuration under test (target, default: the model's) against "
+           "eager on CPU in float32 (golden), op by op, with an optional float64 CPU referee; fails when the eager "
+           "kernels under test disagree, naming the first divergence and the ops where the error starts.";
+  }
+  std::vector<Property> parameters() const override {
+    std::vector<Property> properties = {
+        optional("golden", plugin_side_schema("Overrides of the reference run (default: eager, cpu, float32).")),
+        optional("target", plugin_side_schema("Overrides of the run under test (default: eager on the model's device "
+                                              "and dtype).")),
+        optional("referee", any_of_schema("A float64 CPU run for three-way judgement.",
+                                          {boolean_schema("true: the golden run in float64"),
+                                           plugin_side_schema("overrides of the referee run")})),
+    };
+    for (Property& p : comparison_properties()) properties.push_back(std::move(p));
+    return properties;
+  }
+  std::vector<std::string> result_fields() const override {
+    return {"rows", "compared", "passed", "failed", "first_failing_op", "source_ops", "culprit"};
+  }
+  std::string default_category() const override { return "eager_device_defect"; }
+  void check(const StepSpec& step, const CheckContext&, Diagnostics& diagnostics) const override {
+    check_comparison_keys(step, diagnostics);
+  }
+
+  StepResult evaluate(const StepContext& context) const override {
+    const YAML::Node& node = context.step().node;
+    nlohmann::json cpu = with(kEagerAten, {{"device", "cpu"}, {"dtype", "float32"}, {"autocast", nullptr}});
+    nlohmann::json golden_spec = side_spec(context, node["golden"], cpu);
+    nlohmann::json target_spec = side_spec(context, node["target"], kEagerAten);
+    std::vector<RunRequest> requests = {plugin_run(context, "golden", golden_spec, node["golden"]),
+                                        plugin_run(context, "target", target_spec, node["target"])};
+    YAML::Node referee = node["referee"];
+    bool with_referee = referee && (referee.IsMap() || yaml_to_json(referee) == true);
+    if (with_referee && referee.IsMap()) {
+      requests.push_back(
+          plugin_run(context, "referee", side_spec(context, referee, with(cpu, {{"dtype", "float64"}})), referee));
+    } else if (with_referee) {  // the golden run itself, in float64
+      nlohmann::json fp64 = golden_spec;
+      fp64["dtype"] = "float64";
+      requests.push_back(plugin_run(context, "referee", fp64, node["golden"]));
+    }
+    std::vector<RunRecord> runs = context.run(requests);
+    if (std::optional<StepResult> error = error_from_runs(runs)) return *error;
+
+    std::optional<std::string> referee_dump;
+    if (with_referee) referee_dump = requests[2].dump_dir;
+    DumpJudgement judgement = judge_dumps(context, requests[0].dump_dir, requests[1].dump_dir, referee_dump,
+                                          context.step_dir() + "/compare");
+    StepResult& result = judgement.result;
+    std::vector<std::string> reproduce;
+    for (const RunRecord& run : runs) reproduce.push_back(reproduce_command(run.cwd, run.env, run.argv));
+    result.reproduce.insert(result.reproduce.begin(), reproduce.begin(), reproduce.end());
+    const nlohmann::json& sources = result.metrics["source_ops"];
+    result.metrics["culprit"] = !sources.empty() ? sources[0] : result.metrics["first_failing_op"];
+    if (result.status == StepStatus::Fail) result.summary = "eager on the target disagrees with eager on CPU: " + result.summary;
+    return result;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<StepKind> make_eager_device_vs_cpu_step() { return std::make_unique<EagerDeviceVsCpuStep>(); }
+
+}  // namespace diagnose

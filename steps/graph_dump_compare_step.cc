@@ -1,0 +1,102 @@
+// `graph_dump_compare`: the whole graph, op by op. The target is the model in graph mode
+// dumping what the compiled code computes (Inductor's materialised buffers, TorchAir's GE
+// dump); the golden is the same graph executed node by node in eager (the FX-level dump,
+// whose node names the compiled dump maps back to). Either side may instead be a dump made
+// elsewhere (a TorchAir GE dump directory, an FX npy dump), so that an Ascend user can
+// bring their own. With a float64 referee, a row where the graph is no further from the
+// truth than eager is not a failure.
+#include "orchestrator/command_line.h"
+#include "orchestrator/step.h"
+#include "steps/dump_judgement.h"
+#include "orchestrator/run_dir.h"
+#include "steps/plugin_run.h"
+
+namespace diagnose {
+
+namespace {
+
+const nlohmann::json kGolden = {{"mode", "compiled"}, {"dump", {{"level", "fx"}}}};
+const nlohmann::json kTarget = {{"mode", "compiled"}, {"dump", {{"level", "auto"}}}};
+
+Schema side_or_path(const std::string& description) {
+  return any_of_schema(description, {string_schema("path of an existing dump (GE dump, FX npy dump, diagnose dump)"),
+                                     plugin_side_schema("overrides of the run")});
+}
+
+class GraphDumpCompareStep : public StepKind {
+ public:
+  std::string name() const override { return "graph_dump_compare"; }
+  std::string description() const override {
+    return "The full graph op by op: the compiled graph's dump (target) against the same graph run node by node "
+           "in eager (golden, FX level), or dumps made elsewhere; first divergence and the ops where the error "
+           "starts, three-way with a float64 referee.";
+  }
+  std::vector<Property> parameters() const override {
+    std::vector<Property> properties = {
+        optional("golden", side_or_path("The eager side: a dump path, or overrides of the FX-level run.")),
+        optional("target", side_or_path("The graph side: a dump path, or overrides of the compiled run.")),
+        optional("referee", any_of_schema("A float64 run of the golden side for three-way judgement.",
+                                          {boolean_schema("true: the golden run in float64"),
+                                           string_schema("path of a float64 dump"),
+                                           plugin_side_schema("overrides of the referee run")})),
+    };
+    for (Property& p : comparison_properties()) properties.push_back(std::move(p));
+    return properties;
+  }
+  std::vector<std::string> result_fields() const override {
+    return {"rows", "compared", "passed", "failed", "not_comparable", "first_failing_op", "source_ops", "culprit"};
+  }
+  std::string default_category() const override { return "localized_op_defect"; }
+  void check(const StepSpec& step, const CheckContext&, Diagnostics& diagnostics) const override {
+    check_comparison_keys(step, diagnostics);
+  }
+
+  StepResult evaluate(const StepContext& context) const override {
+    const YAML::Node& node = context.step().node;
+    std::vector<RunRequest> requests;
+    // A side is an existing dump (a path) or a run of the model, whose dump is used.
+    auto side = [&](const char* name, const YAML::Node& overrides, const nlohmann::json& defaults) -> std::string {
+      if (overrides && overrides.IsScalar()) return context.path(overrides.Scalar());
+      requests.push_back(plugin_run(context, name, side_spec(context, overrides, defaults), overrides));
+      return requests.back().dump_dir;
+    };
+    std::string golden = side("golden", node["golden"], kGolden);
+    nlohmann::json target_defaults = kTarget;
+    if (side_spec(context, node["target"].IsMap() ? node["target"] : YAML::Node(), kTarget)["backend"]
+            .get<std::string>()
+            .find(':') != std::string::npos)
+      target_defaults["dump"]["level"] = "compiled";  // a user backend: its Inductor buffers, if built on Inductor
+    std::string target = side("target", node["target"], target_defaults);
+    std::optional<std::string> referee;
+    if (YAML::Node r = node["referee"]; r && yaml_to_json(r) != false) {
+      YAML::Node golden_overrides = node["golden"] && node["golden"].IsMap() ? node["golden"] : YAML::Node();
+      nlohmann::json fp64 = side_spec(context, golden_overrides, kGolden);
+      fp64["dtype"] = "float64";
+      fp64.erase("autocast");
+      if (yaml_to_json(r) == true) {  // the golden run itself, in float64
+        requests.push_back(plugin_run(context, "referee", fp64, golden_overrides));
+        referee = requests.back().dump_dir;
+      } else {
+        referee = side("referee", r, fp64);
+      }
+    }
+    std::vector<RunRecord> runs = context.run(requests);
+    if (std::optional<StepResult> error = error_from_runs(runs)) return *error;
+
+    DumpJudgement judgement = judge_dumps(context, golden, target, referee, context.step_dir() + "/compare");
+    StepResult& result = judgement.result;
+    std::vector<std::string> reproduce;
+    for (const RunRecord& run : runs) reproduce.push_back(reproduce_command(run.cwd, run.env, run.argv));
+    result.reproduce.insert(result.reproduce.begin(), reproduce.begin(), reproduce.end());
+    const nlohmann::json& sources = result.metrics["source_ops"];
+    result.metrics["culprit"] = !sources.empty() ? sources[0] : result.metrics["first_failing_op"];
+    if (result.status == StepStatus::Fail) result.summary = "the compiled graph diverges from eager: " + result.summary;
+    return result;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<StepKind> make_graph_dump_compare_step() { return std::make_unique<GraphDumpCompareStep>(); }
+
+}  // namespace diagnose

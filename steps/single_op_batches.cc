@@ -1,0 +1,79 @@
+#include "steps/single_op_batches.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace diagnose {
+
+std::optional<std::vector<OpCount>> parse_op_inventory(const std::string& text, std::string* error) {
+  nlohmann::json list = nlohmann::json::parse(text, nullptr, false);
+  if (list.is_discarded() || !list.is_array()) {
+    *error = "the op inventory is not a JSON list";
+    return std::nullopt;
+  }
+  std::vector<OpCount> ops;
+  std::set<std::string> seen;
+  for (const nlohmann::json& entry : list) {
+    if (!entry.is_object() || !entry.contains("op") || !entry["op"].is_string() || entry["op"].get<std::string>().empty()) {
+      *error = "op inventory entry without an op name: " + entry.dump();
+      return std::nullopt;
+    }
+    OpCount op{entry["op"].get<std::string>(), entry.value("calls", 0LL)};
+    if (seen.insert(op.op).second) ops.push_back(op);
+  }
+  return ops;
+}
+
+std::vector<std::vector<std::string>> split_into_batches(const std::vector<std::string>& ops, size_t count) {
+  std::vector<std::vector<std::string>> batches;
+  count = std::min(std::max<size_t>(count, 1), ops.size());
+  size_t start = 0;
+  for (size_t b = 0; b < count; ++b) {
+    size_t size = ops.size() / count + (b < ops.size() % count ? 1 : 0);
+    batches.emplace_back(ops.begin() + static_cast<long>(start), ops.begin() + static_cast<long>(start + size));
+    start += size;
+  }
+  return batches;
+}
+
+BatchOutcome read_batch_progress(const std::string& progress_text, const std::vector<std::string>& batch,
+                                 bool process_ok) {
+  std::map<std::string, std::string> last_event, message;
+  std::string last_started;
+  std::istringstream lines(progress_text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    nlohmann::json event = nlohmann::json::parse(line, nullptr, false);
+    if (event.is_discarded() || !event.is_object() || !event.contains("op") || !event["op"].is_string()) continue;
+    std::string op = event["op"].get<std::string>();
+    std::string kind = event.value("event", "");
+    if (kind != "start" && kind != "done" && kind != "error") continue;
+    last_event[op] = kind;
+    if (kind == "start") last_started = op;
+    if (kind == "error") message[op] = event.contains("message") && event["message"].is_string() ? event["message"].get<std::string>() : "";
+  }
+
+  BatchOutcome outcome;
+  for (const std::string& op : batch) {
+    auto event = last_event.find(op);
+    if (event == last_event.end()) {
+      if (process_ok) outcome.errors.push_back({op, "the single-op run ended without checking it"});
+      else outcome.not_started.push_back(op);
+    } else if (event->second == "done") {
+      outcome.done.push_back(op);
+    } else if (event->second == "error") {
+      outcome.errors.push_back({op, message[op]});
+    } else if (!process_ok && op == last_started) {
+      outcome.crashed = op;
+    } else {
+      outcome.errors.push_back({op, "started but never finished"});
+    }
+  }
+  return outcome;
+}
+
+}  // namespace diagnose

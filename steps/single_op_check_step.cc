@@ -1,0 +1,257 @@
+// `single_op_check`: every distinct op of an eager run, compiled alone as a one-op graph
+// with the target's backend and switches on the op's recorded inputs, against the eager op
+// on the same inputs. Ops go in batches, one process each, in parallel; when a process
+// dies, the op it was on is reported as crashed and the rest of its batch runs again.
+#include <algorithm>
+#include <boost/filesystem.hpp>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "orchestrator/command_line.h"
+#include "orchestrator/step.h"
+#include "steps/dump_judgement.h"
+#include "steps/plugin_run.h"
+#include "steps/single_op_batches.h"
+
+namespace diagnose {
+
+namespace {
+
+namespace fs = boost::filesystem;
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string joined(const std::vector<std::string>& items, const std::string& separator) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : separator) + item;
+  return out;
+}
+
+std::string log_tail(const RunRecord& run) {
+  std::string text = read_text(run.stderr_path);
+  if (text.size() > 1500) text = "..." + text.substr(text.size() - 1500);
+  return text;
+}
+
+// The single-op command's options shared by every batch: backend, device, dtype, switches.
+std::vector<std::string> target_options(const nlohmann::json& spec, const std::string& switches_file) {
+  std::vector<std::string> args = {"--backend", spec.value("backend", "inductor")};
+  if (spec.contains("device") && spec["device"].is_string()) args.insert(args.end(), {"--device", spec["device"]});
+  if (spec.contains("dtype") && spec["dtype"].is_string()) args.insert(args.end(), {"--dtype", spec["dtype"]});
+  if (!switches_file.empty()) args.insert(args.end(), {"--switches", switches_file});
+  return args;
+}
+
+class SingleOpCheckStep : public StepKind {
+ public:
+  std::string name() const override { return "single_op_check"; }
+  std::string description() const override {
+    return "Compile every distinct op of an eager run alone, as a one-op graph with the target's backend and "
+           "switches, and compare it with the eager op on the same recorded inputs; fails naming the ops whose "
+           "graph-mode result is wrong (or whose process crashed).";
+  }
+  std::vector<Property> parameters() const override {
+    std::vector<Property> properties = {
+        optional("from", string_schema("An existing eager run directory (aten dump with inputs) to take the ops and "
+                                       "their inputs from, instead of running the model.")),
+        optional("eager", plugin_side_schema("Overrides of the eager run the ops are taken from.")),
+        optional("target", plugin_side_schema("The graph-mode configuration under test: backend, device, dtype, "
+                                              "switches (default: the model's).")),
+        optional("batches", integer_schema("Processes the ops are split into (default: the workflow's slots).", 1)),
+    };
+    for (Property& p : comparison_properties()) properties.push_back(std::move(p));
+    return properties;
+  }
+  std::vector<std::string> result_fields() const override {
+    return {"ops", "checked", "failed", "failed_ops", "crashed_ops", "op_errors", "rounds", "culprit"};
+  }
+  std::string default_category() const override { return "single_op_graph_defect"; }
+  void check(const StepSpec& step, const CheckContext&, Diagnostics& diagnostics) const override {
+    check_comparison_keys(step, diagnostics);
+    if (step.node["from"] && step.node["eager"])
+      diagnostics.error(step.node["eager"].Mark(), "steps." + step.id + ": give either from or eager, not both");
+  }
+
+  StepResult evaluate(const StepContext& context) const override {
+    const YAML::Node& node = context.step().node;
+    StepResult result;
+    std::vector<RunRecord> all_runs;
+
+    std::string eager_dir;
+    if (node["from"]) {
+      eager_dir = context.path(node["from"].Scalar());
+    } else {
+      nlohmann::json spec = side_spec(context, node["eager"], {{"mode", "eager"}, {"dump", {{"level", "aten"}}}});
+      RunRequest eager = plugin_run(context, "eager", spec, node["eager"]);
+      std::vector<RunRecord> runs = context.run({eager});
+      if (std::optional<StepResult> error = error_from_runs(runs)) return *error;
+      eager_dir = eager.dir;
+      result.reproduce.push_back(reproduce_command(runs[0].cwd, runs[0].env, runs[0].argv));
+    }
+
+    std::vector<RunRecord> listing = context.run({plugin_command(context, "ops", {"ops", "--from", eager_dir})});
+    if (std::optional<StepResult> error = error_from_runs(listing)) return *error;
+    std::string inventory_error;
+    std::optional<std::vector<OpCount>> inventory = parse_op_inventory(read_text(listing[0].stdout_path), &inventory_error);
+    if (!inventory) {
+      result.status = StepStatus::Error;
+      result.summary = "cannot read the op inventory of " + eager_dir + ": " + inventory_error;
+      return result;
+    }
+    std::vector<std::string> ops;
+    nlohmann::json inventory_table = nlohmann::json::array();
+    for (const OpCount& op : *inventory) {
+      ops.push_back(op.op);
+      inventory_table.push_back({{"op", op.op}, {"calls", op.calls}});
+    }
+    result.evidence.push_back({"table", "op inventory", "", inventory_table});
+    if (ops.empty()) {
+      result.status = StepStatus::Error;
+      result.summary = "the eager run recorded no ops";
+      return result;
+    }
+
+    nlohmann::json target = side_spec(context, node["target"], nlohmann::json::object());
+    std::string switches_file;
+    if (target.contains("switches") && !target["switches"].empty()) {
+      switches_file = context.step_dir() + "/switches.json";
+      fs::create_directories(context.step_dir());
+      std::ofstream(switches_file) << target["switches"].dump(2) << "\n";
+    }
+    std::vector<std::string> options = target_options(target, switches_file);
+
+    size_t batch_count = node["batches"] ? node["batches"].as<size_t>() : static_cast<size_t>(context.workflow().defaults.slots);
+    std::vector<std::vector<std::string>> pending = split_into_batches(ops, batch_count);
+    std::vector<std::string> out_dirs, crashed;
+    std::vector<std::pair<std::string, std::string>> op_errors;
+    std::map<std::string, std::string> crash_logs;
+    int rounds = 0;
+    while (!pending.empty()) {
+      ++rounds;
+      std::vector<RunRequest> requests;
+      for (size_t b = 0; b < pending.size(); ++b) {
+        std::string run_name = "batch" + std::to_string(rounds) + "-" + std::to_string(b + 1);
+        std::string out = context.run_dir_of(run_name) + "/out";
+        std::vector<std::string> args = {"single-op", "--from", eager_dir, "--out", out};
+        args.insert(args.end(), options.begin(), options.end());
+        args.insert(args.end(), {"--ops", joined(pending[b], ",")});
+        requests.push_back(plugin_command(context, run_name, args));
+      }
+      std::vector<RunRecord> runs = context.run(requests);
+      std::vector<std::vector<std::string>> next;
+      for (size_t b = 0; b < runs.size(); ++b) {
+        const RunRecord& run = runs[b];
+        std::string out = run.dir + "/out";
+        bool ok = run.status == RunStatus::Succeeded;
+        BatchOutcome outcome = read_batch_progress(read_text(out + "/progress.jsonl"), pending[b], ok);
+        if (!outcome.done.empty()) out_dirs.push_back(out);
+        op_errors.insert(op_errors.end(), outcome.errors.begin(), outcome.errors.end());
+        if (outcome.crashed) {
+          crashed.push_back(*outcome.crashed);
+          crash_logs[*outcome.crashed] = run.error + "\n" + log_tail(run);
+        }
+        bool progressed = !outcome.done.empty() || !outcome.errors.empty() || outcome.crashed;
+        if (!outcome.not_started.empty() && !progressed) {
+          // The process died before checking any op: not the ops' fault, nothing to learn by retrying.
+          StepResult failed = *error_from_runs({run});
+          failed.summary = "the single-op run " + run.name + " checked no op: " + run.error;
+          return failed;
+        }
+        if (!outcome.not_started.empty()) next.push_back(outcome.not_started);
+      }
+      pending = next;
+    }
+
+    // Judge each batch's eager and graph results; failing rows are attributed to their op.
+    std::map<std::string, uint64_t> failing_rows;
+    uint64_t compared = 0;
+    std::vector<std::pair<compare::CompareResult, std::string>> judged;
+    for (size_t i = 0; i < out_dirs.size(); ++i) {
+      std::string label = fs::path(out_dirs[i]).parent_path().filename().string();
+      DumpJudgement j = judge_dumps(context, out_dirs[i] + "/eager", out_dirs[i] + "/graph", std::nullopt,
+                                    context.step_dir() + "/compare/" + label, label);
+      if (!j.compared) {
+        result.status = StepStatus::Error;
+        result.summary = j.result.summary;
+        return result;
+      }
+      for (const Evidence& e : j.result.evidence)
+        if (e.kind == "file") result.evidence.push_back(e);
+      result.reproduce.insert(result.reproduce.end(), j.result.reproduce.begin(), j.result.reproduce.end());
+      compared += j.compared->summary.compared;
+      for (const compare::RowGroup& group : j.compared->groups)
+        for (const compare::Row& row : group.rows)
+          if (row.verdict == compare::Verdict::Fail)
+            ++failing_rows[row_op(row)];
+      judged.push_back({std::move(*j.compared), label});
+    }
+
+    nlohmann::json failed_ops = nlohmann::json::array();
+    size_t worst_limit = node["worst_rows"] ? node["worst_rows"].as<size_t>() : 5;
+    std::vector<std::string> in_order = ops;  // inventory order, then rows named otherwise
+    for (const auto& [op, count] : failing_rows)
+      if (std::find(ops.begin(), ops.end(), op) == ops.end()) in_order.push_back(op);
+    for (const std::string& op : in_order) {
+      auto rows = failing_rows.find(op);
+      if (rows == failing_rows.end()) continue;
+      failed_ops.push_back(op);
+      nlohmann::json worst = nlohmann::json::array();
+      for (const auto& [compared_batch, label] : judged)
+        for (nlohmann::json& row : worst_rows(compared_batch, worst_limit, op)) worst.push_back(row);
+      std::string detail;
+      if (!worst.empty() && worst[0].contains("max_absolute_error") && worst[0]["max_absolute_error"].is_number())
+        detail = ", worst max abs error " + worst[0]["max_absolute_error"].dump();
+      else if (!worst.empty() && !worst[0].value("judged_by", "").empty())
+        detail = ", " + worst[0]["judged_by"].get<std::string>();  // inf/NaN: no finite error to quote
+      result.findings.push_back({op + " is wrong when compiled alone (" + std::to_string(rows->second) +
+                                     " failing rows" + detail + ")",
+                                 op});
+      result.evidence.push_back({"table", "worst rows of " + op, "", worst});
+      result.reproduce.push_back(reproduce_command(
+          context.workflow().dir, {},
+          {plugin_python(context), "-m", "diagnose_pytorch", "single-op", "--from", eager_dir, "--out",
+           "single-op-" + op, "--backend", target.value("backend", "inductor"), "--ops", op}));
+    }
+    for (const std::string& op : crashed) {
+      result.findings.push_back({op + " crashed its single-op process", op});
+      result.evidence.push_back({"log", "crash of " + op, "", crash_logs[op]});
+    }
+    for (const auto& [op, message] : op_errors) result.findings.push_back({op + " could not be checked alone: " + message, ""});
+    for (const std::string& op : crashed) failed_ops.push_back(op);
+    nlohmann::json crashed_json = crashed;
+
+    result.metrics = {{"ops", ops.size()},       {"checked", ops.size() - op_errors.size() - crashed.size()},
+                      {"failed", failed_ops.size()}, {"failed_ops", failed_ops},
+                      {"crashed_ops", crashed_json},  {"op_errors", op_errors.size()},
+                      {"rounds", rounds},             {"compared", compared},
+                      {"culprit", failed_ops.empty() ? nlohmann::json() : failed_ops[0]}};
+    std::string counts = std::to_string(ops.size()) + " ops checked alone in " + std::to_string(rounds) + " round(s)";
+    if (!op_errors.empty()) counts += ", " + std::to_string(op_errors.size()) + " could not be checked";
+    if (failed_ops.empty() && compared == 0) {
+      result.status = StepStatus::Error;
+      result.summary = counts + "; no op could be compared";
+    } else if (failed_ops.empty()) {
+      result.status = StepStatus::Pass;
+      result.summary = counts + "; every op matches eager";
+    } else {
+      result.status = StepStatus::Fail;
+      std::vector<std::string> names;
+      for (const auto& op : failed_ops) names.push_back(op.get<std::string>());
+      result.summary = counts + "; wrong in graph mode: " + joined(names, ", ");
+    }
+    return result;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<StepKind> make_single_op_check_step() { return std::make_unique<SingleOpCheckStep>(); }
+
+}  // namespace diagnose
