@@ -5,6 +5,7 @@ namespace diagnose {
 std::unique_ptr<StepKind> make_run_step();
 std::unique_ptr<StepKind> make_compare_step();
 std::unique_ptr<StepKind> make_assert_step();
+std::unique_ptr<StepKind> make_gate_step();
 std::unique_ptr<StepKind> make_fusion_bisect_step();
 std::unique_ptr<StepKind> make_single_op_check_step();
 std::unique_ptr<StepKind> make_eager_device_vs_cpu_step();
@@ -17,6 +18,7 @@ const std::vector<std::unique_ptr<StepKind>>& step_kinds() {
     k.push_back(make_run_step());
     k.push_back(make_compare_step());
     k.push_back(make_assert_step());
+    k.push_back(make_gate_step());
     k.push_back(make_fusion_bisect_step());
     k.push_back(make_single_op_check_step());
     k.push_back(make_eager_device_vs_cpu_step());

@@ -1,0 +1,384 @@
+// `gate`: the CI gate. Runs the model version under test (through the PyTorch plugin) or takes
+// its outputs from a path, compares its final outputs, and optionally chosen layers, with a
+// stored baseline (orchestrator/baseline.h) by per-dtype tolerances (and the float64 referee
+// rule when a referee is given), and fails on any regression. It writes per-output JUnit for CI
+// systems, the trend of the outputs across model versions from the history database, and, when
+// it fails and names a diagnostic workflow, runs that workflow on the failing version and
+// attaches its verdict.
+#include <boost/filesystem.hpp>
+#include <cmath>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "compare/compare.h"
+#include "compare/report.h"
+#include "orchestrator/baseline.h"
+#include "orchestrator/command_line.h"
+#include "orchestrator/history.h"
+#include "orchestrator/junit.h"
+#include "orchestrator/step.h"
+#include "orchestrator/validate.h"
+#include "orchestrator/workflow_schema.h"
+#include "steps/plugin_run.h"
+
+namespace diagnose {
+
+namespace {
+
+namespace fs = boost::filesystem;
+using nlohmann::json;
+
+double number(const json& v) {
+  if (v.is_number()) return v.get<double>();
+  if (v.is_string() && v.get<std::string>() == "inf") return INFINITY;
+  return NAN;
+}
+
+json number_or_null(double v) { return std::isnan(v) ? json() : std::isinf(v) ? json("inf") : json(v); }
+
+std::string row_name(const json& row, bool final_outputs) {
+  std::string name = row.value("op_key", std::string());
+  if (!final_outputs) name += " " + row.value("io", std::string());
+  name += "." + std::to_string(row.value("index", 0));
+  long long token = row.value("token_id", 0LL);
+  if (token) name += "@step" + std::to_string(token);
+  return name;
+}
+
+// One JUnit test case per gated output: CI systems show which output regressed.
+std::string gate_junit(const std::string& suite, const json& outputs, double seconds) {
+  size_t failures = 0;
+  for (const json& o : outputs) failures += !o.value("passed", true);
+  std::ostringstream out;
+  out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"diagnose gate\" tests=\"" << outputs.size()
+      << "\" failures=\"" << failures << "\" errors=\"0\">\n  <testsuite name=\"" << xml_escape(suite) << "\" tests=\""
+      << outputs.size() << "\" failures=\"" << failures << "\" errors=\"0\" skipped=\"0\" time=\"" << seconds << "\">\n";
+  for (const json& o : outputs) {
+    out << "    <testcase classname=\"" << xml_escape(suite) << "\" name=\"" << xml_escape(o.value("output", "")) << "\" time=\"0\">";
+    if (!o.value("passed", true))
+      out << "\n      <failure type=\"precision_regression\" message=\"" << xml_escape(o.value("reason", ""))
+          << "\">cosine similarity " << number(o.value("cosine_similarity", json())) << ", relative L2 "
+          << number(o.value("relative_l2", json())) << ", max relative error " << number(o.value("max_relative_error", json()))
+          << " (" << xml_escape(o.value("judged_by", "")) << ")</failure>\n    ";
+    out << "</testcase>\n";
+  }
+  out << "  </testsuite>\n</testsuites>\n";
+  return out.str();
+}
+
+std::string self_executable() {
+  boost::system::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? "diagnose" : self.string();
+}
+
+class GateStep : public StepKind {
+ public:
+  std::string name() const override { return "gate"; }
+  std::string description() const override {
+    return "CI gate: run the model version under test and compare its final outputs (and chosen layers) with a "
+           "stored baseline by per-dtype tolerances; fails on a regression, optionally running a diagnostic "
+           "workflow on the failing version.";
+  }
+  std::vector<Property> parameters() const override {
+    return {
+        optional("baseline", string_schema("The baseline directory (diagnose baseline save). Default: "
+                                           "${env.DIAGNOSE_BASELINE}, which `diagnose gate --baseline` sets.")),
+        optional("target", any_of_schema("The version under test: a run of the model's script (plugin side keys; "
+                                         "default graph mode) or the path of a plugin run / outputs dump.",
+                                         {string_schema("path of a plugin run directory or a diagnose dump"),
+                                          plugin_side_schema("a run of the model through the PyTorch plugin")})),
+        optional("referee", any_of_schema("A float64 run (or its path) for the referee rule: a row that fails still "
+                                          "passes when the target is no further from float64 than the baseline.",
+                                          {string_schema("path of a plugin run directory or a diagnose dump"),
+                                           plugin_side_schema("a run of the model through the PyTorch plugin")})),
+        optional("layers", array_schema("Also gate the op records whose op_key matches one of these regular "
+                                        "expressions (needs an op dump in the baseline).",
+                                        string_schema("regular expression"))),
+        optional("tolerances", map_schema("Tolerance overrides for this gate, by preset name (fp32, fp16...).",
+                                          any_schema("fields of one preset: atol, rtol, min_cosine..."))),
+        optional("preset", string_schema("Use this tolerance preset for every output instead of choosing by dtype.")),
+        optional("model_version", string_schema("The version under test, recorded in the history. Default: "
+                                                "${env.DIAGNOSE_MODEL_VERSION}, else unknown.")),
+        optional("diagnose_workflow", string_schema("A diagnostic workflow run on the failing version when the gate "
+                                                    "fails; its verdict is attached.")),
+        optional("history", boolean_schema("Draw the outputs' trend from the history database (default true)."))};
+  }
+  std::vector<std::string> result_fields() const override {
+    return {"outputs_compared", "passed", "failed", "model_version", "baseline_model_version", "worst_relative_l2",
+            "diagnosis_verdict", "baseline_problem"};
+  }
+  std::string default_category() const override { return "precision_problem"; }
+
+  void check(const StepSpec& step, const CheckContext&, Diagnostics& diagnostics) const override {
+    check_tolerances(step.node["tolerances"], diagnostics);
+    if (YAML::Node layers = step.node["layers"]) {
+      for (const auto& layer : layers) {
+        try {
+          std::regex(layer.Scalar());
+        } catch (const std::regex_error& e) {
+          diagnostics.error(layer.Mark(), "steps." + step.id + ".layers: bad regular expression '" + layer.Scalar() + "': " + e.what());
+        }
+      }
+    }
+  }
+
+  StepResult evaluate(const StepContext& context) const override {
+    const YAML::Node& node = context.step().node;
+    std::vector<std::string> layers;
+    if (node["layers"])
+      for (const auto& layer : node["layers"]) layers.push_back(layer.Scalar());
+
+    StepResult result;
+    std::string model_version = context.expand(node["model_version"] ? node["model_version"].Scalar() : "${env.DIAGNOSE_MODEL_VERSION}");
+    if (model_version.empty()) model_version = "unknown";
+    result.metrics["model_version"] = model_version;
+    std::string baseline_dir = context.expand(node["baseline"] ? node["baseline"].Scalar() : "${env.DIAGNOSE_BASELINE}");
+    if (baseline_dir.empty()) return baseline_problem(result, "no baseline given: set the step's baseline: or run 'diagnose gate --baseline DIR'");
+    baseline_dir = absolute_path(baseline_dir, context.workflow().dir);
+    // A damaged baseline stops the gate before anything runs; a missing one only after the
+    // model ran, so that this run's outputs can become the baseline.
+    bool baseline_missing = !fs::exists(baseline_dir);
+    Baseline baseline;
+    if (!baseline_missing) {
+      try {
+        baseline = load_baseline(baseline_dir);
+      } catch (const std::exception& e) {
+        return baseline_problem(result, e.what());
+      }
+    }
+
+    std::vector<RunRequest> requests;
+    auto side_dir = [&](const char* side, const json& defaults) -> std::string {
+      YAML::Node spec = node[side];
+      if (spec && spec.IsScalar()) return context.path(spec.Scalar());
+      RunRequest request = plugin_run(context, side, side_spec(context, spec, defaults), spec);
+      requests.push_back(request);
+      return request.dir;
+    };
+    json dump = {{"level", layers.empty() ? "none" : "auto"}};
+    if (!layers.empty()) dump["include"] = layers;
+    std::string target_dir, referee_dir;
+    try {
+      target_dir = side_dir("target", {{"mode", "compiled"}, {"dump", dump}});
+      if (node["referee"]) referee_dir = side_dir("referee", {{"mode", "eager"}, {"dtype", "float64"}, {"dump", dump}});
+    } catch (const std::exception& e) {
+      result.status = StepStatus::Error;
+      result.summary = e.what();
+      return result;
+    }
+    std::vector<RunRecord> runs = context.run(requests);
+    for (const RunRecord& run : runs) result.reproduce.push_back(reproduce_command(run.cwd, run.env, run.argv));
+    if (std::optional<StepResult> error = error_from_runs(runs)) {
+      error->reproduce = result.reproduce;
+      return *error;
+    }
+    if (baseline_missing)
+      return baseline_problem(result, "no baseline at " + baseline_dir +
+                                          "; to accept this version's outputs as the baseline: diagnose baseline save " +
+                                          shell_quote(context.run_dir()) + " --run " +
+                                          shell_quote(context.step().id + "/target") + " --to " + shell_quote(baseline_dir));
+    result.metrics["baseline_model_version"] = baseline.metadata.value("model_version", "unknown");
+
+    std::string out_dir = context.step_dir() + "/gate";
+    fs::create_directories(out_dir);
+    std::string tolerance_error;
+    compare::Tolerances tolerances = context.tolerances(tolerance_assignments(node["tolerances"]), &tolerance_error);
+    if (!tolerance_error.empty()) {
+      result.status = StepStatus::Error;
+      result.summary = "bad tolerances: " + tolerance_error;
+      return result;
+    }
+    if (node["preset"]) tolerances.forced_preset = node["preset"].Scalar();
+
+    auto outputs_of = [](const std::string& dir) {
+      return fs::is_directory(dir + "/outputs") ? dir + "/outputs" : dir;
+    };
+    json outputs = json::array();
+    std::string compare_error;
+    auto gate = [&](const std::string& golden, const std::string& mine, const std::string& referee, const std::string& label,
+                    bool final_outputs) {
+      compare::CompareOptions options;
+      options.golden_path = golden;
+      options.my_path = mine;
+      if (!referee.empty()) options.referee_path = referee;
+      options.tolerances = tolerances;
+      compare::CompareResult compared = compare::run_compare(options);
+      if (!compared.fatal_error.empty()) {
+        compare_error = label + ": " + compared.fatal_error;
+        return;
+      }
+      std::string dir = out_dir + "/" + label;
+      fs::create_directories(dir);
+      std::vector<std::string> csv = compare::write_csv_reports(compared, dir);
+      json document = compare::result_to_json(compared, options, csv);
+      std::ofstream(dir + "/result.json") << document.dump(2) << "\n";
+      for (const std::string& c : csv) result.evidence.push_back({"file", label + " comparison table", c, nullptr});
+      result.evidence.push_back({"file", label + " comparison (JSON)", dir + "/result.json", nullptr});
+      std::string command = "diagnose compare -gp " + shell_quote(golden) + " -mp " + shell_quote(mine);
+      if (!referee.empty()) command += " --referee " + shell_quote(referee);
+      result.reproduce.push_back(command);
+      for (const json& group : document.value("groups", json::array()))
+        for (const json& row : group.value("rows", json::array())) {
+          std::string op = row.value("op_key", std::string());
+          if (!final_outputs) {
+            bool chosen = false;
+            for (const std::string& layer : layers) chosen = chosen || std::regex_search(op, std::regex(layer));
+            if (!chosen) continue;
+          }
+          std::string verdict = row.value("verdict", std::string());
+          std::string reason = row.value("cmp_fail_reason", std::string());
+          if (verdict == "not_comparable" && reason.empty()) reason = "not comparable";
+          outputs.push_back({{"output", row_name(row, final_outputs)},
+                             {"dtype", row.value("my_dtype", json())},
+                             {"cosine_similarity", number_or_null(number(row.value("cosine_unrounded", json())))},
+                             {"relative_l2", number_or_null(number(row.value("relative_euclidean_distance", json())))},
+                             {"max_relative_error", number_or_null(number(row.value("max_relative_error", json())))},
+                             {"max_absolute_error", number_or_null(number(row.value("max_absolute_error", json())))},
+                             {"judged_by", row.value("judged_by", json())},
+                             {"reason", reason},
+                             {"passed", verdict == "pass"}});
+        }
+    };
+    gate(baseline.outputs_dir(), outputs_of(target_dir), referee_dir.empty() ? "" : outputs_of(referee_dir), "outputs", true);
+    if (!layers.empty() && compare_error.empty()) {
+      if (!baseline.has_dump()) {
+        compare_error = "layers: the baseline has no op dump (save it from a run that dumped the layers)";
+      } else {
+        gate(baseline.dump_dir(), target_dir + "/dump", referee_dir.empty() ? "" : referee_dir + "/dump", "layers", false);
+      }
+    }
+    if (!compare_error.empty()) {
+      result.status = StepStatus::Error;
+      result.summary = "cannot compare with the baseline: " + compare_error;
+      return result;
+    }
+
+    size_t failed = 0;
+    double worst = 0;
+    for (const json& o : outputs) {
+      failed += !o.value("passed", true);
+      double l2 = number(o.value("relative_l2", json()));
+      if (!std::isnan(l2)) worst = std::max(worst, l2);
+      if (!o.value("passed", true))
+        result.findings.push_back({"regression in " + o.value("output", "") + ": cosine " +
+                                       (o["cosine_similarity"].is_null() ? "n/a" : o["cosine_similarity"].dump()) +
+                                       ", relative L2 " + (o["relative_l2"].is_null() ? "n/a" : o["relative_l2"].dump()) +
+                                       (o.value("reason", "").empty() ? "" : " (" + o.value("reason", "") + ")"),
+                                   o.value("output", "")});
+    }
+    result.metrics["outputs"] = outputs;
+    result.metrics["outputs_compared"] = outputs.size();
+    result.metrics["passed"] = outputs.size() - failed;
+    result.metrics["failed"] = failed;
+    result.metrics["worst_relative_l2"] = worst;
+    json table = json::array();
+    for (const json& o : outputs)
+      table.push_back({{"output", o["output"]}, {"dtype", o["dtype"]}, {"verdict", o.value("passed", true) ? "pass" : "fail"},
+                       {"cosine", o["cosine_similarity"]}, {"relative L2", o["relative_l2"]},
+                       {"max relative", o["max_relative_error"]}, {"max abs", o["max_absolute_error"]},
+                       {"judged by", o["judged_by"]}});
+    result.evidence.push_back({"table", "outputs against the baseline", "", table});
+    write_file_atomically(out_dir + "/junit.xml", gate_junit("gate." + context.workflow().name, outputs, 0));
+    result.evidence.push_back({"file", "gate JUnit (one test case per output)", out_dir + "/junit.xml", nullptr});
+    result.evidence.push_back({"file", "baseline", baseline.dir + "/baseline.json", nullptr});
+
+    std::string versions = "model " + model_version + " against baseline " + result.metrics["baseline_model_version"].get<std::string>();
+    if (failed == 0) {
+      result.status = StepStatus::Pass;
+      result.summary = std::to_string(outputs.size()) + " output(s) within tolerance of the baseline (" + versions + ")";
+    } else {
+      result.status = StepStatus::Fail;
+      result.summary = std::to_string(failed) + " of " + std::to_string(outputs.size()) + " output(s) regressed (" + versions + ")";
+    }
+    if (!node["history"] || node["history"].as<bool>(true)) record_trend(context, result, out_dir);
+    if (failed && node["diagnose_workflow"]) diagnose(context, result, model_version, target_dir, baseline.dir);
+    return result;
+  }
+
+ private:
+  static StepResult baseline_problem(StepResult& result, const std::string& message) {
+    result.status = StepStatus::Error;
+    result.summary = message;
+    result.metrics["baseline_problem"] = message;
+    return result;
+  }
+
+  // The trend of this workflow's worst output across earlier runs, plus this one.
+  static void record_trend(const StepContext& context, StepResult& result, const std::string& out_dir) {
+    std::string database = history_path(fs::path(context.run_dir()).parent_path().string());
+    std::vector<TrendPoint> points;
+    try {
+      points = History(database).trend("", context.workflow().name);
+    } catch (const std::exception& e) {
+      result.findings.push_back({std::string("history unavailable: ") + e.what(), ""});
+    }
+    TrendPoint now;
+    now.run_dir = context.run_dir();
+    now.model_version = result.metrics["model_version"].get<std::string>();
+    for (const json& o : result.metrics["outputs"]) {
+      double l2 = number(o.value("relative_l2", json()));
+      bool take = now.metrics.output.empty() || (now.metrics.passed && !o.value("passed", true)) ||
+                  (now.metrics.passed == o.value("passed", true) && l2 > now.metrics.relative_l2);
+      if (!take) continue;
+      now.metrics.output = o.value("output", "");
+      now.metrics.cosine_similarity = number(o.value("cosine_similarity", json()));
+      now.metrics.relative_l2 = l2;
+      now.metrics.max_relative_error = number(o.value("max_relative_error", json()));
+      now.metrics.max_absolute_error = number(o.value("max_absolute_error", json()));
+      now.metrics.passed = o.value("passed", true);
+    }
+    points.push_back(now);
+    write_file_atomically(out_dir + "/trend.json", trend_json(points, "", database).dump(2) + "\n");
+  }
+
+  // Runs the diagnostic workflow on the failing version (a fresh diagnose process with this
+  // process's environment; it finds the failing run in $DIAGNOSE_GATE_TARGET and the baseline
+  // in $DIAGNOSE_BASELINE) and attaches its verdict.
+  static void diagnose(const StepContext& context, StepResult& result, const std::string& model_version,
+                       const std::string& target_dir, const std::string& baseline_dir) {
+    std::string workflow = context.path(context.step().node["diagnose_workflow"].Scalar());
+    RunRequest request;
+    request.name = "diagnosis";
+    request.dir = context.run_dir_of("diagnosis");
+    std::string output_dir = request.dir + "/runs";
+    request.argv = {self_executable(), "run", workflow, "--output-dir", output_dir, "--quiet"};
+    request.cwd = fs::path(workflow).parent_path().string();
+    request.env = {{"DIAGNOSE_MODEL_VERSION", model_version},
+                   {"DIAGNOSE_GATE_TARGET", target_dir},
+                   {"DIAGNOSE_BASELINE", baseline_dir}};
+    request.timeout_s = context.workflow().defaults.timeout_s;
+    fs::create_directories(request.dir);
+    RunRecord run = context.run({request}).front();
+    result.reproduce.push_back(reproduce_command(run.cwd, run.env, run.argv));
+    json report;
+    boost::system::error_code ec;
+    for (fs::directory_iterator it(output_dir, ec), end; !ec && it != end; it.increment(ec)) {
+      std::ifstream in((it->path() / "report.json").string());
+      if (!in) continue;
+      report = json::parse(in, nullptr, false);
+      if (!report.is_object()) continue;
+      result.evidence.push_back({"file", "diagnosis report (HTML)", (it->path() / "report.html").string(), nullptr});
+      result.evidence.push_back({"file", "diagnosis report (JSON)", (it->path() / "report.json").string(), nullptr});
+      break;
+    }
+    if (!report.is_object() || !report.contains("verdict")) {
+      result.findings.push_back({"the diagnostic workflow " + workflow + " gave no verdict (" + run_status_name(run.status) +
+                                     (run.error.empty() ? "" : ": " + run.error) + ")",
+                                 ""});
+      return;
+    }
+    const json& verdict = report["verdict"];
+    result.metrics["diagnosis_verdict"] = verdict.value("category", "");
+    result.findings.push_back({"diagnosis (" + fs::path(workflow).filename().string() + "): " + verdict.value("summary", ""),
+                               verdict.value("culprit", "")});
+    result.summary += "; diagnosis: " + verdict.value("title", std::string());
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<StepKind> make_gate_step() { return std::make_unique<GateStep>(); }
+
+}  // namespace diagnose
