@@ -11,6 +11,7 @@ APT_PACKAGES=(
   libprotobuf-dev protobuf-compiler libgtest-dev libgmock-dev libsqlite3-dev
   clang libclang-rt-14-dev
   python3 python3-venv
+  chromium
   slurm-wlm munge
 )
 missing=()
