@@ -116,7 +116,9 @@ def make_backend(name: str, switches: Switches):
     if name == "inductor":
         from torch._inductor import config as inductor_config
         from torch._inductor.compile_fx import compile_fx
-        overrides = dict(switches.inductor)
+
+        from .inductor_rules import overrides_off
+        overrides = {**switches.inductor, **overrides_off(switches.inductor_off)}
 
         def inductor(gm, example_inputs):
             with inductor_config.patch(overrides):
@@ -177,13 +179,13 @@ def _clone(tree):
 
 class Check:
     def __init__(self, options):
+        self.switches = _read_switches(options.switches)
         self.out = Path(options.out)
         self.out.mkdir(parents=True, exist_ok=True)
         self.device = options.device
         self.dtype = getattr(torch, options.dtype) if options.dtype else None
         self.backend_name = options.backend
         self.max_calls = options.max_calls_per_op
-        self.switches = _read_switches(options.switches)
         self.results: list[dict] = []
         header = {"backend": options.backend, "device": options.device,
                   "dtype": options.dtype or "float32", "level": "aten", "check": "single_op"}
