@@ -149,8 +149,10 @@ History::History(const std::string& path) : path_(path) {
   sqlite3_busy_timeout(db_, kBusyTimeoutMs);
   try {
     // The first statement that reads the file tells a database from anything else.
-    Statement version(db_, "PRAGMA user_version");
-    version.step();
+    {
+      Statement version(db_, "PRAGMA user_version");
+      version.step();
+    }
     execute("PRAGMA journal_mode=WAL");
     execute("PRAGMA synchronous=NORMAL");
     execute("BEGIN IMMEDIATE");
