@@ -353,7 +353,8 @@ class Page {
     out_ << "<p class=\"metrics\">";
     bool first = true;
     for (const auto& [key, value] : step.metrics.items()) {
-      if (value.is_object() || (value.is_array() && value.size() > 8)) continue;
+      bool table_like = value.is_array() && std::any_of(value.begin(), value.end(), [](const json& v) { return v.is_structured(); });
+      if (value.is_object() || table_like || (value.is_array() && value.size() > 8)) continue;
       out_ << (first ? "" : " · ") << "<code>" << escape(key) << "</code> = " << escape(cell_text(value));
       first = false;
     }

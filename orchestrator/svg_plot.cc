@@ -133,8 +133,12 @@ std::string chart(const Chart& c) {
       out << "<text class=\"tick\" text-anchor=\"middle\" x=\"" << coordinate(px(static_cast<double>(i))) << "\" y=\""
           << coordinate(kTop + plot_h + 16) << "\">" << escape(c.x_tick_labels[i]) << "</text>\n";
   } else {
+    bool integral = true;  // rows, versions: no ticks between them
+    for (const Series& s : c.series)
+      for (const Point& p : s.points) integral = integral && p.x == std::floor(p.x);
     for (double t : linear_ticks(x_low, x_high, 10))
-      out << "<text class=\"tick\" text-anchor=\"middle\" x=\"" << coordinate(px(t)) << "\" y=\""
+      if (!integral || t == std::floor(t))
+        out << "<text class=\"tick\" text-anchor=\"middle\" x=\"" << coordinate(px(t)) << "\" y=\""
           << coordinate(kTop + plot_h + 16) << "\">" << short_number(t) << "</text>\n";
   }
   out << "<text class=\"axis-label\" text-anchor=\"middle\" x=\"" << coordinate(kLeft + plot_w / 2) << "\" y=\""
