@@ -251,9 +251,9 @@ steps:
 steps:
   - {id: a, kind: run}
 report:
-  formats: [md, html]
+  formats: [md, spreadsheet]
 )yaml",
-     "wf.yaml:5:17: error: report.formats[1]: unknown value 'html'; expected one of: md, json, junit", 1},
+     "wf.yaml:5:17: error: report.formats[1]: unknown value 'spreadsheet'; expected one of: md, json, junit, html", 1},
     {"retries_float",
      R"yaml(model:
   argv: [python]
@@ -315,7 +315,7 @@ steps:
   - id: a
     kind: compre
 )yaml",
-     "wf.yaml:4:11: error: steps.a: unknown step kind 'compre' (did you mean 'compare'?); known kinds: run, compare, assert", 1},
+     "wf.yaml:4:11: error: steps.a: unknown step kind 'compre' (did you mean 'compare'?); known kinds: run, compare, assert, gate, fusion_bisect, single_op_check, eager_device_vs_cpu, dynamo_meta_check, graph_dump_compare", 1},
     {"unknown_model_key",
      R"yaml(model:
   argv: [python, m.py]
