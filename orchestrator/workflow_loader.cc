@@ -137,7 +137,10 @@ std::optional<YAML::Node> extend(const YAML::Node& root, const std::string& path
   }
   Diagnostics base_diagnostics(base_path);
   std::optional<Workflow> base = load_workflow(base_path, base_diagnostics);
-  for (const Diagnostic& d : base_diagnostics.list()) diagnostics.error(extends.Mark(), "extends: " + format_diagnostic(d));
+  for (const Diagnostic& d : base_diagnostics.list()) {
+    std::string where = d.file + (d.line > 0 ? ":" + std::to_string(d.line) + ":" + std::to_string(d.column) : "");
+    diagnostics.error(extends.Mark(), "extends: " + where + ": " + d.message);
+  }
   if (!base) return std::nullopt;
   YAML::Node merged = YAML::Clone(base->root);
   for (const auto& entry : root)

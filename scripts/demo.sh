@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
-# Sets up the machine and runs diagnose on a bundled example: a TorchAir GE dump
-# compared with its FX eager dump, where one op has a planted precision defect.
+# Sets up the machine and runs the standard graph-mode precision workflow
+# (workflows/graph-mode-precision.yaml) on a bundled example with a planted fusion-rule
+# defect (examples/fusion_rules): real PyTorch, real torch.compile, on CPU. Prints the verdict;
+# the reports are in out/demo/<run>/ (report.md, report.json, junit.xml).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 mkdir -p out/demo
 set +e
-build/orchestrator/diagnose compare -gp examples/dumps/fx -mp examples/dumps/ge -o out/demo
+DIAGNOSE_PYTHON="$PWD/.venv/bin/python" TORCHINDUCTOR_CACHE_DIR="$PWD/out/inductor-cache" \
+  build/orchestrator/diagnose examples/fusion_rules/workflow.yaml --output-dir out/demo
 code=$?
 set -e
-# 0 (all rows pass) and 1 (a precision problem found) are both answers; others are failures.
+# 0 (no problem) and 1 (a precision problem diagnosed) are both answers; others are failures.
 if [ "$code" -gt 1 ]; then
   echo "demo: diagnose failed with exit code $code" >&2
   exit "$code"
 fi
-echo "demo: diagnose exited $code; reports are in out/demo/"
+echo "demo: diagnose exited $code; the run directory is the newest one in out/demo/"

@@ -62,7 +62,7 @@ class GraphDumpCompareStep : public StepKind {
     };
     std::string golden = side("golden", node["golden"], kGolden);
     nlohmann::json target_defaults = kTarget;
-    if (side_spec(context, node["target"].IsMap() ? node["target"] : YAML::Node(), kTarget)["backend"]
+    if (side_spec(context, node["target"] && node["target"].IsMap() ? node["target"] : YAML::Node(), kTarget)["backend"]
             .get<std::string>()
             .find(':') != std::string::npos)
       target_defaults["dump"]["level"] = "compiled";  // a user backend: its Inductor buffers, if built on Inductor
