@@ -1,0 +1,227 @@
+// The diagnostic step kinds' own logic: the single-op inventory, batching and re-batching
+// after a crash, the meta check and graph-break readers; then each kind run by the diagnose
+// binary against a stand-in plugin (scripts/stand_in_plugin: same commands and files as
+// plugins/pytorch, no torch), whose behaviour the environment chooses.
+#include <gtest/gtest.h>
+
+#include "steps/dynamo_findings.h"
+#include "steps/single_op_batches.h"
+#include "tests/orchestrator/e2e_helpers.h"
+
+namespace diagnose {
+namespace {
+
+using namespace testing_support;
+
+TEST(SingleOpBatches, InventoryParsesAndRejects) {
+  std::string error;
+  auto ops = parse_op_inventory(R"([{"op": "aten.mm.default", "calls": 3}, {"op": "aten.add.Tensor"},
+                                    {"op": "aten.mm.default", "calls": 1}])", &error);
+  ASSERT_TRUE(ops) << error;
+  ASSERT_EQ(ops->size(), 2u);  // duplicates folded
+  EXPECT_EQ((*ops)[0].op, "aten.mm.default");
+  EXPECT_EQ((*ops)[0].calls, 3);
+  EXPECT_FALSE(parse_op_inventory("Traceback ...", &error));
+  EXPECT_EQ(error, "the op inventory is not a JSON list");
+  EXPECT_FALSE(parse_op_inventory(R"([{"calls": 1}])", &error));
+  EXPECT_NE(error.find("without an op name"), std::string::npos);
+}
+
+TEST(SingleOpBatches, SplitIsBalancedAndKeepsOrder) {
+  std::vector<std::string> ops = {"a", "b", "c", "d", "e"};
+  auto batches = split_into_batches(ops, 2);
+  ASSERT_EQ(batches.size(), 2u);
+  EXPECT_EQ(batches[0], (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(batches[1], (std::vector<std::string>{"d", "e"}));
+  EXPECT_EQ(split_into_batches(ops, 9).size(), 5u);  // never an empty batch
+  EXPECT_EQ(split_into_batches(ops, 0).size(), 1u);
+  EXPECT_TRUE(split_into_batches({}, 3).empty());
+}
+
+TEST(SingleOpBatches, CrashBlamesTheStartedOpAndReturnsTheRest) {
+  std::string progress = R"({"op": "a", "event": "start"}
+{"op": "a", "event": "done"}
+{"op": "b", "event": "start"}
+{"op": "b", "event": "error", "message": "lowering failed"}
+{"op": "c", "event": "start"}
+{"op": "d", "ev)";  // torn last line of a killed process
+  BatchOutcome died = read_batch_progress(progress, {"a", "b", "c", "d", "e"}, false);
+  EXPECT_EQ(died.done, (std::vector<std::string>{"a"}));
+  ASSERT_EQ(died.errors.size(), 1u);
+  EXPECT_EQ(died.errors[0], std::make_pair(std::string("b"), std::string("lowering failed")));
+  EXPECT_EQ(died.crashed, std::optional<std::string>("c"));
+  EXPECT_EQ(died.not_started, (std::vector<std::string>{"d", "e"}));
+
+  // Exit 0 with ops never reported: nothing to re-run, they are errors.
+  BatchOutcome ended = read_batch_progress(R"({"op": "a", "event": "done"})", {"a", "b"}, true);
+  EXPECT_TRUE(ended.not_started.empty());
+  EXPECT_FALSE(ended.crashed);
+  ASSERT_EQ(ended.errors.size(), 1u);
+  EXPECT_EQ(ended.errors[0].first, "b");
+}
+
+TEST(DynamoFindings, MetaMismatchNamesTheOp) {
+  nlohmann::json document = nlohmann::json::parse(R"({"ops": [
+    {"op": "aten.mm.default", "op_key": "mm#0", "status": "ok"},
+    {"op": "demo::scale", "op_key": "layer/demo::scale#0", "status": "mismatch",
+     "mismatches": [{"output": 0, "field": "dtype", "eager": "torch.float32", "fake": "torch.bfloat16"}]},
+    {"op": "aten.nonzero.default", "status": "skipped"},
+    {"op": "demo::broken", "status": "error", "message": "no fake impl"}]})");
+  MetaCheckSummary s = summarize_meta_check(document);
+  EXPECT_EQ(s.ok, 1);
+  EXPECT_EQ(s.mismatched, 1);
+  EXPECT_EQ(s.skipped, 1);
+  EXPECT_EQ(s.errors, 1);
+  EXPECT_EQ(s.mismatched_ops, (std::vector<std::string>{"demo::scale"}));
+  ASSERT_EQ(s.findings.size(), 2u);
+  EXPECT_EQ(s.findings[0].op, "demo::scale");
+  EXPECT_EQ(s.findings[0].message,
+            "meta (fake) result of demo::scale (layer/demo::scale#0) differs from eager: output 0 dtype: eager "
+            "torch.float32, meta torch.bfloat16");
+  EXPECT_EQ(s.table[0]["field"], "dtype");
+  EXPECT_THROW(summarize_meta_check(nlohmann::json::parse(R"({"ops": [{"op": "x", "status": "odd"}]})")),
+               std::runtime_error);
+  EXPECT_THROW(summarize_meta_check(nlohmann::json::parse("[]")), std::runtime_error);
+}
+
+TEST(DynamoFindings, GraphBreaksFromStatus) {
+  GraphBreaks b = graph_breaks_of(nlohmann::json::parse(
+      R"json({"graphs": {"graph_breaks": 2, "graph_break_reasons": ["print()", {"reason": "data-dependent"}],
+                         "break_reasons": {"print()": 1}}})json"));
+  EXPECT_EQ(b.count, 2);
+  EXPECT_EQ(b.reasons, (std::vector<std::string>{"print()", "data-dependent"}));
+  EXPECT_EQ(graph_breaks_of(nlohmann::json()).count, 0);
+}
+
+// --- the kinds run by the diagnose binary on the stand-in plugin --------------------------
+
+std::string stand_in_model(const std::string& env) {
+  return "model:\n  script: " + script("model.py") + "\n  python: " + python() + "\n  env: {PYTHONPATH: " +
+         script("stand_in_plugin") + (env.empty() ? "" : ", " + env) + "}\ndefaults: {slots: 2}\n";
+}
+
+nlohmann::json report_of(const ScratchDir& dir) { return read_json(only_run_dir(dir / "runs") + "/report.json"); }
+
+TEST(DiagnosticSteps, SingleOpCheckReportsWrongAndCrashedOpsAndRebatches) {
+  ScratchDir dir;
+  std::string ops = "aten.a.default,aten.b.default,aten.c.default,aten.d.default,aten.e.default,aten.f.default";
+  write_text(dir / "wf.yaml", stand_in_model("STAND_IN_OPS: \"" + ops +
+                                             "\", STAND_IN_CRASH_OPS: aten.b.default, STAND_IN_WRONG_OPS: aten.e.default, "
+                                             "STAND_IN_ERROR_OPS: aten.f.default, STAND_IN_LOG: " + (dir / "ops.log")) +
+                                  "steps:\n  - {id: single, kind: single_op_check, target: {backend: aot_eager}}\n");
+  Finished r = run_diagnose({"wf.yaml"}, dir.path());
+  ASSERT_EQ(r.code, 1) << r.out << r.err;
+  nlohmann::json report = report_of(dir);
+  const nlohmann::json& step = report["steps"][0];
+  EXPECT_EQ(report["verdict"]["category"], "single_op_graph_defect");
+  EXPECT_EQ(report["verdict"]["culprit"], "aten.e.default");
+  EXPECT_EQ(step["metrics"]["failed_ops"], (nlohmann::json{"aten.e.default", "aten.b.default"}));
+  EXPECT_EQ(step["metrics"]["crashed_ops"], nlohmann::json{"aten.b.default"});
+  EXPECT_EQ(step["metrics"]["op_errors"], 1);
+  EXPECT_EQ(step["metrics"]["rounds"], 2);  // aten.c.default ran again after the crash
+  // Batches [a b c] [d e f]: the crash in b sends c to a second round; no op starts twice, and
+  // the target's backend reaches every batch.
+  std::string log = read_text(dir / "ops.log");
+  for (const char* op : {"aten.a.default", "aten.b.default", "aten.c.default", "aten.d.default", "aten.e.default"}) {
+    std::string start = std::string(op) + " start aot_eager\n";
+    size_t first = log.find(start);
+    EXPECT_NE(first, std::string::npos) << op << "\n" << log;
+    EXPECT_EQ(log.find(start, first + 1), std::string::npos) << op << " ran twice\n" << log;
+  }
+  bool worst_table = false, crash_log = false;
+  for (const auto& e : step["evidence"]) {
+    worst_table |= e["kind"] == "table" && e["name"] == "worst rows of aten.e.default" && e["value"].size() == 1;
+    crash_log |= e["kind"] == "log" && e["name"] == "crash of aten.b.default";
+  }
+  EXPECT_TRUE(worst_table) << step["evidence"].dump(1);
+  EXPECT_TRUE(crash_log);
+}
+
+TEST(DiagnosticSteps, SingleOpCheckPassesWhenEveryOpMatches) {
+  ScratchDir dir;
+  write_text(dir / "wf.yaml", stand_in_model("STAND_IN_OPS: \"aten.a.default,aten.b.default,aten.c.default\"") +
+                                  "steps:\n  - {id: single, kind: single_op_check}\n");
+  Finished r = run_diagnose({"wf.yaml"}, dir.path());
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  nlohmann::json step = report_of(dir)["steps"][0];
+  EXPECT_EQ(step["metrics"]["ops"], 3);
+  EXPECT_EQ(step["metrics"]["rounds"], 1);
+  EXPECT_EQ(step["runs"].size(), 4u);  // eager, ops, two batches
+}
+
+TEST(DiagnosticSteps, DynamoMetaCheckNamesTheMetaOpAndTheDivergingBackends) {
+  ScratchDir dir;
+  std::string meta = R"('[{"op": "demo::scale", "op_key": "demo::scale#0", "status": "mismatch", "mismatches": [{"output": 0, "field": "dtype", "eager": "torch.float32", "fake": "torch.bfloat16"}]}, {"op": "aten.mm.default", "status": "ok"}]')";
+  write_text(dir / "wf.yaml", stand_in_model("STAND_IN_META: " + meta +
+                                             ", STAND_IN_WRONG_BACKEND: aot_eager, STAND_IN_FAIL_BACKEND: "
+                                             "aot_eager_decomp_partition, STAND_IN_BREAKS: \"print(),input()\"") +
+                                  "steps:\n  - {id: dynamo, kind: dynamo_meta_check}\n");
+  Finished r = run_diagnose({"wf.yaml"}, dir.path());
+  ASSERT_EQ(r.code, 1) << r.out << r.err;
+  nlohmann::json report = report_of(dir);
+  const nlohmann::json& step = report["steps"][0];
+  EXPECT_EQ(report["verdict"]["category"], "dynamo_meta_defect");
+  EXPECT_EQ(report["verdict"]["culprit"], "demo::scale");
+  EXPECT_EQ(step["metrics"]["meta_mismatches"], 1);
+  EXPECT_EQ(step["metrics"]["meta_checked"], 2);
+  EXPECT_EQ(step["metrics"]["graph_breaks"], 2);
+  EXPECT_EQ(step["metrics"]["failed_backends"], (nlohmann::json{"aot_eager", "aot_eager_decomp_partition"}));
+  // Every compiled run really used its backend.
+  EXPECT_EQ(read_json(only_run_dir(dir / "runs") + "/steps/dynamo/backend-aot_eager/spec.json")["backend"], "aot_eager");
+}
+
+TEST(DiagnosticSteps, DynamoMetaCheckPassesOnAgreement) {
+  ScratchDir dir;
+  write_text(dir / "wf.yaml", stand_in_model("") + "steps:\n  - {id: dynamo, kind: dynamo_meta_check, backends: [eager]}\n");
+  Finished r = run_diagnose({"wf.yaml"}, dir.path());
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(report_of(dir)["steps"][0]["metrics"]["failed_backends"], nlohmann::json::array());
+}
+
+TEST(DiagnosticSteps, EagerDeviceVsCpuComparesTheConfigurationUnderTest) {
+  ScratchDir dir;
+  write_text(dir / "wf.yaml", stand_in_model("") +
+                                  "steps:\n  - id: eager\n    kind: eager_device_vs_cpu\n    target: {env: {STAND_IN_SCALE: "
+                                  "\"1.01\"}}\n    referee: true\n");
+  Finished r = run_diagnose({"wf.yaml"}, dir.path());
+  ASSERT_EQ(r.code, 1) << r.out << r.err;
+  nlohmann::json report = report_of(dir);
+  EXPECT_EQ(report["verdict"]["category"], "eager_device_defect");
+  EXPECT_EQ(report["verdict"]["culprit"], "mul-aten.mul.Tensor");
+  std::string steps = only_run_dir(dir / "runs") + "/steps/eager/";
+  nlohmann::json golden = read_json(steps + "golden/spec.json"), referee = read_json(steps + "referee/spec.json");
+  EXPECT_EQ(golden["device"], "cpu");
+  EXPECT_EQ(golden["dtype"], "float32");
+  EXPECT_EQ(golden["mode"], "eager");
+  EXPECT_EQ(referee["dtype"], "float64");
+}
+
+TEST(DiagnosticSteps, GraphDumpCompareLocalisesAndTakesExternalDumps) {
+  ScratchDir dir;
+  write_text(dir / "wf.yaml", stand_in_model("STAND_IN_WRONG_BACKEND: inductor") +
+                                  "steps:\n  - {id: graph, kind: graph_dump_compare, on_failure: continue}\n"
+                                  "  - id: again\n    kind: graph_dump_compare\n"
+                                  "    golden: ${steps.graph.dir}/golden/dump\n    target: ${steps.graph.dir}/golden/dump\n");
+  Finished r = run_diagnose({"wf.yaml"}, dir.path());
+  ASSERT_EQ(r.code, 1) << r.out << r.err;
+  nlohmann::json report = report_of(dir);
+  EXPECT_EQ(report["verdict"]["category"], "localized_op_defect");
+  EXPECT_EQ(report["verdict"]["culprit"], "mul-aten.mul.Tensor");
+  std::string steps = only_run_dir(dir / "runs") + "/steps/graph/";
+  EXPECT_EQ(read_json(steps + "golden/spec.json")["dump"]["level"], "fx");
+  EXPECT_EQ(read_json(steps + "target/spec.json")["backend"], "inductor");
+  EXPECT_EQ(report["steps"][1]["status"], "pass");  // external dumps, no runs
+  EXPECT_TRUE(report["steps"][1]["runs"].empty());
+}
+
+TEST(DiagnosticSteps, ModelWithoutScriptIsAnErrorNamingTheFix) {
+  ScratchDir dir;
+  write_text(dir / "wf.yaml", "model: {argv: [" + python() + ", " + script("model.py") +
+                                  "]}\nsteps:\n  - {id: graph, kind: graph_dump_compare}\n");
+  Finished r = run_diagnose({"wf.yaml"}, dir.path());
+  EXPECT_EQ(r.code, 3) << r.out << r.err;
+  EXPECT_NE(report_of(dir)["steps"][0]["summary"].get<std::string>().find("give model.script"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace diagnose

@@ -1,0 +1,126 @@
+"""Stand-in for the PyTorch plugin (plugins/pytorch), without torch: the same commands and
+files, with behaviour chosen by environment variables, for the step kinds' focused tests.
+
+  run SCRIPT ARGS   writes status.json, dump/ and outputs/ (one "op", the model's output) and,
+                    with checks.meta, meta_check.json ($STAND_IN_META: JSON list of its ops);
+                    $STAND_IN_WRONG_BACKEND=B makes backend B's output wrong,
+                    $STAND_IN_FAIL_BACKEND=B makes it exit 1 (FX-level dumps run the graph
+                    eagerly: always right); $STAND_IN_SCALE scales every run's output;
+                    graph breaks: $STAND_IN_BREAKS
+  ops --from DIR    prints $STAND_IN_OPS (comma-separated) as the op inventory
+  single-op ...     checks each --ops op: $STAND_IN_CRASH_OPS kill the process (SIGKILL),
+                    $STAND_IN_WRONG_OPS give a wrong graph result, $STAND_IN_ERROR_OPS a
+                    compile error; appends each op's events to $STAND_IN_LOG
+"""
+import json
+import os
+import signal
+import sys
+
+import numpy as np
+
+
+def env_list(name):
+    return [item for item in os.environ.get(name, "").split(",") if item]
+
+
+class Dump:
+    def __init__(self, directory):
+        os.makedirs(os.path.join(directory, "tensors"), exist_ok=True)
+        self.directory = directory
+        self.manifest = open(os.path.join(directory, "manifest.jsonl"), "w")
+        self.manifest.write(json.dumps({"type": "header", "format": "diagnose-dump", "version": 1}) + "\n")
+        self.seq = 0
+
+    def write(self, op, op_key, value, kind="op"):
+        name = f"tensors/{self.seq:07d}.output.0.npy"
+        np.save(os.path.join(self.directory, name), value)
+        record = {"type": "tensor", "seq": self.seq, "kind": kind, "op_key": op_key, "op": op,
+                  "io": "output", "index": 0, "file": name, "dtype": "torch.float32",
+                  "shape": list(value.shape)}
+        self.manifest.write(json.dumps(record) + "\n")
+        self.manifest.flush()
+        self.seq += 1
+
+
+def value(scale=1.0):
+    return (np.arange(12, dtype=np.float32).reshape(3, 4) / 7.0 + 0.5) * scale
+
+
+def run(argv):
+    with open(os.environ["DIAGNOSE_RUN_SPEC"]) as f:
+        spec = json.load(f)
+    out = spec["output_dir"]
+    mode, backend = spec.get("mode", "compiled"), spec.get("backend", "inductor")
+    compiled_backend = backend if mode == "compiled" else None
+    if compiled_backend and compiled_backend == os.environ.get("STAND_IN_FAIL_BACKEND"):
+        print("stand-in: backend fails on purpose", file=sys.stderr)
+        return 1
+    wrong = (compiled_backend is not None and compiled_backend == os.environ.get("STAND_IN_WRONG_BACKEND")
+             and spec.get("dump", {}).get("level") != "fx")
+    result = value((1.5 if wrong else 1.0) * float(os.environ.get("STAND_IN_SCALE", "1")))
+    if spec.get("dump", {}).get("level") != "none":
+        Dump(os.path.join(out, "dump")).write("aten.mul.Tensor", "mul-aten.mul.Tensor", result)
+    Dump(os.path.join(out, "outputs")).write("output", "output.0", result, kind="final")
+    if spec.get("checks", {}).get("meta"):
+        with open(os.path.join(out, "meta_check.json"), "w") as f:
+            json.dump({"ops": json.loads(os.environ.get("STAND_IN_META", "[]"))}, f)
+    breaks = env_list("STAND_IN_BREAKS") if compiled_backend else []
+    status = {"state": "ok", "spec": spec, "argv": argv,
+              "graphs": {"count": 1 + len(breaks), "graph_breaks": len(breaks), "graph_break_reasons": breaks}}
+    with open(os.path.join(out, "status.json"), "w") as f:
+        json.dump(status, f)
+    return 0
+
+
+def option(args, name, default=None):
+    return args[args.index(name) + 1] if name in args else default
+
+
+def single_op(args):
+    out = option(args, "--out")
+    os.makedirs(out, exist_ok=True)
+    eager, graph = Dump(os.path.join(out, "eager")), Dump(os.path.join(out, "graph"))
+    progress = open(os.path.join(out, "progress.jsonl"), "a")
+    log = open(os.environ["STAND_IN_LOG"], "a") if os.environ.get("STAND_IN_LOG") else None
+    results = []
+
+    def event(op, kind, message=""):
+        progress.write(json.dumps({"op": op, "event": kind, "message": message}) + "\n")
+        progress.flush()
+        if log:
+            log.write(f"{op} {kind} {option(args, '--backend')}\n")
+            log.flush()
+
+    for op in option(args, "--ops").split(","):
+        event(op, "start")
+        if op in env_list("STAND_IN_CRASH_OPS"):
+            os.kill(os.getpid(), signal.SIGKILL)
+        if op in env_list("STAND_IN_ERROR_OPS"):
+            results.append({"op": op, "status": "compile_error", "message": "stand-in lowering failed"})
+            event(op, "error", "stand-in lowering failed")
+            continue
+        eager.write(op, op + "#0", value())
+        graph.write(op, op + "#0", value(1.25 if op in env_list("STAND_IN_WRONG_OPS") else 1.0))
+        results.append({"op": op, "status": "ok"})
+        event(op, "done")
+    with open(os.path.join(out, "single_op.json"), "w") as f:
+        json.dump({"ops": results}, f)
+    return 0
+
+
+def main():
+    command, args = sys.argv[1], sys.argv[2:]
+    if command == "run":
+        return run(args)
+    if command == "ops":
+        print(json.dumps([{"op": op, "calls": 1} for op in env_list("STAND_IN_OPS")]))
+        return 0
+    if command == "single-op":
+        return single_op(args)
+    print(f"stand-in plugin: unknown command {command}", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
