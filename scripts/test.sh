@@ -26,8 +26,11 @@ mkdir -p "$RESULTS"
 
 stage "C++ tests" ctest --test-dir build --output-on-failure -j2 --output-junit "$RESULTS/ctest.xml"
 
-stage "Python tests" env DIAGNOSE_BIN="$ROOT/build/orchestrator/diagnose" \
-  .venv/bin/python -m pytest tests/python -q -p no:cacheprovider --junitxml="$RESULTS/pytest.xml"
+# Two workers: most tests wait on model processes. One OpenMP thread per model process, so
+# two of them share the two cores instead of spinning against each other.
+stage "Python tests" env DIAGNOSE_BIN="$ROOT/build/orchestrator/diagnose" OMP_NUM_THREADS=1 \
+  .venv/bin/python -m pytest tests/python -q -p no:cacheprovider -n 2 --dist loadgroup \
+  --junitxml="$RESULTS/pytest.xml"
 
 # A one-node Slurm cluster on 127.0.0.1 for the slurm runner's end-to-end tests.
 stage "Slurm runner (one-node cluster)" env DIAGNOSE_BIN="$ROOT/build/orchestrator/diagnose" \

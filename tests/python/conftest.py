@@ -26,3 +26,15 @@ def diagnose_bin() -> Path:
 @pytest.fixture
 def out_dir(tmp_path) -> Path:
     return tmp_path / "out"
+
+
+# Sessions sharing model runs: their tests stay on one pytest-xdist worker, so those runs
+# happen once. Every other test file is a group of its own (its module fixtures run once).
+SHARED_RUN_DIRS = ("examples", "plugin")
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        relative = Path(str(item.fspath)).resolve().relative_to(HERE)
+        group = relative.parts[0] if relative.parts[0] in SHARED_RUN_DIRS else relative.as_posix()
+        item.add_marker(pytest.mark.xdist_group(group))
