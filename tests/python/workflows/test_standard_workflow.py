@@ -1,0 +1,67 @@
+"""The standard workflow (workflows/graph-mode-precision.yaml) end to end on every example
+with a planted cause: the diagnose binary runs each example's workflow.yaml with real
+PyTorch and real torch.compile, and the verdict must name the planted category and the op
+or rule (examples/*/README.md say what is planted and what to conclude)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+
+# example, verdict category, texts one of which the culprit must hold (None: no culprit)
+EXPECTED = [
+    ("lowering_defect", "single_op_graph_defect", ("diagnose_example.softplus.default",)),
+    ("device_kernel_defect", "eager_device_defect", ("diagnose_example.rms_norm.default",)),
+    ("meta_defect", "dynamo_meta_defect", ("diagnose_example.rms_scale.default",)),
+    # the buffer that computes mean, sub, mul (named after mul), whose input sub is wrong
+    ("graph_pass_defect", "localized_op_defect", ("mul-aten.mul.Tensor", "sub")),
+    ("fusion_rules", "fusion_defect", ("GeluFusionPass",)),
+    ("bf16_more_accurate", "no_precision_problem", None),
+    ("mlp", "no_precision_problem", None),
+]
+
+
+@pytest.fixture(scope="session")
+def inductor_cache(tmp_path_factory) -> str:
+    """One Inductor cache for the session: examples share kernels (and reruns are cheap)."""
+    return str(tmp_path_factory.mktemp("inductor-cache"))
+
+
+def run_workflow(diagnose_bin: Path, example: str, out: Path, cache: str) -> tuple[dict, subprocess.CompletedProcess]:
+    env = dict(os.environ, DIAGNOSE_PYTHON=sys.executable, TORCHINDUCTOR_CACHE_DIR=cache)
+    started = time.monotonic()
+    done = subprocess.run([str(diagnose_bin), str(ROOT / "examples" / example / "workflow.yaml"),
+                           "--output-dir", str(out), "--quiet"],
+                          env=env, capture_output=True, text=True, timeout=900)
+    seconds = time.monotonic() - started
+    runs = [p for p in out.iterdir() if p.is_dir()]
+    assert len(runs) == 1, (done.stdout, done.stderr)
+    report = json.loads((runs[0] / "report.json").read_text())
+    model_runs = sum(len(step.get("runs", [])) for step in report["steps"])
+    print(f"{example}: {seconds:.1f} s, {model_runs} runs, verdict {report['verdict']['category']}")
+    return report, done
+
+
+@pytest.mark.parametrize("example,category,culprit", EXPECTED, ids=[e[0] for e in EXPECTED])
+def test_standard_workflow_finds_the_planted_cause(diagnose_bin, tmp_path, inductor_cache, example, category, culprit):
+    report, done = run_workflow(diagnose_bin, example, tmp_path / "runs", inductor_cache)
+    verdict = report["verdict"]
+    steps = {step["id"]: step for step in report["steps"]}
+    summary = {step_id: (step["status"], step["summary"]) for step_id, step in steps.items()}
+    assert verdict["category"] == category, json.dumps(summary, indent=1)
+    assert done.returncode == (0 if category == "no_precision_problem" else 1), done.stderr
+    if culprit is None:
+        assert verdict["culprit"] in ("", None)
+        assert all(step["status"] in ("pass", "skipped") for step in report["steps"]), summary
+        return
+    assert any(text in verdict["culprit"] for text in culprit), (verdict["culprit"], summary)
+    assert any(text in (finding.get("op") or "") + finding["message"]
+               for finding in verdict["findings"] for text in culprit), verdict["findings"]
+    assert verdict["reproduce"], "a verdict without the commands that reproduce it"
