@@ -97,66 +97,13 @@ struct BlockSums {
   double max_rel = 0, sum_rel = 0, max_abs = 0, sum_abs = 0, max_ulp = 0, sum_ulp = 0;
 };
 
-// Counts are kept as doubles inside the loop (exact below 2^53) so that every lane
-// has the same width, which the vectorizer needs.
+// Three loops, so that each one's accumulators fit in the 16 vector registers (one loop
+// spilled them to the stack every iteration): the sums, the special values (only for a
+// block that has some: float inputs square to at most 1.2e77, so the sums of squares are
+// finite exactly when every element is), and the errors. Counts are kept as doubles inside
+// the loops (exact below 2^53) so that every lane has the same width, which the vectorizer needs.
 __attribute__((always_inline)) inline void sum_block(const float* g, const float* m, size_t len, double atol,
                                                      double rtol, UlpRule rule, BlockSums& out) {
-  const double inverse_step = rule.by_exponent ? 1.0 / rule.step : 0.0;  // 0: ULP measured elsewhere
-  const double inverse_smallest = rule.by_exponent ? 1.0 / rule.smallest : 0.0;
-  double g_nan = 0, g_inf = 0, m_nan = 0, m_inf = 0, special_bad = 0, allclose_bad = 0;
-  double g_max = -INFINITY, g_min = INFINITY, m_max = -INFINITY, m_min = INFINITY;
-  double g_sum = 0, m_sum = 0, gg = 0, mm = 0, gm = 0, dd = 0;
-  double max_rel = 0, sum_rel = 0, max_abs = 0, sum_abs = 0, max_ulp = 0, sum_ulp = 0;
-#pragma omp simd reduction(+ : g_nan, g_inf, m_nan, m_inf, special_bad, allclose_bad, g_sum, m_sum, gg, mm, gm, dd, sum_rel, sum_abs, sum_ulp) \
-    reduction(max : g_max, m_max, max_rel, max_abs, max_ulp) reduction(min : g_min, m_min)
-  for (size_t i = 0; i < len; ++i) {
-    const double gv = g[i], mv = m[i];
-    const double ag = std::fabs(gv), am = std::fabs(mv);
-    g_nan += gv != gv ? 1.0 : 0.0;
-    m_nan += mv != mv ? 1.0 : 0.0;
-    g_inf += ag == INFINITY ? 1.0 : 0.0;
-    m_inf += am == INFINITY ? 1.0 : 0.0;
-    const bool both_finite = ag < INFINITY && am < INFINITY;  // false for NaN too
-    special_bad += both_finite || gv == mv || (gv != gv && mv != mv) ? 0.0 : 1.0;
-    g_max = gv > g_max ? gv : g_max;
-    g_min = gv < g_min ? gv : g_min;
-    m_max = mv > m_max ? mv : m_max;
-    m_min = mv < m_min ? mv : m_min;
-    g_sum += gv;
-    m_sum += mv;
-    gg += gv * gv;
-    mm += mv * mv;
-    gm += gv * mv;
-    const double d = mv - gv;
-    dd += d * d;
-    const double ad = std::fabs(d);
-    const bool significant = ag > kEps;
-    const double rel = significant ? std::fabs(mv / gv - 1.0) : 0.0;
-    const double abs_masked = significant ? ad : 0.0;
-    max_rel = rel > max_rel ? rel : max_rel;
-    sum_rel += rel;
-    max_abs = abs_masked > max_abs ? abs_masked : max_abs;
-    sum_abs += abs_masked;
-    allclose_bad += both_finite && ad > atol + rtol * ag ? 1.0 : 0.0;
-    const double ulp = ad * inverse_ulp_by_exponent(gv, inverse_step, inverse_smallest);
-    max_ulp = ulp > max_ulp ? ulp : max_ulp;
-    sum_ulp += ulp;
-  }
-  const auto count = [](double c) { return static_cast<uint64_t>(c); };
-  out = BlockSums{count(g_nan), count(g_inf), count(m_nan), count(m_inf), count(special_bad), count(allclose_bad),
-                  g_max, g_min, m_max, m_min, g_sum, m_sum, gg, mm, gm, dd,
-                  max_rel, sum_rel, max_abs, sum_abs, max_ulp, sum_ulp};
-}
-
-// The same sums for a block without NaN or Inf, which is nearly every block: no special
-// values to count, and the work split over two loops whose accumulators fit in the vector
-// registers (one loop spills them to the stack). Returns false, leaving `out` unspecified,
-// when the block holds a NaN or Inf: float inputs square to at most 1.2e77, so the sums of
-// squares of a block are finite exactly when every element is.
-__attribute__((always_inline)) inline bool sum_finite_block(const float* g, const float* m, size_t len, double atol,
-                                                            double rtol, UlpRule rule, BlockSums& out) {
-  const double inverse_step = rule.by_exponent ? 1.0 / rule.step : 0.0;
-  const double inverse_smallest = rule.by_exponent ? 1.0 / rule.smallest : 0.0;
   double g_max = -INFINITY, g_min = INFINITY, m_max = -INFINITY, m_min = INFINITY;
   double g_sum = 0, m_sum = 0, gg = 0, mm = 0, gm = 0, dd = 0;
 #pragma omp simd reduction(+ : g_sum, m_sum, gg, mm, gm, dd) reduction(max : g_max, m_max) reduction(min : g_min, m_min)
@@ -174,7 +121,24 @@ __attribute__((always_inline)) inline bool sum_finite_block(const float* g, cons
     const double d = mv - gv;
     dd += d * d;
   }
-  if (!(std::isfinite(gg) && std::isfinite(mm))) return false;
+
+  double g_nan = 0, g_inf = 0, m_nan = 0, m_inf = 0, special_bad = 0;
+  if (!(std::isfinite(gg) && std::isfinite(mm))) {
+#pragma omp simd reduction(+ : g_nan, g_inf, m_nan, m_inf, special_bad)
+    for (size_t i = 0; i < len; ++i) {
+      const double gv = g[i], mv = m[i];
+      const double ag = std::fabs(gv), am = std::fabs(mv);
+      g_nan += gv != gv ? 1.0 : 0.0;
+      m_nan += mv != mv ? 1.0 : 0.0;
+      g_inf += ag == INFINITY ? 1.0 : 0.0;
+      m_inf += am == INFINITY ? 1.0 : 0.0;
+      const bool both_finite = ag < INFINITY && am < INFINITY;  // false for NaN too
+      special_bad += both_finite || gv == mv || (gv != gv && mv != mv) ? 0.0 : 1.0;
+    }
+  }
+
+  const double inverse_step = rule.by_exponent ? 1.0 / rule.step : 0.0;  // 0: ULP measured elsewhere
+  const double inverse_smallest = rule.by_exponent ? 1.0 / rule.smallest : 0.0;
   double max_rel = 0, sum_rel = 0, max_abs = 0, sum_abs = 0, max_ulp = 0, sum_ulp = 0, allclose_bad = 0;
 #pragma omp simd reduction(+ : sum_rel, sum_abs, sum_ulp, allclose_bad) reduction(max : max_rel, max_abs, max_ulp)
   for (size_t i = 0; i < len; ++i) {
@@ -188,15 +152,16 @@ __attribute__((always_inline)) inline bool sum_finite_block(const float* g, cons
     sum_rel += rel;
     max_abs = abs_masked > max_abs ? abs_masked : max_abs;
     sum_abs += abs_masked;
-    allclose_bad += ad > atol + rtol * ag ? 1.0 : 0.0;
+    const bool both_finite = ag < INFINITY && std::fabs(mv) < INFINITY;
+    allclose_bad += both_finite && ad > atol + rtol * ag ? 1.0 : 0.0;
     const double ulp = ad * inverse_ulp_by_exponent(gv, inverse_step, inverse_smallest);
     max_ulp = ulp > max_ulp ? ulp : max_ulp;
     sum_ulp += ulp;
   }
-  out = BlockSums{0, 0, 0, 0, 0, static_cast<uint64_t>(allclose_bad),
+  const auto count = [](double c) { return static_cast<uint64_t>(c); };
+  out = BlockSums{count(g_nan), count(g_inf), count(m_nan), count(m_inf), count(special_bad), count(allclose_bad),
                   g_max, g_min, m_max, m_min, g_sum, m_sum, gg, mm, gm, dd,
                   max_rel, sum_rel, max_abs, sum_abs, max_ulp, sum_ulp};
-  return true;
 }
 
 // sg = sum exp(g - g_max), t = sum exp(g - g_max) * (g - m), sm = sum exp(m - m_max).
@@ -223,7 +188,7 @@ struct Kernels {
 
 __attribute__((target("avx2,fma"))) void sum_block_avx2(const float* g, const float* m, size_t len, double atol,
                                                          double rtol, UlpRule rule, BlockSums& out) {
-  if (!sum_finite_block(g, m, len, atol, rtol, rule, out)) sum_block(g, m, len, atol, rtol, rule, out);
+  sum_block(g, m, len, atol, rtol, rule, out);
 }
 __attribute__((target("avx2,fma"))) void softmax_block_avx2(const float* g, const float* m, size_t len,
                                                              double g_max, double m_max, double& sg, double& t,
@@ -232,7 +197,7 @@ __attribute__((target("avx2,fma"))) void softmax_block_avx2(const float* g, cons
 }
 void sum_block_base(const float* g, const float* m, size_t len, double atol, double rtol, UlpRule rule,
                     BlockSums& out) {
-  if (!sum_finite_block(g, m, len, atol, rtol, rule, out)) sum_block(g, m, len, atol, rtol, rule, out);
+  sum_block(g, m, len, atol, rtol, rule, out);
 }
 void softmax_block_base(const float* g, const float* m, size_t len, double g_max, double m_max, double& sg,
                         double& t, double& sm) {
