@@ -125,8 +125,13 @@ DumpJudgement judge_dumps(const StepContext& context, const std::string& golden,
   const compare::CompareSummary& s = compared.summary;
   result.metrics = {{"rows", s.rows}, {"compared", s.compared}, {"passed", s.passed}, {"failed", s.failed},
                     {"not_comparable", s.not_comparable}, {"unmatched", s.unmatched.size()}};
+  // Op-level divergences (inside a graph) before the final outputs' one, which has no graph
+  // and whose "source" is the output itself: the culprit is the op where the error starts.
+  std::vector<compare::Divergence> divergences = s.divergences;
+  std::stable_sort(divergences.begin(), divergences.end(),
+                   [](const compare::Divergence& a, const compare::Divergence& b) { return a.graph >= 0 && b.graph < 0; });
   nlohmann::json source_ops = nlohmann::json::array();
-  for (const compare::Divergence& d : s.divergences) {
+  for (const compare::Divergence& d : divergences) {
     std::string where = (d.rank >= 0 ? " rank " + std::to_string(d.rank) : "") +
                         (d.graph >= 0 ? " graph " + std::to_string(d.graph) : "");
     result.findings.push_back({prefix + "first failing op" + where + ": " + d.first_failing_op, d.first_failing_op});
@@ -136,7 +141,7 @@ DumpJudgement judge_dumps(const StepContext& context, const std::string& golden,
     }
   }
   result.metrics["first_failing_op"] =
-      s.divergences.empty() ? nlohmann::json() : nlohmann::json(s.divergences.front().first_failing_op);
+      divergences.empty() ? nlohmann::json() : nlohmann::json(divergences.front().first_failing_op);
   result.metrics["source_ops"] = source_ops;
   for (const auto& [name, reason] : s.unmatched) result.findings.push_back({"not matched: " + name + " (" + reason + ")", ""});
   size_t limit = node["worst_rows"] ? node["worst_rows"].as<size_t>() : 5;
@@ -151,7 +156,7 @@ DumpJudgement judge_dumps(const StepContext& context, const std::string& golden,
   } else if (s.failed > 0) {
     result.status = StepStatus::Fail;
     result.summary = prefix + counts;
-    if (!s.divergences.empty()) result.summary += "; first divergence at " + s.divergences.front().first_failing_op;
+    if (!divergences.empty()) result.summary += "; first divergence at " + divergences.front().first_failing_op;
   } else {
     result.status = StepStatus::Pass;
     result.summary = prefix + counts;

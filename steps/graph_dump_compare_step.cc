@@ -36,8 +36,8 @@ class GraphDumpCompareStep : public StepKind {
         optional("golden", side_or_path("The eager side: a dump path, or overrides of the FX-level run.")),
         optional("target", side_or_path("The graph side: a dump path, or overrides of the compiled run.")),
         optional("referee", any_of_schema("A float64 run of the golden side for three-way judgement.",
-                                          {boolean_schema("true: the golden run in float64"),
-                                           string_schema("path of a float64 dump"),
+                                          {string_schema("true: the golden run in float64; or the path of a "
+                                                         "float64 dump"),
                                            plugin_side_schema("overrides of the referee run")})),
     };
     for (Property& p : comparison_properties()) properties.push_back(std::move(p));
