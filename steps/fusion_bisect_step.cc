@@ -270,6 +270,10 @@ class FusionBisectStep : public StepKind {
     if (discover) {
       const RunRequest& request = first_round.back();
       TrialOutcome outcome = oracle.judge(*baseline, request, records.back());
+      bool ran_to_the_end = outcome.outcome == Outcome::Pass || outcome.outcome == Outcome::Fail;
+      if (ran_to_the_end && (!outcome.fired_rules || outcome.fired_rules->empty()))
+        return no_rule_fired(request.name, outcome.fired_rules ? "an empty report at " + setup.fired_report
+                                                                : "no fired-rule report at " + setup.fired_report);
       if (!outcome.fired_rules)
         return error_result("cannot list the candidates: the all-on run (" + request.name + ", " +
                             outcome_name(outcome.outcome) + (outcome.detail.empty() ? "" : ": " + outcome.detail) +
@@ -308,6 +312,18 @@ class FusionBisectStep : public StepKind {
   }
 
  private:
+  // A graph-mode run that fused nothing cannot owe its failure to a fusion rule: the flowchart
+  // goes on with the other causes (a backend without fusion rules writes no report at all).
+  static StepResult no_rule_fired(const std::string& run_name, const std::string& what) {
+    StepResult result;
+    result.status = StepStatus::Pass;
+    result.summary = "no fusion rule fired in the all-on run (" + run_name + " left " + what +
+                     "): the failure does not come from a fusion rule";
+    result.metrics["conclusion"] = conclusion_name(Conclusion::NotFusion);
+    result.metrics["culprits"] = nlohmann::json::array();
+    return result;
+  }
+
   static StepResult error_result(const std::string& summary) {
     StepResult result;
     result.status = StepStatus::Error;

@@ -270,6 +270,20 @@ TEST(FusionBisectStep, NoFusionDependenceIsAPassSayingSo) {
   EXPECT_EQ(state["steps"][0]["metrics"]["conclusion"], "no_failure");
 }
 
+// A backend with no fusion rules writes no report: the failure cannot be a rule's, and the
+// flowchart's verdict comes from the other steps.
+TEST(FusionBisectStep, NoRuleFiredIsNotAFusionProblem) {
+  ScratchDir dir;
+  write_text(dir / "wf.yaml", step_workflow("wrong:GeluFusionPass", "    fired_report: never_written.json\n"));
+  Finished r = run_diagnose({"wf.yaml"}, dir.path());
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  nlohmann::json state = read_json(only_run_dir(dir / "runs") + "/state.json");
+  EXPECT_EQ(state["steps"][0]["status"], "pass");
+  EXPECT_EQ(state["steps"][0]["metrics"]["conclusion"], "not_fusion");
+  EXPECT_NE(state["steps"][0]["summary"].get<std::string>().find("no fired-rule report at never_written.json"),
+            std::string::npos) << state["steps"][0].dump(1);
+}
+
 TEST(FusionBisectStep, CtrlCThenResumeReplaysTheFinishedTrials) {
   ScratchDir dir;
   write_text(dir / "wf.yaml", step_workflow("wrong:SoftmaxFusionPass", "    baseline_repeats: 0\n"));
