@@ -165,4 +165,17 @@ DumpJudgement judge_dumps(const StepContext& context, const std::string& golden,
   return judgement;
 }
 
+StepResult judge_run_dumps(const StepContext& context, const std::vector<RunRecord>& runs, const std::string& golden,
+                           const std::string& target, const std::optional<std::string>& referee,
+                           const std::string& failure) {
+  StepResult result = judge_dumps(context, golden, target, referee, context.step_dir() + "/compare").result;
+  std::vector<std::string> reproduce;
+  for (const RunRecord& run : runs) reproduce.push_back(reproduce_command(run.cwd, run.env, run.argv));
+  result.reproduce.insert(result.reproduce.begin(), reproduce.begin(), reproduce.end());
+  const nlohmann::json& sources = result.metrics["source_ops"];
+  result.metrics["culprit"] = !sources.empty() ? sources[0] : result.metrics["first_failing_op"];
+  if (result.status == StepStatus::Fail) result.summary = failure + result.summary;
+  return result;
+}
+
 }  // namespace diagnose

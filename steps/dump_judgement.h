@@ -30,6 +30,13 @@ DumpJudgement judge_dumps(const StepContext& context, const std::string& golden,
                           const std::optional<std::string>& referee, const std::string& out_dir,
                           const std::string& what = "");
 
+// judge_dumps for dumps the step's own runs produced: the runs' commands lead the reproduce
+// list, the culprit is the first source op (else the first failing op), and the summary of a
+// failing comparison starts with `failure`.
+StepResult judge_run_dumps(const StepContext& context, const std::vector<RunRecord>& runs, const std::string& golden,
+                           const std::string& target, const std::optional<std::string>& referee,
+                           const std::string& failure);
+
 // The operator a row belongs to: the dump's op name (aten.mm.default) when it has one, else its op_key.
 std::string row_op(const compare::Row& row);
 

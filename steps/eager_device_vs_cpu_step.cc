@@ -68,16 +68,8 @@ class EagerDeviceVsCpuStep : public StepKind {
 
     std::optional<std::string> referee_dump;
     if (with_referee) referee_dump = requests[2].dump_dir;
-    DumpJudgement judgement = judge_dumps(context, requests[0].dump_dir, requests[1].dump_dir, referee_dump,
-                                          context.step_dir() + "/compare");
-    StepResult& result = judgement.result;
-    std::vector<std::string> reproduce;
-    for (const RunRecord& run : runs) reproduce.push_back(reproduce_command(run.cwd, run.env, run.argv));
-    result.reproduce.insert(result.reproduce.begin(), reproduce.begin(), reproduce.end());
-    const nlohmann::json& sources = result.metrics["source_ops"];
-    result.metrics["culprit"] = !sources.empty() ? sources[0] : result.metrics["first_failing_op"];
-    if (result.status == StepStatus::Fail) result.summary = "eager on the target disagrees with eager on CPU: " + result.summary;
-    return result;
+    return judge_run_dumps(context, runs, requests[0].dump_dir, requests[1].dump_dir, referee_dump,
+                           "eager on the target disagrees with eager on CPU: ");
   }
 };
 

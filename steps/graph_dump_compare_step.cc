@@ -83,15 +83,8 @@ class GraphDumpCompareStep : public StepKind {
     std::vector<RunRecord> runs = context.run(requests);
     if (std::optional<StepResult> error = error_from_runs(runs)) return *error;
 
-    DumpJudgement judgement = judge_dumps(context, golden, target, referee, context.step_dir() + "/compare");
-    StepResult& result = judgement.result;
-    std::vector<std::string> reproduce;
-    for (const RunRecord& run : runs) reproduce.push_back(reproduce_command(run.cwd, run.env, run.argv));
-    result.reproduce.insert(result.reproduce.begin(), reproduce.begin(), reproduce.end());
-    const nlohmann::json& sources = result.metrics["source_ops"];
-    result.metrics["culprit"] = !sources.empty() ? sources[0] : result.metrics["first_failing_op"];
-    if (result.status == StepStatus::Fail) result.summary = "the compiled graph diverges from eager: " + result.summary;
-    return result;
+    return judge_run_dumps(context, runs, golden, target, referee,
+                           "the compiled graph diverges from eager: ");
   }
 };
 
