@@ -8,19 +8,23 @@ ROOT=$PWD
 FUZZ_SECONDS=${FUZZ_SECONDS:-10}
 RESULTS=$ROOT/build/test-results
 failed_stages=()
+stage_times=()
 
 stage() {  # stage NAME COMMAND...
   local name=$1
   shift
   echo
   echo "=== $name"
+  local started=$SECONDS
   if ! "$@"; then
     failed_stages+=("$name")
     echo "=== $name: FAILED"
   fi
+  stage_times+=("$name: $((SECONDS - started)) s")
 }
 
 scripts/setup.sh || { echo "setup failed"; exit 1; }
+stage_times+=("setup and build: $SECONDS s")
 rm -rf "$RESULTS"
 mkdir -p "$RESULTS"
 
@@ -65,6 +69,7 @@ fuzz() {
 }
 stage "Fuzz targets (${FUZZ_SECONDS}s each)" fuzz
 
+printf 'stage time: %s\n' "${stage_times[@]}"
 .venv/bin/python scripts/summarize_tests.py "$RESULTS"/*.xml
 if ((${#failed_stages[@]})); then
   echo "failed stages: ${failed_stages[*]}"
