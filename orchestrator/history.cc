@@ -1,11 +1,15 @@
 #include "orchestrator/history.h"
 
 #include <boost/filesystem.hpp>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <random>
 #include <sqlite3.h>
 #include <stdexcept>
+#include <thread>
+#include <unistd.h>
 
 namespace diagnose {
 
@@ -31,14 +35,22 @@ CREATE INDEX IF NOT EXISTS output_metrics_by_output ON output_metrics(output);
 CREATE INDEX IF NOT EXISTS runs_by_workflow ON runs(workflow, started);
 )sql";
 
+// An error SQLite reported, with its result code (busy/locked ones are retried at open).
+struct SqliteError : std::runtime_error {
+  SqliteError(sqlite3* db, int code) : std::runtime_error(sqlite3_errmsg(db)), code(code) {}
+  bool busy() const { return (code & 0xff) == SQLITE_BUSY || (code & 0xff) == SQLITE_LOCKED; }
+  int code;
+};
+
 // A prepared statement that finalizes itself.
 class Statement {
  public:
   Statement(sqlite3* db, const std::string& sql) {
-    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &statement_, nullptr) != SQLITE_OK) {
-      std::string message = sqlite3_errmsg(db);
+    int rc = sqlite3_prepare_v2(db, sql.c_str(), -1, &statement_, nullptr);
+    if (rc != SQLITE_OK) {
+      SqliteError error(db, rc);
       sqlite3_finalize(statement_);
-      throw std::runtime_error(message);
+      throw error;
     }
   }
   ~Statement() { sqlite3_finalize(statement_); }
@@ -63,7 +75,7 @@ class Statement {
     int rc = sqlite3_step(statement_);
     if (rc == SQLITE_ROW) return true;
     if (rc == SQLITE_DONE) return false;
-    throw std::runtime_error(sqlite3_errmsg(sqlite3_db_handle(statement_)));
+    throw SqliteError(sqlite3_db_handle(statement_), rc);
   }
   std::string text(int column) const {
     const unsigned char* v = sqlite3_column_text(statement_, column);
@@ -147,52 +159,64 @@ History::History(const std::string& path) : path_(path) {
       SQLITE_OK)
     fail("cannot open");
   sqlite3_busy_timeout(db_, kBusyTimeoutMs);
-  try {
-    // The first statement that reads the file tells a database from anything else.
-    {
-      Statement version(db_, "PRAGMA user_version");
-      version.step();
-    }
-    execute("PRAGMA journal_mode=WAL");
-    execute("PRAGMA synchronous=NORMAL");
-    execute("BEGIN IMMEDIATE");
+  // Two processes creating the same new database can deadlock while one switches it to WAL;
+  // SQLite then answers SQLITE_BUSY at once instead of waiting, so the setup is retried.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
+  std::minstd_rand jitter(static_cast<unsigned>(::getpid()));
+  for (;;) {
     try {
-      execute(kSchema);
-      Statement read(db_, "SELECT value FROM meta WHERE key = 'schema_version'");
-      if (read.step()) {
-        int found = std::atoi(read.text(0).c_str());
-        if (found != kSchemaVersion)
-          throw std::runtime_error("schema version " + read.text(0) + ", this diagnose reads version " +
-                                   std::to_string(kSchemaVersion));
-      } else {
-        Statement write(db_, "INSERT INTO meta(key, value) VALUES ('schema_version', ?)");
-        write.bind(1, std::to_string(kSchemaVersion)).step();
+      set_up_schema();
+      return;
+    } catch (const std::exception& e) {
+      auto* sqlite = dynamic_cast<const SqliteError*>(&e);
+      if (sqlite && sqlite->busy() && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5 + jitter() % 45));
+        continue;
       }
-      execute("COMMIT");
-    } catch (...) {
-      sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-      throw;
+      std::string what = e.what();
+      sqlite3_close(db_);
+      db_ = nullptr;
+      throw std::runtime_error("history database " + path + ": " + what +
+                               (what.find("not a database") != std::string::npos || what.find("malformed") != std::string::npos
+                                    ? " (the file is damaged or not a diagnose history: move it away, or pass another --db)"
+                                    : ""));
     }
-  } catch (const std::exception& e) {
-    std::string what = e.what();
-    sqlite3_close(db_);
-    db_ = nullptr;
-    throw std::runtime_error("history database " + path + ": " + what +
-                             (what.find("not a database") != std::string::npos || what.find("malformed") != std::string::npos
-                                  ? " (the file is damaged or not a diagnose history: move it away, or pass another --db)"
-                                  : ""));
+  }
+}
+
+void History::set_up_schema() {
+  // The first statement that reads the file tells a database from anything else.
+  {
+    Statement version(db_, "PRAGMA user_version");
+    version.step();
+  }
+  execute("PRAGMA journal_mode=WAL");
+  execute("PRAGMA synchronous=NORMAL");
+  execute("BEGIN IMMEDIATE");
+  try {
+    execute(kSchema);
+    Statement read(db_, "SELECT value FROM meta WHERE key = 'schema_version'");
+    if (read.step()) {
+      int found = std::atoi(read.text(0).c_str());
+      if (found != kSchemaVersion)
+        throw std::runtime_error("schema version " + read.text(0) + ", this diagnose reads version " +
+                                 std::to_string(kSchemaVersion));
+    } else {
+      Statement write(db_, "INSERT INTO meta(key, value) VALUES ('schema_version', ?)");
+      write.bind(1, std::to_string(kSchemaVersion)).step();
+    }
+    execute("COMMIT");
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
   }
 }
 
 History::~History() { sqlite3_close(db_); }
 
 void History::execute(const std::string& sql) const {
-  char* error = nullptr;
-  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
-    std::string message = error ? error : sqlite3_errmsg(db_);
-    sqlite3_free(error);
-    throw std::runtime_error(message);
-  }
+  int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, nullptr);
+  if (rc != SQLITE_OK) throw SqliteError(db_, rc);
 }
 
 void History::fail(const std::string& what) const {

@@ -70,6 +70,7 @@ class History {
   const std::string& path() const { return path_; }
 
  private:
+  void set_up_schema();
   void execute(const std::string& sql) const;
   [[noreturn]] void fail(const std::string& what) const;
 
