@@ -29,12 +29,18 @@ def out_dir(tmp_path) -> Path:
 
 
 # Sessions sharing model runs: their tests stay on one pytest-xdist worker, so those runs
-# happen once. Every other test file is a group of its own (its module fixtures run once).
+# happen once. Every other test file is a group of its own (its module fixtures run once),
+# except files whose tests share nothing: each of their tests goes to whichever worker is free.
 SHARED_RUN_DIRS = ("examples", "plugin")
+INDEPENDENT_TEST_DIRS = ("workflows",)
 
 
+# First: pytest-xdist reads the groups in its own hook of the same name.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items):
     for item in items:
         relative = Path(str(item.fspath)).resolve().relative_to(HERE)
+        if relative.parts[0] in INDEPENDENT_TEST_DIRS:
+            continue
         group = relative.parts[0] if relative.parts[0] in SHARED_RUN_DIRS else relative.as_posix()
         item.add_marker(pytest.mark.xdist_group(group))
