@@ -1,4 +1,5 @@
 #include "compare/compare.h"
+#include "compare/text.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -17,7 +18,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 
 // Counts .npy files below `dir` (stopping early at `limit`), without following symlinks.
 size_t count_npy(const fs::path& dir, size_t limit) {

@@ -1,4 +1,5 @@
 #include "compare/fx_dump.h"
+#include "compare/text.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -14,7 +15,6 @@ bool parse_number(const std::string& s, int64_t* out, size_t max_digits = 18) {
   return true;
 }
 
-bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 
 struct Entry {
   std::string name;

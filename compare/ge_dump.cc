@@ -1,4 +1,5 @@
 #include "compare/ge_dump.h"
+#include "compare/text.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -47,9 +48,6 @@ bool is_timestamp(const std::string& s) {
   return s.size() == 16 && parse_int(s, &unused);
 }
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 std::string join(const std::vector<std::string>& parts, size_t begin, size_t end) {
   std::string out;

@@ -1,4 +1,5 @@
 #include "compare/ge_match.h"
+#include "compare/text.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -23,10 +24,6 @@ constexpr int kMaxGraphFileDepth = 3;
 const char kGraphPrefix[] = "dynamo_original_graph_";
 const char kFusedType[] = "AutomaticBufferFusionOp";
 
-bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
-bool ends_with(const std::string& s, const std::string& p) {
-  return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
-}
 
 std::optional<int64_t> number(const std::string& s) {
   if (s.empty() || s.size() > 18 || s.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;

@@ -32,7 +32,7 @@ namespace {
 
 // Slurm's commands run in a process group of their own, so that Ctrl-C at the terminal
 // reaches the engine (which then cancels its jobs) and not an scancel halfway through.
-struct OwnProcessGroup : bp::extend::handler {
+struct SlurmCommandGroup : bp::extend::handler {
   template <typename Executor>
   void on_exec_setup(Executor&) const {
     ::setpgid(0, 0);
@@ -73,7 +73,7 @@ ToolResult run_tool(const std::vector<std::string>& argv) {
   std::future<std::string> out, err;
   std::error_code error;
   bp::child child(bp::exe = program, bp::args = std::vector<std::string>(argv.begin() + 1, argv.end()),
-                  bp::std_in < bp::null, bp::std_out > out, bp::std_err > err, io, OwnProcessGroup{}, error);
+                  bp::std_in < bp::null, bp::std_out > out, bp::std_err > err, io, SlurmCommandGroup{}, error);
   if (error) {
     result.err = "cannot start " + argv[0] + ": " + error.message();
     return result;

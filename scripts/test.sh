@@ -41,7 +41,7 @@ stage "Slurm runner (one-node cluster)" env DIAGNOSE_BIN="$ROOT/build/orchestrat
   tests/slurm/run.sh --junitxml="$RESULTS/pytest-slurm.xml"
 
 sanitized() {
-  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DDIAGNOSE_SANITIZE=ON >/dev/null &&
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_UNITY_BUILD=ON -DDIAGNOSE_SANITIZE=ON >/dev/null &&
     cmake --build build-asan -j2 --target compare_tests orchestrator_tests diagnose &&
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
       ctest --test-dir build-asan --output-on-failure -j2 --output-junit "$RESULTS/ctest-asan.xml"
@@ -49,7 +49,7 @@ sanitized() {
 stage "C++ tests under ASan+UBSan" sanitized
 
 fuzz() {
-  CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_UNITY_BUILD=ON \
     -DDIAGNOSE_FUZZ=ON -DDIAGNOSE_TESTS=OFF >/dev/null &&
     cmake --build build-fuzz -j2 --target fuzz_ge_dump fuzz_graph_txt fuzz_npy || return 1
   local status=0 target name corpus

@@ -19,7 +19,7 @@ namespace fs = boost::filesystem;
 
 const char* kSpecKeys[] = {"mode",     "backend", "device",        "dtype",    "autocast", "dynamic",
                            "fullgraph", "seed",   "deterministic", "switches", "dump",     "checks"};
-const char* kCommandKeys[] = {"args", "env", "cwd", "timeout", "retries"};
+const char* kPluginRunKeys[] = {"args", "env", "cwd", "timeout", "retries"};
 
 const std::vector<std::string> kDtypes = {"float32", "float64", "float16", "bfloat16"};
 
@@ -68,7 +68,7 @@ std::vector<Property> plugin_side_properties() {
       optional("checks", map_schema("Extra checks of the plugin ({meta: true}).", any_schema("value"))),
   };
   for (Property& p : command_properties())
-    for (const char* key : kCommandKeys)
+    for (const char* key : kPluginRunKeys)
       if (p.name == key) properties.push_back(p);
   return properties;
 }
@@ -109,7 +109,7 @@ RunRequest plugin_run(const StepContext& context, const std::string& run_name, n
                              "instead of argv/shell");
   YAML::Node command(YAML::NodeType::Map);
   if (side && side.IsMap())
-    for (const char* key : kCommandKeys)
+    for (const char* key : kPluginRunKeys)
       if (side[key]) command[key] = YAML::Clone(side[key]);
   RunRequest request = context.model_run(run_name, command);
   spec["output_dir"] = request.dir;

@@ -63,13 +63,13 @@ TEST(Judge, OverridesFromCommandLineAndFile) {
   EXPECT_NE(t.apply_override("fp16.rtol=abc"), "");
   EXPECT_NE(t.apply_override("fp16.rtol=-1"), "");
   EXPECT_NE(t.apply_override("rtol"), "");
-  testing::TempDir dir;
-  testing::write_bytes(dir / "tol.json", R"({"bf16": {"atol": 0.5, "min_cosine": 0.9}})");
+  diagnose::testing::TempDir dir;
+  diagnose::testing::write_bytes(dir / "tol.json", R"({"bf16": {"atol": 0.5, "min_cosine": 0.9}})");
   EXPECT_EQ(t.load_overrides(dir / "tol.json"), "");
   EXPECT_DOUBLE_EQ(t.presets.at("bf16").atol, 0.5);
-  testing::write_bytes(dir / "bad.json", R"({"bf16": {"atol": "x"}})");
+  diagnose::testing::write_bytes(dir / "bad.json", R"({"bf16": {"atol": "x"}})");
   EXPECT_NE(t.load_overrides(dir / "bad.json"), "");
-  testing::write_bytes(dir / "garbage.json", "{not json");
+  diagnose::testing::write_bytes(dir / "garbage.json", "{not json");
   EXPECT_NE(t.load_overrides(dir / "garbage.json"), "");
   EXPECT_NE(t.load_overrides(dir / "missing.json"), "");
 }

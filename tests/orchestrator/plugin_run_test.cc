@@ -13,7 +13,7 @@ namespace {
 using testing_support::read_json;
 using testing_support::ScratchDir;
 
-std::vector<std::string> errors_for(const std::string& yaml) {
+std::vector<std::string> load_errors(const std::string& yaml) {
   Diagnostics diagnostics("wf.yaml");
   load_workflow_text(yaml, "wf.yaml", diagnostics);
   std::vector<std::string> messages;
@@ -122,14 +122,14 @@ TEST(PluginRun, YamlScalarsBecomeJsonTypes) {
 }
 
 TEST(PluginRun, ModelSectionErrors) {
-  EXPECT_EQ(errors_for("model:\n  script: m.py\n  argv: [python]\nsteps: [{id: a, kind: run}]\n"),
+  EXPECT_EQ(load_errors("model:\n  script: m.py\n  argv: [python]\nsteps: [{id: a, kind: run}]\n"),
             std::vector<std::string>{"wf.yaml:3:9: error: model: give either script or argv, not both"});
-  EXPECT_EQ(errors_for("model:\n  shell: python m.py\n  script: m.py\nsteps: [{id: a, kind: run}]\n"),
+  EXPECT_EQ(load_errors("model:\n  shell: python m.py\n  script: m.py\nsteps: [{id: a, kind: run}]\n"),
             std::vector<std::string>{"wf.yaml:2:10: error: model: give either script or shell, not both"});
-  EXPECT_EQ(errors_for("model:\n  args: [-x]\nsteps: [{id: a, kind: run}]\n"),
+  EXPECT_EQ(load_errors("model:\n  args: [-x]\nsteps: [{id: a, kind: run}]\n"),
             std::vector<std::string>{"wf.yaml:2:9: error: model: args are the arguments of a script; give script too"});
-  EXPECT_EQ(errors_for("model:\n  script: m.py\n  dtype: fp16\nsteps: [{id: a, kind: run}]\n").size(), 1u);
-  EXPECT_TRUE(errors_for("model: {script: m.py, args: [-x], backend: eager, device: cpu}\nsteps: [{id: a, kind: run}]\n").empty());
+  EXPECT_EQ(load_errors("model:\n  script: m.py\n  dtype: fp16\nsteps: [{id: a, kind: run}]\n").size(), 1u);
+  EXPECT_TRUE(load_errors("model: {script: m.py, args: [-x], backend: eager, device: cpu}\nsteps: [{id: a, kind: run}]\n").empty());
 }
 
 TEST(WorkflowExtends, TheBaseWithThisFilesTopLevelKeys) {
@@ -157,7 +157,7 @@ TEST(WorkflowExtends, ErrorsNameTheBaseFile) {
   std::string message = format_diagnostic(diagnostics.list()[0]);
   EXPECT_EQ(message.rfind(path + ":2:10: error: extends: " + dir / "base.yaml" + ":3:19: steps.a: unknown step kind 'runn'", 0), 0u)
       << message;
-  EXPECT_EQ(errors_for("extends: missing.yaml\nmodel: {argv: [x]}\n"),
+  EXPECT_EQ(load_errors("extends: missing.yaml\nmodel: {argv: [x]}\n"),
             std::vector<std::string>{"wf.yaml:1:10: error: extends: missing.yaml: cannot read the workflow file"});
   testing_support::write_text(dir / "chain.yaml", "extends: base.yaml\n");
   testing_support::write_text(path, "extends: chain.yaml\n");
