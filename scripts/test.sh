@@ -31,8 +31,11 @@ mkdir -p "$RESULTS"
 stage "C++ tests" ctest --test-dir build --output-on-failure -j2 --output-junit "$RESULTS/ctest.xml"
 
 # Two workers: most tests wait on model processes. One OpenMP thread per model process, so
-# two of them share the two cores instead of spinning against each other.
+# two of them share the two cores instead of spinning against each other. One Inductor cache
+# for all the workers, started empty: a graph compiles once per test session.
+rm -rf "$ROOT/build/test-inductor-cache"
 stage "Python tests" env DIAGNOSE_BIN="$ROOT/build/orchestrator/diagnose" OMP_NUM_THREADS=1 \
+  DIAGNOSE_TEST_INDUCTOR_CACHE="$ROOT/build/test-inductor-cache" \
   .venv/bin/python -m pytest tests/python -q -p no:cacheprovider -n 2 --dist loadgroup \
   --junitxml="$RESULTS/pytest.xml"
 

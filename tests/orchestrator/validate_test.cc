@@ -476,13 +476,16 @@ steps:
     (workflow ? loaded : rejected) += 1;
     for (const Diagnostic& d : diagnostics.list()) EXPECT_FALSE(d.message.empty());
   };
-  for (size_t i = 0; i < valid.size(); ++i) {
+  // Every position; under the sanitizers (about 20x slower) every fifth, which still
+  // reaches every line and key of the workflow.
+  const size_t stride = DIAGNOSE_SANITIZED ? 5 : 1;
+  for (size_t i = 0; i < valid.size(); i += stride) {
     attempt(valid.substr(0, i) + valid.substr(i + 1));
     attempt(valid.substr(0, i) + valid[i] + valid.substr(i));
     for (char c : replacements) attempt(valid.substr(0, i) + c + valid.substr(i + 1));
   }
   EXPECT_GT(loaded, 0u);
-  EXPECT_GT(rejected, 1000u);
+  EXPECT_GT(rejected, 1000u / stride);
 }
 
 TEST(Validate, ExampleWorkflowsAreValid) {

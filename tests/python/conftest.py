@@ -2,6 +2,7 @@
 (tests import them from there: a sibling conftest.py elsewhere shares the module name)."""
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -21,6 +22,18 @@ def diagnose_bin() -> Path:
         pytest.fail("diagnose binary not found: build it (cmake --build build --target diagnose) "
                     "or set DIAGNOSE_BIN", pytrace=False)
     return path
+
+
+@pytest.fixture(scope="session")
+def inductor_cache(tmp_path_factory) -> Path:
+    """Inductor's cache for the model runs: one per worker, or the directory the test command
+    shares between its workers (DIAGNOSE_TEST_INDUCTOR_CACHE), so that a graph compiled by one
+    test file is a cache hit for the others (Inductor writes its cache atomically)."""
+    shared = os.environ.get("DIAGNOSE_TEST_INDUCTOR_CACHE")
+    if shared:
+        Path(shared).mkdir(parents=True, exist_ok=True)
+        return Path(shared)
+    return tmp_path_factory.mktemp("inductor-cache")
 
 
 @pytest.fixture

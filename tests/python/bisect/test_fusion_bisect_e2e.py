@@ -77,9 +77,8 @@ def same_as_golden(diagnose_bin: Path, golden: Path, mine: Path, out: Path) -> b
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory):
-    cache = tmp_path_factory.mktemp("inductor-cache")
-    return dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(cache), OMP_NUM_THREADS="1",
+def env(inductor_cache):
+    return dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(inductor_cache), OMP_NUM_THREADS="1",
                 TORCHINDUCTOR_COMPILE_THREADS="1")
 
 

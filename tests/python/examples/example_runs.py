@@ -139,13 +139,12 @@ _shared: ExampleRuns | None = None
 
 
 @pytest.fixture(scope="session")
-def example_runs(request, tmp_path_factory) -> ExampleRuns:
+def example_runs(request, tmp_path_factory, inductor_cache) -> ExampleRuns:
     """One pool for the whole session: test modules import this fixture, and pytest makes a
     fixture of each import, so the pool itself is a module global."""
     global _shared
     if _shared is None:
-        _shared = ExampleRuns(tmp_path_factory.mktemp("example_runs"),
-                              tmp_path_factory.mktemp("inductor_cache"))
+        _shared = ExampleRuns(tmp_path_factory.mktemp("example_runs"), inductor_cache)
         _shared.start(name for item in request.session.items
                       for name in getattr(getattr(item, "function", None), "example_runs", ()))
         request.config.add_cleanup(lambda: _shared.pool.shutdown(wait=True))

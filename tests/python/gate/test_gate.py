@@ -53,8 +53,8 @@ steps:
 
 
 class Gate:
-    def __init__(self, diagnose_bin: Path, work: Path):
-        self.bin, self.work = diagnose_bin, work
+    def __init__(self, diagnose_bin: Path, work: Path, inductor_cache: Path):
+        self.bin, self.work, self.inductor_cache = diagnose_bin, work, inductor_cache
         self.runs = work / "runs"
         self.baseline = work / "baseline"
         (work / "v1.yaml").write_text(gate_workflow([]))
@@ -62,7 +62,7 @@ class Gate:
         (work / "diagnosis.yaml").write_text(DIAGNOSIS)
 
     def diagnose(self, *args: str, timeout: float = 240) -> subprocess.CompletedProcess:
-        env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(self.work / "inductor-cache"))
+        env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(self.inductor_cache))
         return subprocess.run([str(self.bin), *args], cwd=self.work, capture_output=True, text=True,
                               timeout=timeout, env=env)
 
@@ -75,8 +75,8 @@ class Gate:
 
 
 @pytest.fixture(scope="module")
-def gate(diagnose_bin, tmp_path_factory):
-    return Gate(diagnose_bin, tmp_path_factory.mktemp("gate"))
+def gate(diagnose_bin, tmp_path_factory, inductor_cache):
+    return Gate(diagnose_bin, tmp_path_factory.mktemp("gate"), inductor_cache)
 
 
 def junit_cases(path: Path) -> dict[str, bool]:

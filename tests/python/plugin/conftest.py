@@ -199,8 +199,8 @@ def uses(*names):
 
 
 @pytest.fixture(scope="session")
-def cache_dir(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("inductor_cache")
+def cache_dir(inductor_cache) -> Path:
+    return inductor_cache
 
 
 @pytest.fixture(scope="session")

@@ -28,14 +28,8 @@ EXPECTED = [
 ]
 
 
-@pytest.fixture(scope="session")
-def inductor_cache(tmp_path_factory) -> str:
-    """One Inductor cache for the session: examples share kernels (and reruns are cheap)."""
-    return str(tmp_path_factory.mktemp("inductor-cache"))
-
-
-def run_workflow(diagnose_bin: Path, example: str, out: Path, cache: str) -> tuple[dict, subprocess.CompletedProcess]:
-    env = dict(os.environ, DIAGNOSE_PYTHON=sys.executable, TORCHINDUCTOR_CACHE_DIR=cache)
+def run_workflow(diagnose_bin: Path, example: str, out: Path, cache: Path) -> tuple[dict, subprocess.CompletedProcess]:
+    env = dict(os.environ, DIAGNOSE_PYTHON=sys.executable, TORCHINDUCTOR_CACHE_DIR=str(cache))
     started = time.monotonic()
     done = subprocess.run([str(diagnose_bin), str(ROOT / "examples" / example / "workflow.yaml"),
                            "--output-dir", str(out), "--quiet"],
