@@ -43,26 +43,32 @@ stage "Python tests" env DIAGNOSE_BIN="$ROOT/build/orchestrator/diagnose" OMP_NU
 stage "Slurm runner (one-node cluster)" env DIAGNOSE_BIN="$ROOT/build/orchestrator/diagnose" \
   tests/slurm/run.sh --junitxml="$RESULTS/pytest-slurm.xml"
 
+# One clang build serves both: the C++ tests under AddressSanitizer + UndefinedBehaviorSanitizer,
+# and the libFuzzer targets (the comparison core built with coverage and the same sanitizers).
+SANITIZED=build-sanitized
+FUZZ_TARGETS=(fuzz_ge_dump fuzz_graph_txt fuzz_npy)
+build_sanitized() {
+  CC=clang CXX=clang++ cmake -S . -B "$SANITIZED" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_UNITY_BUILD=ON \
+    -DDIAGNOSE_SANITIZE=ON -DDIAGNOSE_FUZZ=ON >/dev/null &&
+    cmake --build "$SANITIZED" -j2 --target "$@"
+}
+
 sanitized() {
-  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_UNITY_BUILD=ON -DDIAGNOSE_SANITIZE=ON >/dev/null &&
-    cmake --build build-asan -j2 --target compare_tests orchestrator_tests diagnose &&
+  build_sanitized compare_tests orchestrator_tests diagnose "${FUZZ_TARGETS[@]}" &&
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-      ctest --test-dir build-asan --output-on-failure -j2 --output-junit "$RESULTS/ctest-asan.xml"
+      ctest --test-dir "$SANITIZED" --output-on-failure -j2 --output-junit "$RESULTS/ctest-asan.xml"
 }
 stage "C++ tests under ASan+UBSan" sanitized
 
 fuzz() {
-  CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_UNITY_BUILD=ON \
-    -DDIAGNOSE_FUZZ=ON -DDIAGNOSE_TESTS=OFF >/dev/null &&
-    cmake --build build-fuzz -j2 --target fuzz_ge_dump fuzz_graph_txt fuzz_npy || return 1
-  local status=0 target name corpus
-  for target in build-fuzz/tests/fuzz/fuzz_*; do
-    [ -x "$target" ] || continue
-    name=$(basename "$target")
+  build_sanitized "${FUZZ_TARGETS[@]}" || return 1
+  local status=0 name corpus
+  for name in "${FUZZ_TARGETS[@]}"; do
     corpus=$(mktemp -d)
     cp -r "tests/fuzz/corpus/${name#fuzz_}/." "$corpus/"
     echo "fuzzing $name for ${FUZZ_SECONDS}s"
-    if ! "$target" -max_total_time="$FUZZ_SECONDS" -print_final_stats=1 "$corpus" >"$RESULTS/$name.log" 2>&1; then
+    if ! "$SANITIZED/tests/fuzz/$name" -max_total_time="$FUZZ_SECONDS" -print_final_stats=1 "$corpus" \
+      >"$RESULTS/$name.log" 2>&1; then
       tail -n 40 "$RESULTS/$name.log"
       status=1
     fi
