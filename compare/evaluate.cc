@@ -10,7 +10,7 @@ namespace diagnose::compare {
 
 namespace {
 
-constexpr uint64_t kChunk = 1 << 18;        // scalars read per side per step
+constexpr uint64_t kChunk = 1 << 15;        // scalars read per side per step
 constexpr uint64_t kSplit = 1 << 23;        // rows larger than this are split across threads
 
 // A slice of one row's scalars, computed by one worker.

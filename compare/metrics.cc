@@ -43,6 +43,53 @@ inline double exp_nonpositive(double x) {
   return p * scale;
 }
 
+// exp(x) in float for x <= kCloseLogitGap, to a few ulp; 0 below -87 (where the true value
+// is under 2^-125 of the softmax's largest term). exp(0) is exactly 1. The same bit trick
+// as above, on 32-bit lanes, so eight lanes go through AVX2 at once.
+constexpr float kCloseLogitGap = 64.0f;
+inline float exp_float(float x) {
+  constexpr float kShifter = 0x1.8p23f;
+  const bool underflow = x < -87.0f;
+  x = underflow ? -87.0f : x;
+  const float shifted = x * 1.44269504f + kShifter;
+  uint32_t k_bits;
+  std::memcpy(&k_bits, &shifted, 4);
+  const float k = shifted - kShifter;
+  const float r = (x - k * 0.693359375f) + k * 2.12194440e-4f;  // ln 2 in two parts (Cody-Waite)
+  float p = 1.0f / 5040.0f;
+  p = p * r + 1.0f / 720.0f;
+  p = p * r + 1.0f / 120.0f;
+  p = p * r + 1.0f / 24.0f;
+  p = p * r + 1.0f / 6.0f;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  // The low 9 bits of k_bits are k modulo 512; with the bias they make 2^k for -126 <= k <= 128.
+  const uint32_t scale_bits = (k_bits + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &scale_bits, 4);
+  return underflow ? 0.0f : p * scale;
+}
+
+// e^d - 1 - d for |d| < 1 without cancellation, to ~1e-12 relative:
+// d^2 (1/2! + d/3! + ... + d^12/14!).
+inline double exp_minus_linear(double d) {
+  double p = 1.0 / 87178291200.0;
+  p = p * d + 1.0 / 6227020800.0;
+  p = p * d + 1.0 / 479001600.0;
+  p = p * d + 1.0 / 39916800.0;
+  p = p * d + 1.0 / 3628800.0;
+  p = p * d + 1.0 / 362880.0;
+  p = p * d + 1.0 / 40320.0;
+  p = p * d + 1.0 / 5040.0;
+  p = p * d + 1.0 / 720.0;
+  p = p * d + 1.0 / 120.0;
+  p = p * d + 1.0 / 24.0;
+  p = p * d + 1.0 / 6.0;
+  p = p * d + 0.5;
+  return d * d * p;
+}
+
 struct UlpRule {
   bool by_exponent;  // fast path: spacing from the exponent of the golden value
   double step;       // 2^-mantissa_bits
@@ -73,14 +120,14 @@ inline double inverse_ulp_by_exponent(double g, double inverse_step, double inve
   return inverse < inverse_smallest ? inverse : inverse_smallest;
 }
 
-// Adds exp(v_i - M) terms with an online maximum: rescales the running sums when a
-// block raises the maximum.
-inline void rescale(double& running_max, double block_max, double& s, double* t) {
+// Sums of exp(v_i - M) terms kept with an online maximum M: when a block raises it,
+// every sum relative to the old maximum is rescaled to the new one.
+template <typename... Sums>
+inline void rescale(double& running_max, double block_max, Sums&... sums) {
   if (block_max > running_max) {
     if (std::isfinite(running_max)) {
       const double f = std::exp(running_max - block_max);
-      s *= f;
-      if (t) *t *= f;
+      ((sums *= f), ...);
     }
     running_max = block_max;
   }
@@ -95,6 +142,7 @@ struct BlockSums {
   double g_max = -INFINITY, g_min = INFINITY, m_max = -INFINITY, m_min = INFINITY;
   double g_sum = 0, m_sum = 0, gg = 0, mm = 0, gm = 0, dd = 0;
   double max_rel = 0, sum_rel = 0, max_abs = 0, sum_abs = 0, max_ulp = 0, sum_ulp = 0;
+  double max_diff = 0;  // max |m - g| over all elements, for KL's choice of kernel
 };
 
 // Three loops, so that each one's accumulators fit in the 16 vector registers (one loop
@@ -140,7 +188,8 @@ __attribute__((always_inline)) inline void sum_block(const float* g, const float
   const double inverse_step = rule.by_exponent ? 1.0 / rule.step : 0.0;  // 0: ULP measured elsewhere
   const double inverse_smallest = rule.by_exponent ? 1.0 / rule.smallest : 0.0;
   double max_rel = 0, sum_rel = 0, max_abs = 0, sum_abs = 0, max_ulp = 0, sum_ulp = 0, allclose_bad = 0;
-#pragma omp simd reduction(+ : sum_rel, sum_abs, sum_ulp, allclose_bad) reduction(max : max_rel, max_abs, max_ulp)
+  double max_diff = 0;
+#pragma omp simd reduction(+ : sum_rel, sum_abs, sum_ulp, allclose_bad) reduction(max : max_rel, max_abs, max_ulp, max_diff)
   for (size_t i = 0; i < len; ++i) {
     const double gv = g[i], mv = m[i];
     const double ag = std::fabs(gv);
@@ -151,6 +200,7 @@ __attribute__((always_inline)) inline void sum_block(const float* g, const float
     max_rel = rel > max_rel ? rel : max_rel;
     sum_rel += rel;
     max_abs = abs_masked > max_abs ? abs_masked : max_abs;
+    max_diff = ad > max_diff ? ad : max_diff;
     sum_abs += abs_masked;
     const bool both_finite = ag < INFINITY && std::fabs(mv) < INFINITY;
     allclose_bad += both_finite && ad > atol + rtol * ag ? 1.0 : 0.0;
@@ -161,53 +211,76 @@ __attribute__((always_inline)) inline void sum_block(const float* g, const float
   const auto count = [](double c) { return static_cast<uint64_t>(c); };
   out = BlockSums{count(g_nan), count(g_inf), count(m_nan), count(m_inf), count(special_bad), count(allclose_bad),
                   g_max, g_min, m_max, m_min, g_sum, m_sum, gg, mm, gm, dd,
-                  max_rel, sum_rel, max_abs, sum_abs, max_ulp, sum_ulp};
+                  max_rel, sum_rel, max_abs, sum_abs, max_ulp, sum_ulp, max_diff};
 }
 
-// sg = sum exp(g - g_max), t = sum exp(g - g_max) * (g - m), sm = sum exp(m - m_max).
-__attribute__((always_inline)) inline void softmax_block(const float* g, const float* m, size_t len, double g_max, double m_max,
-                   double& sg_out, double& t_out, double& sm_out) {
-  double sg = 0, t = 0, sm = 0;
-#pragma omp simd reduction(+ : sg, t, sm)
+// KL's sums for a block where every |m - g| < 1 (the common case), relative to the block's
+// golden maximum: with w = exp(g - g_max) and d = m - g, sg = sum w, ta = sum w d and
+// tb = sum w (e^d - 1 - d). KL then comes out as log1p((ta + tb) / sg) - ta / sg, with no
+// difference of two large logs, so the weights w may be float exps (KL's error stays near
+// float precision relative to KL itself); d and the e^d terms stay in double, because tb
+// may be much larger than KL (mine = golden + a constant has KL = 0).
+__attribute__((always_inline)) inline void kl_close_block(const float* g, const float* m, size_t len, float g_max,
+                                                          double& sg_out, double& ta_out, double& tb_out) {
+  double sg = 0, ta = 0, tb = 0;
+#pragma omp simd reduction(+ : sg, ta, tb)
+  for (size_t i = 0; i < len; ++i) {
+    const double w = exp_float(g[i] - g_max);
+    const double d = static_cast<double>(m[i]) - g[i];
+    sg += w;
+    ta += w * d;
+    tb += w * exp_minus_linear(d);
+  }
+  sg_out = sg;
+  ta_out = ta;
+  tb_out = tb;
+}
+
+// The same sums in double precision for any other block, with mine's sum taken relative to
+// its own maximum: sg = sum exp(g - g_max), ta = sum exp(g - g_max) (m - g), sm = sum exp(m - m_max).
+__attribute__((always_inline)) inline void kl_far_block(const float* g, const float* m, size_t len, double g_max,
+                                                        double m_max, double& sg_out, double& ta_out, double& sm_out) {
+  double sg = 0, ta = 0, sm = 0;
+#pragma omp simd reduction(+ : sg, ta, sm)
   for (size_t i = 0; i < len; ++i) {
     const double gv = g[i], mv = m[i];
-    const double pg = exp_nonpositive(gv - g_max);
-    sg += pg;
-    t += pg * (gv - mv);
+    const double w = exp_nonpositive(gv - g_max);
+    sg += w;
+    ta += w * (mv - gv);
     sm += exp_nonpositive(mv - m_max);
   }
   sg_out = sg;
-  t_out = t;
+  ta_out = ta;
   sm_out = sm;
 }
 
 struct Kernels {
   void (*sum)(const float*, const float*, size_t, double, double, UlpRule, BlockSums&);
-  void (*softmax)(const float*, const float*, size_t, double, double, double&, double&, double&);
+  void (*kl_close)(const float*, const float*, size_t, float, double&, double&, double&);
+  void (*kl_far)(const float*, const float*, size_t, double, double, double&, double&, double&);
 };
 
-__attribute__((target("avx2,fma"))) void sum_block_avx2(const float* g, const float* m, size_t len, double atol,
-                                                         double rtol, UlpRule rule, BlockSums& out) {
-  sum_block(g, m, len, atol, rtol, rule, out);
-}
-__attribute__((target("avx2,fma"))) void softmax_block_avx2(const float* g, const float* m, size_t len,
-                                                             double g_max, double m_max, double& sg, double& t,
-                                                             double& sm) {
-  softmax_block(g, m, len, g_max, m_max, sg, t, sm);
-}
-void sum_block_base(const float* g, const float* m, size_t len, double atol, double rtol, UlpRule rule,
-                    BlockSums& out) {
-  sum_block(g, m, len, atol, rtol, rule, out);
-}
-void softmax_block_base(const float* g, const float* m, size_t len, double g_max, double m_max, double& sg,
-                        double& t, double& sm) {
-  softmax_block(g, m, len, g_max, m_max, sg, t, sm);
-}
+#define DIAGNOSE_KERNELS(suffix, attributes)                                                                 \
+  attributes void sum_block_##suffix(const float* g, const float* m, size_t len, double atol, double rtol,    \
+                                     UlpRule rule, BlockSums& out) {                                          \
+    sum_block(g, m, len, atol, rtol, rule, out);                                                              \
+  }                                                                                                           \
+  attributes void kl_close_block_##suffix(const float* g, const float* m, size_t len, float g_max, double& sg, \
+                                          double& ta, double& tb) {                                           \
+    kl_close_block(g, m, len, g_max, sg, ta, tb);                                                             \
+  }                                                                                                           \
+  attributes void kl_far_block_##suffix(const float* g, const float* m, size_t len, double g_max,             \
+                                        double m_max, double& sg, double& ta, double& sm) {                   \
+    kl_far_block(g, m, len, g_max, m_max, sg, ta, sm);                                                        \
+  }
+DIAGNOSE_KERNELS(avx2, __attribute__((target("avx2,fma"))))
+DIAGNOSE_KERNELS(base, )
+#undef DIAGNOSE_KERNELS
 
 const Kernels& kernels() {
   static const Kernels k = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")
-                               ? Kernels{sum_block_avx2, softmax_block_avx2}
-                               : Kernels{sum_block_base, softmax_block_base};
+                               ? Kernels{sum_block_avx2, kl_close_block_avx2, kl_far_block_avx2}
+                               : Kernels{sum_block_base, kl_close_block_base, kl_far_block_base};
   return k;
 }
 
@@ -244,8 +317,12 @@ void PairAccumulator::add(const float* golden, const float* mine, size_t n) {
     block.max_rel_ = b.max_rel; block.sum_rel_ = b.sum_rel; block.max_abs_ = b.max_abs; block.sum_abs_ = b.sum_abs;
     block.max_ulp_ = b.max_ulp; block.sum_ulp_ = b.sum_ulp;
     block.kl_mg_ = b.g_max;
-    block.kl_mm_ = b.m_max;
-    kernels().softmax(g, m, len, b.g_max, b.m_max, block.kl_sg_, block.kl_t_, block.kl_sm_);
+    if (b.max_diff < 1.0) {
+      kernels().kl_close(g, m, len, static_cast<float>(b.g_max), block.kl_sg_, block.kl_ta_, block.kl_tb_);
+    } else {
+      block.kl_mm_ = b.m_max;
+      kernels().kl_far(g, m, len, b.g_max, b.m_max, block.kl_far_sg_, block.kl_far_ta_, block.kl_sm_);
+    }
     merge(block);
   }
 }
@@ -263,15 +340,31 @@ void PairAccumulator::merge(const PairAccumulator& o) {
   max_abs_ = std::max(max_abs_, o.max_abs_); sum_abs_ += o.sum_abs_;
   max_ulp_ = std::max(max_ulp_, o.max_ulp_); sum_ulp_ += o.sum_ulp_;
 
-  double other_sg = o.kl_sg_, other_t = o.kl_t_, other_sm = o.kl_sm_;
-  double other_mg = o.kl_mg_, other_mm = o.kl_mm_;
-  rescale(kl_mg_, other_mg, kl_sg_, &kl_t_);
-  rescale(other_mg, kl_mg_, other_sg, &other_t);
-  kl_sg_ += other_sg;
-  kl_t_ += other_t;
-  rescale(kl_mm_, other_mm, kl_sm_, nullptr);
-  rescale(other_mm, kl_mm_, other_sm, nullptr);
-  kl_sm_ += other_sm;
+  PairAccumulator other = o;  // its KL sums, rescaled to the common maxima below
+  rescale(kl_mg_, other.kl_mg_, kl_sg_, kl_ta_, kl_tb_, kl_far_sg_, kl_far_ta_);
+  rescale(other.kl_mg_, kl_mg_, other.kl_sg_, other.kl_ta_, other.kl_tb_, other.kl_far_sg_, other.kl_far_ta_);
+  kl_sg_ += other.kl_sg_; kl_ta_ += other.kl_ta_; kl_tb_ += other.kl_tb_;
+  kl_far_sg_ += other.kl_far_sg_; kl_far_ta_ += other.kl_far_ta_;
+  rescale(kl_mm_, other.kl_mm_, kl_sm_);
+  rescale(other.kl_mm_, kl_mm_, other.kl_sm_);
+  kl_sm_ += other.kl_sm_;
+}
+
+double PairAccumulator::kl_divergence() const {
+  // KL = log E_p[e^d] - E_p[d] with p = softmax(g), d = m - g (softmax(m) = p e^d / E_p[e^d]).
+  const double sg = kl_sg_ + kl_far_sg_;
+  const double mean_d = (kl_ta_ + kl_far_ta_) / sg;
+  if (kl_mm_ == -INFINITY) return std::log1p((kl_ta_ + kl_tb_) / sg) - mean_d;  // no far block
+  const double far_gap = kl_mm_ - kl_mg_;
+  if (far_gap <= 700) {
+    // E_p[e^d] - 1, from the close blocks' small terms and the far blocks' double sums.
+    const double excess = (kl_ta_ + kl_tb_ + kl_sm_ * std::exp(far_gap) - kl_far_sg_) / sg;
+    if (excess > -0.5) return std::log1p(excess) - mean_d;
+  }
+  // E_p[e^d] far from 1, so nothing cancels: its log in log space, relative to the larger maximum.
+  const double top = std::max(kl_mg_, kl_mm_);
+  const double sum_m = (kl_sg_ + kl_ta_ + kl_tb_) * std::exp(kl_mg_ - top) + kl_sm_ * std::exp(kl_mm_ - top);
+  return top - kl_mg_ + std::log(sum_m) - std::log(sg) - mean_d;
 }
 
 namespace {
@@ -320,9 +413,7 @@ PairMetrics PairAccumulator::metrics() const {
   r.mean_relative_error = sum_rel_ / n;
   r.max_absolute_error = max_abs_;
   r.mean_absolute_error = sum_abs_ / n;
-  const double log_sum_g = kl_mg_ + std::log(kl_sg_);
-  const double log_sum_m = kl_mm_ + std::log(kl_sm_);
-  r.kl_divergence = std::max(0.0, kl_t_ / kl_sg_ - log_sum_g + log_sum_m);
+  r.kl_divergence = std::max(0.0, kl_divergence());
   r.relative_euclidean_distance = g_norm <= kEps ? 0.0 : std::sqrt(dd_ / gg_);
   r.rmse = std::sqrt(dd_ / n);
   r.max_ulp_error = max_ulp_;

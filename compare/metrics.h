@@ -78,9 +78,12 @@ class PairAccumulator {
   double max_rel_ = 0, sum_rel_ = 0, max_abs_ = 0, sum_abs_ = 0;
   double max_ulp_ = 0, sum_ulp_ = 0;
   uint64_t allclose_bad_ = 0, special_bad_ = 0;
-  // Online softmax state: kl = T/Sg - (Mg + log Sg) + (Mm + log Sm),
-  // Sg = sum exp(g - Mg), T = sum exp(g - Mg) * (g - m), Sm = sum exp(m - Mm).
-  double kl_mg_ = -std::numeric_limits<double>::infinity(), kl_sg_ = 0, kl_t_ = 0;
+  // KL as sums with an online maximum (docs/metrics.md), w = exp(g - Mg), d = m - g:
+  // blocks whose |d| < 1 everywhere add sg = sum w, ta = sum w d, tb = sum w (e^d - 1 - d);
+  // the others add far_sg, far_ta (the same, in double precision) and sm = sum exp(m - Mm).
+  double kl_divergence() const;
+  double kl_mg_ = -std::numeric_limits<double>::infinity(), kl_sg_ = 0, kl_ta_ = 0, kl_tb_ = 0;
+  double kl_far_sg_ = 0, kl_far_ta_ = 0;
   double kl_mm_ = -std::numeric_limits<double>::infinity(), kl_sm_ = 0;
 };
 

@@ -72,6 +72,61 @@ def test_large_tensors_any_thread_count(diagnose_bin, large_pair, tmp_path, thre
         assert not errors, f"{name} threads={threads}:\n" + "\n".join(errors)
 
 
+def _kl_cases():
+    """KL's hard cases, each spanning dozens of 2048-element blocks: blocks whose |m - g| < 1
+    take float weights and a log1p form, the others double sums; both must meet the float64
+    reference when KL is tiny next to the sums it comes from."""
+    rng = np.random.default_rng(31)
+    n = 200_003
+    g = (rng.standard_normal(n) * 3).astype(np.float32)
+    noise = rng.standard_normal(n).astype(np.float32)
+    cases = {
+        # softmax ignores a constant: KL = 0 while every e^d term is large
+        "constant_shift": (g, g + np.float32(0.75)),
+        "bias_over_noise": (g, g + np.float32(0.5) + np.float32(1e-3) * noise),
+        # one element holds almost all of p
+        "dominant": (np.where(np.arange(n) == 150_000, np.float32(60), g), None),
+        # two elements share p, with different errors
+        "two_peaks": (np.where(np.isin(np.arange(n), [10, 190_000]), np.float32(50), g), None),
+    }
+    dom = cases.pop("dominant")[0]
+    for shift in (0.35, 0.55, 0.7, 0.95):
+        cases[f"dominant_{shift}"] = (dom, dom + np.float32(shift) + np.float32(1e-3) * noise)
+    peaks = cases["two_peaks"][0]
+    m = peaks + np.float32(1e-3) * noise
+    m[10] += np.float32(0.3)
+    cases["two_peaks"] = (peaks, m)
+    # a few elements far off, in a handful of blocks, with little weight: KL stays small
+    m = g + np.float32(1e-3) * noise
+    m[[5, 70_000, 140_001]] += np.float32(5)
+    cases["few_far_blocks"] = (g, m)
+    # mine far below golden everywhere (E_p[e^d] near 0), and far above in one element
+    cases["mine_far_below"] = (g, g * np.float32(0.5) - np.float32(60))
+    m = g + np.float32(1e-3) * noise
+    m[99_999] = np.float32(1000)
+    cases["mine_far_above"] = (g, m)
+    return cases
+
+
+KL_CASES = _kl_cases()
+
+
+@pytest.mark.parametrize("threads", ["1", "3"])
+def test_kl_hard_cases(diagnose_bin, tmp_path, threads):
+    for side in ("g", "m"):
+        (tmp_path / side).mkdir()
+    for name, (g, m) in KL_CASES.items():
+        np.save(tmp_path / "g" / f"{name}.npy", g)
+        np.save(tmp_path / "m" / f"{name}.npy", m)
+    run = run_compare(diagnose_bin, tmp_path / "g", tmp_path / "m", tmp_path / "out", "--threads", threads)
+    assert run.result is not None, run.describe()
+    problems = []
+    for name, (g, m) in KL_CASES.items():
+        row = next(r for r in run.rows() if r["golden_data_path"].endswith(f"/{name}.npy"))
+        problems += [f"{name}: {e}" for e in check_metrics(row, g, m, "fp32")]
+    assert not problems, "\n".join(problems)
+
+
 def test_npy_variants_read_as_logical(diagnose_bin, tmp_path):
     """Fortran order, big-endian, format v2 and v3 headers, a 0-d scalar: all equal to the plain
     C-order little-endian golden."""
