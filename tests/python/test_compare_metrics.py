@@ -19,6 +19,9 @@ EDGE_CASES = {
     "kl_large_logits": ([1000.0, 999.0, -1000.0], [999.0, 1000.0, -1000.0]),
     "negative_scaled": ([-1.0, -2.0, 4.0], [-1.5, -2.5, 3.0]),
     "single": ([3.0], [4.0]),
+    # errors that overflow float32 (measured in float, then again in double)
+    "relative_error_over_float_max": ([2e-7, 1.0], [3e38, 1.0]),
+    "difference_over_float_max": ([-3e38, 1.0], [3e38, 1.0]),
 }
 
 
