@@ -85,15 +85,19 @@ def _kl_cases():
     noise = rng.standard_normal(n).astype(np.float32)
     cases = {
         # softmax ignores a constant: KL = 0 while every e^d term is large
-        "constant_shift": (g, g + np.float32(0.75)),
+        # (each |m - g| range takes its own number of series terms: below 1/32, 1/4 and 1)
+        # (negative shifts too: a truncated series errs upwards there, where KL is not clamped at 0)
+        **{f"constant_shift_{c}": (g, g + np.float32(c)) for c in (0.02, -0.03, 0.2, -0.24, 0.75, -0.9)},
         "bias_over_noise": (g, g + np.float32(0.5) + np.float32(1e-3) * noise),
+        # KL small but not 0: an error of the series either way shows
+        "bias_-0.8_noise": (g, g - np.float32(0.8) + np.float32(0.03) * np.clip(noise, -4.5, 4.5)),
         # one element holds almost all of p
         "dominant": (np.where(np.arange(n) == 150_000, np.float32(60), g), None),
         # two elements share p, with different errors
         "two_peaks": (np.where(np.isin(np.arange(n), [10, 190_000]), np.float32(50), g), None),
     }
     dom = cases.pop("dominant")[0]
-    for shift in (0.35, 0.55, 0.7, 0.95):
+    for shift in (0.03, -0.03, 0.2, -0.2, 0.55, -0.55, 0.95, -0.95):
         cases[f"dominant_{shift}"] = (dom, dom + np.float32(shift) + np.float32(1e-3) * noise)
     peaks = cases["two_peaks"][0]
     m = peaks + np.float32(1e-3) * noise
