@@ -43,10 +43,9 @@ inline double exp_nonpositive(double x) {
   return p * scale;
 }
 
-// exp(x) in float for x <= kCloseLogitGap, to a few ulp; 0 below -87 (where the true value
-// is under 2^-125 of the softmax's largest term). exp(0) is exactly 1. The same bit trick
-// as above, on 32-bit lanes, so eight lanes go through AVX2 at once.
-constexpr float kCloseLogitGap = 64.0f;
+// exp(x) in float for x <= 0, to a few ulp; 0 below -87 (where the true value is under
+// 2^-125 of the softmax's largest term). exp(0) is exactly 1. The same bit trick as above,
+// on 32-bit lanes, so eight lanes go through AVX2 at once.
 inline float exp_float(float x) {
   constexpr float kShifter = 0x1.8p23f;
   const bool underflow = x < -87.0f;
@@ -64,7 +63,7 @@ inline float exp_float(float x) {
   p = p * r + 0.5f;
   p = p * r + 1.0f;
   p = p * r + 1.0f;
-  // The low 9 bits of k_bits are k modulo 512; with the bias they make 2^k for -126 <= k <= 128.
+  // The low 9 bits of k_bits are k modulo 512; with the bias they make 2^k for k >= -126.
   const uint32_t scale_bits = (k_bits + 127) << 23;
   float scale;
   std::memcpy(&scale, &scale_bits, 4);

@@ -20,7 +20,6 @@ namespace {
 namespace fs = boost::filesystem;
 using namespace diagnose::bisect;
 
-const char* kKnobs[] = {"fusion_switch_file", "inductor", "switch_file"};
 
 std::vector<std::string> strings(const YAML::Node& node) {
   std::vector<std::string> out;
