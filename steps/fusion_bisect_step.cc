@@ -20,7 +20,6 @@ namespace {
 namespace fs = boost::filesystem;
 using namespace diagnose::bisect;
 
-
 std::vector<std::string> strings(const YAML::Node& node) {
   std::vector<std::string> out;
   if (node && node.IsSequence())
