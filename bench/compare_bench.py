@@ -35,6 +35,7 @@ SHAPES = [((4096, 11008), "fp32"), ((32000, 4096), "fp16"), ((11008, 4096), "bf1
           ((4096, 11008), "fp16"), ((4096, 4096), "fp32"), ((8, 4096, 4096), "fp16")]
 TORCH_NAMES = {"fp32": "torch.float32", "fp16": "torch.float16", "bf16": "torch.bfloat16"}
 RSS_LIMIT_MB = 256
+REPEATS = 3  # the fast tools run this many times; the best wall time counts (numpy runs once)
 
 
 # ---- data -----------------------------------------------------------------------------------
@@ -198,6 +199,18 @@ def run_measured(args, cwd=None) -> tuple[float, float, str, int, float]:
     return wall, rss_mb, out.decode(errors="replace"), rc, cpu
 
 
+def best_of(repeats: int, args) -> tuple[float, float, str, int, float]:
+    """run_measured `repeats` times: the run with the least wall time, with the highest peak RSS
+    seen; the first failing run if one fails."""
+    runs = []
+    for _ in range(repeats):
+        runs.append(run_measured(args))
+        if runs[-1][3] not in (0, 1):
+            return runs[-1]
+    best = min(runs, key=lambda r: r[0])
+    return (best[0], max(r[1] for r in runs)) + best[2:]
+
+
 def plain_pass_command(work: Path, files: list[str]) -> tuple[list[str], str]:
     cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
     if cc:
@@ -277,11 +290,14 @@ def main(argv=None) -> int:
               f"written in {time.perf_counter() - t0:.1f} s under {work}")
         largest = max(os.path.getsize(f) for f in files) / 2 ** 20
 
+        # Written data is still being flushed to disk for a while; that writeback would steal CPU
+        # time from whichever tool runs first.
+        os.sync()
         plain_cmd, plain_desc = plain_pass_command(work, files)
         run_measured(plain_cmd)  # warm the page cache
         results = []
-        wall, rss, _, _, cpu = run_measured(plain_cmd)
-        results.append((f"plain pass ({plain_desc})", wall, rss, cpu))
+        wall, rss, _, _, cpu = best_of(REPEATS, plain_cmd)
+        results.append((f"plain pass ({plain_desc}), best of {REPEATS}", wall, rss, cpu))
 
         numpy_out = None
         if not args.skip_numpy and not args.big:
@@ -297,18 +313,18 @@ def main(argv=None) -> int:
                "--json", str(work / "result.json"), "--quiet"]
         if args.threads:
             cmd += ["--threads", str(args.threads)]
-        wall, rss, _, rc, cpu = run_measured(cmd)
+        wall, rss, _, rc, cpu = best_of(REPEATS, cmd)
         threads = args.threads or os.cpu_count()
-        results.append((f"diagnose compare ({threads} threads)", wall, rss, cpu))
+        results.append((f"diagnose compare ({threads} threads), best of {REPEATS}", wall, rss, cpu))
         diag_wall, diag_rss = wall, rss
 
         print(f"page cache: files were read once before timing; every tool reads them from memory")
         load = os.getloadavg()[0]
         print(f"load average {load:.1f} on {os.cpu_count()} cores"
               + (" (busy machine: wall-clock figures are pessimistic; see CPU seconds)" if load > os.cpu_count() else ""))
-        print(f"{'tool':58s} {'seconds':>8s} {'GB/s':>7s} {'CPU s':>7s} {'peak RSS MB':>12s}")
+        print(f"{'tool':62s} {'seconds':>8s} {'GB/s':>7s} {'CPU s':>7s} {'peak RSS MB':>12s}")
         for name, w, r, c in results:
-            print(f"{name:58s} {w:8.2f} {nbytes / w / 1e9:7.2f} {c:7.2f} {r:12.0f}")
+            print(f"{name:62s} {w:8.2f} {nbytes / w / 1e9:7.2f} {c:7.2f} {r:12.0f}")
         ok = rc in (0, 1)
         if not ok:
             print(f"diagnose compare exited with {rc}")
