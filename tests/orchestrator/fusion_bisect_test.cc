@@ -260,28 +260,30 @@ TEST(FusionBisectStep, VerdictNamesTheCulpritWithWorkaroundTableAndReplays) {
   EXPECT_TRUE(fs::exists(run_dir + "/steps/fusion/bisection.json"));
 }
 
+// Runs step_workflow(faults, step_keys), which must exit 0; returns its step's record.
+nlohmann::json step_of_passing_run(const ScratchDir& dir, const std::string& faults, const std::string& step_keys) {
+  write_text(dir / "wf.yaml", step_workflow(faults, step_keys));
+  Finished r = run_diagnose({"wf.yaml"}, dir.path());
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  return read_json(only_run_dir(dir / "runs") + "/state.json")["steps"][0];
+}
+
 TEST(FusionBisectStep, NoFusionDependenceIsAPassSayingSo) {
   ScratchDir dir;
-  write_text(dir / "wf.yaml", step_workflow("", "    candidates: [GeluFusionPass, SoftmaxFusionPass]\n"));
-  Finished r = run_diagnose({"wf.yaml"}, dir.path());
-  ASSERT_EQ(r.code, 0) << r.out << r.err;
-  nlohmann::json state = read_json(only_run_dir(dir / "runs") + "/state.json");
-  EXPECT_EQ(state["steps"][0]["status"], "pass");
-  EXPECT_EQ(state["steps"][0]["metrics"]["conclusion"], "no_failure");
+  nlohmann::json step = step_of_passing_run(dir, "", "    candidates: [GeluFusionPass, SoftmaxFusionPass]\n");
+  EXPECT_EQ(step["status"], "pass");
+  EXPECT_EQ(step["metrics"]["conclusion"], "no_failure");
 }
 
 // A backend with no fusion rules writes no report: the failure cannot be a rule's, and the
 // flowchart's verdict comes from the other steps.
 TEST(FusionBisectStep, NoRuleFiredIsNotAFusionProblem) {
   ScratchDir dir;
-  write_text(dir / "wf.yaml", step_workflow("wrong:GeluFusionPass", "    fired_report: never_written.json\n"));
-  Finished r = run_diagnose({"wf.yaml"}, dir.path());
-  ASSERT_EQ(r.code, 0) << r.out << r.err;
-  nlohmann::json state = read_json(only_run_dir(dir / "runs") + "/state.json");
-  EXPECT_EQ(state["steps"][0]["status"], "pass");
-  EXPECT_EQ(state["steps"][0]["metrics"]["conclusion"], "not_fusion");
-  EXPECT_NE(state["steps"][0]["summary"].get<std::string>().find("no fired-rule report at never_written.json"),
-            std::string::npos) << state["steps"][0].dump(1);
+  nlohmann::json step = step_of_passing_run(dir, "wrong:GeluFusionPass", "    fired_report: never_written.json\n");
+  EXPECT_EQ(step["status"], "pass");
+  EXPECT_EQ(step["metrics"]["conclusion"], "not_fusion");
+  EXPECT_NE(step["summary"].get<std::string>().find("no fired-rule report at never_written.json"), std::string::npos)
+      << step.dump(1);
 }
 
 TEST(FusionBisectStep, CtrlCThenResumeReplaysTheFinishedTrials) {
