@@ -11,63 +11,51 @@ namespace {
 constexpr double kEps = 1.1920928955078125e-07;  // 2^-23, msit's eps (float32 machine epsilon)
 constexpr size_t kBlock = 2048;
 
-// exp(x) for x <= 0 to ~1e-15 relative, written with only the operations AVX2 has
-// for 64-bit lanes, so loops over it vectorize. Inputs below -708 flush to 0: those
-// terms are below 1e-307 of the softmax's largest term (exp(0) = 1).
-inline double exp_nonpositive(double x) {
-  constexpr double kShifter = 0x1.8p52;  // adding it rounds to an integer held in the low bits
-  x = x < -708.0 ? -708.0 : x;
-  const double shifted = x * 1.4426950408889634 + kShifter;
-  uint64_t k_bits;
-  std::memcpy(&k_bits, &shifted, 8);
-  const double k = shifted - kShifter;
-  const double r = (x - k * 0.6931471803691238) - k * 1.9082149292705877e-10;
-  double p = 1.0 / 479001600.0;
-  p = p * r + 1.0 / 39916800.0;
-  p = p * r + 1.0 / 3628800.0;
-  p = p * r + 1.0 / 362880.0;
-  p = p * r + 1.0 / 40320.0;
-  p = p * r + 1.0 / 5040.0;
-  p = p * r + 1.0 / 720.0;
-  p = p * r + 1.0 / 120.0;
-  p = p * r + 1.0 / 24.0;
-  p = p * r + 1.0 / 6.0;
-  p = p * r + 0.5;
-  p = p * r + 1.0;
-  p = p * r + 1.0;
-  // The low 12 bits of k_bits are k modulo 4096; shifted into the exponent field
-  // with the bias they make 2^k for every k >= -1022.
-  const uint64_t scale_bits = (k_bits + 1023) << 52;
-  double scale;
-  std::memcpy(&scale, &scale_bits, 8);
-  return p * scale;
-}
+constexpr double kInverseFactorial[] = {1.0,           1.0,           1.0 / 2,         1.0 / 6,
+                                        1.0 / 24,      1.0 / 120,     1.0 / 720,       1.0 / 5040,
+                                        1.0 / 40320,   1.0 / 362880,  1.0 / 3628800,   1.0 / 39916800,
+                                        1.0 / 479001600, 1.0 / 6227020800, 1.0 / 87178291200};  // 1/k!
 
-// exp(x) in float for x <= 0, to a few ulp; 0 below -87 (where the true value is under
-// 2^-125 of the softmax's largest term). exp(0) is exactly 1. The same bit trick as above,
-// on 32-bit lanes, so eight lanes go through AVX2 at once.
-inline float exp_float(float x) {
-  constexpr float kShifter = 0x1.8p23f;
-  const bool underflow = x < -87.0f;
-  x = underflow ? -87.0f : x;
-  const float shifted = x * 1.44269504f + kShifter;
-  uint32_t k_bits;
-  std::memcpy(&k_bits, &shifted, 4);
-  const float k = shifted - kShifter;
-  const float r = (x - k * 0.693359375f) + k * 2.12194440e-4f;  // ln 2 in two parts (Cody-Waite)
-  float p = 1.0f / 5040.0f;
-  p = p * r + 1.0f / 720.0f;
-  p = p * r + 1.0f / 120.0f;
-  p = p * r + 1.0f / 24.0f;
-  p = p * r + 1.0f / 6.0f;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  // The low 9 bits of k_bits are k modulo 512; with the bias they make 2^k for k >= -126.
-  const uint32_t scale_bits = (k_bits + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &scale_bits, 4);
-  return underflow ? 0.0f : p * scale;
+// How exp_nonpositive works in each precision: 2^k e^r with |r| <= ln 2 / 2, e^r from its
+// Taylor series to r^degree, ln 2 in two parts (Cody-Waite), and results below `lowest` flushed
+// to 0 (terms that small next to the softmax's largest term, exp(0) = 1, do not count).
+template <typename Real>
+struct ExpForm;
+template <>
+struct ExpForm<double> {  // ~1e-15 relative; 0 below -708
+  using Bits = uint64_t;
+  static constexpr double kShifter = 0x1.8p52, kLowest = -708, kLn2High = 0.6931471803691238,
+                          kLn2Low = 1.9082149292705877e-10;
+  static constexpr int kDegree = 12, kMantissaBits = 52, kBias = 1023;
+};
+template <>
+struct ExpForm<float> {  // a few ulp; 0 below -87
+  using Bits = uint32_t;
+  static constexpr float kShifter = 0x1.8p23f, kLowest = -87, kLn2High = 0.693359375f, kLn2Low = -2.12194440e-4f;
+  static constexpr int kDegree = 7, kMantissaBits = 23, kBias = 127;
+};
+
+// exp(x) for x <= 0, written with only the operations AVX2 has for 32- and 64-bit lanes, so
+// loops over it vectorize (eight float lanes or four double lanes at once). exp(0) is exactly 1.
+template <typename Real>
+inline Real exp_nonpositive(Real x) {
+  using Form = ExpForm<Real>;
+  const bool underflow = x < Form::kLowest;
+  x = underflow ? Form::kLowest : x;
+  // Adding the shifter rounds x / ln 2 to an integer k held in the low bits of the sum.
+  const Real shifted = x * static_cast<Real>(1.4426950408889634) + Form::kShifter;
+  typename Form::Bits k_bits;
+  std::memcpy(&k_bits, &shifted, sizeof k_bits);
+  const Real k = shifted - Form::kShifter;
+  const Real r = (x - k * Form::kLn2High) - k * Form::kLn2Low;
+  Real p = static_cast<Real>(kInverseFactorial[Form::kDegree]);
+  for (int i = Form::kDegree - 1; i >= 0; --i) p = p * r + static_cast<Real>(kInverseFactorial[i]);
+  // The low bits of k_bits are k modulo a power of two; shifted into the exponent field with
+  // the bias they make 2^k for every k down to 1 - bias.
+  const typename Form::Bits scale_bits = (k_bits + Form::kBias) << Form::kMantissaBits;
+  Real scale;
+  std::memcpy(&scale, &scale_bits, sizeof scale);
+  return underflow ? Real(0) : p * scale;
 }
 
 // e^d - 1 - d without cancellation: d^2 (1/2! + d/3! + ... + d^(terms-1)/(terms+1)!). The
@@ -78,14 +66,9 @@ inline float exp_float(float x) {
 // below 0.034); |d| < 1: 13 terms (2e-12, below 0.72).
 template <int kTerms>
 inline double exp_minus_linear(double d) {
-  constexpr double kInverseFactorials[] = {1.0 / 2,           1.0 / 6,          1.0 / 24,
-                                           1.0 / 120,         1.0 / 720,        1.0 / 5040,
-                                           1.0 / 40320,       1.0 / 362880,     1.0 / 3628800,
-                                           1.0 / 39916800,    1.0 / 479001600,  1.0 / 6227020800,
-                                           1.0 / 87178291200};
   static_assert(kTerms >= 1 && kTerms <= 13);
-  double p = kInverseFactorials[kTerms - 1];
-  for (int k = kTerms - 2; k >= 0; --k) p = p * d + kInverseFactorials[k];
+  double p = kInverseFactorial[kTerms + 1];
+  for (int k = kTerms; k >= 2; --k) p = p * d + kInverseFactorial[k];
   return d * d * p;
 }
 
@@ -265,7 +248,7 @@ __attribute__((always_inline)) inline void kl_close_block(const float* g, const 
   double sg = 0, ta = 0, tb = 0;
 #pragma omp simd reduction(+ : sg, ta, tb)
   for (size_t i = 0; i < len; ++i) {
-    const double w = exp_float(g[i] - g_max);
+    const double w = exp_nonpositive(g[i] - g_max);
     const double d = static_cast<double>(m[i]) - g[i];
     sg += w;
     ta += w * d;
