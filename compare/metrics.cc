@@ -17,19 +17,20 @@ constexpr double kInverseFactorial[] = {1.0,           1.0,           1.0 / 2,  
                                         1.0 / 479001600, 1.0 / 6227020800, 1.0 / 87178291200};  // 1/k!
 
 // How exp_nonpositive works in each precision: 2^k e^r with |r| <= ln 2 / 2, e^r from its
-// Taylor series to r^degree, ln 2 in two parts (Cody-Waite), and results below `lowest` flushed
-// to 0 (terms that small next to the softmax's largest term, exp(0) = 1, do not count).
+// Taylor series to r^degree, ln 2 in two parts (Cody-Waite). Inputs below `lowest` give
+// exp(lowest): a term that small next to the softmax's largest (exp(0) = 1) does not count,
+// even times the largest |m - g| its kernel sees (1 for float, 7e38 for double).
 template <typename Real>
 struct ExpForm;
 template <>
-struct ExpForm<double> {  // ~1e-15 relative; 0 below -708
+struct ExpForm<double> {  // ~1e-15 relative, down to -708
   using Bits = uint64_t;
   static constexpr double kShifter = 0x1.8p52, kLowest = -708, kLn2High = 0.6931471803691238,
                           kLn2Low = 1.9082149292705877e-10;
   static constexpr int kDegree = 12, kMantissaBits = 52, kBias = 1023;
 };
 template <>
-struct ExpForm<float> {  // a few ulp; 0 below -87
+struct ExpForm<float> {  // a few ulp, down to -87
   using Bits = uint32_t;
   static constexpr float kShifter = 0x1.8p23f, kLowest = -87, kLn2High = 0.693359375f, kLn2Low = -2.12194440e-4f;
   static constexpr int kDegree = 7, kMantissaBits = 23, kBias = 127;
@@ -40,8 +41,7 @@ struct ExpForm<float> {  // a few ulp; 0 below -87
 template <typename Real>
 inline Real exp_nonpositive(Real x) {
   using Form = ExpForm<Real>;
-  const bool underflow = x < Form::kLowest;
-  x = underflow ? Form::kLowest : x;
+  x = x < Form::kLowest ? Form::kLowest : x;
   // Adding the shifter rounds x / ln 2 to an integer k held in the low bits of the sum.
   const Real shifted = x * static_cast<Real>(1.4426950408889634) + Form::kShifter;
   typename Form::Bits k_bits;
@@ -55,7 +55,7 @@ inline Real exp_nonpositive(Real x) {
   const typename Form::Bits scale_bits = (k_bits + Form::kBias) << Form::kMantissaBits;
   Real scale;
   std::memcpy(&scale, &scale_bits, sizeof scale);
-  return underflow ? Real(0) : p * scale;
+  return p * scale;
 }
 
 // e^d - 1 - d without cancellation: d^2 (1/2! + d/3! + ... + d^(terms-1)/(terms+1)!). The
