@@ -503,6 +503,8 @@ class Bisection {
     const auto& trials = observations_.at(key_of(config_for(on)));
     Outcome outcome = trials_[trials.back()].outcome;
     std::string what = outcome == Outcome::Invalid ? "was invalid" : outcome == Outcome::Timeout ? "timed out" : "crashed";
+    const std::string& detail = trials_[trials.back()].detail;
+    if (!detail.empty()) what += " (" + detail + ")";
     std::string summary = all_on ? "the trial with every candidate rule on " + what + ": precision cannot be judged" +
                                        (outcome == Outcome::Crash ? " (set crash_is_failure to bisect the crash)" : "")
                                  : "the trial with every candidate rule off " + what +

@@ -28,6 +28,8 @@ struct TrialJudge {
   std::string golden;  // Compare: the golden dump (directory or file)
   // Compare: the trial's dump, relative to the trial's directory (or absolute).
   std::string dump = "dump";
+  // Compare: judge only the rows whose op_key matches one of these regexes (empty: every row).
+  std::vector<std::string> ops;
   compare::Tolerances tolerances = compare::Tolerances::defaults();
 };
 

@@ -231,6 +231,7 @@ class FusionBisectStep : public StepKind {
       setup.judge.tolerances = context.tolerances(tolerance_assignments(node["tolerances"]), &tolerance_error);
       if (!tolerance_error.empty()) return error_result("bad tolerances: " + tolerance_error);
       if (node["preset"]) setup.judge.tolerances.forced_preset = node["preset"].Scalar();
+      setup.judge.ops = judge_ops;
       std::string compared = judge_ops.empty() ? "outputs" : "dump";
       YAML::Node golden = node["golden"];
       if (golden && golden.IsScalar()) {

@@ -1,7 +1,7 @@
 """The fusion_bisect step end to end on real models: the example backend with named fusion rules
 (examples/fusion_rules: one wrong rule, a pair wrong only together, a rule whose trial crashes,
-a rule that does not switch off) and a bf16 Inductor model whose difference from eager is
-Inductor's fused precision. Every trial is a real plugin run with a real torch.compile; each
+a rule that does not switch off), judge_ops naming ops the trials' dumps do not hold, and a
+bf16 Inductor model whose difference from eager is Inductor's fused precision. Every trial is a real plugin run with a real torch.compile; each
 answer is checked: the trial that ran the model with exactly the written switch file passed
 (and for one scenario and the Inductor case the model is run once more with the workaround and
 compared with eager).
@@ -95,8 +95,15 @@ def results(diagnose_bin, env, tmp_path_factory):
     def inductor():
         return run_workflow(diagnose_bin, root / "inductor", workflow(BF16_MODEL, "inductor", {}), env)
 
+    def judge_ops():
+        # The example backend is not built on Inductor: its compiled-level dump has the final
+        # outputs only, so the judged ops exist on the golden side alone.
+        step = {"target": {"env": {"FUSION_EXAMPLE_FAULTS": "wrong:LayerNormFusionPass"}}, "judge_ops": ["mean"]}
+        return run_workflow(diagnose_bin, root / "judge_ops", workflow(EXAMPLE, "fusion_backend:backend", step), env)
+
     jobs = {name: (lambda n=name: example(n)) for name in SCENARIOS}
     jobs["inductor"] = inductor
+    jobs["judge_ops"] = judge_ops
     with ThreadPoolExecutor(2) as pool:
         futures = {name: pool.submit(job) for name, job in jobs.items()}
         return {name: f.result() for name, f in futures.items()}, root
@@ -160,3 +167,12 @@ def test_inductor_bf16_difference_is_explained_by_fused_precision(results, diagn
     status = json.loads((root / "inductor-fixed" / "status.json").read_text())
     assert "emulate_precision_casts" not in status["inductor_rules"]["fired"]
     assert status["inductor_rules"]["off"] == ["emulate_precision_casts"]
+
+
+def test_judge_ops_that_cannot_be_compared_stop_the_step_saying_why(results):
+    """Not a silent fall back to the final outputs (which both dumps hold)."""
+    (done, run_dir), _ = results[0]["judge_ops"], results[1]
+    assert done.returncode == 3, done.stderr + done.stdout
+    step = step_of(run_dir)
+    assert step["status"] == "error"
+    assert "no comparable rows of the ops judge_ops names" in step["summary"], step["summary"]
