@@ -176,14 +176,7 @@ int run(const Arguments& a) {
       }
       candidates = *outcome.fired_rules;
       setup.sections = report_sections(absolute_path(a.fired_report, request.cwd));
-      TrialRecord seed;
-      seed.outcome = outcome.outcome;
-      seed.duration_s = outcome.duration_s;
-      seed.metrics = outcome.metrics;
-      seed.detail = "the run that listed the candidates" + (outcome.detail.empty() ? "" : "; " + outcome.detail);
-      seed.round = 1;
-      seed.phase = Phase::Sanity;
-      previous.push_back(seed);
+      previous.push_back(candidate_listing_record(outcome));
     }
   } catch (const RunsInterrupted&) {
     std::cerr << "diagnose bisect: interrupted\n";

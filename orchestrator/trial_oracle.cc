@@ -79,6 +79,17 @@ std::vector<std::string> select_rules(const std::vector<std::string>& rules, con
   return selected;
 }
 
+TrialRecord candidate_listing_record(const TrialOutcome& outcome) {
+  TrialRecord record;
+  record.outcome = outcome.outcome;
+  record.duration_s = outcome.duration_s;
+  record.metrics = outcome.metrics;
+  record.detail = "the run that listed the candidates" + (outcome.detail.empty() ? "" : "; " + outcome.detail);
+  record.round = 1;
+  record.phase = Phase::Sanity;
+  return record;
+}
+
 nlohmann::json trial_table(const Result& result) {
   nlohmann::json table = nlohmann::json::array();
   std::map<Config, int> seen;

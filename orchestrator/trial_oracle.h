@@ -74,6 +74,9 @@ std::vector<std::string> select_rules(const std::vector<std::string>& rules, con
 // The trial table of a bisection: one row per trial, the trial's name included.
 nlohmann::json trial_table(const Result& result);
 
+// The record of the all-on run that listed the candidates: the first sanity trial.
+TrialRecord candidate_listing_record(const TrialOutcome& outcome);
+
 class TrialOracle : public Oracle {
  public:
   // `previous_log`: the trials an earlier invocation recorded, so that names continue.

@@ -280,14 +280,7 @@ class FusionBisectStep : public StepKind {
                             "; list the rules under candidates:");
       candidates = *outcome.fired_rules;
       setup.sections = report_sections(absolute_path(setup.fired_report, request.cwd));
-      TrialRecord seed;
-      seed.outcome = outcome.outcome;
-      seed.duration_s = outcome.duration_s;
-      seed.metrics = outcome.metrics;
-      seed.detail = "the run that listed the candidates" + (outcome.detail.empty() ? "" : "; " + outcome.detail);
-      seed.round = 1;
-      seed.phase = Phase::Sanity;
-      previous.push_back(seed);
+      previous.push_back(candidate_listing_record(outcome));
     }
     if (!saved) candidates = select_rules(candidates, strings(node["include"]), strings(node["exclude"]));
     if (candidates.empty())
