@@ -2,6 +2,7 @@
 
 #include <functional>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -219,6 +220,17 @@ std::vector<std::string> tolerance_assignments(const YAML::Node& node) {
       out.push_back(preset.first.Scalar() + "." + field.first.Scalar() + "=" + field.second.Scalar());
   }
   return out;
+}
+
+void check_regexes(const YAML::Node& list, const std::string& where, Diagnostics& diagnostics) {
+  if (!list || !list.IsSequence()) return;
+  for (const auto& entry : list) {
+    try {
+      std::regex(entry.Scalar());
+    } catch (const std::regex_error& e) {
+      diagnostics.error(entry.Mark(), where + ": bad regular expression '" + entry.Scalar() + "': " + e.what());
+    }
+  }
 }
 
 void check_tolerances(const YAML::Node& node, Diagnostics& diagnostics) {

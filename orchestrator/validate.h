@@ -28,6 +28,10 @@ YAML::Mark mark_within(const std::string& file_text, const YAML::Node& node, siz
 // argv xor shell (or neither, when `needs_command` is false), args only without them.
 void check_command_form(const YAML::Node& node, const std::string& where, bool needs_command, Diagnostics& diagnostics);
 
+// Every entry of a list of regular expressions compiles (std::regex, ECMAScript); `where`
+// names the list in the messages ("steps.gate.layers").
+void check_regexes(const YAML::Node& list, const std::string& where, Diagnostics& diagnostics);
+
 // Checks a tolerance mapping ({fp16: {rtol: 1e-2}}) against compare::Tolerances.
 void check_tolerances(const YAML::Node& node, Diagnostics& diagnostics);
 // The same mapping as "preset.field=value" assignments.

@@ -168,6 +168,7 @@ class FusionBisectStep : public StepKind {
     if (node["target"] && node["target"].IsMap()) check_command_form(node["target"], where + ".target", false, diagnostics);
     if (node["golden"] && node["golden"].IsMap()) check_command_form(node["golden"], where + ".golden", false, diagnostics);
     check_tolerances(node["tolerances"], diagnostics);
+    check_regexes(node["judge_ops"], where + ".judge_ops", diagnostics);
   }
 
   StepResult evaluate(const StepContext& context) const override {

@@ -113,15 +113,7 @@ class GateStep : public StepKind {
 
   void check(const StepSpec& step, const CheckContext&, Diagnostics& diagnostics) const override {
     check_tolerances(step.node["tolerances"], diagnostics);
-    if (YAML::Node layers = step.node["layers"]) {
-      for (const auto& layer : layers) {
-        try {
-          std::regex(layer.Scalar());
-        } catch (const std::regex_error& e) {
-          diagnostics.error(layer.Mark(), "steps." + step.id + ".layers: bad regular expression '" + layer.Scalar() + "': " + e.what());
-        }
-      }
-    }
+    check_regexes(step.node["layers"], "steps." + step.id + ".layers", diagnostics);
   }
 
   StepResult evaluate(const StepContext& context) const override {

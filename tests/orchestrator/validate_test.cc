@@ -370,6 +370,23 @@ verdict:
   order: [fusion_defect, single_op_defect]
 )yaml",
      "wf.yaml:5:26: error: verdict.order[1]: unknown value 'single_op_defect'; expected one of: single_op_graph_defect, eager_device_defect, dynamo_meta_defect, fusion_defect, localized_op_defect, precision_problem", 1},
+    {"bad_layers_regex",
+     R"yaml(model: {argv: [python]}
+steps:
+  - id: gate
+    kind: gate
+    layers: ["^mlp", "norm("]
+)yaml",
+     "wf.yaml:5:22: error: steps.gate.layers: bad regular expression 'norm(': Mismatched '(' and ')' in regular expression", 1},
+    {"bad_judge_ops_regex",
+     R"yaml(model: {argv: [python, model.py, "${switch_file}"]}
+steps:
+  - id: fusion
+    kind: fusion_bisect
+    judge: exit_code
+    judge_ops: ["[mean"]
+)yaml",
+     "wf.yaml:6:17: error: steps.fusion.judge_ops: bad regular expression '[mean': Unexpected character within '[...]' in regular expression", 1},
     {"wrong_type_timeout",
      R"yaml(model:
   argv: [python]
