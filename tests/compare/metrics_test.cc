@@ -72,7 +72,8 @@ TEST(Metrics, ChunkedAndMergedEqualsOnePass) {
   b.merge(a);
   const PairMetrics x = whole.metrics(), y = b.metrics();
   EXPECT_NEAR(x.cosine_unrounded, y.cosine_unrounded, 1e-12);
-  EXPECT_NEAR(x.kl_divergence, y.kl_divergence, 1e-12 + 1e-9 * x.kl_divergence);
+  // KL's close blocks sum in float (docs/metrics.md), and other block boundaries round otherwise
+  EXPECT_NEAR(x.kl_divergence, y.kl_divergence, 1e-12 + 1e-7 * x.kl_divergence);
   EXPECT_NEAR(x.mean_relative_error, y.mean_relative_error, 1e-12);
   EXPECT_EQ(x.max_absolute_error, y.max_absolute_error);
   EXPECT_EQ(x.allclose_violations, y.allclose_violations);

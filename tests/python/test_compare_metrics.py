@@ -107,6 +107,12 @@ def _kl_cases():
     m = g + np.float32(1e-3) * noise
     m[[5, 70_000, 140_001]] += np.float32(5)
     cases["few_far_blocks"] = (g, m)
+    # |m - g| < 1 with a spread near 1 around its weighted mean: a few elements carry the
+    # largest terms of the e^d series, which must not be truncated early
+    for sign in (1, -1):
+        m = g + np.float32(1e-3) * noise
+        m[rng.random(n) < 0.03] += np.float32(sign * 0.95)
+        cases[f"spread_near_1_{sign}"] = (g, m)
     # mine far below golden everywhere (E_p[e^d] near 0), and far above in one element
     cases["mine_far_below"] = (g, g * np.float32(0.5) - np.float32(60))
     m = g + np.float32(1e-3) * noise

@@ -1,0 +1,293 @@
+// metric_kernels.h's kernels written with AVX2+FMA intrinsics, for CPUs that have them.
+//
+// Each loop keeps its accumulators in registers (the compiler's vectorized loops of the
+// portable kernels spilled them to the stack), converts to double only what needs double
+// (the sums behind cosine, the means and the squared error), and does the rest on eight
+// float lanes. A block's last len % 8 elements go through the portable kernels.
+//
+// Every function here carries the target attribute instead of the file being compiled
+// with -mavx2: an inline function from a header compiled with AVX2 could otherwise be the
+// copy the linker keeps for the whole program, and crash on a CPU without it.
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "compare/metric_kernels.h"
+
+#define DIAGNOSE_AVX2 __attribute__((target("avx2,fma")))
+
+namespace diagnose::compare {
+
+namespace {
+
+DIAGNOSE_AVX2 inline __m256d low_half(__m256 v) { return _mm256_cvtps_pd(_mm256_castps256_ps128(v)); }
+DIAGNOSE_AVX2 inline __m256d high_half(__m256 v) { return _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)); }
+// The eight float lanes of v added into four double lanes.
+DIAGNOSE_AVX2 inline __m256d widen_add(__m256d acc, __m256 v) {
+  return _mm256_add_pd(acc, _mm256_add_pd(low_half(v), high_half(v)));
+}
+
+DIAGNOSE_AVX2 inline double lanes_sum(__m256d v) {
+  alignas(32) double x[4];
+  _mm256_store_pd(x, v);
+  return (x[0] + x[1]) + (x[2] + x[3]);
+}
+DIAGNOSE_AVX2 inline double lanes_max(__m256d v) {
+  alignas(32) double x[4];
+  _mm256_store_pd(x, v);
+  return std::max(std::max(x[0], x[1]), std::max(x[2], x[3]));
+}
+DIAGNOSE_AVX2 inline float lanes_max(__m256 v) {
+  alignas(32) float x[8];
+  _mm256_store_ps(x, v);
+  return *std::max_element(x, x + 8);
+}
+DIAGNOSE_AVX2 inline float lanes_min(__m256 v) {
+  alignas(32) float x[8];
+  _mm256_store_ps(x, v);
+  return *std::min_element(x, x + 8);
+}
+DIAGNOSE_AVX2 inline uint64_t lanes_sum(__m256i v) {
+  alignas(32) uint64_t x[4];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(x), v);
+  return x[0] + x[1] + x[2] + x[3];
+}
+
+// max/min that keep the accumulator when the new value is NaN (as `v > acc ? v : acc`):
+// maxps returns its second operand when either is NaN.
+DIAGNOSE_AVX2 inline __m256 keep_max(__m256 v, __m256 acc) { return _mm256_max_ps(v, acc); }
+DIAGNOSE_AVX2 inline __m256 keep_min(__m256 v, __m256 acc) { return _mm256_min_ps(v, acc); }
+
+// The sums behind cosine, the means, RMSE/RED/SNR, and the allclose count, in double: four
+// elements per step, seven accumulators.
+DIAGNOSE_AVX2 void double_sums(const float* g, const float* m, size_t n, double atol, double rtol, BlockSums& out) {
+  const __m256d sign = _mm256_set1_pd(-0.0), atol_v = _mm256_set1_pd(atol), rtol_v = _mm256_set1_pd(rtol);
+  __m256d g_sum = _mm256_setzero_pd(), m_sum = g_sum, gg = g_sum, mm = g_sum, gm = g_sum, dd = g_sum;
+  __m256i allclose_bad = _mm256_setzero_si256();
+  for (size_t i = 0; i < n; i += 4) {
+    const __m256d gv = _mm256_cvtps_pd(_mm_loadu_ps(g + i)), mv = _mm256_cvtps_pd(_mm_loadu_ps(m + i));
+    g_sum = _mm256_add_pd(g_sum, gv);
+    m_sum = _mm256_add_pd(m_sum, mv);
+    gg = _mm256_fmadd_pd(gv, gv, gg);
+    mm = _mm256_fmadd_pd(mv, mv, mm);
+    gm = _mm256_fmadd_pd(gv, mv, gm);
+    const __m256d d = _mm256_sub_pd(mv, gv);
+    dd = _mm256_fmadd_pd(d, d, dd);
+    // |d| > atol + rtol |g|, rounded as numpy rounds it (no fused multiply-add); NaN compares false
+    const __m256d limit = _mm256_add_pd(atol_v, _mm256_mul_pd(rtol_v, _mm256_andnot_pd(sign, gv)));
+    const __m256d bad = _mm256_cmp_pd(_mm256_andnot_pd(sign, d), limit, _CMP_GT_OQ);
+    allclose_bad = _mm256_sub_epi64(allclose_bad, _mm256_castpd_si256(bad));  // a true lane is -1
+  }
+  out.g_sum = lanes_sum(g_sum);
+  out.m_sum = lanes_sum(m_sum);
+  out.gg = lanes_sum(gg);
+  out.mm = lanes_sum(mm);
+  out.gm = lanes_sum(gm);
+  out.dd = lanes_sum(dd);
+  out.allclose_bad = lanes_sum(allclose_bad);
+}
+
+// The signed extremes of m - g, and the relative and absolute errors (masked where
+// |g| <= eps), on float lanes as the portable kernel computes them; their sums in double.
+// Returns false when float overflowed.
+DIAGNOSE_AVX2 bool float_errors(const float* g, const float* m, size_t n, BlockSums& out) {
+  const __m256 sign = _mm256_set1_ps(-0.0f), eps = _mm256_set1_ps(static_cast<float>(kEps));
+  __m256 d_max = _mm256_set1_ps(-INFINITY), d_min = _mm256_set1_ps(INFINITY);
+  __m256 max_rel = _mm256_setzero_ps(), max_abs = max_rel;
+  __m256d sum_rel = _mm256_setzero_pd(), sum_abs = sum_rel;
+  for (size_t i = 0; i < n; i += 8) {
+    const __m256 gv = _mm256_loadu_ps(g + i), d = _mm256_sub_ps(_mm256_loadu_ps(m + i), gv);
+    d_max = keep_max(d, d_max);
+    d_min = keep_min(d, d_min);
+    const __m256 ad = _mm256_andnot_ps(sign, d), ag = _mm256_andnot_ps(sign, gv);
+    const __m256 significant = _mm256_cmp_ps(ag, eps, _CMP_GT_OQ);
+    const __m256 rel = _mm256_and_ps(_mm256_div_ps(ad, ag), significant);  // 0/0 masked away
+    const __m256 abs_masked = _mm256_and_ps(ad, significant);
+    max_rel = keep_max(rel, max_rel);
+    max_abs = keep_max(abs_masked, max_abs);
+    sum_rel = widen_add(sum_rel, rel);
+    sum_abs = widen_add(sum_abs, abs_masked);
+  }
+  out.d_max = lanes_max(d_max);
+  out.d_min = lanes_min(d_min);
+  out.max_diff = std::max(out.d_max, -out.d_min);
+  out.max_rel = lanes_max(max_rel);
+  out.max_abs = lanes_max(max_abs);
+  out.sum_rel = lanes_sum(sum_rel);
+  out.sum_abs = lanes_sum(sum_abs);
+  return out.max_rel < INFINITY && out.max_diff < INFINITY;
+}
+
+// Each side's max and min, and the ULP error |m - g| / spacing(g) where the spacing follows
+// from g's biased exponent e: 2^(128 - e), twice 1 / 2^floor(log2 |g|), is built in the
+// exponent field of a float (255 - e fits it for e from 1 to 254; e = 0, zero or subnormal,
+// is taken as 1, which the cap by 1 / smallest makes equal for every rule) and widened
+// exactly to double, where the products by 1 / (2 step) and |m - g| cannot overflow.
+// |m - g| is taken in float unless it overflowed there somewhere in the block (kWideDiff).
+template <bool kWideDiff>
+DIAGNOSE_AVX2 void extremes_and_ulp(const float* g, const float* m, size_t n, UlpRule rule, BlockSums& out) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  const __m256i exponent = _mm256_set1_epi32(0x7F800000), lowest_exponent = _mm256_set1_epi32(1 << 23);
+  const __m256i inverse_base = _mm256_set1_epi32(255 << 23);
+  const __m256d inverse_step = _mm256_set1_pd(rule.by_exponent ? 0.5 / rule.step : 0.0);
+  const __m256d inverse_smallest = _mm256_set1_pd(rule.by_exponent ? 1.0 / rule.smallest : 0.0);
+  __m256 g_max = _mm256_set1_ps(-INFINITY), m_max = g_max, g_min = _mm256_set1_ps(INFINITY), m_min = g_min;
+  __m256d max_ulp = _mm256_setzero_pd(), sum_ulp = max_ulp;
+  for (size_t i = 0; i < n; i += 8) {
+    const __m256 gv = _mm256_loadu_ps(g + i), mv = _mm256_loadu_ps(m + i);
+    g_max = keep_max(gv, g_max);
+    g_min = keep_min(gv, g_min);
+    m_max = keep_max(mv, m_max);
+    m_min = keep_min(mv, m_min);
+    if (!rule.by_exponent) continue;  // the caller measures ULPs element by element
+    __m256d ad_low, ad_high;
+    if constexpr (kWideDiff) {
+      const __m256d sign_wide = _mm256_set1_pd(-0.0);
+      ad_low = _mm256_andnot_pd(sign_wide, _mm256_sub_pd(low_half(mv), low_half(gv)));
+      ad_high = _mm256_andnot_pd(sign_wide, _mm256_sub_pd(high_half(mv), high_half(gv)));
+    } else {
+      const __m256 ad = _mm256_andnot_ps(sign, _mm256_sub_ps(mv, gv));
+      ad_low = low_half(ad);
+      ad_high = high_half(ad);
+    }
+    const __m256i e = _mm256_max_epi32(_mm256_and_si256(_mm256_castps_si256(gv), exponent), lowest_exponent);
+    const __m256 inverse_power = _mm256_castsi256_ps(_mm256_sub_epi32(inverse_base, e));
+    const __m256d inverse_low = _mm256_min_pd(_mm256_mul_pd(low_half(inverse_power), inverse_step), inverse_smallest);
+    const __m256d inverse_high =
+        _mm256_min_pd(_mm256_mul_pd(high_half(inverse_power), inverse_step), inverse_smallest);
+    const __m256d ulp_low = _mm256_mul_pd(ad_low, inverse_low);
+    const __m256d ulp_high = _mm256_mul_pd(ad_high, inverse_high);
+    max_ulp = _mm256_max_pd(ulp_low, _mm256_max_pd(ulp_high, max_ulp));
+    sum_ulp = _mm256_add_pd(sum_ulp, _mm256_add_pd(ulp_low, ulp_high));
+  }
+  out.g_max = lanes_max(g_max);
+  out.g_min = lanes_min(g_min);
+  out.m_max = lanes_max(m_max);
+  out.m_min = lanes_min(m_min);
+  out.max_ulp = lanes_max(max_ulp);
+  out.sum_ulp = lanes_sum(sum_ulp);
+}
+
+DIAGNOSE_AVX2 void sum_block(const float* g, const float* m, size_t len, double atol, double rtol, UlpRule rule,
+                             BlockSums& out) {
+  const size_t n = len & ~size_t{7};
+  double_sums(g, m, n, atol, rtol, out);
+  const bool specials = !(std::isfinite(out.gg) && std::isfinite(out.mm));
+  const bool float_overflowed = !float_errors(g, m, n, out);
+  if (float_overflowed && !specials) double_errors_block(g, m, n, out);
+  if (float_overflowed)
+    extremes_and_ulp<true>(g, m, n, rule, out);
+  else
+    extremes_and_ulp<false>(g, m, n, rule, out);
+  if (specials) count_special_values(g, m, n, atol, rtol, out);
+  if (n < len) {
+    BlockSums tail;
+    portable_kernels().sum(g + n, m + n, len - n, atol, rtol, rule, tail);
+    merge_block_sums(out, tail);
+  }
+}
+
+// exp(x) for x <= 0 on eight float lanes: ExpForm<float>'s method, as the portable kernel.
+DIAGNOSE_AVX2 inline __m256 exp_nonpositive_lanes(__m256 x) {
+  using Form = ExpForm<float>;
+  x = _mm256_max_ps(x, _mm256_set1_ps(Form::kLowest));
+  const __m256 shifter = _mm256_set1_ps(Form::kShifter);
+  const __m256 shifted = _mm256_fmadd_ps(x, _mm256_set1_ps(1.4426950408889634f), shifter);
+  const __m256 k = _mm256_sub_ps(shifted, shifter);
+  __m256 r = _mm256_fnmadd_ps(k, _mm256_set1_ps(Form::kLn2High), x);
+  r = _mm256_fnmadd_ps(k, _mm256_set1_ps(Form::kLn2Low), r);
+  __m256 p = _mm256_set1_ps(static_cast<float>(kInverseFactorial[Form::kDegree]));
+  for (int i = Form::kDegree - 1; i >= 0; --i)
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(static_cast<float>(kInverseFactorial[i])));
+  const __m256i scale = _mm256_slli_epi32(_mm256_add_epi32(_mm256_castps_si256(shifted), _mm256_set1_epi32(Form::kBias)),
+                                          Form::kMantissaBits);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(scale));
+}
+
+// e^u - 1 - u on float lanes, to float precision for |u| below the bound of kTerms (see
+// exp_minus_linear): 1/32 for 4 terms, 1/4 for 6, 1 for 10.
+template <int kTerms>
+DIAGNOSE_AVX2 inline __m256 exp_minus_linear_lanes(__m256 u) {
+  __m256 p = _mm256_set1_ps(static_cast<float>(kInverseFactorial[kTerms + 1]));
+  for (int k = kTerms; k >= 2; --k) p = _mm256_fmadd_ps(p, u, _mm256_set1_ps(static_cast<float>(kInverseFactorial[k])));
+  return _mm256_mul_ps(_mm256_mul_ps(u, u), p);
+}
+
+constexpr size_t kRun = 64;  // float partial sums cover this many elements before joining a double sum
+
+// Second pass of kl_close: sum w (e^u - 1 - u) with u = m - g - shift.
+template <int kTerms>
+DIAGNOSE_AVX2 double shifted_excess(const float* g, const float* m, const float* w, size_t n, float shift) {
+  const __m256 shift_v = _mm256_set1_ps(shift);
+  __m256d total = _mm256_setzero_pd();
+  for (size_t run = 0; run < n; run += kRun) {
+    const size_t end = std::min(n, run + kRun);
+    __m256 part = _mm256_setzero_ps();
+    for (size_t i = run; i < end; i += 8) {
+      const __m256 u = _mm256_sub_ps(_mm256_sub_ps(_mm256_loadu_ps(m + i), _mm256_loadu_ps(g + i)), shift_v);
+      part = _mm256_fmadd_ps(_mm256_load_ps(w + i), exp_minus_linear_lanes<kTerms>(u), part);
+    }
+    total = widen_add(total, part);
+  }
+  return lanes_sum(total);
+}
+
+// KL's sums for a close block in float, in two passes. The first gives S = sum w and
+// A = sum w d, so the weighted mean a = A / S; the second gives B = sum w (e^u - 1 - u) with
+// u = d - a, whose terms are about u^2 / 2: float is accurate relative to KL (about the
+// variance of u), where terms in d itself would not be when d holds a large common shift.
+// The sums then return to the kernel contract's form, relative to d:
+//   sum w (e^d - 1 - d) = S (e^a - 1 - a) + (e^a - 1) (A - a S) + e^a B.
+// Float partial sums cover kRun elements (relative error under 64 * 2^-24 at worst, far
+// less in practice) before they join double ones. Blocks where the spread of d is 1 or more
+// go to the portable kernel.
+DIAGNOSE_AVX2 KlSums kl_close_block(const float* g, const float* m, size_t len, const BlockSums& block) {
+  const size_t n = len & ~size_t{7};
+  if (block.d_max - block.d_min >= 1 || len > kBlock) return portable_kernels().kl_close(g, m, len, block);
+  alignas(32) float w[kBlock];
+  const __m256 g_max = _mm256_set1_ps(static_cast<float>(block.g_max));
+  __m256d s_total = _mm256_setzero_pd(), a_total = s_total;
+  for (size_t run = 0; run < n; run += kRun) {
+    const size_t end = std::min(n, run + kRun);
+    __m256 s = _mm256_setzero_ps(), a = s;
+    for (size_t i = run; i < end; i += 8) {
+      const __m256 gv = _mm256_loadu_ps(g + i);
+      const __m256 wv = exp_nonpositive_lanes(_mm256_sub_ps(gv, g_max));
+      _mm256_store_ps(w + i, wv);
+      s = _mm256_add_ps(s, wv);
+      a = _mm256_fmadd_ps(wv, _mm256_sub_ps(_mm256_loadu_ps(m + i), gv), a);
+    }
+    s_total = widen_add(s_total, s);
+    a_total = widen_add(a_total, a);
+  }
+  KlSums sums;
+  if (n > 0) {
+    const double s = lanes_sum(s_total), a = lanes_sum(a_total);
+    const float shift = static_cast<float>(a / s);
+    const double spread = std::max(block.d_max - shift, shift - block.d_min);
+    const double b = spread < 1.0 / 32 ? shifted_excess<4>(g, m, w, n, shift)
+                     : spread < 0.25   ? shifted_excess<6>(g, m, w, n, shift)
+                                       : shifted_excess<10>(g, m, w, n, shift);
+    const double e_shift_minus_1 = std::expm1(static_cast<double>(shift));
+    sums = {s, a, s * exp_minus_linear<13>(shift) + e_shift_minus_1 * (a - shift * s) + (1 + e_shift_minus_1) * b};
+  }
+  if (n < len) {
+    const KlSums tail = portable_kernels().kl_close(g + n, m + n, len - n, block);
+    sums.sg += tail.sg;
+    sums.ta += tail.ta;
+    sums.tb += tail.tb;
+  }
+  return sums;
+}
+
+}  // namespace
+
+const Kernels* avx2_kernels() {
+  static const Kernels k{sum_block, kl_close_block, portable_kernels().kl_far};
+  static const bool supported = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return supported ? &k : nullptr;
+}
+
+}  // namespace diagnose::compare
+
+#undef DIAGNOSE_AVX2
