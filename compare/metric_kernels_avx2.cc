@@ -58,6 +58,8 @@ DIAGNOSE_AVX2 inline uint64_t lanes_sum(__m256i v) {
 DIAGNOSE_AVX2 inline __m256 keep_max(__m256 v, __m256 acc) { return _mm256_max_ps(v, acc); }
 DIAGNOSE_AVX2 inline __m256 keep_min(__m256 v, __m256 acc) { return _mm256_min_ps(v, acc); }
 
+constexpr size_t kRun = 64;  // float partial sums cover this many elements before joining a double sum
+
 // The sums behind cosine, the means, RMSE/RED/SNR, and the allclose count, in double: four
 // elements per step, seven accumulators.
 DIAGNOSE_AVX2 void double_sums(const float* g, const float* m, size_t n, double atol, double rtol, BlockSums& out) {
@@ -88,25 +90,32 @@ DIAGNOSE_AVX2 void double_sums(const float* g, const float* m, size_t n, double 
 }
 
 // The signed extremes of m - g, and the relative and absolute errors (masked where
-// |g| <= eps), on float lanes as the portable kernel computes them; their sums in double.
-// Returns false when float overflowed.
+// |g| <= eps), on float lanes as the portable kernel computes them. Their sums run in float
+// for kRun elements, eight terms per lane (all positive: within 7 * 2^-24 relative), then
+// join double ones. Returns false when float overflowed.
 DIAGNOSE_AVX2 bool float_errors(const float* g, const float* m, size_t n, BlockSums& out) {
   const __m256 sign = _mm256_set1_ps(-0.0f), eps = _mm256_set1_ps(static_cast<float>(kEps));
   __m256 d_max = _mm256_set1_ps(-INFINITY), d_min = _mm256_set1_ps(INFINITY);
   __m256 max_rel = _mm256_setzero_ps(), max_abs = max_rel;
   __m256d sum_rel = _mm256_setzero_pd(), sum_abs = sum_rel;
-  for (size_t i = 0; i < n; i += 8) {
-    const __m256 gv = _mm256_loadu_ps(g + i), d = _mm256_sub_ps(_mm256_loadu_ps(m + i), gv);
-    d_max = keep_max(d, d_max);
-    d_min = keep_min(d, d_min);
-    const __m256 ad = _mm256_andnot_ps(sign, d), ag = _mm256_andnot_ps(sign, gv);
-    const __m256 significant = _mm256_cmp_ps(ag, eps, _CMP_GT_OQ);
-    const __m256 rel = _mm256_and_ps(_mm256_div_ps(ad, ag), significant);  // 0/0 masked away
-    const __m256 abs_masked = _mm256_and_ps(ad, significant);
-    max_rel = keep_max(rel, max_rel);
-    max_abs = keep_max(abs_masked, max_abs);
-    sum_rel = widen_add(sum_rel, rel);
-    sum_abs = widen_add(sum_abs, abs_masked);
+  for (size_t run = 0; run < n; run += kRun) {
+    const size_t end = std::min(n, run + kRun);
+    __m256 run_rel = _mm256_setzero_ps(), run_abs = run_rel;
+    for (size_t i = run; i < end; i += 8) {
+      const __m256 gv = _mm256_loadu_ps(g + i), d = _mm256_sub_ps(_mm256_loadu_ps(m + i), gv);
+      d_max = keep_max(d, d_max);
+      d_min = keep_min(d, d_min);
+      const __m256 ad = _mm256_andnot_ps(sign, d), ag = _mm256_andnot_ps(sign, gv);
+      const __m256 significant = _mm256_cmp_ps(ag, eps, _CMP_GT_OQ);
+      const __m256 rel = _mm256_and_ps(_mm256_div_ps(ad, ag), significant);  // 0/0 masked away
+      const __m256 abs_masked = _mm256_and_ps(ad, significant);
+      max_rel = keep_max(rel, max_rel);
+      max_abs = keep_max(abs_masked, max_abs);
+      run_rel = _mm256_add_ps(run_rel, rel);
+      run_abs = _mm256_add_ps(run_abs, abs_masked);
+    }
+    sum_rel = widen_add(sum_rel, run_rel);
+    sum_abs = widen_add(sum_abs, run_abs);
   }
   out.d_max = lanes_max(d_max);
   out.d_min = lanes_min(d_min);
@@ -115,57 +124,83 @@ DIAGNOSE_AVX2 bool float_errors(const float* g, const float* m, size_t n, BlockS
   out.max_abs = lanes_max(max_abs);
   out.sum_rel = lanes_sum(sum_rel);
   out.sum_abs = lanes_sum(sum_abs);
-  return out.max_rel < INFINITY && out.max_diff < INFINITY;
+  return out.max_diff < INFINITY && out.sum_rel < INFINITY && out.sum_abs < INFINITY;
 }
 
-// Each side's max and min, and the ULP error |m - g| / spacing(g) where the spacing follows
-// from g's biased exponent e: 2^(128 - e), twice 1 / 2^floor(log2 |g|), is built in the
-// exponent field of a float (255 - e fits it for e from 1 to 254; e = 0, zero or subnormal,
-// is taken as 1, which the cap by 1 / smallest makes equal for every rule) and widened
-// exactly to double, where the products by 1 / (2 step) and |m - g| cannot overflow.
-// |m - g| is taken in float unless it overflowed there somewhere in the block (kWideDiff).
-template <bool kWideDiff>
-DIAGNOSE_AVX2 void extremes_and_ulp(const float* g, const float* m, size_t n, UlpRule rule, BlockSums& out) {
-  const __m256 sign = _mm256_set1_ps(-0.0f);
-  const __m256i exponent = _mm256_set1_epi32(0x7F800000), lowest_exponent = _mm256_set1_epi32(1 << 23);
-  const __m256i inverse_base = _mm256_set1_epi32(255 << 23);
-  const __m256d inverse_step = _mm256_set1_pd(rule.by_exponent ? 0.5 / rule.step : 0.0);
-  const __m256d inverse_smallest = _mm256_set1_pd(rule.by_exponent ? 1.0 / rule.smallest : 0.0);
+// The ULP error |m - g| / spacing(g), where spacing(g) = max(2^floor(log2 |g|) step, smallest)
+// follows from g's biased exponent e. 2^(128 - e), twice 1 / 2^floor(log2 |g|), is built in
+// the exponent field of a float (255 - e fits it for e from 1 to 254; e = 0, zero or
+// subnormal, is taken as 1, which the cap makes equal for every rule). The cap at
+// 2 step / smallest and the factor 1 / (2 step) are powers of two, so
+//   ulp = |m - g| min(2^(128 - e), 2 step / smallest) / (2 step)
+// is exact in float until it overflows; the factor is applied to the block's results.
+struct UlpScale {
+  bool by_exponent;  // UlpRule's: otherwise the caller measures ULPs element by element
+  bool in_float;     // the cap is a float (true for every rule the comparison has)
+  float cap;         // 2 step / smallest
+  double inverse;    // 1 / (2 step)
+};
+
+UlpScale ulp_scale(UlpRule rule) {
+  if (!rule.by_exponent) return {false, false, 0, 0};
+  const double cap = 2 * rule.step / rule.smallest;
+  return {true, cap <= 0x1p127, static_cast<float>(cap), 0.5 / rule.step};
+}
+
+DIAGNOSE_AVX2 inline __m256 inverse_power(__m256 gv) {
+  const __m256i e = _mm256_max_epi32(_mm256_and_si256(_mm256_castps_si256(gv), _mm256_set1_epi32(0x7F800000)),
+                                     _mm256_set1_epi32(1 << 23));
+  return _mm256_castsi256_ps(_mm256_sub_epi32(_mm256_set1_epi32(255 << 23), e));
+}
+
+// Each side's max and min, and the ULP error on float lanes (sums as in float_errors).
+// Returns false when the ULP errors are still to be measured in double (float overflowed).
+DIAGNOSE_AVX2 bool extremes_and_ulp(const float* g, const float* m, size_t n, UlpScale scale, BlockSums& out) {
+  const __m256 sign = _mm256_set1_ps(-0.0f), cap = _mm256_set1_ps(scale.cap);
   __m256 g_max = _mm256_set1_ps(-INFINITY), m_max = g_max, g_min = _mm256_set1_ps(INFINITY), m_min = g_min;
-  __m256d max_ulp = _mm256_setzero_pd(), sum_ulp = max_ulp;
-  for (size_t i = 0; i < n; i += 8) {
-    const __m256 gv = _mm256_loadu_ps(g + i), mv = _mm256_loadu_ps(m + i);
-    g_max = keep_max(gv, g_max);
-    g_min = keep_min(gv, g_min);
-    m_max = keep_max(mv, m_max);
-    m_min = keep_min(mv, m_min);
-    if (!rule.by_exponent) continue;  // the caller measures ULPs element by element
-    __m256d ad_low, ad_high;
-    if constexpr (kWideDiff) {
-      const __m256d sign_wide = _mm256_set1_pd(-0.0);
-      ad_low = _mm256_andnot_pd(sign_wide, _mm256_sub_pd(low_half(mv), low_half(gv)));
-      ad_high = _mm256_andnot_pd(sign_wide, _mm256_sub_pd(high_half(mv), high_half(gv)));
-    } else {
+  __m256 max_ulp = _mm256_setzero_ps();
+  __m256d sum_ulp = _mm256_setzero_pd();
+  for (size_t run = 0; run < n; run += kRun) {
+    const size_t end = std::min(n, run + kRun);
+    __m256 run_ulp = _mm256_setzero_ps();
+    for (size_t i = run; i < end; i += 8) {
+      const __m256 gv = _mm256_loadu_ps(g + i), mv = _mm256_loadu_ps(m + i);
+      g_max = keep_max(gv, g_max);
+      g_min = keep_min(gv, g_min);
+      m_max = keep_max(mv, m_max);
+      m_min = keep_min(mv, m_min);
+      if (!scale.in_float) continue;
       const __m256 ad = _mm256_andnot_ps(sign, _mm256_sub_ps(mv, gv));
-      ad_low = low_half(ad);
-      ad_high = high_half(ad);
+      const __m256 ulp = _mm256_mul_ps(ad, _mm256_min_ps(inverse_power(gv), cap));
+      max_ulp = keep_max(ulp, max_ulp);
+      run_ulp = _mm256_add_ps(run_ulp, ulp);
     }
-    const __m256i e = _mm256_max_epi32(_mm256_and_si256(_mm256_castps_si256(gv), exponent), lowest_exponent);
-    const __m256 inverse_power = _mm256_castsi256_ps(_mm256_sub_epi32(inverse_base, e));
-    const __m256d inverse_low = _mm256_min_pd(_mm256_mul_pd(low_half(inverse_power), inverse_step), inverse_smallest);
-    const __m256d inverse_high =
-        _mm256_min_pd(_mm256_mul_pd(high_half(inverse_power), inverse_step), inverse_smallest);
-    const __m256d ulp_low = _mm256_mul_pd(ad_low, inverse_low);
-    const __m256d ulp_high = _mm256_mul_pd(ad_high, inverse_high);
-    max_ulp = _mm256_max_pd(ulp_low, _mm256_max_pd(ulp_high, max_ulp));
-    sum_ulp = _mm256_add_pd(sum_ulp, _mm256_add_pd(ulp_low, ulp_high));
+    sum_ulp = widen_add(sum_ulp, run_ulp);
   }
   out.g_max = lanes_max(g_max);
   out.g_min = lanes_min(g_min);
   out.m_max = lanes_max(m_max);
   out.m_min = lanes_min(m_min);
-  out.max_ulp = lanes_max(max_ulp);
-  out.sum_ulp = lanes_sum(sum_ulp);
+  out.max_ulp = lanes_max(max_ulp) * scale.inverse;
+  out.sum_ulp = lanes_sum(sum_ulp) * scale.inverse;
+  return !scale.by_exponent || (scale.in_float && out.sum_ulp < INFINITY);
+}
+
+// The ULP error in double, for a block where float overflowed: |m - g| up to 6.8e38 and
+// ulp up to 6.8e38 / 2^-149.
+DIAGNOSE_AVX2 void wide_ulp(const float* g, const float* m, size_t n, UlpScale scale, BlockSums& out) {
+  const __m256d sign = _mm256_set1_pd(-0.0), cap = _mm256_set1_pd(scale.cap);
+  __m256d max_ulp = _mm256_setzero_pd(), sum_ulp = max_ulp;
+  for (size_t i = 0; i < n; i += 4) {
+    const __m256d gv = _mm256_cvtps_pd(_mm_loadu_ps(g + i)), mv = _mm256_cvtps_pd(_mm_loadu_ps(m + i));
+    const __m256 power = inverse_power(_mm256_castps128_ps256(_mm_loadu_ps(g + i)));
+    const __m256d inverse = _mm256_min_pd(low_half(power), cap);
+    const __m256d ulp = _mm256_mul_pd(_mm256_andnot_pd(sign, _mm256_sub_pd(mv, gv)), inverse);
+    max_ulp = _mm256_max_pd(ulp, max_ulp);
+    sum_ulp = _mm256_add_pd(sum_ulp, ulp);
+  }
+  out.max_ulp = lanes_max(max_ulp) * scale.inverse;
+  out.sum_ulp = lanes_sum(sum_ulp) * scale.inverse;
 }
 
 DIAGNOSE_AVX2 void sum_block(const float* g, const float* m, size_t len, double atol, double rtol, UlpRule rule,
@@ -173,12 +208,9 @@ DIAGNOSE_AVX2 void sum_block(const float* g, const float* m, size_t len, double 
   const size_t n = len & ~size_t{7};
   double_sums(g, m, n, atol, rtol, out);
   const bool specials = !(std::isfinite(out.gg) && std::isfinite(out.mm));
-  const bool float_overflowed = !float_errors(g, m, n, out);
-  if (float_overflowed && !specials) double_errors_block(g, m, n, out);
-  if (float_overflowed)
-    extremes_and_ulp<true>(g, m, n, rule, out);
-  else
-    extremes_and_ulp<false>(g, m, n, rule, out);
+  if (!float_errors(g, m, n, out) && !specials) double_errors_block(g, m, n, out);
+  const UlpScale scale = ulp_scale(rule);
+  if (!extremes_and_ulp(g, m, n, scale, out) && !specials) wide_ulp(g, m, n, scale, out);
   if (specials) count_special_values(g, m, n, atol, rtol, out);
   if (n < len) {
     BlockSums tail;
@@ -213,7 +245,6 @@ DIAGNOSE_AVX2 inline __m256 exp_minus_linear_lanes(__m256 u) {
   return _mm256_mul_ps(_mm256_mul_ps(u, u), p);
 }
 
-constexpr size_t kRun = 64;  // float partial sums cover this many elements before joining a double sum
 
 // Second pass of kl_close: sum w (e^u - 1 - u) with u = m - g - shift.
 template <int kTerms>
@@ -238,9 +269,8 @@ DIAGNOSE_AVX2 double shifted_excess(const float* g, const float* m, const float*
 // variance of u), where terms in d itself would not be when d holds a large common shift.
 // The sums then return to the kernel contract's form, relative to d:
 //   sum w (e^d - 1 - d) = S (e^a - 1 - a) + (e^a - 1) (A - a S) + e^a B.
-// Float partial sums cover kRun elements (relative error under 64 * 2^-24 at worst, far
-// less in practice) before they join double ones. Blocks where the spread of d is 1 or more
-// go to the portable kernel.
+// Float partial sums cover kRun elements (eight terms per lane) before they join double
+// ones. Blocks where the spread of d is 1 or more go to the portable kernel.
 DIAGNOSE_AVX2 KlSums kl_close_block(const float* g, const float* m, size_t len, const BlockSums& block) {
   const size_t n = len & ~size_t{7};
   if (block.d_max - block.d_min >= 1 || len > kBlock) return portable_kernels().kl_close(g, m, len, block);
