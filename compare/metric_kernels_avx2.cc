@@ -246,7 +246,39 @@ DIAGNOSE_AVX2 inline __m256 exp_minus_linear_lanes(__m256 u) {
 }
 
 
-// Second pass of kl_close: sum w (e^u - 1 - u) with u = m - g - shift.
+// KL's terms for one close block in float, around a shift c of m - g: with w = exp(g - g_max),
+// d = m - g and u = d - c, the sums S = sum w, A = sum w d and B = sum w (e^u - 1 - u).
+// B's terms are about u^2 / 2, so float is accurate relative to KL (about the variance of u
+// under p) when c is near the weighted mean of d; terms in d itself would not be, when d
+// holds a large common shift. The weights are kept in `w` for a second pass.
+struct KlTerms {
+  double s = 0, a = 0, b = 0;
+};
+
+template <int kTerms>
+DIAGNOSE_AVX2 KlTerms kl_terms(const float* g, const float* m, size_t n, float g_max, float shift, float* w) {
+  const __m256 g_max_v = _mm256_set1_ps(g_max), shift_v = _mm256_set1_ps(shift);
+  __m256d s_total = _mm256_setzero_pd(), a_total = s_total, b_total = s_total;
+  for (size_t run = 0; run < n; run += kRun) {
+    const size_t end = std::min(n, run + kRun);
+    __m256 s = _mm256_setzero_ps(), a = s, b = s;
+    for (size_t i = run; i < end; i += 8) {
+      const __m256 gv = _mm256_loadu_ps(g + i);
+      const __m256 wv = exp_nonpositive_lanes(_mm256_sub_ps(gv, g_max_v));
+      _mm256_store_ps(w + i, wv);
+      const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(m + i), gv);
+      s = _mm256_add_ps(s, wv);
+      a = _mm256_fmadd_ps(wv, d, a);
+      b = _mm256_fmadd_ps(wv, exp_minus_linear_lanes<kTerms>(_mm256_sub_ps(d, shift_v)), b);
+    }
+    s_total = widen_add(s_total, s);
+    a_total = widen_add(a_total, a);
+    b_total = widen_add(b_total, b);
+  }
+  return {lanes_sum(s_total), lanes_sum(a_total), lanes_sum(b_total)};
+}
+
+// B again, around another shift, from the kept weights.
 template <int kTerms>
 DIAGNOSE_AVX2 double shifted_excess(const float* g, const float* m, const float* w, size_t n, float shift) {
   const __m256 shift_v = _mm256_set1_ps(shift);
@@ -263,43 +295,46 @@ DIAGNOSE_AVX2 double shifted_excess(const float* g, const float* m, const float*
   return lanes_sum(total);
 }
 
-// KL's sums for a close block in float, in two passes. The first gives S = sum w and
-// A = sum w d, so the weighted mean a = A / S; the second gives B = sum w (e^u - 1 - u) with
-// u = d - a, whose terms are about u^2 / 2: float is accurate relative to KL (about the
-// variance of u), where terms in d itself would not be when d holds a large common shift.
-// The sums then return to the kernel contract's form, relative to d:
-//   sum w (e^d - 1 - d) = S (e^a - 1 - a) + (e^a - 1) (A - a S) + e^a B.
+// The series' terms for |u| below the block's largest distance from the shift (see
+// exp_minus_linear_lanes).
+int series_tier(const BlockSums& block, float shift) {
+  const double spread = std::max(block.d_max - shift, shift - block.d_min);
+  return spread < 1.0 / 32 ? 0 : spread < 0.25 ? 1 : 2;
+}
+
+// KL's sums for a close block, on float lanes. The shift is first the plain mean of d (from
+// the block's sums); where the weighted mean a = A / S lies far from it (its square above
+// 1.5 B / S, so that KL, about B / S - (a - c)^2 / 2, may be under a quarter of B / S), B
+// is summed again around a. The sums then return to the kernel contract's form:
+//   sum w (e^d - 1 - d) = S (e^c - 1 - c) + (e^c - 1) (A - c S) + e^c B.
 // Float partial sums cover kRun elements (eight terms per lane) before they join double
 // ones. Blocks where the spread of d is 1 or more go to the portable kernel.
 DIAGNOSE_AVX2 KlSums kl_close_block(const float* g, const float* m, size_t len, const BlockSums& block) {
   const size_t n = len & ~size_t{7};
   if (block.d_max - block.d_min >= 1 || len > kBlock) return portable_kernels().kl_close(g, m, len, block);
-  alignas(32) float w[kBlock];
-  const __m256 g_max = _mm256_set1_ps(static_cast<float>(block.g_max));
-  __m256d s_total = _mm256_setzero_pd(), a_total = s_total;
-  for (size_t run = 0; run < n; run += kRun) {
-    const size_t end = std::min(n, run + kRun);
-    __m256 s = _mm256_setzero_ps(), a = s;
-    for (size_t i = run; i < end; i += 8) {
-      const __m256 gv = _mm256_loadu_ps(g + i);
-      const __m256 wv = exp_nonpositive_lanes(_mm256_sub_ps(gv, g_max));
-      _mm256_store_ps(w + i, wv);
-      s = _mm256_add_ps(s, wv);
-      a = _mm256_fmadd_ps(wv, _mm256_sub_ps(_mm256_loadu_ps(m + i), gv), a);
-    }
-    s_total = widen_add(s_total, s);
-    a_total = widen_add(a_total, a);
-  }
   KlSums sums;
   if (n > 0) {
-    const double s = lanes_sum(s_total), a = lanes_sum(a_total);
-    const float shift = static_cast<float>(a / s);
-    const double spread = std::max(block.d_max - shift, shift - block.d_min);
-    const double b = spread < 1.0 / 32 ? shifted_excess<4>(g, m, w, n, shift)
-                     : spread < 0.25   ? shifted_excess<6>(g, m, w, n, shift)
-                                       : shifted_excess<10>(g, m, w, n, shift);
+    alignas(32) float w[kBlock];
+    const float g_max = static_cast<float>(block.g_max);
+    float shift = static_cast<float>((block.m_sum - block.g_sum) / static_cast<double>(len));
+    KlTerms t;
+    switch (series_tier(block, shift)) {
+      case 0: t = kl_terms<4>(g, m, n, g_max, shift, w); break;
+      case 1: t = kl_terms<6>(g, m, n, g_max, shift, w); break;
+      default: t = kl_terms<10>(g, m, n, g_max, shift, w); break;
+    }
+    const double off = t.a / t.s - shift;
+    if (off * off > 1.5 * t.b / t.s) {
+      shift = static_cast<float>(t.a / t.s);
+      switch (series_tier(block, shift)) {
+        case 0: t.b = shifted_excess<4>(g, m, w, n, shift); break;
+        case 1: t.b = shifted_excess<6>(g, m, w, n, shift); break;
+        default: t.b = shifted_excess<10>(g, m, w, n, shift); break;
+      }
+    }
     const double e_shift_minus_1 = std::expm1(static_cast<double>(shift));
-    sums = {s, a, s * exp_minus_linear<13>(shift) + e_shift_minus_1 * (a - shift * s) + (1 + e_shift_minus_1) * b};
+    sums = {t.s, t.a,
+            t.s * exp_minus_linear<13>(shift) + e_shift_minus_1 * (t.a - shift * t.s) + (1 + e_shift_minus_1) * t.b};
   }
   if (n < len) {
     const KlSums tail = portable_kernels().kl_close(g + n, m + n, len - n, block);

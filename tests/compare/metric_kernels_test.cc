@@ -38,6 +38,9 @@ std::vector<Block> blocks() {
          [&](size_t i, float g) { return g + (i % 17 == 0 ? 0.2f : 0.01f * normal(rng)); });
     make("spread", [&](size_t) { return normal(rng); },
          [&](size_t i, float g) { return g + (i % 29 == 0 ? 0.9f : 0.01f * normal(rng)); });
+    // the weighted mean of m - g (p = softmax(g)) far from its plain mean
+    make("weighted_shift", [&](size_t) { return 3 * normal(rng); },
+         [&](size_t, float g) { return g + (g > 4 ? 0.3f : 0.0f) + 1e-5f * normal(rng); });
     make("far", [&](size_t) { return normal(rng); }, [&](size_t, float g) { return 4 * g + 2; });
     make("zeros_and_subnormals", [&](size_t i) { return i % 3 == 0 ? 0.0f : i % 3 == 1 ? 1e-41f * normal(rng) : normal(rng); },
          [&](size_t, float g) { return g + 1e-6f * normal(rng); });
@@ -99,6 +102,9 @@ TEST(MetricKernels, Avx2MatchesPortable) {
         EXPECT_NEAR(kg.ta, kw.ta, 1e-6 * kw.sg) << at << " kl ta";
         // tb holds e^d - 1 - d: with mine = golden + 0.7 that is large while KL is 0
         expect_close(kw.tb, kg.tb, 1e-6, at + " kl tb");
+        // and the block's own KL, which may be far smaller than tb
+        const auto kl = [](const KlSums& k) { return std::log1p((k.ta + k.tb) / k.sg) - k.ta / k.sg; };
+        EXPECT_NEAR(kl(kg), kl(kw), 1e-6 * std::fabs(kl(kw)) + 1e-12) << at << " kl";
       }
     }
   }
