@@ -6,6 +6,8 @@
 #include <memory>
 #include <thread>
 
+#include "compare/mapped_file.h"
+
 namespace diagnose::compare {
 
 namespace {
@@ -80,26 +82,37 @@ class Worker {
       out.error = error;
       return;
     }
-    for (uint64_t at = task.begin; at < task.end;) {
-      const uint64_t want = std::min(kChunk, task.end - at);
-      g_.resize(want);
-      m_.resize(want);
-      if (!read_exact(*golden, g_.data(), want, &error) || !read_exact(*mine, m_.data(), want, &error)) {
-        out.error = error;
-        return;
-      }
-      out.pair->add(g_.data(), m_.data(), want);
-      if (referee) {
-        r_.resize(want);
-        if (!read_exact(*referee, r_.data(), want, &error)) {
-          out.error = "referee: " + error;
-          return;
+    bool read_ok = true;
+    const bool stayed_whole = guard_mapped_reads([&] {
+      for (uint64_t at = task.begin; at < task.end;) {
+        const uint64_t want = std::min(kChunk, task.end - at);
+        const float* g = nullptr;
+        const float* m = nullptr;
+        uint64_t g_count = 0, m_count = 0;
+        read_ok = golden->view(want, &g, &g_count, &error) && mine->view(want, &m, &m_count, &error);
+        if (read_ok && (g_count != want || m_count != want)) {
+          error = "tensor ended early";
+          read_ok = false;
         }
-        out.golden_vs_referee.add(r_.data(), g_.data(), want);
-        out.mine_vs_referee.add(r_.data(), m_.data(), want);
+        if (!read_ok) break;
+        out.pair->add(g, m, want);
+        if (referee) {
+          r_.resize(want);
+          if (!read_exact(*referee, r_.data(), want, &error)) {
+            error = "referee: " + error;
+            read_ok = false;
+            break;
+          }
+          out.golden_vs_referee.add(r_.data(), g, want);
+          out.mine_vs_referee.add(r_.data(), m, want);
+        }
+        at += want;
       }
-      at += want;
-    }
+    });
+    if (!stayed_whole)
+      out.error = "the file of " + spec.golden->path + " or " + spec.mine->path + " shrank while it was read";
+    else if (!read_ok)
+      out.error = error;
   }
 
  private:
@@ -126,7 +139,7 @@ class Worker {
     return acc;
   }
 
-  std::vector<float> g_, m_;
+  std::vector<float> g_;  // one side alone (side_alone)
   std::vector<double> r_;
 };
 

@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "compare/layout.h"
+#include "compare/mapped_file.h"
 
 namespace diagnose::compare {
 
@@ -116,7 +117,37 @@ class PlainStream : public TensorStream {
   int64_t read(float* out, uint64_t max, std::string* error) override { return read_into(out, max, error); }
   int64_t read(double* out, uint64_t max, std::string* error) override { return read_into(out, max, error); }
 
+  bool view(uint64_t max, const float** data, uint64_t* count, std::string* error) override {
+    const int per = scalars_per_element(ref_.dtype);
+    const uint64_t scalars = std::min(max, scalars_ - position_) / per * per;
+    *count = scalars;
+    if (scalars == 0) return true;
+    const uint64_t first_element = position_ / per, elements = scalars / per;
+    const uint64_t byte_offset = ref_.offset + bytes_for_elements(ref_.dtype, first_element);
+    const uint64_t bytes = bytes_for_elements(ref_.dtype, elements);
+    if (!window_ || !window_->covers(byte_offset, bytes)) {
+      window_.reset();
+      if (!mapping_refused_) {
+        const uint64_t end = ref_.offset + bytes_for_elements(ref_.dtype, scalars_ / per);
+        window_ = MappedRange::map(file_->fd(), byte_offset, std::max(bytes, std::min(kWindow, end - byte_offset)));
+        mapping_refused_ = !window_;
+      }
+      if (!window_) return TensorStream::view(max, data, count, error);
+    }
+    const uint8_t* src = window_->data() + (byte_offset - window_->offset());
+    if (ref_.dtype == DType::Float32 && !ref_.big_endian && reinterpret_cast<uintptr_t>(src) % alignof(float) == 0) {
+      *data = reinterpret_cast<const float*>(src);
+    } else {
+      view_buffer_.resize(scalars);
+      decode_to_float(ref_.dtype, src, elements, ref_.big_endian, view_buffer_.data());
+      *data = view_buffer_.data();
+    }
+    position_ += scalars;
+    return true;
+  }
+
  private:
+  static constexpr uint64_t kWindow = 4 << 20;  // bytes mapped at a time: what the reader holds resident
   template <typename T>
   int64_t read_into(T* out, uint64_t max, std::string* error) {
     const int per = scalars_per_element(ref_.dtype);
@@ -147,6 +178,8 @@ class PlainStream : public TensorStream {
   uint64_t scalars_;
   uint64_t position_ = 0;
   std::vector<uint8_t> buffer_;
+  std::unique_ptr<MappedRange> window_;
+  bool mapping_refused_ = false;  // then view() reads with pread like read()
 };
 
 // Whole tensor decoded in memory, for layouts that need reordering.
@@ -223,6 +256,15 @@ std::unique_ptr<TensorStream> open_in_memory(const TensorRef& ref, const File& f
 }
 
 }  // namespace
+
+bool TensorStream::view(uint64_t max, const float** data, uint64_t* count, std::string* error) {
+  view_buffer_.resize(std::max<uint64_t>(max, 1));
+  const int64_t got = read(view_buffer_.data(), max, error);
+  if (got < 0) return false;
+  *data = view_buffer_.data();
+  *count = static_cast<uint64_t>(got);
+  return true;
+}
 
 std::unique_ptr<TensorStream> TensorStream::open(const TensorRef& ref, std::string* error) {
   if (!ref.ok()) {
