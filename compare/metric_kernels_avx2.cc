@@ -236,8 +236,9 @@ DIAGNOSE_AVX2 inline __m256 exp_nonpositive_lanes(__m256 x) {
   return _mm256_mul_ps(p, _mm256_castsi256_ps(scale));
 }
 
-// e^u - 1 - u on float lanes, to float precision for |u| below the bound of kTerms (see
-// exp_minus_linear): 1/32 for 4 terms, 1/4 for 6, 1 for 10.
+// e^u - 1 - u on float lanes, to float precision (truncation 2 bound^terms / (terms + 2)!
+// under 1.3e-8 relative, see exp_minus_linear) for |u| below the bound of kTerms: 1/32 for
+// 4 terms, 1/8 for 5, 1/4 for 6, 1 for 10.
 template <int kTerms>
 DIAGNOSE_AVX2 inline __m256 exp_minus_linear_lanes(__m256 u) {
   __m256 p = _mm256_set1_ps(static_cast<float>(kInverseFactorial[kTerms + 1]));
@@ -245,18 +246,18 @@ DIAGNOSE_AVX2 inline __m256 exp_minus_linear_lanes(__m256 u) {
   return _mm256_mul_ps(_mm256_mul_ps(u, u), p);
 }
 
-
 // KL's terms for one close block in float, around a shift c of m - g: with w = exp(g - g_max),
 // d = m - g and u = d - c, the sums S = sum w, A = sum w d and B = sum w (e^u - 1 - u).
 // B's terms are about u^2 / 2, so float is accurate relative to KL (about the variance of u
 // under p) when c is near the weighted mean of d; terms in d itself would not be, when d
-// holds a large common shift. The weights are kept in `w` for a second pass.
+// holds a large common shift. The first pass (kFirst) takes all three and keeps the weights
+// in `w`; a later one takes B again, around another shift, from the kept weights.
 struct KlTerms {
   double s = 0, a = 0, b = 0;
 };
 
-template <int kTerms>
-DIAGNOSE_AVX2 KlTerms kl_terms(const float* g, const float* m, size_t n, float g_max, float shift, float* w) {
+template <int kTerms, bool kFirst>
+DIAGNOSE_AVX2 void kl_pass(const float* g, const float* m, size_t n, float g_max, float shift, float* w, KlTerms& out) {
   const __m256 g_max_v = _mm256_set1_ps(g_max), shift_v = _mm256_set1_ps(shift);
   __m256d s_total = _mm256_setzero_pd(), a_total = s_total, b_total = s_total;
   for (size_t run = 0; run < n; run += kRun) {
@@ -264,42 +265,43 @@ DIAGNOSE_AVX2 KlTerms kl_terms(const float* g, const float* m, size_t n, float g
     __m256 s = _mm256_setzero_ps(), a = s, b = s;
     for (size_t i = run; i < end; i += 8) {
       const __m256 gv = _mm256_loadu_ps(g + i);
-      const __m256 wv = exp_nonpositive_lanes(_mm256_sub_ps(gv, g_max_v));
-      _mm256_store_ps(w + i, wv);
       const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(m + i), gv);
-      s = _mm256_add_ps(s, wv);
-      a = _mm256_fmadd_ps(wv, d, a);
+      __m256 wv;
+      if constexpr (kFirst) {
+        wv = exp_nonpositive_lanes(_mm256_sub_ps(gv, g_max_v));
+        _mm256_store_ps(w + i, wv);
+        s = _mm256_add_ps(s, wv);
+        a = _mm256_fmadd_ps(wv, d, a);
+      } else {
+        wv = _mm256_load_ps(w + i);
+      }
       b = _mm256_fmadd_ps(wv, exp_minus_linear_lanes<kTerms>(_mm256_sub_ps(d, shift_v)), b);
     }
     s_total = widen_add(s_total, s);
     a_total = widen_add(a_total, a);
     b_total = widen_add(b_total, b);
   }
-  return {lanes_sum(s_total), lanes_sum(a_total), lanes_sum(b_total)};
-}
-
-// B again, around another shift, from the kept weights.
-template <int kTerms>
-DIAGNOSE_AVX2 double shifted_excess(const float* g, const float* m, const float* w, size_t n, float shift) {
-  const __m256 shift_v = _mm256_set1_ps(shift);
-  __m256d total = _mm256_setzero_pd();
-  for (size_t run = 0; run < n; run += kRun) {
-    const size_t end = std::min(n, run + kRun);
-    __m256 part = _mm256_setzero_ps();
-    for (size_t i = run; i < end; i += 8) {
-      const __m256 u = _mm256_sub_ps(_mm256_sub_ps(_mm256_loadu_ps(m + i), _mm256_loadu_ps(g + i)), shift_v);
-      part = _mm256_fmadd_ps(_mm256_load_ps(w + i), exp_minus_linear_lanes<kTerms>(u), part);
-    }
-    total = widen_add(total, part);
+  if constexpr (kFirst) {
+    out.s = lanes_sum(s_total);
+    out.a = lanes_sum(a_total);
   }
-  return lanes_sum(total);
+  out.b = lanes_sum(b_total);
 }
 
-// The series' terms for |u| below the block's largest distance from the shift (see
-// exp_minus_linear_lanes).
-int series_tier(const BlockSums& block, float shift) {
+// kl_pass with the fewest series terms for |u| up to the block's largest distance from the shift.
+template <bool kFirst>
+DIAGNOSE_AVX2 void kl_pass(const BlockSums& block, const float* g, const float* m, size_t n, float shift, float* w,
+                           KlTerms& out) {
+  const float g_max = static_cast<float>(block.g_max);
   const double spread = std::max(block.d_max - shift, shift - block.d_min);
-  return spread < 1.0 / 32 ? 0 : spread < 0.25 ? 1 : 2;
+  if (spread < 1.0 / 32)
+    kl_pass<4, kFirst>(g, m, n, g_max, shift, w, out);
+  else if (spread < 1.0 / 8)
+    kl_pass<5, kFirst>(g, m, n, g_max, shift, w, out);
+  else if (spread < 0.25)
+    kl_pass<6, kFirst>(g, m, n, g_max, shift, w, out);
+  else
+    kl_pass<10, kFirst>(g, m, n, g_max, shift, w, out);
 }
 
 // KL's sums for a close block, on float lanes. The shift is first the plain mean of d (from
@@ -315,22 +317,13 @@ DIAGNOSE_AVX2 KlSums kl_close_block(const float* g, const float* m, size_t len, 
   KlSums sums;
   if (n > 0) {
     alignas(32) float w[kBlock];
-    const float g_max = static_cast<float>(block.g_max);
     float shift = static_cast<float>((block.m_sum - block.g_sum) / static_cast<double>(len));
     KlTerms t;
-    switch (series_tier(block, shift)) {
-      case 0: t = kl_terms<4>(g, m, n, g_max, shift, w); break;
-      case 1: t = kl_terms<6>(g, m, n, g_max, shift, w); break;
-      default: t = kl_terms<10>(g, m, n, g_max, shift, w); break;
-    }
+    kl_pass<true>(block, g, m, n, shift, w, t);
     const double off = t.a / t.s - shift;
     if (off * off > 1.5 * t.b / t.s) {
       shift = static_cast<float>(t.a / t.s);
-      switch (series_tier(block, shift)) {
-        case 0: t.b = shifted_excess<4>(g, m, w, n, shift); break;
-        case 1: t.b = shifted_excess<6>(g, m, w, n, shift); break;
-        default: t.b = shifted_excess<10>(g, m, w, n, shift); break;
-      }
+      kl_pass<false>(block, g, m, n, shift, w, t);
     }
     const double e_shift_minus_1 = std::expm1(static_cast<double>(shift));
     sums = {t.s, t.a,
