@@ -35,7 +35,7 @@ SHAPES = [((4096, 11008), "fp32"), ((32000, 4096), "fp16"), ((11008, 4096), "bf1
           ((4096, 11008), "fp16"), ((4096, 4096), "fp32"), ((8, 4096, 4096), "fp16")]
 TORCH_NAMES = {"fp32": "torch.float32", "fp16": "torch.float16", "bf16": "torch.bfloat16"}
 RSS_LIMIT_MB = 256
-REPEATS = 3  # the fast tools run this many times; the best wall time counts (numpy runs once)
+REPEATS = 5  # the fast tools run this many times, taking turns; the best wall time counts (numpy runs once)
 
 
 # ---- data -----------------------------------------------------------------------------------
@@ -199,16 +199,25 @@ def run_measured(args, cwd=None) -> tuple[float, float, str, int, float]:
     return wall, rss_mb, out.decode(errors="replace"), rc, cpu
 
 
-def best_of(repeats: int, args) -> tuple[float, float, str, int, float]:
-    """run_measured `repeats` times: the run with the least wall time, with the highest peak RSS
-    seen; the first failing run if one fails."""
-    runs = []
+def best_of_turns(repeats: int, commands: list) -> list[tuple[float, float, str, int, float]]:
+    """Runs the commands in turn, `repeats` rounds, so that every tool meets the same moments of
+    a machine whose speed drifts (shared hosts do). Per command: the run with the least wall
+    time, with the highest peak RSS seen; the first failing run if one fails."""
+    runs = [[] for _ in commands]
     for _ in range(repeats):
-        runs.append(run_measured(args))
-        if runs[-1][3] not in (0, 1):
-            return runs[-1]
-    best = min(runs, key=lambda r: r[0])
-    return (best[0], max(r[1] for r in runs)) + best[2:]
+        for i, args in enumerate(commands):
+            if runs[i] and runs[i][-1][3] not in (0, 1):
+                continue
+            runs[i].append(run_measured(args))
+    results = []
+    for r in runs:
+        failed = [x for x in r if x[3] not in (0, 1)]
+        if failed:
+            results.append(failed[0])
+            continue
+        best = min(r, key=lambda x: x[0])
+        results.append((best[0], max(x[1] for x in r)) + best[2:])
+    return results
 
 
 def plain_pass_command(work: Path, files: list[str]) -> tuple[list[str], str]:
@@ -295,17 +304,15 @@ def main(argv=None) -> int:
         os.sync()
         plain_cmd, plain_desc = plain_pass_command(work, files)
         run_measured(plain_cmd)  # warm the page cache
-        results = []
-        wall, rss, _, _, cpu = best_of(REPEATS, plain_cmd)
-        results.append((f"plain pass ({plain_desc}), best of {REPEATS}", wall, rss, cpu))
 
         numpy_out = None
+        numpy_result = None
         if not args.skip_numpy and not args.big:
             pairs = json.dumps([[str(work / "golden" / r["file"]), str(work / "mine" / r["file"]), r["dtype"]]
                                 for r in records])
             wall, rss, out, rc, cpu = run_measured([sys.executable, "-c", NUMPY_BASELINE, pairs])
             numpy_out = json.loads(out) if rc == 0 else None
-            results.append(("numpy (load, cast to float32, one pass per metric)", wall, rss, cpu))
+            numpy_result = ("numpy (load, cast to float32, one pass per metric)", wall, rss, cpu)
 
         out_dir = work / "out"
         shutil.rmtree(out_dir, ignore_errors=True)
@@ -313,8 +320,11 @@ def main(argv=None) -> int:
                "--json", str(work / "result.json"), "--quiet"]
         if args.threads:
             cmd += ["--threads", str(args.threads)]
-        wall, rss, _, rc, cpu = best_of(REPEATS, cmd)
+        (p_wall, p_rss, _, _, p_cpu), (wall, rss, _, rc, cpu) = best_of_turns(REPEATS, [plain_cmd, cmd])
         threads = args.threads or os.cpu_count()
+        results = [(f"plain pass ({plain_desc}), best of {REPEATS}", p_wall, p_rss, p_cpu)]
+        if numpy_result:
+            results.append(numpy_result)
         results.append((f"diagnose compare ({threads} threads), best of {REPEATS}", wall, rss, cpu))
         diag_wall, diag_rss = wall, rss
 
