@@ -125,7 +125,11 @@ KL_CASES = _kl_cases()
 
 
 @pytest.mark.parametrize("threads", ["1", "3"])
-def test_kl_hard_cases(diagnose_bin, tmp_path, threads):
+@pytest.mark.parametrize("kernels", ["fastest", "portable"])
+def test_kl_hard_cases(diagnose_bin, tmp_path, monkeypatch, threads, kernels):
+    """Both kernel sets (AVX2 where the CPU has it, and the portable one; docs/metrics.md)."""
+    if kernels == "portable":
+        monkeypatch.setenv("DIAGNOSE_PORTABLE_KERNELS", "1")
     for side in ("g", "m"):
         (tmp_path / side).mkdir()
     for name, (g, m) in KL_CASES.items():
