@@ -135,14 +135,6 @@ __attribute__((target("f16c,avx"))) void half_to_float_f16c(const uint8_t* src, 
   }
 }
 
-bool cpu_has_f16c() {
-  // cpuid leaf 1, ecx bit 29 (clang's __builtin_cpu_supports does not know "f16c").
-  static const bool has = [] {
-    unsigned eax, ebx, ecx, edx;
-    return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) && __builtin_cpu_supports("avx");
-  }();
-  return has;
-}
 
 template <typename Out>
 void decode(DType t, const uint8_t* src, size_t n, bool swap, Out* out) {
@@ -356,6 +348,15 @@ float bf16_to_float(uint16_t b) {
   float out;
   std::memcpy(&out, &bits, 4);
   return out;
+}
+
+bool cpu_has_f16c() {
+  // cpuid leaf 1, ecx bit 29 (clang's __builtin_cpu_supports does not know "f16c").
+  static const bool has = [] {
+    unsigned eax, ebx, ecx, edx;
+    return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) && __builtin_cpu_supports("avx");
+  }();
+  return has;
 }
 
 float fp8_e4m3fn_to_float(uint8_t v) { return fp8_decode(v, 4, 3, false); }

@@ -59,6 +59,16 @@ uint64_t bytes_for_elements(DType t, uint64_t n);
 void decode_to_float(DType t, const uint8_t* src, size_t n, bool swap, float* out);
 void decode_to_double(DType t, const uint8_t* src, size_t n, bool swap, double* out);
 
+// One side's values as a file holds them: float32, or float16 / bfloat16 bits (little-endian,
+// aligned to their size), which the metric kernels widen to float32 as they read them.
+struct StoredValues {
+  const void* data;
+  DType dtype;  // Float32, Float16 or BFloat16
+};
+
+// Whether this CPU converts float16 in hardware (F16C, with AVX).
+bool cpu_has_f16c();
+
 // Scalar decoders, exposed for tests.
 float half_to_float(uint16_t h);
 float bf16_to_float(uint16_t b);

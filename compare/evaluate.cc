@@ -86,8 +86,7 @@ class Worker {
     const bool stayed_whole = guard_mapped_reads([&] {
       for (uint64_t at = task.begin; at < task.end;) {
         const uint64_t want = std::min(kChunk, task.end - at);
-        const float* g = nullptr;
-        const float* m = nullptr;
+        StoredValues g{}, m{};
         uint64_t g_count = 0, m_count = 0;
         read_ok = golden->view(want, &g, &g_count, &error) && mine->view(want, &m, &m_count, &error);
         if (read_ok && (g_count != want || m_count != want)) {

@@ -77,42 +77,13 @@ bool float_errors_block(const float* g, const float* m, size_t len, BlockSums& o
   return max_rel < INFINITY && out.max_diff < INFINITY;
 }
 
-// Several loops, so that each one's accumulators fit in the vector registers: the sums in
-// double, the errors in float, the ULP errors, and the special values (only for a block that
-// has some: float inputs square to at most 1.2e77, so the sums of squares are finite exactly
-// when every element is). Counts are kept as doubles inside the loops (exact below 2^53) so
-// that every lane has the same width, which the vectorizer needs.
-void sum_block(const float* g, const float* m, size_t len, double atol, double rtol, UlpRule rule, BlockSums& out) {
-  double g_sum = 0, m_sum = 0, gg = 0, mm = 0, gm = 0, dd = 0, allclose_bad = 0;
-#pragma omp simd reduction(+ : g_sum, m_sum, gg, mm, gm, dd, allclose_bad)
-  for (size_t i = 0; i < len; ++i) {
-    const double gv = g[i], mv = m[i];
-    g_sum += gv;
-    m_sum += mv;
-    gg += gv * gv;
-    mm += mv * mv;
-    gm += gv * mv;
-    const double d = mv - gv;
-    dd += d * d;
-    allclose_bad += std::fabs(d) > atol + rtol * std::fabs(gv) ? 1.0 : 0.0;  // NaN compares false
-  }
-  const bool specials = !(std::isfinite(gg) && std::isfinite(mm));
-  if (!float_errors_block(g, m, len, out) && !specials) double_errors_block(g, m, len, out);
-
-  const double inverse_step = rule.by_exponent ? 1.0 / rule.step : 0.0;  // 0: ULP measured elsewhere
-  const double inverse_smallest = rule.by_exponent ? 1.0 / rule.smallest : 0.0;
-  double max_ulp = 0, sum_ulp = 0;
-#pragma omp simd reduction(+ : sum_ulp) reduction(max : max_ulp)
-  for (size_t i = 0; i < len; ++i) {
-    const double gv = g[i], mv = m[i];
-    const double ulp = std::fabs(mv - gv) * inverse_ulp_by_exponent(gv, inverse_step, inverse_smallest);
-    max_ulp = ulp > max_ulp ? ulp : max_ulp;
-    sum_ulp += ulp;
-  }
-  out.allclose_bad = static_cast<uint64_t>(allclose_bad);
-  if (specials) count_special_values(g, m, len, atol, rtol, out);
-  out.g_sum = g_sum; out.m_sum = m_sum; out.gg = gg; out.mm = mm; out.gm = gm; out.dd = dd;
-  out.max_ulp = max_ulp; out.sum_ulp = sum_ulp;
+void sum_block(StoredValues g, StoredValues m, size_t len, double atol, double rtol, UlpRule rule, WideBlock& wide,
+               BlockSums& out) {
+  wide.golden = g.dtype == DType::Float32 ? static_cast<const float*>(g.data) : wide.golden_storage;
+  wide.mine = m.dtype == DType::Float32 ? static_cast<const float*>(m.data) : wide.mine_storage;
+  if (g.dtype != DType::Float32) widen(g, 0, len, wide.golden_storage);
+  if (m.dtype != DType::Float32) widen(m, 0, len, wide.mine_storage);
+  sum_float_block(wide.golden, wide.mine, len, atol, rtol, rule, out);
 }
 
 // KL's sums for a block where every |m - g| < 1 (the common case), relative to the block's
@@ -159,6 +130,54 @@ void kl_far_block(const float* g, const float* m, size_t len, double g_max, doub
 }
 
 }  // namespace
+
+// Several loops, so that each one's accumulators fit in the vector registers: the sums in
+// double, the errors in float, the ULP errors, and the special values (only for a block that
+// has some: float inputs square to at most 1.2e77, so the sums of squares are finite exactly
+// when every element is). Counts are kept as doubles inside the loops (exact below 2^53) so
+// that every lane has the same width, which the vectorizer needs.
+void sum_float_block(const float* g, const float* m, size_t len, double atol, double rtol, UlpRule rule,
+                     BlockSums& out) {
+  double g_sum = 0, m_sum = 0, gg = 0, mm = 0, gm = 0, dd = 0, allclose_bad = 0;
+#pragma omp simd reduction(+ : g_sum, m_sum, gg, mm, gm, dd, allclose_bad)
+  for (size_t i = 0; i < len; ++i) {
+    const double gv = g[i], mv = m[i];
+    g_sum += gv;
+    m_sum += mv;
+    gg += gv * gv;
+    mm += mv * mv;
+    gm += gv * mv;
+    const double d = mv - gv;
+    dd += d * d;
+    allclose_bad += std::fabs(d) > atol + rtol * std::fabs(gv) ? 1.0 : 0.0;  // NaN compares false
+  }
+  const bool specials = !(std::isfinite(gg) && std::isfinite(mm));
+  if (!float_errors_block(g, m, len, out) && !specials) double_errors_block(g, m, len, out);
+
+  const double inverse_step = rule.by_exponent ? 1.0 / rule.step : 0.0;  // 0: ULP measured elsewhere
+  const double inverse_smallest = rule.by_exponent ? 1.0 / rule.smallest : 0.0;
+  double max_ulp = 0, sum_ulp = 0;
+#pragma omp simd reduction(+ : sum_ulp) reduction(max : max_ulp)
+  for (size_t i = 0; i < len; ++i) {
+    const double gv = g[i], mv = m[i];
+    const double ulp = std::fabs(mv - gv) * inverse_ulp_by_exponent(gv, inverse_step, inverse_smallest);
+    max_ulp = ulp > max_ulp ? ulp : max_ulp;
+    sum_ulp += ulp;
+  }
+  out.allclose_bad = static_cast<uint64_t>(allclose_bad);
+  if (specials) count_special_values(g, m, len, atol, rtol, out);
+  out.g_sum = g_sum; out.m_sum = m_sum; out.gg = gg; out.mm = mm; out.gm = gm; out.dd = dd;
+  out.max_ulp = max_ulp; out.sum_ulp = sum_ulp;
+}
+
+void widen(StoredValues values, size_t index, size_t count, float* out) {
+  decode_to_float(values.dtype, static_cast<const uint8_t*>(advance(values, index).data), count, false, out);
+}
+
+StoredValues advance(StoredValues values, size_t count) {
+  const size_t size = values.dtype == DType::Float32 ? 4 : 2;
+  return {static_cast<const uint8_t*>(values.data) + count * size, values.dtype};
+}
 
 void count_special_values(const float* g, const float* m, size_t len, double atol, double rtol, BlockSums& out) {
   double g_nan = 0, g_inf = 0, m_nan = 0, m_inf = 0, special_bad = 0, allclose_non_finite = 0;

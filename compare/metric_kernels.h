@@ -9,6 +9,9 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "compare/dtype.h"
+#include "compare/metrics.h"
+
 namespace diagnose::compare {
 
 constexpr size_t kBlock = 2048;
@@ -29,13 +32,24 @@ struct BlockSums {
   double d_min = INFINITY, d_max = -INFINITY, max_diff = 0;
 };
 
+// A block's values as float32, for the kernels after sum(): pointers into the stored values,
+// or into the storage where sum() widened 16-bit ones.
+struct WideBlock {
+  const float* golden = nullptr;
+  const float* mine = nullptr;
+  float golden_storage[kBlock];
+  float mine_storage[kBlock];
+};
+
 struct KlSums {
   double sg = 0, ta = 0, tb = 0;
 };
 
 struct Kernels {
-  // Everything but KL. Counts NaN/Inf only when the block holds some.
-  void (*sum)(const float* g, const float* m, size_t len, double atol, double rtol, UlpRule rule, BlockSums& out);
+  // Everything but KL, over up to kBlock elements; leaves the block's float32 values in `wide`.
+  // Counts NaN/Inf only when the block holds some.
+  void (*sum)(StoredValues g, StoredValues m, size_t len, double atol, double rtol, UlpRule rule, WideBlock& wide,
+              BlockSums& out);
   // KL's sums for a block where every |m - g| < 1, relative to the block's golden maximum
   // (`block` is this block's sum() result): sg = sum w, ta = sum w d, tb = sum w (e^d - 1 - d)
   // with w = exp(g - g_max), d = m - g.
@@ -52,7 +66,14 @@ const Kernels* avx2_kernels();
 // (for tests of the portable ones, and for comparing the two).
 const Kernels& metric_kernels();
 
-// Shared by both implementations for the rare cases.
+// Shared by both implementations.
+// The value at `index` onwards as float32: `count` of them into `out`.
+void widen(StoredValues values, size_t index, size_t count, float* out);
+// StoredValues `count` elements further on.
+StoredValues advance(StoredValues values, size_t count);
+// sum() on float32 values (the portable kernel's; the AVX2 one's for a block's last len % 8).
+void sum_float_block(const float* g, const float* m, size_t len, double atol, double rtol, UlpRule rule,
+                     BlockSums& out);
 // NaN/Inf counts and the allclose correction for a block that has non-finite values.
 void count_special_values(const float* g, const float* m, size_t len, double atol, double rtol, BlockSums& out);
 // The relative and absolute errors in double, for a block where float overflowed.

@@ -1,4 +1,4 @@
-// metric_kernels.h's kernels written with AVX2+FMA intrinsics, for CPUs that have them.
+// metric_kernels.h's kernels written with AVX2+FMA (and F16C) intrinsics, for CPUs that have them.
 //
 // Each loop keeps its accumulators in registers (the compiler's vectorized loops of the
 // portable kernels spilled them to the stack), converts to double only what needs double
@@ -14,7 +14,7 @@
 
 #include "compare/metric_kernels.h"
 
-#define DIAGNOSE_AVX2 __attribute__((target("avx2,fma")))
+#define DIAGNOSE_AVX2 __attribute__((target("avx2,fma,f16c")))
 
 namespace diagnose::compare {
 
@@ -60,14 +60,44 @@ DIAGNOSE_AVX2 inline __m256 keep_min(__m256 v, __m256 acc) { return _mm256_min_p
 
 constexpr size_t kRun = 64;  // float partial sums cover this many elements before joining a double sum
 
+// Four values of one side as float32, from how it is stored.
+template <DType kStored>
+struct Four;
+template <>
+struct Four<DType::Float32> {
+  DIAGNOSE_AVX2 static __m128 load(const void* values, size_t i) {
+    return _mm_loadu_ps(static_cast<const float*>(values) + i);
+  }
+};
+template <>
+struct Four<DType::Float16> {
+  DIAGNOSE_AVX2 static __m128 load(const void* values, size_t i) {
+    return _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(values) + i)));
+  }
+};
+template <>
+struct Four<DType::BFloat16> {  // bfloat16 is the top half of a float32
+  DIAGNOSE_AVX2 static __m128 load(const void* values, size_t i) {
+    const __m128i bits = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(values) + i));
+    return _mm_castsi128_ps(_mm_slli_epi32(_mm_cvtepu16_epi32(bits), 16));
+  }
+};
+
 // The sums behind cosine, the means, RMSE/RED/SNR, and the allclose count, in double: four
-// elements per step, seven accumulators.
-DIAGNOSE_AVX2 void double_sums(const float* g, const float* m, size_t n, double atol, double rtol, BlockSums& out) {
+// elements per step, seven accumulators. This is the first loop over a block, so it also
+// widens 16-bit sides into float32 for the loops after it: the file's bytes are read once,
+// where the arithmetic hides their wait for memory.
+template <DType kGolden, DType kMine>
+DIAGNOSE_AVX2 void double_sums(const void* g, const void* m, size_t n, float* g_wide, float* m_wide, double atol,
+                               double rtol, BlockSums& out) {
   const __m256d sign = _mm256_set1_pd(-0.0), atol_v = _mm256_set1_pd(atol), rtol_v = _mm256_set1_pd(rtol);
   __m256d g_sum = _mm256_setzero_pd(), m_sum = g_sum, gg = g_sum, mm = g_sum, gm = g_sum, dd = g_sum;
   __m256i allclose_bad = _mm256_setzero_si256();
   for (size_t i = 0; i < n; i += 4) {
-    const __m256d gv = _mm256_cvtps_pd(_mm_loadu_ps(g + i)), mv = _mm256_cvtps_pd(_mm_loadu_ps(m + i));
+    const __m128 g4 = Four<kGolden>::load(g, i), m4 = Four<kMine>::load(m, i);
+    if constexpr (kGolden != DType::Float32) _mm_storeu_ps(g_wide + i, g4);
+    if constexpr (kMine != DType::Float32) _mm_storeu_ps(m_wide + i, m4);
+    const __m256d gv = _mm256_cvtps_pd(g4), mv = _mm256_cvtps_pd(m4);
     g_sum = _mm256_add_pd(g_sum, gv);
     m_sum = _mm256_add_pd(m_sum, mv);
     gg = _mm256_fmadd_pd(gv, gv, gg);
@@ -87,6 +117,25 @@ DIAGNOSE_AVX2 void double_sums(const float* g, const float* m, size_t n, double 
   out.gm = lanes_sum(gm);
   out.dd = lanes_sum(dd);
   out.allclose_bad = lanes_sum(allclose_bad);
+}
+
+using DoubleSums = void (*)(const void*, const void*, size_t, float*, float*, double, double, BlockSums&);
+
+template <DType kGolden>
+DoubleSums double_sums_for(DType mine) {
+  switch (mine) {
+    case DType::Float16: return double_sums<kGolden, DType::Float16>;
+    case DType::BFloat16: return double_sums<kGolden, DType::BFloat16>;
+    default: return double_sums<kGolden, DType::Float32>;
+  }
+}
+
+DoubleSums double_sums_for(DType golden, DType mine) {
+  switch (golden) {
+    case DType::Float16: return double_sums_for<DType::Float16>(mine);
+    case DType::BFloat16: return double_sums_for<DType::BFloat16>(mine);
+    default: return double_sums_for<DType::Float32>(mine);
+  }
 }
 
 // The signed extremes of m - g, and the relative and absolute errors (masked where
@@ -203,18 +252,26 @@ DIAGNOSE_AVX2 void wide_ulp(const float* g, const float* m, size_t n, UlpScale s
   out.sum_ulp = lanes_sum(sum_ulp) * scale.inverse;
 }
 
-DIAGNOSE_AVX2 void sum_block(const float* g, const float* m, size_t len, double atol, double rtol, UlpRule rule,
-                             BlockSums& out) {
+DIAGNOSE_AVX2 void sum_block(StoredValues g_stored, StoredValues m_stored, size_t len, double atol, double rtol,
+                             UlpRule rule, WideBlock& wide, BlockSums& out) {
+  const bool g_wide = g_stored.dtype != DType::Float32, m_wide = m_stored.dtype != DType::Float32;
+  wide.golden = g_wide ? wide.golden_storage : static_cast<const float*>(g_stored.data);
+  wide.mine = m_wide ? wide.mine_storage : static_cast<const float*>(m_stored.data);
   const size_t n = len & ~size_t{7};
-  double_sums(g, m, n, atol, rtol, out);
+  double_sums_for(g_stored.dtype, m_stored.dtype)(g_stored.data, m_stored.data, n, wide.golden_storage,
+                                                  wide.mine_storage, atol, rtol, out);
+  const float* g = wide.golden;
+  const float* m = wide.mine;
   const bool specials = !(std::isfinite(out.gg) && std::isfinite(out.mm));
   if (!float_errors(g, m, n, out) && !specials) double_errors_block(g, m, n, out);
   const UlpScale scale = ulp_scale(rule);
   if (!extremes_and_ulp(g, m, n, scale, out) && !specials) wide_ulp(g, m, n, scale, out);
   if (specials) count_special_values(g, m, n, atol, rtol, out);
   if (n < len) {
+    if (g_wide) widen(g_stored, n, len - n, wide.golden_storage + n);
+    if (m_wide) widen(m_stored, n, len - n, wide.mine_storage + n);
     BlockSums tail;
-    portable_kernels().sum(g + n, m + n, len - n, atol, rtol, rule, tail);
+    sum_float_block(g + n, m + n, len - n, atol, rtol, rule, tail);
     merge_block_sums(out, tail);
   }
 }
@@ -247,13 +304,14 @@ DIAGNOSE_AVX2 inline __m256 exp_minus_linear_lanes(__m256 u) {
 }
 
 // KL's terms for one close block in float, around a shift c of m - g: with w = exp(g - g_max),
-// d = m - g and u = d - c, the sums S = sum w, A = sum w d and B = sum w (e^u - 1 - u).
+// d = m - g and u = d - c, the sums S = sum w, A_c = sum w u and B = sum w (e^u - 1 - u).
 // B's terms are about u^2 / 2, so float is accurate relative to KL (about the variance of u
 // under p) when c is near the weighted mean of d; terms in d itself would not be, when d
-// holds a large common shift. The first pass (kFirst) takes all three and keeps the weights
-// in `w`; a later one takes B again, around another shift, from the kept weights.
+// holds a large common shift. A_c, which KL depends on through (A_c / S) (A_c / S + B / S),
+// is summed around c for the same reason. The first pass (kFirst) takes all three and keeps
+// the weights in `w`; a later one takes B again, around another shift, from the kept weights.
 struct KlTerms {
-  double s = 0, a = 0, b = 0;
+  double s = 0, a_shifted = 0, b = 0;
 };
 
 template <int kTerms, bool kFirst>
@@ -265,17 +323,17 @@ DIAGNOSE_AVX2 void kl_pass(const float* g, const float* m, size_t n, float g_max
     __m256 s = _mm256_setzero_ps(), a = s, b = s;
     for (size_t i = run; i < end; i += 8) {
       const __m256 gv = _mm256_loadu_ps(g + i);
-      const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(m + i), gv);
+      const __m256 u = _mm256_sub_ps(_mm256_sub_ps(_mm256_loadu_ps(m + i), gv), shift_v);
       __m256 wv;
       if constexpr (kFirst) {
         wv = exp_nonpositive_lanes(_mm256_sub_ps(gv, g_max_v));
         _mm256_store_ps(w + i, wv);
         s = _mm256_add_ps(s, wv);
-        a = _mm256_fmadd_ps(wv, d, a);
+        a = _mm256_fmadd_ps(wv, u, a);
       } else {
         wv = _mm256_load_ps(w + i);
       }
-      b = _mm256_fmadd_ps(wv, exp_minus_linear_lanes<kTerms>(_mm256_sub_ps(d, shift_v)), b);
+      b = _mm256_fmadd_ps(wv, exp_minus_linear_lanes<kTerms>(u), b);
     }
     s_total = widen_add(s_total, s);
     a_total = widen_add(a_total, a);
@@ -283,7 +341,7 @@ DIAGNOSE_AVX2 void kl_pass(const float* g, const float* m, size_t n, float g_max
   }
   if constexpr (kFirst) {
     out.s = lanes_sum(s_total);
-    out.a = lanes_sum(a_total);
+    out.a_shifted = lanes_sum(a_total);
   }
   out.b = lanes_sum(b_total);
 }
@@ -305,10 +363,10 @@ DIAGNOSE_AVX2 void kl_pass(const BlockSums& block, const float* g, const float* 
 }
 
 // KL's sums for a close block, on float lanes. The shift is first the plain mean of d (from
-// the block's sums); where the weighted mean a = A / S lies far from it (its square above
-// 1.5 B / S, so that KL, about B / S - (a - c)^2 / 2, may be under a quarter of B / S), B
-// is summed again around a. The sums then return to the kernel contract's form:
-//   sum w (e^d - 1 - d) = S (e^c - 1 - c) + (e^c - 1) (A - c S) + e^c B.
+// the block's sums); where the weighted mean a = c + A_c / S lies far from it (A_c / S squared
+// above 1.5 B / S, so that KL, about B / S - (A_c / S)^2 / 2, may be under a quarter of B / S),
+// B is summed again around a. The sums then return to the kernel contract's form:
+//   sum w d = A_c + c S,   sum w (e^d - 1 - d) = S (e^c - 1 - c) + (e^c - 1) A_c + e^c B.
 // Float partial sums cover kRun elements (eight terms per lane) before they join double
 // ones. Blocks where the spread of d is 1 or more go to the portable kernel.
 DIAGNOSE_AVX2 KlSums kl_close_block(const float* g, const float* m, size_t len, const BlockSums& block) {
@@ -320,14 +378,16 @@ DIAGNOSE_AVX2 KlSums kl_close_block(const float* g, const float* m, size_t len, 
     float shift = static_cast<float>((block.m_sum - block.g_sum) / static_cast<double>(len));
     KlTerms t;
     kl_pass<true>(block, g, m, n, shift, w, t);
-    const double off = t.a / t.s - shift;
+    const double off = t.a_shifted / t.s;
     if (off * off > 1.5 * t.b / t.s) {
-      shift = static_cast<float>(t.a / t.s);
+      const float weighted_mean = static_cast<float>(shift + off);
+      t.a_shifted -= (static_cast<double>(weighted_mean) - shift) * t.s;
+      shift = weighted_mean;
       kl_pass<false>(block, g, m, n, shift, w, t);
     }
-    const double e_shift_minus_1 = std::expm1(static_cast<double>(shift));
-    sums = {t.s, t.a,
-            t.s * exp_minus_linear<13>(shift) + e_shift_minus_1 * (t.a - shift * t.s) + (1 + e_shift_minus_1) * t.b};
+    const double c = shift, e_c_minus_1 = std::expm1(c);
+    sums = {t.s, t.a_shifted + c * t.s,
+            t.s * exp_minus_linear<13>(c) + e_c_minus_1 * t.a_shifted + (1 + e_c_minus_1) * t.b};
   }
   if (n < len) {
     const KlSums tail = portable_kernels().kl_close(g + n, m + n, len - n, block);
@@ -342,7 +402,7 @@ DIAGNOSE_AVX2 KlSums kl_close_block(const float* g, const float* m, size_t len, 
 
 const Kernels* avx2_kernels() {
   static const Kernels k{sum_block, kl_close_block, portable_kernels().kl_far};
-  static const bool supported = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  static const bool supported = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
   return supported ? &k : nullptr;
 }
 

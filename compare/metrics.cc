@@ -38,14 +38,20 @@ PairAccumulator::PairAccumulator(DType target_dtype, AllcloseTolerance tol)
     : target_(target_dtype), tol_(tol) {}
 
 void PairAccumulator::add(const float* golden, const float* mine, size_t n) {
+  add(StoredValues{golden, DType::Float32}, StoredValues{mine, DType::Float32}, n);
+}
+
+void PairAccumulator::add(StoredValues golden, StoredValues mine, size_t n) {
   const UlpRule rule = ulp_rule(target_);
   const Kernels& kernels = metric_kernels();
+  // Trivially destructible, as every frame that reads mapped bytes must be (mapped_file.h).
+  WideBlock wide;
   for (size_t start = 0; start < n; start += kBlock) {
     const size_t len = std::min(kBlock, n - start);
-    const float* g = golden + start;
-    const float* m = mine + start;
     BlockSums b;
-    kernels.sum(g, m, len, tol_.atol, tol_.rtol, rule, b);
+    kernels.sum(advance(golden, start), advance(mine, start), len, tol_.atol, tol_.rtol, rule, wide, b);
+    const float* g = wide.golden;
+    const float* m = wide.mine;
     if (!rule.by_exponent) {
       for (size_t i = 0; i < len; ++i) {
         const double ulp = std::fabs(static_cast<double>(m[i]) - g[i]) / ulp_at(target_, g[i]);
@@ -183,6 +189,16 @@ void RefereeAccumulator::add(const double* referee, const float* values, size_t 
   }
   sum_sq_ += s;
   n_ += n;
+}
+
+void RefereeAccumulator::add(const double* referee, StoredValues values, size_t n) {
+  if (values.dtype == DType::Float32) return add(referee, static_cast<const float*>(values.data), n);
+  float wide[kBlock];  // trivially destructible, as every frame that reads mapped bytes must be
+  for (size_t start = 0; start < n; start += kBlock) {
+    const size_t len = std::min(kBlock, n - start);
+    widen(values, start, len, wide);
+    add(referee + start, wide, len);
+  }
 }
 
 void RefereeAccumulator::merge(const RefereeAccumulator& o) {

@@ -54,6 +54,7 @@ class PairAccumulator {
  public:
   PairAccumulator(DType target_dtype, AllcloseTolerance tol);
   void add(const float* golden, const float* mine, size_t n);
+  void add(StoredValues golden, StoredValues mine, size_t n);
   void merge(const PairAccumulator& other);
 
   SideStats golden_stats() const;
@@ -91,6 +92,7 @@ class PairAccumulator {
 class RefereeAccumulator {
  public:
   void add(const double* referee, const float* values, size_t n);
+  void add(const double* referee, StoredValues values, size_t n);
   void merge(const RefereeAccumulator& other);
   double rmse() const;
   uint64_t count() const { return n_; }

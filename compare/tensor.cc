@@ -117,7 +117,7 @@ class PlainStream : public TensorStream {
   int64_t read(float* out, uint64_t max, std::string* error) override { return read_into(out, max, error); }
   int64_t read(double* out, uint64_t max, std::string* error) override { return read_into(out, max, error); }
 
-  bool view(uint64_t max, const float** data, uint64_t* count, std::string* error) override {
+  bool view(uint64_t max, StoredValues* values, uint64_t* count, std::string* error) override {
     const int per = scalars_per_element(ref_.dtype);
     const uint64_t scalars = std::min(max, scalars_ - position_) / per * per;
     *count = scalars;
@@ -132,15 +132,17 @@ class PlainStream : public TensorStream {
         window_ = MappedRange::map(file_->fd(), byte_offset, std::max(bytes, std::min(kWindow, end - byte_offset)));
         mapping_refused_ = !window_;
       }
-      if (!window_) return TensorStream::view(max, data, count, error);
+      if (!window_) return TensorStream::view(max, values, count, error);
     }
     const uint8_t* src = window_->data() + (byte_offset - window_->offset());
-    if (ref_.dtype == DType::Float32 && !ref_.big_endian && reinterpret_cast<uintptr_t>(src) % alignof(float) == 0) {
-      *data = reinterpret_cast<const float*>(src);
+    const bool kernels_read_it = ref_.dtype == DType::Float32 || ref_.dtype == DType::Float16 ||
+                                 ref_.dtype == DType::BFloat16;
+    if (kernels_read_it && !ref_.big_endian && reinterpret_cast<uintptr_t>(src) % (bit_width(ref_.dtype) / 8) == 0) {
+      *values = {src, ref_.dtype};
     } else {
       view_buffer_.resize(scalars);
       decode_to_float(ref_.dtype, src, elements, ref_.big_endian, view_buffer_.data());
-      *data = view_buffer_.data();
+      *values = {view_buffer_.data(), DType::Float32};
     }
     position_ += scalars;
     return true;
@@ -257,11 +259,11 @@ std::unique_ptr<TensorStream> open_in_memory(const TensorRef& ref, const File& f
 
 }  // namespace
 
-bool TensorStream::view(uint64_t max, const float** data, uint64_t* count, std::string* error) {
+bool TensorStream::view(uint64_t max, StoredValues* values, uint64_t* count, std::string* error) {
   view_buffer_.resize(std::max<uint64_t>(max, 1));
   const int64_t got = read(view_buffer_.data(), max, error);
   if (got < 0) return false;
-  *data = view_buffer_.data();
+  *values = {view_buffer_.data(), DType::Float32};
   *count = static_cast<uint64_t>(got);
   return true;
 }

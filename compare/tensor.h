@@ -78,11 +78,12 @@ class TensorStream {
   // Reads up to `max` scalars; returns how many were read (0 at end), or -1 on error.
   virtual int64_t read(float* out, uint64_t max, std::string* error) = 0;
   virtual int64_t read(double* out, uint64_t max, std::string* error) = 0;
-  // Up to `max` scalars as float32: *data (valid until the next call on this stream) and their
-  // count in *count (0 at the end); false with *error on failure. Plain layouts come from a
-  // mapping of the file, without a copy where it holds aligned little-endian float32 already.
-  // Call it, and read *data, only inside guard_mapped_reads (mapped_file.h).
-  virtual bool view(uint64_t max, const float** data, uint64_t* count, std::string* error);
+  // Up to `max` scalars: *values (valid until the next call on this stream) and their count in
+  // *count (0 at the end); false with *error on failure. Plain layouts come from a mapping of
+  // the file, as it stores them where that is aligned little-endian float32, float16 or
+  // bfloat16 (the metric kernels read those), else decoded to float32. Call it, and read
+  // *values, only inside guard_mapped_reads (mapped_file.h).
+  virtual bool view(uint64_t max, StoredValues* values, uint64_t* count, std::string* error);
 
  protected:
   std::vector<float> view_buffer_;  // what view() returns when it cannot point into the file

@@ -60,7 +60,8 @@ TEST(MappedFile, AFileThatShrinksUnderItsMappingIsAnErrorNotACrash) {
   EXPECT_TRUE(guard_mapped_reads([&] { seen = range->data()[100]; }));
 }
 
-// view() gives what read() gives: in place for aligned float32, decoded for the rest.
+// view() gives what read() gives: float32 and float16 as the file holds them, the unaligned
+// float32 decoded.
 TEST(MappedFile, TensorViewsMatchReads) {
   TempDir dir;
   const std::vector<float> values = ramp(3 << 20);  // 12 MB: more than one mapped window
@@ -69,7 +70,9 @@ TEST(MappedFile, TensorViewsMatchReads) {
   for (size_t i = 0; i < values.size(); ++i) halves[i] = static_cast<uint16_t>(0x3C00 + i % 1000);
   diagnose::testing::write_bytes(dir / "f16.npy", diagnose::testing::npy_bytes("<f2", "(" + std::to_string(halves.size()) + ",)",
                                                                                halves.data(), halves.size() * 2));
-  for (const std::string name : {"f32.npy", "f16.npy", "f32_unaligned"}) {
+  for (const auto& [name, stored] : {std::pair<std::string, DType>{"f32.npy", DType::Float32},
+                                     {"f16.npy", DType::Float16},
+                                     {"f32_unaligned", DType::Float32}}) {
     TensorRef ref = read_npy(dir / (name == "f32_unaligned" ? "f32.npy" : name));
     ASSERT_TRUE(ref.ok()) << ref.error;
     if (name == "f32_unaligned") {  // as a GE dump may place a tensor: at an odd byte
@@ -85,11 +88,14 @@ TEST(MappedFile, TensorViewsMatchReads) {
     ASSERT_TRUE(viewing->seek(0, &error));
     const bool whole = guard_mapped_reads([&] {
       for (;;) {
-        const float* data = nullptr;
+        StoredValues values{};
         uint64_t count = 0;
-        ASSERT_TRUE(viewing->view(100000, &data, &count, &error)) << error;
+        ASSERT_TRUE(viewing->view(100000, &values, &count, &error)) << error;
         if (count == 0) break;
-        viewed.insert(viewed.end(), data, data + count);
+        ASSERT_EQ(values.dtype, stored) << name;
+        viewed.resize(viewed.size() + count);
+        decode_to_float(values.dtype, static_cast<const uint8_t*>(values.data), count, false,
+                        viewed.data() + viewed.size() - count);
       }
     });
     EXPECT_TRUE(whole);
@@ -108,10 +114,10 @@ TEST(MappedFile, ATensorTruncatedAfterItWasOpenedFailsInsideTheGuard) {
   ::truncate((dir / "t.npy").c_str(), 4096);
   double sum = 0;
   const bool whole = guard_mapped_reads([&] {
-    const float* data = nullptr;
+    StoredValues values{};
     uint64_t count = 0;
-    if (!stream->view(1 << 20, &data, &count, &error)) return;
-    for (uint64_t i = 0; i < count; ++i) sum += data[i];
+    if (!stream->view(1 << 20, &values, &count, &error)) return;
+    for (uint64_t i = 0; i < count; ++i) sum += static_cast<const float*>(values.data)[i];
   });
   EXPECT_FALSE(whole);
 }

@@ -1,6 +1,8 @@
 #include "compare/metric_kernels.h"
 
 #include <cmath>
+#include <cstring>
+#include <memory>
 #include <limits>
 #include <random>
 #include <string>
@@ -52,6 +54,36 @@ std::vector<Block> blocks() {
   return out;
 }
 
+// float32 to float16 bits, truncating (subnormals become 0): any bits will do as input.
+uint16_t to_half(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint16_t sign = (x >> 16) & 0x8000;
+  const int biased = static_cast<int>((x >> 23) & 0xFF);
+  const uint32_t mantissa = x & 0x7FFFFF;
+  if (biased == 0xFF) return sign | 0x7C00 | (mantissa ? 0x200 : 0);
+  const int e = biased - 127 + 15;
+  if (e >= 31) return sign | 0x7C00;
+  if (e <= 0) return sign;
+  return static_cast<uint16_t>(sign | (e << 10) | (mantissa >> 13));
+}
+
+// One side of a block stored as `dtype`: the float32 values themselves, or their 16-bit bits.
+struct Stored {
+  DType dtype;
+  std::vector<uint16_t> bits;
+  const float* floats;
+  Stored(DType t, const std::vector<float>& v) : dtype(t), floats(v.data()) {
+    for (float f : v) {
+      uint32_t x;
+      std::memcpy(&x, &f, 4);
+      if (t == DType::Float16) bits.push_back(to_half(f));
+      if (t == DType::BFloat16) bits.push_back(static_cast<uint16_t>(x >> 16));
+    }
+  }
+  StoredValues values() const { return {dtype == DType::Float32 ? static_cast<const void*>(floats) : bits.data(), dtype}; }
+};
+
 void expect_close(double want, double got, double rel, const std::string& what) {
   if (!std::isfinite(want)) {
     EXPECT_TRUE(std::isnan(want) ? std::isnan(got) : got == want) << what << ": " << got << " vs " << want;
@@ -60,19 +92,29 @@ void expect_close(double want, double got, double rel, const std::string& what) 
   EXPECT_NEAR(got, want, rel * std::fabs(want) + 1e-300) << what;
 }
 
-// The AVX2 kernels against the portable ones, on one CPU: counts and extremes exactly, double
-// sums to rounding, the sums the AVX2 kernels run in float and the ULP error (|m - g| in
-// float there) to float precision, KL's sums to the float precision of its close blocks.
+// The AVX2 kernels against the portable ones, on one CPU: the widened values and counts and
+// extremes exactly, double sums to rounding, the sums the AVX2 kernels run in float and the
+// ULP error (|m - g| in float there) to float precision, KL's sums to the float precision of
+// its close blocks. Sides stored as float32, float16 and bfloat16, alike and mixed.
 TEST(MetricKernels, Avx2MatchesPortable) {
   const Kernels* avx2 = avx2_kernels();
-  if (!avx2) GTEST_SKIP() << "this CPU has no AVX2+FMA: only the portable kernels run here";
+  if (!avx2) GTEST_SKIP() << "this CPU has no AVX2+FMA+F16C: only the portable kernels run here";
   const Kernels& portable = portable_kernels();
+  const std::pair<DType, DType> storages[] = {{DType::Float32, DType::Float32},   {DType::Float16, DType::Float16},
+                                              {DType::BFloat16, DType::BFloat16}, {DType::Float32, DType::Float16},
+                                              {DType::BFloat16, DType::Float32}};
   for (const UlpRule rule : {UlpRule{true, 0x1p-23, 0x1p-149}, UlpRule{true, 0x1p-10, 0x1p-24}, UlpRule{false, 0, 0}}) {
     for (const Block& b : blocks()) {
-      const std::string at = b.name + " step=" + std::to_string(rule.step);
+     for (const auto& [g_dtype, m_dtype] : storages) {
+      const Stored g_stored(g_dtype, b.g), m_stored(m_dtype, b.m);
+      const std::string at = b.name + " step=" + std::to_string(rule.step) + " " + short_name(g_dtype) + "/" +
+                             short_name(m_dtype);
       BlockSums want, got;
-      portable.sum(b.g.data(), b.m.data(), b.g.size(), 1e-3, 1e-3, rule, want);
-      avx2->sum(b.g.data(), b.m.data(), b.g.size(), 1e-3, 1e-3, rule, got);
+      auto want_wide = std::make_unique<WideBlock>(), got_wide = std::make_unique<WideBlock>();
+      portable.sum(g_stored.values(), m_stored.values(), b.g.size(), 1e-3, 1e-3, rule, *want_wide, want);
+      avx2->sum(g_stored.values(), m_stored.values(), b.g.size(), 1e-3, 1e-3, rule, *got_wide, got);
+      ASSERT_EQ(std::memcmp(want_wide->golden, got_wide->golden, b.g.size() * 4), 0) << at;
+      ASSERT_EQ(std::memcmp(want_wide->mine, got_wide->mine, b.g.size() * 4), 0) << at;
       EXPECT_EQ(got.g_nan, want.g_nan) << at;
       EXPECT_EQ(got.g_inf, want.g_inf) << at;
       EXPECT_EQ(got.m_nan, want.m_nan) << at;
@@ -96,8 +138,8 @@ TEST(MetricKernels, Avx2MatchesPortable) {
       expect_close(want.max_ulp, got.max_ulp, 0x1p-23, at + " max_ulp");
       expect_close(want.sum_ulp, got.sum_ulp, 0x1p-21, at + " sum_ulp");
       if (want.max_diff < 1) {
-        const KlSums kw = portable.kl_close(b.g.data(), b.m.data(), b.g.size(), want);
-        const KlSums kg = avx2->kl_close(b.g.data(), b.m.data(), b.g.size(), got);
+        const KlSums kw = portable.kl_close(want_wide->golden, want_wide->mine, b.g.size(), want);
+        const KlSums kg = avx2->kl_close(got_wide->golden, got_wide->mine, b.g.size(), got);
         expect_close(kw.sg, kg.sg, 1e-6, at + " kl sg");
         EXPECT_NEAR(kg.ta, kw.ta, 1e-6 * kw.sg) << at << " kl ta";
         // tb holds e^d - 1 - d: with mine = golden + 0.7 that is large while KL is 0
@@ -106,6 +148,7 @@ TEST(MetricKernels, Avx2MatchesPortable) {
         const auto kl = [](const KlSums& k) { return std::log1p((k.ta + k.tb) / k.sg) - k.ta / k.sg; };
         EXPECT_NEAR(kl(kg), kl(kw), 1e-6 * std::fabs(kl(kw)) + 1e-12) << at << " kl";
       }
+     }
     }
   }
 }
