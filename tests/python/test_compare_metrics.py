@@ -144,6 +144,31 @@ def test_kl_hard_cases(diagnose_bin, tmp_path, monkeypatch, threads, kernels):
     assert not problems, "\n".join(problems)
 
 
+@pytest.mark.parametrize("kernels", ["fastest", "portable"])
+def test_kl_of_shifted_float16(diagnose_bin, tmp_path, monkeypatch, kernels):
+    """float16 tensors reach the kernels as stored; a common shift over 16-bit rounding noise
+    leaves a small KL that must survive the large e^d terms around it."""
+    if kernels == "portable":
+        monkeypatch.setenv("DIAGNOSE_PORTABLE_KERNELS", "1")
+    rng = np.random.default_rng(5)
+    g = (rng.standard_normal(100_003) * 3).astype(np.float16)
+    cases = {"shift": (g, (g.astype(np.float32) + np.float32(0.7)).astype(np.float16)),
+             "shift_noise": (g, (g.astype(np.float32) - np.float32(0.4)
+                                 + np.float32(1e-3) * rng.standard_normal(g.size).astype(np.float32)).astype(np.float16))}
+    for side in ("g", "m"):
+        (tmp_path / side).mkdir()
+    for name, (golden, mine) in cases.items():
+        np.save(tmp_path / "g" / f"{name}.npy", golden)
+        np.save(tmp_path / "m" / f"{name}.npy", mine)
+    run = run_compare(diagnose_bin, tmp_path / "g", tmp_path / "m", tmp_path / "out")
+    assert run.result is not None, run.describe()
+    problems = []
+    for name, (golden, mine) in cases.items():
+        row = next(r for r in run.rows() if r["golden_data_path"].endswith(f"/{name}.npy"))
+        problems += [f"{name}: {e}" for e in check_metrics(row, golden, mine, "fp16")]
+    assert not problems, "\n".join(problems)
+
+
 def test_npy_variants_read_as_logical(diagnose_bin, tmp_path):
     """Fortran order, big-endian, format v2 and v3 headers, a 0-d scalar: all equal to the plain
     C-order little-endian golden."""
