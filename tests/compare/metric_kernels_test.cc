@@ -47,7 +47,7 @@ std::vector<Block> blocks() {
     make("zeros_and_subnormals", [&](size_t i) { return i % 3 == 0 ? 0.0f : i % 3 == 1 ? 1e-41f * normal(rng) : normal(rng); },
          [&](size_t, float g) { return g + 1e-6f * normal(rng); });
     make("float_overflow", [&](size_t i) { return i % 5 == 0 ? 3e38f : 1e-30f * normal(rng); },
-         [&](size_t i, float g) { return i % 5 == 0 ? -3e38f : 1e8f; });
+         [&](size_t i, float) { return i % 5 == 0 ? -3e38f : 1e8f; });
     make("specials", [&](size_t i) { return i % 7 == 0 ? nan : i % 11 == 0 ? inf : normal(rng); },
          [&](size_t i, float g) { return i % 13 == 0 ? -inf : i % 7 == 0 ? nan : g + 0.1f; });
   }
