@@ -135,7 +135,6 @@ __attribute__((target("f16c,avx"))) void half_to_float_f16c(const uint8_t* src, 
   }
 }
 
-
 template <typename Out>
 void decode(DType t, const uint8_t* src, size_t n, bool swap, Out* out) {
   switch (t) {

@@ -88,12 +88,15 @@ class Worker {
         const uint64_t want = std::min(kChunk, task.end - at);
         StoredValues g{}, m{};
         uint64_t g_count = 0, m_count = 0;
-        read_ok = golden->view(want, &g, &g_count, &error) && mine->view(want, &m, &m_count, &error);
-        if (read_ok && (g_count != want || m_count != want)) {
+        if (!golden->view(want, &g, &g_count, &error) || !mine->view(want, &m, &m_count, &error)) {
+          read_ok = false;
+          break;
+        }
+        if (g_count != want || m_count != want) {
           error = "tensor ended early";
           read_ok = false;
+          break;
         }
-        if (!read_ok) break;
         out.pair->add(g, m, want);
         if (referee) {
           r_.resize(want);

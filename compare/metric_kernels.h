@@ -1,7 +1,7 @@
 // The inner loops of PairAccumulator: sums over one block of at most kBlock elements.
 //
 // Two implementations with one contract: a portable one (plain loops the compiler
-// vectorizes for any x86-64 or other CPU) and one written with AVX2+FMA intrinsics for
+// vectorizes for any x86-64 or other CPU) and one written with AVX2+FMA+F16C intrinsics for
 // CPUs that have them (metric_kernels_avx2.cc). metric_kernels() picks one at run time.
 #pragma once
 
@@ -60,7 +60,7 @@ struct Kernels {
 };
 
 const Kernels& portable_kernels();
-// nullptr when this CPU lacks AVX2 or FMA.
+// nullptr when this CPU lacks AVX2, FMA or F16C.
 const Kernels* avx2_kernels();
 // The AVX2 kernels where the CPU has them, unless DIAGNOSE_PORTABLE_KERNELS=1 is set
 // (for tests of the portable ones, and for comparing the two).

@@ -118,17 +118,13 @@ class PlainStream : public TensorStream {
   int64_t read(double* out, uint64_t max, std::string* error) override { return read_into(out, max, error); }
 
   bool view(uint64_t max, StoredValues* values, uint64_t* count, std::string* error) override {
-    const int per = scalars_per_element(ref_.dtype);
-    const uint64_t scalars = std::min(max, scalars_ - position_) / per * per;
+    const auto [scalars, elements, byte_offset, bytes] = next_span(max);
     *count = scalars;
     if (scalars == 0) return true;
-    const uint64_t first_element = position_ / per, elements = scalars / per;
-    const uint64_t byte_offset = ref_.offset + bytes_for_elements(ref_.dtype, first_element);
-    const uint64_t bytes = bytes_for_elements(ref_.dtype, elements);
     if (!window_ || !window_->covers(byte_offset, bytes)) {
       window_.reset();
       if (!mapping_refused_) {
-        const uint64_t end = ref_.offset + bytes_for_elements(ref_.dtype, scalars_ / per);
+        const uint64_t end = ref_.offset + bytes_for_elements(ref_.dtype, scalars_ / scalars_per_element(ref_.dtype));
         window_ = MappedRange::map(file_->fd(), byte_offset, std::max(bytes, std::min(kWindow, end - byte_offset)));
         mapping_refused_ = !window_;
       }
@@ -150,14 +146,22 @@ class PlainStream : public TensorStream {
 
  private:
   static constexpr uint64_t kWindow = 4 << 20;  // bytes mapped at a time: what the reader holds resident
-  template <typename T>
-  int64_t read_into(T* out, uint64_t max, std::string* error) {
+  // The next scalars from position_, at most `max` and whole elements, and where they lie in the file.
+  struct Span {
+    uint64_t scalars, elements, byte_offset, bytes;
+  };
+  Span next_span(uint64_t max) const {
     const int per = scalars_per_element(ref_.dtype);
     const uint64_t scalars = std::min(max, scalars_ - position_) / per * per;
+    const uint64_t elements = scalars / per;
+    return {scalars, elements, ref_.offset + bytes_for_elements(ref_.dtype, position_ / per),
+            bytes_for_elements(ref_.dtype, elements)};
+  }
+
+  template <typename T>
+  int64_t read_into(T* out, uint64_t max, std::string* error) {
+    const auto [scalars, elements, byte_offset, bytes] = next_span(max);
     if (scalars == 0) return 0;
-    const uint64_t first_element = position_ / per, elements = scalars / per;
-    const uint64_t byte_offset = ref_.offset + bytes_for_elements(ref_.dtype, first_element);
-    const uint64_t bytes = bytes_for_elements(ref_.dtype, elements);
     if constexpr (std::is_same_v<T, float>) {
       if (ref_.dtype == DType::Float32 && !ref_.big_endian) {
         if (!file_->read_at(out, bytes, byte_offset, error)) return -1;
