@@ -124,23 +124,35 @@ def _kl_cases():
 KL_CASES = _kl_cases()
 
 
+def _use_kernels(monkeypatch, kernels: str) -> None:
+    """"portable" forces the portable kernel set; "fastest" leaves the choice to the CPU."""
+    if kernels == "portable":
+        monkeypatch.setenv("DIAGNOSE_PORTABLE_KERNELS", "1")
+
+
+def _compare_cases(diagnose_bin, tmp_path, cases: dict, target_short: str, *extra) -> list[str]:
+    """Saves each (golden, mine) pair as npy files, compares the two directories, and returns
+    every metric that differs from the float64 reference."""
+    for side in ("g", "m"):
+        (tmp_path / side).mkdir()
+    for name, (golden, mine) in cases.items():
+        np.save(tmp_path / "g" / f"{name}.npy", golden)
+        np.save(tmp_path / "m" / f"{name}.npy", mine)
+    run = run_compare(diagnose_bin, tmp_path / "g", tmp_path / "m", tmp_path / "out", *extra)
+    assert run.result is not None, run.describe()
+    problems = []
+    for name, (golden, mine) in cases.items():
+        row = next(r for r in run.rows() if r["golden_data_path"].endswith(f"/{name}.npy"))
+        problems += [f"{name}: {e}" for e in check_metrics(row, golden, mine, target_short)]
+    return problems
+
+
 @pytest.mark.parametrize("threads", ["1", "3"])
 @pytest.mark.parametrize("kernels", ["fastest", "portable"])
 def test_kl_hard_cases(diagnose_bin, tmp_path, monkeypatch, threads, kernels):
     """Both kernel sets (AVX2 where the CPU has it, and the portable one; docs/metrics.md)."""
-    if kernels == "portable":
-        monkeypatch.setenv("DIAGNOSE_PORTABLE_KERNELS", "1")
-    for side in ("g", "m"):
-        (tmp_path / side).mkdir()
-    for name, (g, m) in KL_CASES.items():
-        np.save(tmp_path / "g" / f"{name}.npy", g)
-        np.save(tmp_path / "m" / f"{name}.npy", m)
-    run = run_compare(diagnose_bin, tmp_path / "g", tmp_path / "m", tmp_path / "out", "--threads", threads)
-    assert run.result is not None, run.describe()
-    problems = []
-    for name, (g, m) in KL_CASES.items():
-        row = next(r for r in run.rows() if r["golden_data_path"].endswith(f"/{name}.npy"))
-        problems += [f"{name}: {e}" for e in check_metrics(row, g, m, "fp32")]
+    _use_kernels(monkeypatch, kernels)
+    problems = _compare_cases(diagnose_bin, tmp_path, KL_CASES, "fp32", "--threads", threads)
     assert not problems, "\n".join(problems)
 
 
@@ -148,24 +160,13 @@ def test_kl_hard_cases(diagnose_bin, tmp_path, monkeypatch, threads, kernels):
 def test_kl_of_shifted_float16(diagnose_bin, tmp_path, monkeypatch, kernels):
     """float16 tensors reach the kernels as stored; a common shift over 16-bit rounding noise
     leaves a small KL that must survive the large e^d terms around it."""
-    if kernels == "portable":
-        monkeypatch.setenv("DIAGNOSE_PORTABLE_KERNELS", "1")
+    _use_kernels(monkeypatch, kernels)
     rng = np.random.default_rng(5)
     g = (rng.standard_normal(100_003) * 3).astype(np.float16)
     cases = {"shift": (g, (g.astype(np.float32) + np.float32(0.7)).astype(np.float16)),
              "shift_noise": (g, (g.astype(np.float32) - np.float32(0.4)
                                  + np.float32(1e-3) * rng.standard_normal(g.size).astype(np.float32)).astype(np.float16))}
-    for side in ("g", "m"):
-        (tmp_path / side).mkdir()
-    for name, (golden, mine) in cases.items():
-        np.save(tmp_path / "g" / f"{name}.npy", golden)
-        np.save(tmp_path / "m" / f"{name}.npy", mine)
-    run = run_compare(diagnose_bin, tmp_path / "g", tmp_path / "m", tmp_path / "out")
-    assert run.result is not None, run.describe()
-    problems = []
-    for name, (golden, mine) in cases.items():
-        row = next(r for r in run.rows() if r["golden_data_path"].endswith(f"/{name}.npy"))
-        problems += [f"{name}: {e}" for e in check_metrics(row, golden, mine, "fp16")]
+    problems = _compare_cases(diagnose_bin, tmp_path, cases, "fp16")
     assert not problems, "\n".join(problems)
 
 
