@@ -1,5 +1,6 @@
-"""pytest fixtures for the compare tests; the helpers live in fixtures/compare_cli.py
-(tests import them from there: a sibling conftest.py elsewhere shares the module name)."""
+"""pytest fixtures shared by every test directory (the diagnose binary, the Inductor cache)
+and their pytest-xdist groups; the helpers live in fixtures/ (tests import them from there:
+a sibling conftest.py elsewhere shares the module name)."""
 from __future__ import annotations
 
 import os

@@ -90,12 +90,12 @@ def test_ge_dump_framing_and_names():
 def test_generator_cli(tmp_path):
     import subprocess
     import sys
-    from pathlib import Path
-    repo = Path(__file__).resolve().parents[2]
+
+    from fixtures.compare_cli import REPO
     for args in (["torchair", "--out", str(tmp_path / "ta"), "--fx-layout", "old", "--no-rank-dirs",
                   "--planted", "Mul=0.5"],
                  ["chain", "--out", str(tmp_path / "ch"), "--format", "npy"]):
-        proc = subprocess.run([sys.executable, "-m", "tests.python.fixtures.gen", *args], cwd=repo,
+        proc = subprocess.run([sys.executable, "-m", "tests.python.fixtures.gen", *args], cwd=REPO,
                               capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, proc.stderr
     assert list((tmp_path / "ta" / "fx" / "data_dump" / "1").glob("gm_*_dump/*.npy"))
