@@ -10,12 +10,12 @@ import json
 import os
 import subprocess
 import sys
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import pytest
+
+from fixtures.plugin_runs import Run, RunPool
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
@@ -66,32 +66,6 @@ def needs(*names):
     return mark
 
 
-@dataclass
-class Run:
-    name: str
-    run_dir: Path
-    cwd: Path
-    returncode: int
-    stdout: str
-    stderr: str
-
-    @property
-    def status(self) -> dict:
-        return json.loads((self.run_dir / "status.json").read_text())
-
-    def outputs(self) -> list[np.ndarray]:
-        return [np.load(self.run_dir / "outputs" / r["file"])
-                for r in records(self.run_dir / "outputs") if r.get("file")]
-
-    def describe(self) -> str:
-        return f"{self.name}: rc={self.returncode}\n{self.stdout[-2000:]}\n{self.stderr[-4000:]}"
-
-
-def records(dump: Path) -> list[dict]:
-    lines = (dump / "manifest.jsonl").read_text().splitlines()
-    return [r for r in map(json.loads, lines) if r["type"] == "tensor"]
-
-
 def plugin_env(cache_dir: Path, extra: dict | None = None) -> dict:
     env = dict(os.environ)
     # two runs at a time on two cores: OpenMP threads of one would spin while the other runs
@@ -103,20 +77,12 @@ def plugin_env(cache_dir: Path, extra: dict | None = None) -> dict:
     return env
 
 
-class ExampleRuns:
+class ExampleRuns(RunPool):
     def __init__(self, root: Path, cache_dir: Path):
-        self.root, self.cache_dir = root, cache_dir
-        self.pool = ThreadPoolExecutor(max_workers=2)
-        self.futures: dict[str, Future] = {}
-
-    def start(self, names) -> None:
-        for name in sorted(set(names), key=lambda n: -CATALOG[n].cost):
-            if name not in self.futures:
-                self.futures[name] = self.pool.submit(self._run, name)
+        super().__init__(CATALOG, root, cache_dir)
 
     def get(self, name: str) -> Run:
-        self.start([name])
-        run = self.futures[name].result()
+        run = super().get(name)
         assert run.returncode == 0, run.describe()
         return run
 
@@ -147,7 +113,7 @@ def example_runs(request, tmp_path_factory, inductor_cache) -> ExampleRuns:
         _shared = ExampleRuns(tmp_path_factory.mktemp("example_runs"), inductor_cache)
         _shared.start(name for item in request.session.items
                       for name in getattr(getattr(item, "function", None), "example_runs", ()))
-        request.config.add_cleanup(lambda: _shared.pool.shutdown(wait=True))
+        request.config.add_cleanup(_shared.shutdown)
     return _shared
 
 

@@ -7,9 +7,9 @@ from example_runs import example_cache, example_runs, needs  # noqa: F401
 
 @needs("bf16/eager-bf16", "bf16/inductor-bf16", "bf16/eager-fp64")
 def test_inductor_bf16_is_closer_to_the_fp64_referee_than_eager_bf16(example_runs):
-    referee = example_runs.get("bf16/eager-fp64").outputs()[0]
-    eager = example_runs.get("bf16/eager-bf16").outputs()[0]
-    inductor = example_runs.get("bf16/inductor-bf16").outputs()[0]
+    referee = example_runs.get("bf16/eager-fp64").output_arrays()[0]
+    eager = example_runs.get("bf16/eager-bf16").output_arrays()[0]
+    inductor = example_runs.get("bf16/inductor-bf16").output_arrays()[0]
     assert referee.dtype == np.float64
     assert not np.allclose(eager, inductor, rtol=1e-3, atol=1e-3)
     eager_error, inductor_error = np.abs(eager - referee), np.abs(inductor - referee)

@@ -2,19 +2,20 @@
 and the first op whose output diverges while its inputs agree is the custom RMSNorm."""
 import numpy as np
 
-from example_runs import example_cache, example_runs, needs, records  # noqa: F401
+from fixtures.dump_reader import read_dump
+from example_runs import example_cache, example_runs, needs  # noqa: F401
 
 
 def tensors(run):
     dump = run.run_dir / "dump"
     return {(r["op_key"], r["io"], r["index"], r.get("item")): (r, np.load(dump / r["file"]))
-            for r in records(dump) if r.get("kind") == "op"}
+            for r in read_dump(dump).tensors if r.get("kind") == "op"}
 
 
 @needs("device/cpu", "device/fast")
 def test_fast_kernel_diverges_first_at_the_custom_rms_norm(example_runs):
     cpu, fast = example_runs.get("device/cpu"), example_runs.get("device/fast")
-    assert np.abs(cpu.outputs()[0] - fast.outputs()[0]).max() > 1e-3
+    assert np.abs(cpu.output_arrays()[0] - fast.output_arrays()[0]).max() > 1e-3
     golden, target = tensors(cpu), tensors(fast)
     assert golden.keys() == target.keys()
     diverging = [(record["seq"], key) for key, (record, value) in golden.items()

@@ -139,11 +139,11 @@ def test_crash_fault_aborts_the_process_when_the_rule_fires(tmp_path):
 
 @needs("fusion/eager", "fusion/planted", "fusion/gelu-off")
 def test_plugin_runs_honour_the_switch_file_and_record_fusion_result(example_runs):
-    eager = example_runs.get("fusion/eager").outputs()[0]
+    eager = example_runs.get("fusion/eager").output_arrays()[0]
     planted = example_runs.get("fusion/planted")
     gelu_off = example_runs.get("fusion/gelu-off")
-    assert np.abs(planted.outputs()[0] - eager).max() > 1e-2
-    np.testing.assert_allclose(gelu_off.outputs()[0], eager, rtol=1e-4, atol=1e-5)
+    assert np.abs(planted.output_arrays()[0] - eager).max() > 1e-2
+    np.testing.assert_allclose(gelu_off.output_arrays()[0], eager, rtol=1e-4, atol=1e-5)
 
     planted_result = json.loads((planted.cwd / "fusion_result.json").read_text())
     assert list(planted_result) == ["session_and_graph_id_0_0"]

@@ -5,7 +5,8 @@ import json
 
 import numpy as np
 
-from example_runs import HERE, example_cache, example_runs, needs, records, run_module  # noqa: F401
+from fixtures.dump_reader import read_dump
+from example_runs import HERE, example_cache, example_runs, needs, run_module  # noqa: F401
 
 SOFTPLUS = "diagnose_example.softplus.default"
 OPS = ["aten.t.default", "aten.addmm.default", "aten.tanh.default", "aten.div.Tensor", SOFTPLUS,
@@ -19,7 +20,7 @@ def single_op(eager, out, backend, ops, cache, env=None):
 
 
 def outputs_by_key(dump):
-    return {(r["op_key"], r["index"]): np.load(dump / r["file"]) for r in records(dump)}
+    return {(r["op_key"], r["index"]): np.load(dump / r["file"]) for r in read_dump(dump).tensors}
 
 
 @needs("lowering/eager")
@@ -85,7 +86,7 @@ def test_progress_names_the_op_that_was_running_when_the_process_died(example_ru
         ("aten.div.Tensor", "start"), ("aten.div.Tensor", "done"), ("aten.tanh.default", "start")]
     done = json.loads((out / "single_op.json").read_text())["ops"]
     assert [o["op"] for o in done] == ["aten.div.Tensor"]
-    assert [r["op_key"] for r in records(out / "graph")] == ["aten.div.Tensor#0"]
+    assert [r["op_key"] for r in read_dump(out / "graph").tensors] == ["aten.div.Tensor#0"]
 
 
 @needs("lowering/eager")

@@ -10,14 +10,12 @@ import json
 import os
 import subprocess
 import sys
-import threading
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from dump_reader import Dump, read_dump
+from fixtures.plugin_runs import Run, RunPool
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
@@ -101,31 +99,6 @@ def _catalog() -> dict[str, RunConfig]:
 CATALOG = _catalog()
 
 
-@dataclass
-class Run:
-    name: str
-    run_dir: Path
-    returncode: int
-    stdout: str
-    stderr: str
-
-    @property
-    def status(self) -> dict:
-        return json.loads((self.run_dir / "status.json").read_text())
-
-    @property
-    def dump(self) -> Dump:
-        return read_dump(self.run_dir / "dump")
-
-    @property
-    def outputs(self) -> Dump:
-        return read_dump(self.run_dir / "outputs")
-
-    def describe(self) -> str:
-        return (f"{self.name}: rc={self.returncode}\nstdout:\n{self.stdout[-2000:]}\n"
-                f"stderr:\n{self.stderr[-4000:]}")
-
-
 def plugin_env(cache_dir: Path, extra: dict | None = None) -> dict:
     env = dict(os.environ)
     env["TORCHINDUCTOR_CACHE_DIR"] = str(cache_dir)
@@ -150,22 +123,9 @@ def launch(name: str, config: RunConfig, root: Path, cache_dir: Path, **popen) -
     return proc, run_dir
 
 
-class PluginRuns:
+class PluginRuns(RunPool):
     def __init__(self, root: Path, cache_dir: Path):
-        self.root, self.cache_dir = root, cache_dir
-        self.pool = ThreadPoolExecutor(max_workers=2)
-        self.futures: dict[str, Future] = {}
-        self.lock = threading.Lock()
-
-    def start(self, names) -> None:
-        with self.lock:
-            for name in sorted(names, key=lambda n: -CATALOG[n].cost):
-                if name not in self.futures:
-                    self.futures[name] = self.pool.submit(self._run, name)
-
-    def get(self, name: str) -> Run:
-        self.start([name])
-        return self.futures[name].result()
+        super().__init__(CATALOG, root, cache_dir)
 
     def _run(self, name: str) -> Run:
         proc, run_dir = launch(name, CATALOG[name], self.root, self.cache_dir,
@@ -175,7 +135,7 @@ class PluginRuns:
         except subprocess.TimeoutExpired:
             proc.kill()
             stdout, stderr = proc.communicate()
-        return Run(name, run_dir, proc.returncode, stdout, stderr)
+        return Run(name, run_dir, run_dir, proc.returncode, stdout, stderr)
 
 
 _needed: list[str] = []
@@ -206,9 +166,9 @@ def cache_dir(inductor_cache) -> Path:
 @pytest.fixture(scope="session")
 def plugin_runs(tmp_path_factory, cache_dir) -> PluginRuns:
     runs = PluginRuns(tmp_path_factory.mktemp("runs"), cache_dir)
-    runs.start(dict.fromkeys(_needed))
+    runs.start(_needed)
     yield runs
-    runs.pool.shutdown(wait=True)
+    runs.shutdown()
 
 
 def ok_run(plugin_runs: PluginRuns, name: str) -> Run:

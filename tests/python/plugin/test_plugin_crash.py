@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import RunConfig, launch
-from dump_reader import read_dump
+from fixtures.dump_reader import read_dump
 
 ENDLESS = str(Path(__file__).resolve().parent / "scripts" / "endless.py")
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from diagnose_pytorch.dump_writer import DumpWriter
-from dump_reader import read_dump
+from fixtures.dump_reader import read_dump
 
 
 def write(tmp_path, tensors, **options):
