@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "orchestrator/bisector.h"
+#include "orchestrator/bisect/bisector.h"
 
 namespace {
 

@@ -1,5 +1,7 @@
 #include "compare/report.h"
 
+#include "compare/json_number.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -117,12 +119,6 @@ std::string csv_text(const Cell& cell) {
     std::string operator()(const std::vector<int64_t>& s) const { return csv_quote(shape_to_string(s)); }
   };
   return std::visit(Visitor{}, cell);
-}
-
-nlohmann::json json_number(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  return v;
 }
 
 nlohmann::json json_value(const Cell& cell) {

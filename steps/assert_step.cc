@@ -1,9 +1,9 @@
 // `assert`: fails when a condition on earlier steps' results holds, e.g.
 //   fail_if: steps.compare.failed > 3
-#include "orchestrator/condition.h"
-#include "orchestrator/result_lookup.h"
-#include "orchestrator/step.h"
-#include "orchestrator/template.h"
+#include "orchestrator/workflow/condition.h"
+#include "orchestrator/engine/result_lookup.h"
+#include "orchestrator/engine/step.h"
+#include "orchestrator/workflow/template.h"
 
 namespace diagnose {
 

@@ -1,9 +1,9 @@
 // `compare`: the comparison core on two dump locations. Each side is a path, or a
 // run of the model (with its own args/env) whose dump is compared once it ends.
-#include "orchestrator/command_line.h"
-#include "orchestrator/step.h"
-#include "orchestrator/validate.h"
-#include "orchestrator/workflow_schema.h"
+#include "orchestrator/exec/command_line.h"
+#include "orchestrator/engine/step.h"
+#include "orchestrator/workflow/validate.h"
+#include "orchestrator/workflow/workflow_schema.h"
 #include "steps/dump_judgement.h"
 
 namespace diagnose {

@@ -5,8 +5,8 @@
 #include <fstream>
 
 #include "compare/report.h"
-#include "orchestrator/command_line.h"
-#include "orchestrator/validate.h"
+#include "orchestrator/exec/command_line.h"
+#include "orchestrator/workflow/validate.h"
 
 namespace diagnose {
 

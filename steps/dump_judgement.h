@@ -3,6 +3,8 @@
 // the first divergence and the source ops as findings.
 #pragma once
 
+#include "steps/layer.h"
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -10,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compare/compare.h"
-#include "orchestrator/step.h"
+#include "orchestrator/engine/step.h"
 
 namespace diagnose {
 

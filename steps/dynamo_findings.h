@@ -2,12 +2,14 @@
 // (<run dir>/meta_check.json) and the graph breaks of a compiled run's status.json.
 #pragma once
 
+#include "steps/layer.h"
+
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "orchestrator/state.h"
+#include "orchestrator/engine/state.h"
 
 namespace diagnose {
 

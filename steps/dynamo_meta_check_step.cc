@@ -6,8 +6,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "orchestrator/command_line.h"
-#include "orchestrator/step.h"
+#include "orchestrator/exec/command_line.h"
+#include "orchestrator/engine/step.h"
 #include "steps/dump_judgement.h"
 #include "steps/dynamo_findings.h"
 #include "steps/plugin_run.h"

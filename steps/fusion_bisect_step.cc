@@ -4,13 +4,13 @@
 #include <boost/filesystem.hpp>
 #include <fstream>
 
-#include "orchestrator/bisector.h"
-#include "orchestrator/command_line.h"
-#include "orchestrator/engine.h"
-#include "orchestrator/step.h"
-#include "orchestrator/trial_oracle.h"
-#include "orchestrator/validate.h"
-#include "orchestrator/workflow_schema.h"
+#include "orchestrator/bisect/bisector.h"
+#include "orchestrator/exec/command_line.h"
+#include "orchestrator/engine/engine.h"
+#include "orchestrator/engine/step.h"
+#include "orchestrator/bisect/trial_oracle.h"
+#include "orchestrator/workflow/validate.h"
+#include "orchestrator/workflow/workflow_schema.h"
 #include "steps/plugin_run.h"
 
 namespace diagnose {

@@ -12,14 +12,15 @@
 #include <sstream>
 
 #include "compare/compare.h"
+#include "compare/json_number.h"
 #include "compare/report.h"
-#include "orchestrator/baseline.h"
-#include "orchestrator/command_line.h"
-#include "orchestrator/history.h"
-#include "orchestrator/junit.h"
-#include "orchestrator/step.h"
-#include "orchestrator/validate.h"
-#include "orchestrator/workflow_schema.h"
+#include "orchestrator/ci/baseline.h"
+#include "orchestrator/exec/command_line.h"
+#include "orchestrator/ci/history.h"
+#include "orchestrator/report/junit.h"
+#include "orchestrator/engine/step.h"
+#include "orchestrator/workflow/validate.h"
+#include "orchestrator/workflow/workflow_schema.h"
 #include "steps/plugin_run.h"
 
 namespace diagnose {
@@ -28,14 +29,6 @@ namespace {
 
 namespace fs = boost::filesystem;
 using nlohmann::json;
-
-double number(const json& v) {
-  if (v.is_number()) return v.get<double>();
-  if (v.is_string() && v.get<std::string>() == "inf") return INFINITY;
-  return NAN;
-}
-
-json number_or_null(double v) { return std::isnan(v) ? json() : std::isinf(v) ? json("inf") : json(v); }
 
 std::string row_name(const json& row, bool final_outputs) {
   std::string name = row.value("op_key", std::string());
@@ -58,8 +51,8 @@ std::string gate_junit(const std::string& suite, const json& outputs, double sec
     out << "    <testcase classname=\"" << xml_escape(suite) << "\" name=\"" << xml_escape(o.value("output", "")) << "\" time=\"0\">";
     if (!o.value("passed", true))
       out << "\n      <failure type=\"precision_regression\" message=\"" << xml_escape(o.value("reason", ""))
-          << "\">cosine similarity " << number(o.value("cosine_similarity", json())) << ", relative L2 "
-          << number(o.value("relative_l2", json())) << ", max relative error " << number(o.value("max_relative_error", json()))
+          << "\">cosine similarity " << compare::number_from_json(o.value("cosine_similarity", json())) << ", relative L2 "
+          << compare::number_from_json(o.value("relative_l2", json())) << ", max relative error " << compare::number_from_json(o.value("max_relative_error", json()))
           << " (" << xml_escape(o.value("judged_by", "")) << ")</failure>\n    ";
     out << "</testcase>\n";
   }
@@ -224,10 +217,10 @@ class GateStep : public StepKind {
           if (verdict == "not_comparable" && reason.empty()) reason = "not comparable";
           outputs.push_back({{"output", row_name(row, final_outputs)},
                              {"dtype", row.value("my_dtype", json())},
-                             {"cosine_similarity", number_or_null(number(row.value("cosine_unrounded", json())))},
-                             {"relative_l2", number_or_null(number(row.value("relative_euclidean_distance", json())))},
-                             {"max_relative_error", number_or_null(number(row.value("max_relative_error", json())))},
-                             {"max_absolute_error", number_or_null(number(row.value("max_absolute_error", json())))},
+                             {"cosine_similarity", compare::json_number_or_null(compare::number_from_json(row.value("cosine_unrounded", json())))},
+                             {"relative_l2", compare::json_number_or_null(compare::number_from_json(row.value("relative_euclidean_distance", json())))},
+                             {"max_relative_error", compare::json_number_or_null(compare::number_from_json(row.value("max_relative_error", json())))},
+                             {"max_absolute_error", compare::json_number_or_null(compare::number_from_json(row.value("max_absolute_error", json())))},
                              {"judged_by", row.value("judged_by", json())},
                              {"reason", reason},
                              {"passed", verdict == "pass"}});
@@ -251,7 +244,7 @@ class GateStep : public StepKind {
     double worst = 0;
     for (const json& o : outputs) {
       failed += !o.value("passed", true);
-      double l2 = number(o.value("relative_l2", json()));
+      double l2 = compare::number_from_json(o.value("relative_l2", json()));
       if (!std::isnan(l2)) worst = std::max(worst, l2);
       if (!o.value("passed", true))
         result.findings.push_back({"regression in " + o.value("output", "") + ": cosine " +
@@ -310,15 +303,15 @@ class GateStep : public StepKind {
     now.run_dir = context.run_dir();
     now.model_version = result.metrics["model_version"].get<std::string>();
     for (const json& o : result.metrics["outputs"]) {
-      double l2 = number(o.value("relative_l2", json()));
+      double l2 = compare::number_from_json(o.value("relative_l2", json()));
       bool take = now.metrics.output.empty() || (now.metrics.passed && !o.value("passed", true)) ||
                   (now.metrics.passed == o.value("passed", true) && l2 > now.metrics.relative_l2);
       if (!take) continue;
       now.metrics.output = o.value("output", "");
-      now.metrics.cosine_similarity = number(o.value("cosine_similarity", json()));
+      now.metrics.cosine_similarity = compare::number_from_json(o.value("cosine_similarity", json()));
       now.metrics.relative_l2 = l2;
-      now.metrics.max_relative_error = number(o.value("max_relative_error", json()));
-      now.metrics.max_absolute_error = number(o.value("max_absolute_error", json()));
+      now.metrics.max_relative_error = compare::number_from_json(o.value("max_relative_error", json()));
+      now.metrics.max_absolute_error = compare::number_from_json(o.value("max_absolute_error", json()));
       now.metrics.passed = o.value("passed", true);
     }
     points.push_back(now);

@@ -5,10 +5,10 @@
 // elsewhere (a TorchAir GE dump directory, an FX npy dump), so that an Ascend user can
 // bring their own. With a float64 referee, a row where the graph is no further from the
 // truth than eager is not a failure.
-#include "orchestrator/command_line.h"
-#include "orchestrator/step.h"
+#include "orchestrator/exec/command_line.h"
+#include "orchestrator/engine/step.h"
 #include "steps/dump_judgement.h"
-#include "orchestrator/run_dir.h"
+#include "orchestrator/engine/run_dir.h"
 #include "steps/plugin_run.h"
 
 namespace diagnose {

@@ -7,9 +7,9 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "orchestrator/run_dir.h"
-#include "orchestrator/state.h"
-#include "orchestrator/workflow_schema.h"
+#include "orchestrator/engine/run_dir.h"
+#include "orchestrator/engine/state.h"
+#include "orchestrator/workflow/workflow_schema.h"
 
 namespace diagnose {
 
@@ -94,13 +94,6 @@ nlohmann::json side_spec(const StepContext& context, const YAML::Node& side, con
   return spec;
 }
 
-std::string plugin_python(const StepContext& context) {
-  const std::string& configured = context.workflow().model.python;
-  if (!configured.empty()) return configured;
-  const char* from_env = std::getenv("DIAGNOSE_PYTHON");
-  return from_env && *from_env ? from_env : "python3";
-}
-
 RunRequest plugin_run(const StepContext& context, const std::string& run_name, nlohmann::json spec,
                       const YAML::Node& side) {
   if (context.workflow().model.script.empty())
@@ -125,7 +118,7 @@ RunRequest plugin_run(const StepContext& context, const std::string& run_name, n
 RunRequest plugin_command(const StepContext& context, const std::string& run_name,
                           const std::vector<std::string>& args) {
   YAML::Node command(YAML::NodeType::Map);
-  std::vector<std::string> argv = {plugin_python(context), "-m", "diagnose_pytorch"};
+  std::vector<std::string> argv = {context.model_python(), "-m", "diagnose_pytorch"};
   argv.insert(argv.end(), args.begin(), args.end());
   for (const std::string& arg : argv) command["argv"].push_back(arg);
   RunRequest request = context.model_run(run_name, command);

@@ -18,14 +18,16 @@
 //   // run.dump_dir holds the dump, plugin_status_path(run) the plugin's status.json.
 #pragma once
 
+#include "steps/layer.h"
+
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
-#include "orchestrator/schema.h"
-#include "orchestrator/step.h"
+#include "orchestrator/workflow/schema.h"
+#include "orchestrator/engine/step.h"
 
 namespace diagnose {
 
@@ -52,8 +54,6 @@ RunRequest plugin_run(const StepContext& context, const std::string& run_name, n
 std::string plugin_status_path(const RunRequest& run);
 nlohmann::json read_plugin_status(const std::string& run_dir);
 
-// The interpreter of the model's script: model.python, $DIAGNOSE_PYTHON, else python3.
-std::string plugin_python(const StepContext& context);
 // Another command of the plugin (`ops`, `single-op`...): <python> -m diagnose_pytorch args,
 // in the model's cwd with the model's env, in the run directory of `run_name`.
 RunRequest plugin_command(const StepContext& context, const std::string& run_name,

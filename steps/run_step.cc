@@ -2,10 +2,10 @@
 // parallel, and checks that the declared outputs exist.
 #include <boost/filesystem.hpp>
 
-#include "orchestrator/command_line.h"
-#include "orchestrator/step.h"
-#include "orchestrator/validate.h"
-#include "orchestrator/workflow_schema.h"
+#include "orchestrator/exec/command_line.h"
+#include "orchestrator/engine/step.h"
+#include "orchestrator/workflow/validate.h"
+#include "orchestrator/workflow/workflow_schema.h"
 
 namespace diagnose {
 

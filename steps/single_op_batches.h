@@ -3,6 +3,8 @@
 // ended, so that the op that crashed its process is blamed and the rest run again.
 #pragma once
 
+#include "steps/layer.h"
+
 #include <optional>
 #include <string>
 #include <utility>

@@ -9,8 +9,8 @@
 #include <set>
 #include <sstream>
 
-#include "orchestrator/command_line.h"
-#include "orchestrator/step.h"
+#include "orchestrator/exec/command_line.h"
+#include "orchestrator/engine/step.h"
 #include "steps/dump_judgement.h"
 #include "steps/plugin_run.h"
 #include "steps/single_op_batches.h"
@@ -216,7 +216,7 @@ class SingleOpCheckStep : public StepKind {
       result.evidence.push_back({"table", "worst rows of " + op, "", worst});
       result.reproduce.push_back(reproduce_command(
           context.workflow().dir, {},
-          {plugin_python(context), "-m", "diagnose_pytorch", "single-op", "--from", eager_dir, "--out",
+          {context.model_python(), "-m", "diagnose_pytorch", "single-op", "--from", eager_dir, "--out",
            "single-op-" + op, "--backend", target.value("backend", "inductor"), "--ops", op}));
     }
     for (const std::string& op : crashed) {

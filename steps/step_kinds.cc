@@ -1,5 +1,7 @@
 #include "steps/step_kinds.h"
 
+#include "orchestrator/engine/step_registry.h"
+
 namespace diagnose {
 
 std::unique_ptr<StepKind> make_run_step();
@@ -12,33 +14,16 @@ std::unique_ptr<StepKind> make_eager_device_vs_cpu_step();
 std::unique_ptr<StepKind> make_dynamo_meta_check_step();
 std::unique_ptr<StepKind> make_graph_dump_compare_step();
 
-const std::vector<std::unique_ptr<StepKind>>& step_kinds() {
-  static const std::vector<std::unique_ptr<StepKind>> kinds = [] {
-    std::vector<std::unique_ptr<StepKind>> k;
-    k.push_back(make_run_step());
-    k.push_back(make_compare_step());
-    k.push_back(make_assert_step());
-    k.push_back(make_gate_step());
-    k.push_back(make_fusion_bisect_step());
-    k.push_back(make_single_op_check_step());
-    k.push_back(make_eager_device_vs_cpu_step());
-    k.push_back(make_dynamo_meta_check_step());
-    k.push_back(make_graph_dump_compare_step());
-    return k;
-  }();
-  return kinds;
-}
-
-const StepKind* find_step_kind(const std::string& name) {
-  for (const auto& kind : step_kinds())
-    if (kind->name() == name) return kind.get();
-  return nullptr;
-}
-
-std::vector<std::string> step_kind_names() {
-  std::vector<std::string> names;
-  for (const auto& kind : step_kinds()) names.push_back(kind->name());
-  return names;
+void register_step_kinds() {
+  register_step_kind(make_run_step());
+  register_step_kind(make_compare_step());
+  register_step_kind(make_assert_step());
+  register_step_kind(make_gate_step());
+  register_step_kind(make_fusion_bisect_step());
+  register_step_kind(make_single_op_check_step());
+  register_step_kind(make_eager_device_vs_cpu_step());
+  register_step_kind(make_dynamo_meta_check_step());
+  register_step_kind(make_graph_dump_compare_step());
 }
 
 }  // namespace diagnose

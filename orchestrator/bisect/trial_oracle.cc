@@ -1,0 +1,260 @@
+#include "orchestrator/bisect/trial_oracle.h"
+
+#include <fnmatch.h>
+
+#include <boost/filesystem.hpp>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "compare/compare.h"
+#include "orchestrator/exec/subprocess.h"
+#include "plugins/torchair/fusion_result.h"
+
+namespace diagnose::bisect {
+
+namespace fs = boost::filesystem;
+
+std::string trial_name(const Config& off, int occurrence) {
+  uint64_t hash = 1469598103934665603ull;  // FNV-1a
+  for (const std::string& rule : off) {
+    for (unsigned char c : rule) hash = (hash ^ c) * 1099511628211ull;
+    hash = (hash ^ '\n') * 1099511628211ull;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, "t%08llx-%d", static_cast<unsigned long long>(hash & 0xffffffffull), occurrence);
+  return text;
+}
+
+std::optional<std::vector<std::string>> read_fired_report(const std::string& path) {
+  if (!fs::exists(path)) return std::nullopt;
+  std::string text = torchair::read_fusion_file(path);
+  nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
+  if (doc.is_object() && doc.value("format", "") == "diagnose-run-status") {
+    // The plugin's status.json: which Inductor switches took effect.
+    if (!doc.contains("inductor_rules") || !doc["inductor_rules"].contains("fired")) return std::nullopt;
+    const nlohmann::json& fired = doc["inductor_rules"]["fired"];
+    if (!fired.is_array()) throw std::runtime_error(path + ": inductor_rules.fired is not a list");
+    std::vector<std::string> rules;
+    for (const auto& rule : fired) {
+      if (!rule.is_string()) throw std::runtime_error(path + ": inductor_rules.fired holds a non-string");
+      rules.push_back(rule.get<std::string>());
+    }
+    return rules;
+  }
+  return torchair::fired_rules(torchair::parse_fusion_result(text, path));
+}
+
+torchair::FusionSwitch switch_for(const Config& off, const std::map<std::string, torchair::FusionSection>& sections) {
+  Config known, unknown;
+  for (const std::string& rule : off) (sections.count(rule) ? known : unknown).push_back(rule);
+  torchair::FusionSwitch result = torchair::switch_turning_off(known, sections);
+  // GE ignores a name its section does not have: off in both, it is off wherever it lives.
+  for (const std::string& rule : unknown) result.graph.rules[rule] = result.ub.rules[rule] = false;
+  return result;
+}
+
+std::map<std::string, torchair::FusionSection> report_sections(const std::string& path) {
+  if (!fs::exists(path)) return {};
+  std::string text = torchair::read_fusion_file(path);
+  nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
+  if (doc.is_object() && doc.contains("format")) return {};
+  return torchair::rule_sections(torchair::parse_fusion_result(text, path));
+}
+
+std::vector<std::string> select_rules(const std::vector<std::string>& rules, const std::vector<std::string>& include,
+                                      const std::vector<std::string>& exclude) {
+  auto matches = [](const std::vector<std::string>& globs, const std::string& rule) {
+    for (const std::string& glob : globs)
+      if (::fnmatch(glob.c_str(), rule.c_str(), 0) == 0) return true;
+    return false;
+  };
+  std::vector<std::string> selected;
+  for (const std::string& rule : rules)
+    if ((include.empty() || matches(include, rule)) && !matches(exclude, rule)) selected.push_back(rule);
+  return selected;
+}
+
+TrialRecord candidate_listing_record(const TrialOutcome& outcome) {
+  TrialRecord record;
+  record.outcome = outcome.outcome;
+  record.duration_s = outcome.duration_s;
+  record.metrics = outcome.metrics;
+  record.detail = "the run that listed the candidates" + (outcome.detail.empty() ? "" : "; " + outcome.detail);
+  record.round = 1;
+  record.phase = Phase::Sanity;
+  return record;
+}
+
+nlohmann::json trial_table(const Result& result) {
+  nlohmann::json table = nlohmann::json::array();
+  std::map<Config, int> seen;
+  for (const TrialRecord& trial : result.trials) {
+    std::string off;
+    for (const std::string& rule : trial.off) off += (off.empty() ? "" : " ") + rule;
+    nlohmann::json row = {{"trial", trial_name(trial.off, seen[trial.off]++)},
+                          {"rules_off", off.empty() ? "(none: all on)" : off},
+                          {"outcome", outcome_name(trial.outcome)},
+                          {"duration_s", std::round(trial.duration_s * 100) / 100},
+                          {"round", trial.round},
+                          {"phase", phase_name(trial.phase)}};
+    for (const auto& [name, value] : trial.metrics) row[name] = value;
+    if (!trial.detail.empty()) row["detail"] = trial.detail;
+    table.push_back(row);
+  }
+  return table;
+}
+
+TrialOracle::TrialOracle(TrialSetup setup, const std::vector<TrialRecord>& previous_log) : setup_(std::move(setup)) {
+  for (const TrialRecord& trial : previous_log) ++runs_[trial.off];
+}
+
+Trial TrialOracle::prepare(const Config& off, int occurrence) const {
+  Trial trial;
+  trial.off = off;
+  trial.name = trial_name(off, occurrence);
+  trial.dir = setup_.dir_of(trial.name);
+  fs::create_directories(trial.dir);
+  trial.switch_file = trial.dir + "/fusion_switch.json";
+  torchair::write_fusion_switch_file(trial.switch_file, switch_for(off, setup_.sections));
+  return trial;
+}
+
+namespace {
+
+std::string last_lines(const std::string& path, int lines) {
+  std::string tail = log_tail(path, lines, 2048);
+  while (!tail.empty() && (tail.back() == '\n' || tail.back() == ' ')) tail.pop_back();
+  return tail;
+}
+
+std::string absolute_in(const std::string& path, const std::string& base) {
+  return fs::path(path).is_absolute() ? path : (fs::path(base) / path).lexically_normal().string();
+}
+
+void judge_by_comparison(const TrialJudge& judge, const std::string& dump, TrialOutcome& outcome) {
+  compare::CompareOptions options;
+  options.golden_path = judge.golden;
+  options.my_path = dump;
+  options.tolerances = judge.tolerances;
+  options.threads = 1;  // trials already run side by side
+  compare::CompareResult compared = compare::run_compare(options);
+  if (!compared.fatal_error.empty()) {
+    outcome.outcome = Outcome::Crash;
+    outcome.detail = "cannot compare with the golden dump: " + compared.fatal_error;
+    return;
+  }
+  std::vector<std::regex> ops;
+  for (const std::string& op : judge.ops) ops.emplace_back(op);
+  auto judged = [&](const compare::Row& row) {
+    if (ops.empty()) return true;
+    for (const std::regex& op : ops)
+      if (std::regex_search(row.spec.op_key, op)) return true;
+    return false;
+  };
+  size_t rows_compared = 0, rows_failed = 0;
+  std::string first_failing;
+  double max_abs = 0, min_cosine = 1;
+  for (const compare::RowGroup& group : compared.groups)
+    for (const compare::Row& row : group.rows) {
+      if (row.verdict == compare::Verdict::NotComparable || !judged(row)) continue;
+      ++rows_compared;
+      if (row.verdict == compare::Verdict::Fail && rows_failed++ == 0) first_failing = row.spec.op_key;
+      if (!row.metrics) continue;
+      if (std::isfinite(row.metrics->max_absolute_error)) max_abs = std::max(max_abs, row.metrics->max_absolute_error);
+      if (std::isfinite(row.metrics->cosine_similarity))
+        min_cosine = std::min(min_cosine, row.metrics->cosine_similarity);
+    }
+  if (rows_compared == 0) {
+    outcome.outcome = Outcome::Crash;
+    outcome.detail = "cannot compare with the golden dump: no comparable rows";
+    if (!ops.empty())
+      outcome.detail += " of the ops judge_ops names (the golden and the trial's dump may name them differently: "
+                        "an eager aten-level dump and a compiled one do)";
+    return;
+  }
+  outcome.metrics = {{"max_abs_error", max_abs},
+                     {"min_cosine", min_cosine},
+                     {"rows_compared", static_cast<double>(rows_compared)},
+                     {"rows_failed", static_cast<double>(rows_failed)}};
+  outcome.outcome = rows_failed > 0 ? Outcome::Fail : Outcome::Pass;
+  if (rows_failed > 0)
+    outcome.detail = std::to_string(rows_failed) + " of " + std::to_string(rows_compared) +
+                     " rows out of tolerance, first at " + first_failing;
+}
+
+}  // namespace
+
+TrialOutcome TrialOracle::judge(const Trial& trial, const RunRequest& request, const RunRecord& record) const {
+  TrialOutcome outcome;
+  outcome.duration_s = record.finished > record.started ? record.finished - record.started : 0;
+  std::string why = record.error.empty() ? run_status_name(record.status) : record.error;
+  std::string tail = last_lines(record.stderr_path, 3);
+  switch (record.status) {
+    case RunStatus::Succeeded:
+      if (setup_.judge.kind == JudgeKind::ExitCode)
+        outcome.outcome = Outcome::Pass;
+      else
+        judge_by_comparison(setup_.judge, absolute_in(setup_.judge.dump, trial.dir), outcome);
+      break;
+    case RunStatus::Failed:
+      outcome.outcome = setup_.judge.kind == JudgeKind::ExitCode ? Outcome::Fail : Outcome::Crash;
+      outcome.detail = why;
+      break;
+    case RunStatus::TimedOut:
+      outcome.outcome = Outcome::Timeout;
+      outcome.detail = why;
+      break;
+    case RunStatus::Interrupted:
+    case RunStatus::Pending:
+    case RunStatus::Running:
+      throw RunsInterrupted();
+    default:  // crashed, could not start, outputs missing
+      outcome.outcome = Outcome::Crash;
+      outcome.detail = why;
+      break;
+  }
+  if (!tail.empty() && outcome.outcome != Outcome::Pass)
+    outcome.detail += (outcome.detail.empty() ? "" : "; ") + std::string("stderr: ") + tail;
+  if (!setup_.fired_report.empty()) {
+    std::string report = absolute_in(setup_.fired_report, request.cwd);
+    boost::system::error_code error;
+    std::time_t written = fs::last_write_time(report, error);
+    // A report older than the run was left by an earlier attempt in the same directory.
+    bool stale = !error && static_cast<double>(written) < std::floor(record.started) - 1;
+    try {
+      if (!stale) {
+        outcome.fired_rules = read_fired_report(report);
+        for (const auto& [rule, section] : report_sections(report)) reported_sections_[rule] = section;
+      }
+    } catch (const std::exception& e) {
+      outcome.detail += (outcome.detail.empty() ? "" : "; ") + std::string("fired-rule report unreadable: ") + e.what();
+    }
+  }
+  return outcome;
+}
+
+std::map<std::string, torchair::FusionSection> TrialOracle::sections() const {
+  std::map<std::string, torchair::FusionSection> all = reported_sections_;
+  for (const auto& [rule, section] : setup_.sections) all[rule] = section;
+  return all;
+}
+
+std::vector<TrialOutcome> TrialOracle::run_batch(const std::vector<Config>& configs) {
+  std::vector<Trial> trials;
+  std::vector<RunRequest> requests;
+  for (const Config& off : configs) {
+    trials.push_back(prepare(off, runs_[off]++));
+    requests.push_back(setup_.make_request(trials.back()));
+  }
+  std::vector<RunRecord> records = setup_.execute(requests);
+  std::vector<TrialOutcome> outcomes;
+  for (size_t i = 0; i < trials.size(); ++i) outcomes.push_back(judge(trials[i], requests[i], records.at(i)));
+  return outcomes;
+}
+
+}  // namespace diagnose::bisect

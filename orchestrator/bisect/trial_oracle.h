@@ -1,0 +1,100 @@
+// The bisection oracle over real processes: one trial = one fresh run of the model in its
+// own directory (GE's options are fixed per process) with a switch configuration, judged by
+// its exit status or by the comparison core against a golden dump. Used by the
+// fusion_bisect step and by `diagnose bisect`.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compare/judge.h"
+#include "orchestrator/bisect/bisector.h"
+#include "orchestrator/engine/state.h"
+#include "orchestrator/engine/step.h"
+#include "plugins/torchair/fusion_switch.h"
+
+namespace diagnose::bisect {
+
+enum class JudgeKind {
+  ExitCode,  // 0 passes, another status fails; a signal or timeout is a crash or timeout
+  Compare,   // the trial's dump against the golden dump; a non-zero exit is a crash
+};
+
+struct TrialJudge {
+  JudgeKind kind = JudgeKind::ExitCode;
+  std::string golden;  // Compare: the golden dump (directory or file)
+  // Compare: the trial's dump, relative to the trial's directory (or absolute).
+  std::string dump = "dump";
+  // Compare: judge only the rows whose op_key matches one of these regexes (empty: every row).
+  std::vector<std::string> ops;
+  compare::Tolerances tolerances = compare::Tolerances::defaults();
+};
+
+// One trial about to run.
+struct Trial {
+  std::string name;         // stable across resumes: trial_name(off, occurrence)
+  std::string dir;          // its own directory (created)
+  std::string switch_file;  // TorchAir switch file turning `off` off, written in dir
+  Config off;
+};
+
+struct TrialSetup {
+  std::function<std::string(const std::string& name)> dir_of;
+  std::function<RunRequest(const Trial&)> make_request;
+  // Runs one parallel round (StepContext::run, or the scheduler for `diagnose bisect`).
+  std::function<std::vector<RunRecord>(const std::vector<RunRequest>&)> execute;
+  TrialJudge judge;
+  // The switch file section of each rule; a rule without one is switched off in both sections.
+  std::map<std::string, torchair::FusionSection> sections;
+  // The fired-rule report, relative to the trial's working directory (or absolute):
+  // a fusion_result.json, or the plugin's status.json (its inductor_rules.fired). Empty: none.
+  std::string fired_report = "fusion_result.json";
+};
+
+// "t" + 8 hex digits of the configuration + "-" + occurrence: the k-th trial of a configuration.
+std::string trial_name(const Config& off, int occurrence);
+
+// The rules a report says fired; nullopt when the file is absent. Throws std::runtime_error
+// naming the file when it is malformed.
+std::optional<std::vector<std::string>> read_fired_report(const std::string& path);
+
+// The switch file that turns `off` off (a rule whose section is unknown: off in both sections).
+torchair::FusionSwitch switch_for(const Config& off, const std::map<std::string, torchair::FusionSection>& sections);
+
+// The switch file sections a fusion_result.json gives its rules (none for other reports).
+std::map<std::string, torchair::FusionSection> report_sections(const std::string& path);
+
+// `rules` that match an include glob (all when none) and no exclude glob, in order.
+std::vector<std::string> select_rules(const std::vector<std::string>& rules, const std::vector<std::string>& include,
+                                      const std::vector<std::string>& exclude);
+
+// The trial table of a bisection: one row per trial, the trial's name included.
+nlohmann::json trial_table(const Result& result);
+
+// The record of the all-on run that listed the candidates: the first sanity trial.
+TrialRecord candidate_listing_record(const TrialOutcome& outcome);
+
+class TrialOracle : public Oracle {
+ public:
+  // `previous_log`: the trials an earlier invocation recorded, so that names continue.
+  TrialOracle(TrialSetup setup, const std::vector<TrialRecord>& previous_log);
+  std::vector<TrialOutcome> run_batch(const std::vector<Config>& configs) override;
+
+  // The trial that runs `off` for the k-th time: directory and switch file ready.
+  Trial prepare(const Config& off, int occurrence) const;
+  // The outcome of a finished run of `trial`.
+  TrialOutcome judge(const Trial& trial, const RunRequest& request, const RunRecord& record) const;
+  const TrialSetup& setup() const { return setup_; }
+  // The setup's sections, and those the trials' reports gave rules since.
+  std::map<std::string, torchair::FusionSection> sections() const;
+
+ private:
+  TrialSetup setup_;
+  mutable std::map<std::string, torchair::FusionSection> reported_sections_;
+  std::map<Config, int> runs_;  // trials started per configuration, earlier invocations included
+};
+
+}  // namespace diagnose::bisect

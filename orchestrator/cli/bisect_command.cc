@@ -1,0 +1,287 @@
+
+#include <CLI/CLI.hpp>
+#include <boost/filesystem.hpp>
+#include <fstream>
+#include <iostream>
+
+#include "orchestrator/bisect/bisector.h"
+#include "orchestrator/cli/arguments.h"
+#include "orchestrator/cli/commands.h"
+#include "orchestrator/exec/command_line.h"
+#include "orchestrator/exec/interrupt.h"
+#include "orchestrator/engine/scheduler.h"
+#include "orchestrator/engine/step.h"
+#include "orchestrator/workflow/template.h"
+#include "orchestrator/bisect/trial_oracle.h"
+#include "orchestrator/engine/verdict.h"
+#include "plugins/torchair/fusion_result.h"
+
+namespace diagnose {
+
+namespace {
+
+namespace fs = boost::filesystem;
+using namespace diagnose::bisect;
+
+struct Arguments {
+  std::string output, candidates_from, switch_env, fired_report = "fusion_result.json", golden, dump = "dump", preset;
+  std::vector<std::string> rules, include, exclude, tolerance_overrides, command;
+  int slots = 2, max_trials = 200, baseline_repeats = 1, confirmations = 2;
+  double timeout_s = 0;
+  bool crash_is_failure = false, resume = false;
+};
+
+std::vector<std::string> split_commas(const std::vector<std::string>& lists) {
+  std::vector<std::string> out;
+  for (const std::string& list : lists) {
+    size_t start = 0;
+    while (start <= list.size()) {
+      size_t comma = list.find(',', start);
+      if (comma == std::string::npos) comma = list.size();
+      if (comma > start) out.push_back(list.substr(start, comma - start));
+      start = comma + 1;
+    }
+  }
+  return out;
+}
+
+// The command of a trial: ${switch_file}, ${trial_dir} and ${trial_name} expanded, no shell.
+std::vector<std::string> trial_argv(const std::vector<std::string>& command, const Trial& trial) {
+  std::vector<std::string> argv;
+  for (const std::string& arg : command)
+    argv.push_back(expand_template(arg, [&](const std::string& name) -> std::optional<std::string> {
+      if (name == "switch_file") return trial.switch_file;
+      if (name == "trial_dir") return trial.dir;
+      if (name == "trial_name") return trial.name;
+      return std::nullopt;
+    }));
+  return argv;
+}
+
+// The bisection's identity: a log written for another command or other candidates is not replayed.
+nlohmann::json identity(const Arguments& a, const std::vector<std::string>& candidates) {
+  return {{"command", a.command}, {"candidates", candidates}, {"golden", a.golden}, {"dump", a.dump},
+          {"switch_env", a.switch_env}, {"fired_report", a.fired_report}};
+}
+
+void save(const std::string& path, const nlohmann::json& id, const std::vector<TrialRecord>& trials) {
+  write_file_atomically(path, nlohmann::json({{"bisection", id}, {"trials", trial_log_to_json(trials)}}).dump(1) + "\n");
+}
+
+int run(const Arguments& a) {
+  fs::path out = fs::absolute(a.output).lexically_normal();
+  std::string log_path = (out / "trial_log.json").string();
+  std::string cwd = fs::current_path().string();
+  bool has_log = fs::exists(log_path);
+  if (has_log && !a.resume) {
+    std::cerr << "diagnose bisect: " << log_path << " exists: add --resume to continue it, or choose another --output\n";
+    return kExitUsage;
+  }
+  bool names_switch_file = !a.switch_env.empty();
+  for (const std::string& arg : a.command)
+    for (const TemplateReference& r : template_references(arg)) {
+      if (r.name != "switch_file" && r.name != "trial_dir" && r.name != "trial_name") {
+        std::cerr << "diagnose bisect: unknown reference '${" << r.name
+                  << "}' in the command (known: switch_file, trial_dir, trial_name)\n";
+        return kExitUsage;
+      }
+      if (r.name == "switch_file") names_switch_file = true;
+    }
+  if (!names_switch_file) {
+    std::cerr << "diagnose bisect: the command must receive the switch file: put ${switch_file} in its arguments "
+                 "or name an environment variable with --switch-env\n";
+    return kExitUsage;
+  }
+  fs::create_directories(out / "trials");
+
+  TrialSetup setup;
+  setup.dir_of = [&](const std::string& name) { return (out / "trials" / name).string(); };
+  setup.fired_report = a.fired_report;
+  setup.make_request = [&](const Trial& trial) {
+    RunRequest request;
+    request.name = trial.name;
+    request.argv = trial_argv(a.command, trial);
+    // Relative paths in the command keep meaning what they meant where diagnose was started.
+    for (std::string& arg : request.argv)
+      if (!arg.empty() && arg[0] != '-' && fs::path(arg).is_relative() && fs::exists(fs::path(cwd) / arg))
+        arg = absolute_path(arg, cwd);
+    request.cwd = request.dir = trial.dir;
+    request.dump_dir = trial.dir + "/dump";
+    request.timeout_s = a.timeout_s;
+    if (!a.switch_env.empty()) request.env[a.switch_env] = trial.switch_file;
+    request.env["DIAGNOSE_TRIAL_DIR"] = trial.dir;
+    return request;
+  };
+  setup.execute = [&](const std::vector<RunRequest>& requests) {
+    std::vector<size_t> all(requests.size());
+    for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+    std::vector<RunRecord> records(requests.size());
+    for (size_t i = 0; i < requests.size(); ++i) records[i] = record_for(requests[i]);
+    SchedulerCallbacks callbacks;
+    callbacks.on_finished = [&](size_t i, const RunRecord& record) {
+      records[i] = record;
+      std::cerr << "  trial " << record.name << ": " << run_status_name(record.status) << "\n";
+    };
+    run_in_parallel(requests, all, a.slots, 5, callbacks);
+    if (interrupt_count() > 0) throw RunsInterrupted();
+    return records;
+  };
+  if (!a.golden.empty()) {
+    setup.judge.kind = JudgeKind::Compare;
+    setup.judge.golden = absolute_path(a.golden, cwd);
+    setup.judge.dump = a.dump;
+    for (const std::string& o : a.tolerance_overrides) {
+      std::string error = setup.judge.tolerances.apply_override(o);
+      if (!error.empty()) {
+        std::cerr << "diagnose bisect: " << error << "\n";
+        return kExitUsage;
+      }
+    }
+    if (!a.preset.empty()) setup.judge.tolerances.forced_preset = a.preset;
+  }
+
+  std::vector<std::string> candidates = a.rules;
+  std::vector<TrialRecord> previous;
+  try {
+    if (!a.candidates_from.empty()) {
+      std::vector<torchair::FusionRecord> records = torchair::read_fusion_result_file(a.candidates_from);
+      std::vector<std::string> fired = torchair::fired_rules(records);
+      candidates.insert(candidates.end(), fired.begin(), fired.end());
+      setup.sections = torchair::rule_sections(records);
+    }
+    if (has_log) {
+      std::ifstream in(log_path);
+      nlohmann::json doc = nlohmann::json::parse(in);
+      candidates = doc.at("bisection").at("candidates").get<std::vector<std::string>>();
+      if (doc.at("bisection") != identity(a, candidates)) {
+        std::cerr << "diagnose bisect: " << log_path << " belongs to another bisection (command or options differ)\n";
+        return kExitUsage;
+      }
+      previous = trial_log_from_json(doc.at("trials"));
+      // The baseline's report (if it listed the candidates) gives the sections again.
+      std::string baseline_report = absolute_path(a.fired_report, setup.dir_of(trial_name({}, 0)));
+      if (a.candidates_from.empty()) setup.sections = report_sections(baseline_report);
+    } else if (candidates.empty()) {
+      // Candidates: the rules that fire with everything on.
+      TrialOracle oracle(setup, {});
+      Trial trial = oracle.prepare({}, 0);
+      RunRequest request = setup.make_request(trial);
+      std::cerr << "diagnose bisect: running the command with every rule on to list the candidates\n";
+      RunRecord record = setup.execute({request}).front();
+      TrialOutcome outcome = oracle.judge(trial, request, record);
+      if (!outcome.fired_rules) {
+        std::cerr << "diagnose bisect: the all-on run (" << outcome_name(outcome.outcome)
+                  << (outcome.detail.empty() ? "" : ": " + outcome.detail) << ") left no fired-rule report at "
+                  << a.fired_report << "; give the candidates with --rules or --candidates-from\n";
+        return kExitInfrastructure;
+      }
+      candidates = *outcome.fired_rules;
+      setup.sections = report_sections(absolute_path(a.fired_report, request.cwd));
+      previous.push_back(candidate_listing_record(outcome));
+    }
+  } catch (const RunsInterrupted&) {
+    std::cerr << "diagnose bisect: interrupted\n";
+    return kExitInterrupted;
+  } catch (const std::exception& e) {
+    std::cerr << "diagnose bisect: " << e.what() << "\n";
+    return kExitUsage;
+  }
+  if (!has_log) candidates = select_rules(candidates, a.include, a.exclude);
+  if (candidates.empty()) {
+    std::cerr << "diagnose bisect: no candidate rules (after --include/--exclude)\n";
+    return kExitUsage;
+  }
+  nlohmann::json id = identity(a, candidates);
+  save(log_path, id, previous);
+
+  Options options;
+  options.slots = a.slots;
+  options.max_trials = a.max_trials;
+  options.crash_is_failure = a.crash_is_failure;
+  options.baseline_repeats = a.baseline_repeats;
+  options.confirmations = a.confirmations;
+  options.max_votes = std::max(5, a.confirmations);
+  options.after_round = [&](const std::vector<TrialRecord>& trials) { save(log_path, id, trials); };
+  std::cerr << "diagnose bisect: " << candidates.size() << " candidate rules, " << a.slots << " slot(s)\n";
+  TrialOracle oracle(setup, previous);
+  Result result;
+  try {
+    result = bisect::bisect(candidates, oracle, options, previous);
+  } catch (const RunsInterrupted&) {
+    std::cerr << "diagnose bisect: interrupted; continue with the same command and --resume\n";
+    return kExitInterrupted;
+  }
+
+  nlohmann::json doc = result.to_json();
+  doc["candidates"] = candidates;
+  doc["trial_table"] = trial_table(result);
+  write_file_atomically((out / "bisection.json").string(), doc.dump(1) + "\n");
+  std::cout << result.summary << "\n";
+  std::cout << "trials: " << result.trials.size() << " (" << result.new_trials << " run now, "
+            << result.replayed_trials << " from the log), " << result.rounds << " rounds\n";
+  for (const CulpritSet& set : result.culprit_sets) {
+    auto replay = [&](const char* what, const Config& off) {
+      Trial trial = oracle.prepare(off, 0);
+      RunRequest request = setup.make_request(trial);
+      std::cout << what << ": " << reproduce_command(request.cwd, request.env, request.argv) << "\n";
+    };
+    replay("last passing", set.last_passing);
+    replay("first failing", set.first_failing);
+  }
+  std::cout << "json: " << (out / "bisection.json").string() << "\n";
+  switch (result.conclusion) {
+    case Conclusion::CulpritsFound: {
+      std::string workaround = (out / "fusion_switch.json").string();
+      torchair::write_fusion_switch_file(workaround, switch_for(result.culprits_off(), oracle.sections()));
+      std::cout << "switch file turning only the culprits off: " << workaround << "\n";
+      return kExitProblem;
+    }
+    case Conclusion::NoFailure:
+    case Conclusion::NotFusion:
+      return kExitNoProblem;
+    default:
+      return kExitInfrastructure;
+  }
+}
+
+}  // namespace
+
+int bisect_command(int argc, char** argv) {
+  CLI::App app{"Find the fusion rule(s) that make a command fail, by running it with rules switched off "
+               "(one fresh process per trial, in parallel). The command gets the trial's TorchAir switch file "
+               "as ${switch_file} in its arguments or in the variable --switch-env names; it is run directly, "
+               "never through a shell.",
+               "diagnose bisect"};
+  Arguments a;
+  app.add_option("-o,--output", a.output, "directory for the trials, the trial log, the JSON and the switch file")
+      ->required();
+  app.add_option("--rules", a.rules, "candidate rules (comma-separated, repeatable)")->allow_extra_args(false);
+  app.add_option("--candidates-from", a.candidates_from,
+                 "fusion_result.json of a run with every rule on: the rules with effect_times > 0")
+      ->check(CLI::ExistingFile);
+  app.add_option("--include", a.include, "only candidates matching this glob (repeatable)")->allow_extra_args(false);
+  app.add_option("--exclude", a.exclude, "no candidate matching this glob (repeatable)")->allow_extra_args(false);
+  app.add_option("--switch-env", a.switch_env, "environment variable that gets the trial's switch file path");
+  app.add_option("--fired-report", a.fired_report,
+                 "fired-rule report of a trial, relative to its directory (default fusion_result.json; '' for none)");
+  app.add_option("--golden", a.golden, "judge by comparing the trial's dump with this dump (default: by exit status)");
+  app.add_option("--dump", a.dump, "the trial's dump, relative to its directory (default: dump)");
+  app.add_option("--preset", a.preset, "tolerance preset for every row");
+  app.add_option("--tol", a.tolerance_overrides, "override a preset field, e.g. bf16.rtol=1e-2 (repeatable)")->allow_extra_args(false);
+  app.add_option("--slots", a.slots, "trials at the same time (default 2)")->check(CLI::PositiveNumber);
+  app.add_option("--max-trials", a.max_trials, "trial budget (default 200)")->check(CLI::PositiveNumber);
+  app.add_option("--baseline-repeats", a.baseline_repeats, "extra runs of the all-on configuration (default 1)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--confirmations", a.confirmations, "agreeing runs behind each confirmation (default 2)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--timeout", a.timeout_s, "seconds per trial (default: none)")->check(CLI::NonNegativeNumber);
+  app.add_flag("--crash-is-failure", a.crash_is_failure, "a crashing trial counts as a failure");
+  app.add_flag("--resume", a.resume, "continue the bisection whose trial log is in --output");
+  app.add_option("command", a.command, "the command and its arguments (after --)")->required();
+  if (int code = parse_arguments(app, argc, argv); code != kArgumentsParsed) return code;
+  a.rules = split_commas(a.rules);
+  install_interrupt_handlers();
+  return run(a);
+}
+
+}  // namespace diagnose

@@ -1,0 +1,113 @@
+#include <CLI/CLI.hpp>
+#include <boost/filesystem.hpp>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+
+#include "orchestrator/ci/history.h"
+#include "orchestrator/cli/arguments.h"
+#include "orchestrator/cli/commands.h"
+#include "orchestrator/engine/verdict.h"
+#include "orchestrator/report/report_json.h"
+
+namespace diagnose {
+
+namespace fs = boost::filesystem;
+
+namespace {
+
+std::string cell(double v) {
+  if (std::isnan(v)) return "-";
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.6g", v);
+  return buffer;
+}
+
+std::string date(double seconds) {
+  nlohmann::json t = iso_time(seconds);
+  return t.is_string() ? t.get<std::string>() : "-";
+}
+
+}  // namespace
+
+int history_command(int argc, char** argv) {
+  CLI::App app{"List recorded runs, or how an output's metrics moved across model versions.", "diagnose history"};
+  std::string db = history_path("runs"), output, workflow;
+  int limit = 50;
+  bool as_json = false;
+  app.add_option("--db", db, "history database (default: runs/history.sqlite)");
+  app.add_option("--output", output, "show the trend of this output (as the gate names it, e.g. output.0)");
+  app.add_option("--workflow", workflow, "only runs of this workflow");
+  app.add_option("--limit", limit, "most runs listed (newest first)")->check(CLI::PositiveNumber);
+  app.add_flag("--json", as_json, "print JSON");
+  if (int code = parse_arguments(app, argc, argv); code != kArgumentsParsed) return code;
+  if (!fs::exists(db)) {
+    std::cerr << "diagnose history: no history database at " << db << " (runs record one in their output directory; pass --db)\n";
+    return kExitUsage;
+  }
+  try {
+    History history(db);
+    if (!output.empty()) {
+      std::vector<TrendPoint> points = history.trend(output, workflow);
+      if (points.empty()) {
+        std::cerr << "diagnose history: no metrics recorded for output '" << output << "'";
+        std::vector<std::string> names = history.output_names();
+        if (!names.empty()) {
+          std::cerr << "; recorded outputs:";
+          for (const std::string& n : names) std::cerr << " " << n;
+        }
+        std::cerr << "\n";
+        return kExitUsage;
+      }
+      if (as_json) {
+        std::cout << trend_json(points, output, db).dump(2) << "\n";
+        return 0;
+      }
+      std::cout << "trend of " << output << " (" << db << "), oldest first:\n";
+      std::printf("%-20s %-20s %-6s %-14s %-14s %-14s %-14s\n", "model version", "started", "result", "cosine",
+                  "relative L2", "max relative", "change L2");
+      double previous = NAN;
+      for (const TrendPoint& p : points) {
+        std::string change = std::isnan(previous) || std::isnan(p.metrics.relative_l2)
+                                 ? "-"
+                                 : (p.metrics.relative_l2 >= previous ? "+" : "") + cell(p.metrics.relative_l2 - previous);
+        std::printf("%-20s %-20s %-6s %-14s %-14s %-14s %-14s\n", p.model_version.c_str(), date(p.started).c_str(),
+                    p.metrics.passed ? "pass" : "FAIL", cell(p.metrics.cosine_similarity).c_str(),
+                    cell(p.metrics.relative_l2).c_str(), cell(p.metrics.max_relative_error).c_str(), change.c_str());
+        previous = p.metrics.relative_l2;
+      }
+      return 0;
+    }
+    std::vector<RunSummary> runs = history.runs(workflow, limit);
+    if (as_json) {
+      nlohmann::json list = nlohmann::json::array();
+      for (const RunSummary& r : runs) {
+        nlohmann::json outputs = nlohmann::json::array();
+        for (const OutputMetrics& m : r.outputs)
+          outputs.push_back({{"step", m.step}, {"output", m.output}, {"dtype", m.dtype}, {"passed", m.passed},
+                             {"relative_l2", std::isnan(m.relative_l2) ? nlohmann::json() : nlohmann::json(m.relative_l2)}});
+        list.push_back({{"id", r.id}, {"run_dir", r.run_dir}, {"workflow", r.workflow}, {"model_version", r.model_version},
+                        {"verdict", r.verdict}, {"summary", r.summary}, {"exit_code", r.exit_code},
+                        {"started", date(r.started)}, {"duration_s", r.duration_s}, {"steps", r.steps}, {"outputs", outputs}});
+      }
+      std::cout << list.dump(2) << "\n";
+      return 0;
+    }
+    std::printf("%-5s %-20s %-16s %-14s %-22s %4s %9s %-9s\n", "id", "started", "workflow", "model version", "verdict",
+                "exit", "seconds", "outputs");
+    for (const RunSummary& r : runs) {
+      size_t failed = 0;
+      for (const OutputMetrics& m : r.outputs) failed += !m.passed;
+      std::string outputs = r.outputs.empty() ? "-" : std::to_string(r.outputs.size() - failed) + "/" + std::to_string(r.outputs.size()) + " ok";
+      std::printf("%-5lld %-20s %-16s %-14s %-22s %4d %9.1f %-9s\n", r.id, date(r.started).c_str(), r.workflow.c_str(),
+                  r.model_version.c_str(), r.verdict.c_str(), r.exit_code, r.duration_s, outputs.c_str());
+    }
+    if (runs.empty()) std::cout << "(no runs recorded)\n";
+  } catch (const std::exception& e) {
+    std::cerr << "diagnose history: " << e.what() << "\n";
+    return kExitUsage;
+  }
+  return 0;
+}
+
+}  // namespace diagnose

@@ -1,0 +1,38 @@
+#include "orchestrator/cli/workflow_session.h"
+
+#include <iostream>
+
+#include "orchestrator/ci/history.h"
+#include "orchestrator/report/reports.h"
+#include "orchestrator/workflow/workflow_loader.h"
+
+namespace diagnose {
+
+std::optional<Workflow> load_or_report(const std::string& path) {
+  Diagnostics diagnostics(path);
+  std::optional<Workflow> workflow = load_workflow(path, diagnostics);
+  diagnostics.print(std::cerr);
+  return workflow;
+}
+
+FinishedRun finish_run(const Workflow& workflow, const EngineOutcome& outcome, Progress& progress) {
+  FinishedRun run{compute_verdict(workflow, outcome.state), {}};
+  try {
+    run.reports = write_reports(outcome.state, run.verdict, workflow.report.formats);
+  } catch (const std::exception& e) {
+    progress.warning(std::string("cannot write the reports: ") + e.what());
+  }
+  try {
+    if (!outcome.interrupted) record_run_history(outcome.state, run.verdict);
+  } catch (const std::exception& e) {
+    progress.warning(e.what());
+  }
+  return run;
+}
+
+void print_verdict(const EngineOutcome& outcome, const FinishedRun& run, bool quiet) {
+  if (quiet) std::cout << "verdict: " << run.verdict.summary << "\n";
+  else print_terminal_summary(std::cout, outcome.state, run.verdict, run.reports);
+}
+
+}  // namespace diagnose

@@ -1,0 +1,30 @@
+// What `diagnose run` and `diagnose gate` share around the engine: loading the workflow with
+// its errors printed, and, once the engine is done, the verdict, the reports and the history.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "orchestrator/engine/engine.h"
+#include "orchestrator/engine/verdict.h"
+#include "orchestrator/workflow/workflow.h"
+
+namespace diagnose {
+
+// The workflow, or nullopt with its errors printed to stderr as file:line:column.
+std::optional<Workflow> load_or_report(const std::string& path);
+
+struct FinishedRun {
+  Verdict verdict;
+  std::vector<std::string> reports;  // the files written
+};
+
+// The verdict of a finished (or interrupted) run, its reports written and, when it was not
+// interrupted, its record added to the history; what cannot be written is a warning.
+FinishedRun finish_run(const Workflow& workflow, const EngineOutcome& outcome, Progress& progress);
+
+// The verdict on stdout: one line when quiet, else the terminal summary.
+void print_verdict(const EngineOutcome& outcome, const FinishedRun& run, bool quiet);
+
+}  // namespace diagnose

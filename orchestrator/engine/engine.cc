@@ -1,0 +1,250 @@
+#include "orchestrator/engine/engine.h"
+
+#include <boost/filesystem.hpp>
+#include <cstdio>
+
+#include "orchestrator/workflow/condition.h"
+#include "orchestrator/exec/interrupt.h"
+#include "orchestrator/engine/result_lookup.h"
+#include "orchestrator/engine/run_dir.h"
+#include "orchestrator/exec/runner.h"
+#include "orchestrator/engine/scheduler.h"
+#include "orchestrator/engine/step.h"
+#include "orchestrator/exec/subprocess.h"
+#include "orchestrator/engine/step_registry.h"
+
+namespace diagnose {
+
+namespace fs = boost::filesystem;
+
+std::string step_fingerprint(const Workflow& workflow, const StepSpec& step) {
+  std::string text = YAML::Dump(step.node) + "\n--\n" + YAML::Dump(workflow.root["model"]) + "\n--\n" +
+                     YAML::Dump(workflow.root["defaults"]);
+  uint64_t hash = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char c : text) {
+    hash ^= c;
+    hash *= 1099511628211ull;
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
+  return hex;
+}
+
+namespace {
+
+bool same_command(const RunRecord& done, const RunRequest& wanted) {
+  return done.argv == wanted.argv && done.cwd == wanted.cwd && done.env == wanted.env;
+}
+
+class Engine {
+ public:
+  Engine(const Workflow& workflow, const EngineOptions& options, Progress& progress)
+      : workflow_(workflow), options_(options), progress_(progress) {}
+
+  EngineOutcome run() {
+    EngineOutcome outcome;
+    bool resumed = !options_.resume_dir.empty();
+    if (resumed) {
+      run_dir_ = absolute_path(options_.resume_dir, fs::current_path().string());
+      state_ = load_state(state_path(run_dir_));
+    } else {
+      std::string output = options_.output_dir.empty() ? workflow_.defaults.output_dir : options_.output_dir;
+      run_dir_ = create_run_directory(output, workflow_.name);
+      state_.started = now_seconds();
+    }
+    write_workflow_files(workflow_, run_dir_);
+    state_.workflow_name = workflow_.name;
+    state_.workflow_path = absolute_path(workflow_.path, fs::current_path().string());
+    state_.run_dir = run_dir_;
+    state_.interrupted = false;
+    state_.finished = 0;
+    align_state_with_steps();
+    save();
+    progress_.workflow_started(workflow_.name, run_dir_, resumed, workflow_.steps.size());
+
+    std::string stopped_by;
+    for (size_t i = 0; i < workflow_.steps.size(); ++i) {
+      const StepSpec& step = workflow_.steps[i];
+      StepResult& result = state_.steps[i];
+      std::string fingerprint = step_fingerprint(workflow_, step);
+      if (result.fingerprint == fingerprint && stopped_by.empty() &&
+          (result.status == StepStatus::Pass || result.status == StepStatus::Fail)) {
+        progress_.step_kept(result);
+        if (result.status == StepStatus::Fail && step.on_failure == OnFailure::Stop)
+          stopped_by = "not run: step '" + step.id + "' failed and has on_failure: stop";
+        continue;
+      }
+      result.fingerprint = fingerprint;
+      if (!stopped_by.empty()) {
+        finish_without_running(result, StepStatus::Skipped, stopped_by);
+        continue;
+      }
+      run_step(i, step, result);
+      if (interrupt_count() > 0) {
+        state_.interrupted = true;
+        save();
+        progress_.interrupted(run_dir_);
+        outcome.interrupted = true;
+        break;
+      }
+      if ((result.status == StepStatus::Fail || result.status == StepStatus::Error) &&
+          step.on_failure == OnFailure::Stop)
+        stopped_by = "not run: step '" + step.id + "' " + (result.status == StepStatus::Fail ? "failed" : "errored") +
+                     " and has on_failure: stop";
+    }
+    if (!outcome.interrupted) state_.finished = now_seconds();
+    save();
+    outcome.run_dir = run_dir_;
+    outcome.state = state_;
+    return outcome;
+  }
+
+ private:
+  // One result per step, in workflow order; results of steps no longer in the workflow are dropped.
+  void align_state_with_steps() {
+    std::vector<StepResult> aligned;
+    for (const StepSpec& step : workflow_.steps) {
+      const StepResult* previous = state_.find(step.id);
+      StepResult result = previous && previous->kind == step.kind ? *previous : StepResult{};
+      result.id = step.id;
+      result.kind = step.kind;
+      const StepKind* kind = find_step_kind(step.kind);
+      result.category = step.diagnoses.empty() ? kind->default_category() : step.diagnoses;
+      aligned.push_back(result);
+    }
+    state_.steps = aligned;
+  }
+
+  // Called from the scheduler's threads too, so it must not throw: a state that cannot be
+  // written costs resumability, not the run.
+  void save() {
+    try {
+      save_state(state_, state_path(run_dir_));
+    } catch (const std::exception& e) {
+      if (!save_failed_) progress_.warning(std::string("cannot save the state; --resume will not work: ") + e.what());
+      save_failed_ = true;
+    }
+  }
+
+  void finish_without_running(StepResult& result, StepStatus status, const std::string& summary) {
+    result.status = status;
+    result.summary = summary;
+    result.findings.clear();
+    result.evidence.clear();
+    result.metrics = nlohmann::json::object();
+    result.reproduce.clear();
+    result.runs.clear();
+    result.started = result.finished = now_seconds();
+    save();
+    progress_.step_finished(result);
+  }
+
+  void run_step(size_t index, const StepSpec& step, StepResult& result) {
+    const StepKind& kind = *find_step_kind(step.kind);
+    if (!step.when.empty()) {
+      bool holds = Condition::parse(step.when).evaluate(
+          [&](const std::string& name) { return result_value(state_, run_dir_, name); });
+      if (!holds) return finish_without_running(result, StepStatus::Skipped, "skipped: `" + step.when + "` is false");
+    }
+
+    std::vector<RunRecord> earlier_runs = result.runs;  // from an interrupted invocation
+    result.status = StepStatus::Pending;
+    result.summary.clear();
+    result.runs.clear();
+    result.started = now_seconds();
+    save();
+    progress_.step_started(step.id, index, workflow_.steps.size());
+
+    StepContext context(workflow_, step, state_, run_dir_,
+                        [&](const std::vector<RunRequest>& requests) {
+                          return execute(step, result, earlier_runs, requests);
+                        });
+    StepResult evaluated;
+    try {
+      evaluated = kind.evaluate(context);
+    } catch (const RunsInterrupted&) {
+      for (RunRecord& record : result.runs)
+        if (record.status == RunStatus::Running) record.status = RunStatus::Interrupted;
+      result.summary = "interrupted";
+      save();
+      return;
+    } catch (const std::exception& e) {
+      evaluated.status = StepStatus::Error;
+      evaluated.summary = std::string("cannot evaluate the step: ") + e.what();
+    }
+    result.status = evaluated.status;
+    result.summary = evaluated.summary;
+    result.findings = evaluated.findings;
+    result.evidence = evaluated.evidence;
+    result.metrics = evaluated.metrics.is_object() ? evaluated.metrics : nlohmann::json::object();
+    result.reproduce = evaluated.reproduce;
+    result.finished = now_seconds();
+    save();
+    progress_.step_finished(result);
+  }
+
+  // One round of a step's runs, in parallel. A run that succeeded with the same name and
+  // command in an earlier invocation is not started again. Throws RunsInterrupted.
+  std::vector<RunRecord> execute(const StepSpec& step, StepResult& result, const std::vector<RunRecord>& earlier_runs,
+                                 const std::vector<RunRequest>& requests) {
+    std::vector<size_t> positions, to_run;
+    std::map<size_t, RunRecord> attach;  // runs whose Slurm job may have outlived a dead engine
+    for (size_t r = 0; r < requests.size(); ++r) {
+      const RunRecord* earlier = nullptr;
+      for (const RunRecord& old : earlier_runs)
+        if (old.name == requests[r].name) earlier = &old;
+      positions.push_back(result.runs.size());
+      if (earlier && earlier->status == RunStatus::Succeeded && same_command(*earlier, requests[r])) {
+        result.runs.push_back(*earlier);
+      } else {
+        result.runs.push_back(record_for(requests[r]));
+        to_run.push_back(r);
+        if (earlier && earlier->status == RunStatus::Running && !earlier->job_id.empty() &&
+            same_command(*earlier, requests[r]))
+          attach[r] = *earlier;
+      }
+    }
+    save();
+    progress_.runs_scheduled(step.id, to_run.size());
+    if (!to_run.empty()) {
+      int slots = options_.slots > 0 ? options_.slots : workflow_.defaults.slots;
+      SchedulerCallbacks callbacks;
+      callbacks.on_started = [&](size_t r, const RunRecord& record) {
+        result.runs[positions[r]] = record;
+        save();
+        progress_.run_started(step.id, record);
+      };
+      callbacks.on_finished = [&](size_t r, const RunRecord& record) {
+        result.runs[positions[r]] = record;
+        save();
+        progress_.run_finished(step.id, record);
+      };
+      if (progress_.wants_output()) {
+        callbacks.on_output = [&](size_t r, const std::string& line, bool from_stderr) {
+          progress_.run_output(step.id, requests[r].name, line, from_stderr);
+        };
+      }
+      make_runner(runner_for_step(workflow_, step, options_.runner), step.id, slots, workflow_.defaults.kill_grace_s)
+          ->run(requests, to_run, attach, callbacks);
+    }
+    if (interrupt_count() > 0) throw RunsInterrupted();
+    std::vector<RunRecord> records;
+    for (size_t position : positions) records.push_back(result.runs[position]);
+    return records;
+  }
+
+  const Workflow& workflow_;
+  const EngineOptions& options_;
+  Progress& progress_;
+  std::string run_dir_;
+  State state_;
+  bool save_failed_ = false;
+};
+
+}  // namespace
+
+EngineOutcome run_workflow(const Workflow& workflow, const EngineOptions& options, Progress& progress) {
+  return Engine(workflow, options, progress).run();
+}
+
+}  // namespace diagnose

@@ -1,0 +1,159 @@
+#include "orchestrator/engine/progress.h"
+
+#include <cmath>
+#include <iomanip>
+#include <ostream>
+#include <sstream>
+
+#include "orchestrator/exec/subprocess.h"
+
+namespace diagnose {
+
+namespace {
+std::string seconds_text(double s) {
+  std::ostringstream out;
+  if (s < 60) out << std::fixed << std::setprecision(1) << s << "s";
+  else out << static_cast<long long>(s) / 60 << "m" << std::setw(2) << std::setfill('0') << static_cast<long long>(s) % 60 << "s";
+  return out.str();
+}
+}  // namespace
+
+Progress::Progress(std::ostream& out, Verbosity verbosity, LogFormat format, double heartbeat_s)
+    : out_(out), verbosity_(verbosity), format_(format), heartbeat_s_(heartbeat_s) {
+  heartbeat_ = std::thread([this] { heartbeat_loop(); });
+}
+
+Progress::~Progress() {
+  {
+    std::lock_guard<std::mutex> guard(lock_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  heartbeat_.join();
+}
+
+void Progress::emit(const nlohmann::json& event, const std::string& human, bool always) {
+  if (format_ == LogFormat::Json) {
+    nlohmann::json e = event;
+    e["time"] = now_seconds();
+    out_ << e.dump() << "\n" << std::flush;
+    return;
+  }
+  if (verbosity_ == Verbosity::Quiet && !always) return;
+  out_ << human << "\n" << std::flush;
+}
+
+std::string Progress::step_progress_line() {
+  double elapsed = now_seconds() - step_started_;
+  std::ostringstream line;
+  line << "  " << step_ << ": " << runs_done_ << "/" << runs_total_ << " runs done, " << runs_running_
+       << " running, " << seconds_text(elapsed) << " elapsed";
+  if (runs_done_ > 0 && runs_done_ < runs_total_) {
+    double per_run = run_seconds_ / static_cast<double>(runs_done_);
+    double parallel = std::max<double>(1, static_cast<double>(runs_running_));
+    line << ", about " << seconds_text(per_run * static_cast<double>(runs_total_ - runs_done_) / parallel) << " left";
+  }
+  return line.str();
+}
+
+void Progress::heartbeat_loop() {
+  std::unique_lock<std::mutex> guard(lock_);
+  while (!stopping_) {
+    wake_.wait_for(guard, std::chrono::duration<double>(heartbeat_s_));
+    if (stopping_) break;
+    if (step_.empty() || runs_total_ == 0 || now_seconds() - step_started_ < heartbeat_s_) continue;
+    emit({{"event", "heartbeat"}, {"step", step_}, {"runs_done", runs_done_}, {"runs_total", runs_total_},
+          {"elapsed", now_seconds() - step_started_}},
+         step_progress_line());
+  }
+}
+
+void Progress::workflow_started(const std::string& name, const std::string& run_dir, bool resumed, size_t steps) {
+  std::lock_guard<std::mutex> guard(lock_);
+  emit({{"event", "workflow_started"}, {"workflow", name}, {"run_dir", run_dir}, {"resumed", resumed}, {"steps", steps}},
+       std::string(resumed ? "resuming " : "running ") + name + " (" + std::to_string(steps) + " steps) in " + run_dir);
+}
+
+void Progress::step_started(const std::string& id, size_t index, size_t total) {
+  std::lock_guard<std::mutex> guard(lock_);
+  step_ = id;
+  runs_total_ = runs_done_ = runs_running_ = 0;
+  run_seconds_ = 0;
+  step_started_ = now_seconds();
+  emit({{"event", "step_started"}, {"step", id}, {"index", index}, {"total", total}},
+       "[" + std::to_string(index + 1) + "/" + std::to_string(total) + "] " + id);
+}
+
+void Progress::runs_scheduled(const std::string& step, size_t runs) {
+  std::lock_guard<std::mutex> guard(lock_);
+  if (runs == 0) return;
+  runs_total_ += runs;
+  emit({{"event", "runs_scheduled"}, {"step", step}, {"runs", runs}},
+       "  " + step + ": starting " + std::to_string(runs) + " run" + (runs > 1 ? "s" : ""));
+}
+
+void Progress::step_kept(const StepResult& result) {
+  std::lock_guard<std::mutex> guard(lock_);
+  emit({{"event", "step_kept"}, {"step", result.id}, {"status", step_status_name(result.status)}},
+       "  " + result.id + ": " + step_status_name(result.status) + " (kept from the interrupted invocation)");
+}
+
+void Progress::run_started(const std::string& step, const RunRecord& run) {
+  std::lock_guard<std::mutex> guard(lock_);
+  ++runs_running_;
+  if (verbosity_ != Verbosity::Verbose && format_ == LogFormat::Human) return;
+  std::string command;
+  for (const std::string& a : run.argv) command += (command.empty() ? "" : " ") + a;
+  emit({{"event", "run_started"}, {"step", step}, {"run", run.name}, {"argv", run.argv}, {"cwd", run.cwd}},
+       "  " + step + "/" + run.name + ": started: " + command);
+}
+
+void Progress::run_finished(const std::string& step, const RunRecord& run) {
+  std::lock_guard<std::mutex> guard(lock_);
+  if (runs_running_ > 0) --runs_running_;
+  ++runs_done_;
+  run_seconds_ += run.finished - run.started;
+  std::string human = "  " + step + "/" + run.name + ": " + run_status_name(run.status) + " in " +
+                      seconds_text(run.finished - run.started);
+  if (!run.error.empty() && run.status != RunStatus::Succeeded) human += " (" + run.error + ")";
+  if (runs_total_ > 1) human += "  [" + std::to_string(runs_done_) + "/" + std::to_string(runs_total_) + "]";
+  emit({{"event", "run_finished"}, {"step", step}, {"run", run.name}, {"status", run_status_name(run.status)},
+        {"exit_code", run.exit_code ? nlohmann::json(*run.exit_code) : nlohmann::json()},
+        {"signal", run.signal ? nlohmann::json(*run.signal) : nlohmann::json()},
+        {"seconds", run.finished - run.started}, {"runs_done", runs_done_}, {"runs_total", runs_total_}},
+       human);
+}
+
+void Progress::run_output(const std::string& step, const std::string& run, const std::string& line, bool from_stderr) {
+  std::lock_guard<std::mutex> guard(lock_);
+  if (verbosity_ != Verbosity::Verbose) return;
+  emit({{"event", "output"}, {"step", step}, {"run", run}, {"stream", from_stderr ? "stderr" : "stdout"}, {"line", line}},
+       "    " + step + "/" + run + (from_stderr ? " ! " : " | ") + line);
+}
+
+void Progress::step_finished(const StepResult& result) {
+  std::lock_guard<std::mutex> guard(lock_);
+  step_.clear();
+  emit({{"event", "step_finished"}, {"step", result.id}, {"status", step_status_name(result.status)},
+        {"summary", result.summary}, {"seconds", result.finished - result.started}},
+       "  " + result.id + ": " + step_status_name(result.status) + " - " + result.summary);
+}
+
+void Progress::interrupted(const std::string& run_dir) {
+  std::lock_guard<std::mutex> guard(lock_);
+  emit({{"event", "interrupted"}, {"run_dir", run_dir}},
+       "interrupted; continue with: diagnose <workflow.yaml> --resume " + run_dir, true);
+}
+
+void Progress::warning(const std::string& message) {
+  std::lock_guard<std::mutex> guard(lock_);
+  emit({{"event", "warning"}, {"message", message}}, "warning: " + message, true);
+}
+
+void Progress::verdict(const std::string& category, const std::string& summary, int exit_code) {
+  std::lock_guard<std::mutex> guard(lock_);
+  if (format_ != LogFormat::Json) return;  // the terminal summary says it for humans
+  emit({{"event", "verdict"}, {"category", category}, {"summary", summary}, {"exit_code", exit_code}}, "");
+}
+
+}  // namespace diagnose

@@ -1,0 +1,106 @@
+#include "orchestrator/engine/scheduler.h"
+
+#include <atomic>
+#include <boost/filesystem.hpp>
+#include <mutex>
+#include <thread>
+
+#include "orchestrator/exec/interrupt.h"
+#include "orchestrator/exec/subprocess.h"
+
+namespace diagnose {
+
+namespace fs = boost::filesystem;
+
+RunRecord record_for(const RunRequest& request) {
+  RunRecord r;
+  r.name = request.name;
+  r.argv = request.argv;
+  r.cwd = request.cwd;
+  r.env = request.env;
+  r.dir = request.dir;
+  r.dump_dir = request.dump_dir;
+  r.stdout_path = request.dir + "/stdout.log";
+  r.stderr_path = request.dir + "/stderr.log";
+  return r;
+}
+
+bool worth_retrying(RunStatus s) {
+  return s == RunStatus::Failed || s == RunStatus::Crashed || s == RunStatus::TimedOut ||
+         s == RunStatus::MissingOutputs;
+}
+
+void check_outputs(const RunRequest& request, RunRecord& record) {
+  if (record.status != RunStatus::Succeeded) return;
+  for (const std::string& output : request.outputs) {
+    if (!fs::exists(output)) {
+      record.status = RunStatus::MissingOutputs;
+      record.error = "declared output " + output + " was not created";
+      return;
+    }
+  }
+}
+
+namespace {
+
+RunRecord execute(const RunRequest& request, double kill_grace_s, const std::function<void(int)>& on_start,
+                  const std::function<void(const std::string&, bool)>& on_output) {
+  RunRecord record = record_for(request);
+  boost::system::error_code ignored;
+  fs::create_directories(request.dir, ignored);
+  fs::create_directories(request.dump_dir, ignored);
+  ProcessSpec spec{request.argv, request.cwd, request.env, record.stdout_path, record.stderr_path,
+                   request.timeout_s, kill_grace_s};
+  for (int attempt = 1; attempt <= 1 + request.retries; ++attempt) {
+    record.attempts = attempt;
+    ProcessOutcome outcome = run_process(spec, {on_start, on_output});
+    record.status = outcome.status;
+    record.exit_code = outcome.exit_code;
+    record.signal = outcome.signal;
+    record.started = outcome.started;
+    record.finished = outcome.finished;
+    record.error = outcome.error;
+    check_outputs(request, record);
+    if (!worth_retrying(record.status) || interrupt_count() > 0) break;
+  }
+  return record;
+}
+
+}  // namespace
+
+void run_in_parallel(const std::vector<RunRequest>& requests, const std::vector<size_t>& indexes, int slots,
+                     double kill_grace_s, const SchedulerCallbacks& callbacks) {
+  std::mutex lock;
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    while (true) {
+      size_t position = next.fetch_add(1);
+      if (position >= indexes.size() || interrupt_count() > 0) return;
+      size_t index = indexes[position];
+      const RunRequest& request = requests[index];
+      auto on_start = [&](int) {
+        std::lock_guard<std::mutex> guard(lock);
+        RunRecord running = record_for(request);
+        running.status = RunStatus::Running;
+        running.started = now_seconds();
+        if (callbacks.on_started) callbacks.on_started(index, running);
+      };
+      std::function<void(const std::string&, bool)> on_output;
+      if (callbacks.on_output) {
+        on_output = [&, index](const std::string& line, bool from_stderr) {
+          std::lock_guard<std::mutex> guard(lock);
+          callbacks.on_output(index, line, from_stderr);
+        };
+      }
+      RunRecord record = execute(request, kill_grace_s, on_start, on_output);
+      std::lock_guard<std::mutex> guard(lock);
+      if (callbacks.on_finished) callbacks.on_finished(index, record);
+    }
+  };
+  size_t threads = std::min<size_t>(static_cast<size_t>(std::max(1, slots)), indexes.size());
+  std::vector<std::thread> pool;
+  for (size_t i = 0; i < threads; ++i) pool.emplace_back(worker);
+  for (std::thread& t : pool) t.join();
+}
+
+}  // namespace diagnose

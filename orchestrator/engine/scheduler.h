@@ -1,0 +1,33 @@
+// Runs a step's processes, up to `slots` at the same time, each with its retries.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "orchestrator/engine/state.h"
+#include "orchestrator/engine/step.h"
+
+namespace diagnose {
+
+struct SchedulerCallbacks {
+  // All callbacks are called one at a time (under the scheduler's lock).
+  std::function<void(size_t index, const RunRecord& record)> on_started;   // status Running, pid known
+  std::function<void(size_t index, const RunRecord& record)> on_finished;  // final status
+  std::function<void(size_t index, const std::string& line, bool from_stderr)> on_output;  // live tail
+};
+
+// Runs requests[i] for every i in `indexes`. Returns when all have ended, or, after an
+// interrupt, when the running ones have stopped (the others stay Pending).
+void run_in_parallel(const std::vector<RunRequest>& requests, const std::vector<size_t>& indexes, int slots,
+                     double kill_grace_s, const SchedulerCallbacks& callbacks);
+
+// The record of a request before it runs.
+RunRecord record_for(const RunRequest& request);
+
+// Whether a run that ended so is started again while it has retries left.
+bool worth_retrying(RunStatus status);
+// A succeeded run whose declared outputs are missing becomes MissingOutputs.
+void check_outputs(const RunRequest& request, RunRecord& record);
+
+}  // namespace diagnose

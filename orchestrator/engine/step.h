@@ -1,0 +1,114 @@
+// The interface every step kind implements. A kind is one file in steps/ plus one
+// line in steps/step_kinds.cc; the engine does the rest (conditions, scheduling,
+// state, resume, verdict, reports).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "compare/judge.h"
+#include "orchestrator/workflow/diagnostics.h"
+#include "orchestrator/workflow/schema.h"
+#include "orchestrator/engine/state.h"
+#include "orchestrator/workflow/workflow.h"
+
+namespace diagnose {
+
+// A process a step needs, ready to start: templates expanded, paths absolute.
+struct RunRequest {
+  std::string name;  // unique within the step
+  std::vector<std::string> argv;
+  std::string cwd;
+  std::map<std::string, std::string> env;
+  double timeout_s = 0;
+  int retries = 0;
+  std::vector<std::string> outputs;  // must exist after the run
+  std::string dir, dump_dir;         // the run's own directory and its dump directory
+};
+
+// Thrown by StepContext::run when Ctrl-C stopped the runs; the engine saves a resumable state.
+struct RunsInterrupted : std::runtime_error {
+  RunsInterrupted() : std::runtime_error("interrupted") {}
+};
+
+// Starts processes for a step: one parallel round, records in request order.
+using RunExecutor = std::function<std::vector<RunRecord>(const std::vector<RunRequest>&)>;
+
+// What a step sees while it is evaluated.
+class StepContext {
+ public:
+  StepContext(const Workflow& workflow, const StepSpec& step, const State& state, std::string run_dir,
+              RunExecutor executor);
+
+  const Workflow& workflow() const { return workflow_; }
+  const StepSpec& step() const { return step_; }
+  const State& state() const { return state_; }
+  const std::string& run_dir() const { return run_dir_; }
+  // Runs the requests in parallel (up to the workflow's slots) and returns when all have
+  // ended. May be called any number of times (bisection rounds, re-batching after a crash);
+  // request names must be unique within the step. A run that succeeded with the same name
+  // and command before an interruption is not started again on --resume.
+  std::vector<RunRecord> run(const std::vector<RunRequest>& requests) const { return executor_(requests); }
+  std::string step_dir() const;
+  // Directory of a run: the step's directory for "main", a subdirectory otherwise.
+  std::string run_dir_of(const std::string& run_name) const;
+
+  // Expands ${...}; run_name selects what ${run.*} and ${step.dump_dir} mean.
+  // Throws TemplateError.
+  std::string expand(const std::string& text, const std::string& run_name = "main") const;
+  // A path from the workflow, expanded and made absolute against the workflow's directory.
+  std::string path(const std::string& text, const std::string& run_name = "main") const;
+  // The model's command with the overrides written in `spec` (a mapping with
+  // argv/shell/args/env/cwd/timeout/retries/outputs keys, possibly absent).
+  RunRequest model_run(const std::string& run_name, const YAML::Node& spec) const;
+  // The workflow's tolerances (presets, then defaults.tolerances), then `overrides`.
+  // Returns an error message in *error when an override is rejected.
+  compare::Tolerances tolerances(const std::vector<std::string>& overrides, std::string* error) const;
+  // The interpreter of the model's script: model.python, $DIAGNOSE_PYTHON, else python3.
+  std::string model_python() const;
+
+ private:
+  const Workflow& workflow_;
+  const StepSpec& step_;
+  const State& state_;
+  std::string run_dir_;
+  RunExecutor executor_;
+};
+
+// What `diagnose validate` knows about the other steps while checking one.
+struct CheckContext {
+  const Workflow& workflow;
+  int step_index;
+};
+
+class StepKind {
+ public:
+  virtual ~StepKind() = default;
+  virtual std::string name() const = 0;
+  virtual std::string description() const = 0;
+  // Kind-specific keys of a step, next to id/kind/when/on_failure/diagnoses.
+  virtual std::vector<Property> parameters() const = 0;
+  // Metrics the step's result exposes to conditions as steps.<id>.<field>.
+  virtual std::vector<std::string> result_fields() const { return {}; }
+  // Verdict category when a step of this kind fails (verdict.h lists them).
+  virtual std::string default_category() const { return "precision_problem"; }
+  // Checks the schema cannot express (argv and shell together, ...).
+  virtual void check(const StepSpec&, const CheckContext&, Diagnostics&) const {}
+  // Does the step's work: the processes it needs through context.run(), then the result.
+  // The engine fills in id, kind, category, runs and times. Exceptions make the step an error.
+  virtual StepResult evaluate(const StepContext& context) const = 0;
+};
+
+// `path` made absolute against `base` and normalised ("." and ".." removed).
+std::string absolute_path(const std::string& path, const std::string& base);
+
+// For kinds whose runs must all succeed: an Error result naming the runs that did not,
+// with their log tails as evidence; nullopt when every run succeeded.
+std::optional<StepResult> error_from_runs(const std::vector<RunRecord>& runs);
+
+}  // namespace diagnose

@@ -1,0 +1,143 @@
+#include <boost/filesystem.hpp>
+#include <cstdlib>
+
+#include "orchestrator/engine/result_lookup.h"
+#include "orchestrator/engine/step.h"
+#include "orchestrator/workflow/template.h"
+#include "orchestrator/workflow/workflow_loader.h"
+
+namespace diagnose {
+
+namespace fs = boost::filesystem;
+
+StepContext::StepContext(const Workflow& workflow, const StepSpec& step, const State& state, std::string run_dir,
+                         RunExecutor executor)
+    : workflow_(workflow), step_(step), state_(state), run_dir_(std::move(run_dir)), executor_(std::move(executor)) {}
+
+std::string StepContext::step_dir() const { return run_dir_ + "/steps/" + step_.id; }
+
+std::string StepContext::model_python() const {
+  if (!workflow_.model.python.empty()) return workflow_.model.python;
+  const char* from_env = std::getenv("DIAGNOSE_PYTHON");
+  return from_env && *from_env ? from_env : "python3";
+}
+
+std::string StepContext::run_dir_of(const std::string& run_name) const {
+  return run_name == "main" ? step_dir() : step_dir() + "/" + run_name;
+}
+
+std::string absolute_path(const std::string& path, const std::string& base) {
+  fs::path p(path);
+  if (p.is_relative()) p = fs::path(base) / p;
+  std::string normal = p.lexically_normal().string();
+  // lexically_normal keeps a trailing "." ("/w/." for "/w" + ".").
+  while (normal.size() > 2 && normal.compare(normal.size() - 2, 2, "/.") == 0) normal.resize(normal.size() - 2);
+  return normal;
+}
+
+namespace {
+
+std::optional<std::string> json_text(const nlohmann::json& v) {
+  if (v.is_null()) return std::nullopt;
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_array()) {
+    std::string joined;
+    for (const auto& item : v) joined += (joined.empty() ? "" : ",") + (item.is_string() ? item.get<std::string>() : item.dump());
+    return joined;
+  }
+  return v.dump();
+}
+
+}  // namespace
+
+std::string StepContext::expand(const std::string& text, const std::string& run_name) const {
+  return expand_template(text, [&](const std::string& name) -> std::optional<std::string> {
+    if (name == "run_dir") return run_dir_;
+    if (name == "workflow_dir") return workflow_.dir;
+    if (name == "workflow_name") return workflow_.name;
+    if (name == "step.id") return step_.id;
+    if (name == "step.dir") return step_dir();
+    if (name == "step.dump_dir" || name == "run.dump_dir") return run_dir_of(run_name) + "/dump";
+    if (name == "run.name") return run_name;
+    if (name == "run.dir") return run_dir_of(run_name);
+    if (name.rfind("env.", 0) == 0) {
+      const char* value = std::getenv(name.substr(4).c_str());
+      return std::string(value ? value : "");
+    }
+    if (name.rfind("steps.", 0) == 0) {
+      std::optional<std::string> value = json_text(result_value(state_, run_dir_, name));
+      if (!value) throw TemplateError("${" + name + "} has no value: that step was skipped, has not produced it, "
+                                      "or has several runs (use steps.<id>.runs.<run>.<field>)", 0);
+      return value;
+    }
+    return std::nullopt;
+  });
+}
+
+std::string StepContext::path(const std::string& text, const std::string& run_name) const {
+  return absolute_path(expand(text, run_name), workflow_.dir);
+}
+
+RunRequest StepContext::model_run(const std::string& run_name, const YAML::Node& spec) const {
+  const CommandSpec& model = workflow_.model.command;
+  CommandSpec own = parse_command(spec);
+  RunRequest r;
+  r.name = run_name;
+  r.dir = run_dir_of(run_name);
+  r.dump_dir = r.dir + "/dump";
+
+  std::vector<std::string> argv;
+  if (!own.shell.empty()) {
+    argv = {"/bin/sh", "-c", own.shell};
+  } else if (!own.argv.empty()) {
+    argv = own.argv;
+  } else if (!workflow_.model.script.empty()) {
+    argv = {model_python(), "-m", "diagnose_pytorch", "run", absolute_path(workflow_.model.script, workflow_.dir)};
+    argv.insert(argv.end(), model.args.begin(), model.args.end());
+    argv.insert(argv.end(), own.args.begin(), own.args.end());
+  } else if (!model.shell.empty()) {
+    // Extra arguments reach a shell command as "$@".
+    std::string script = model.shell;
+    if (!own.args.empty()) script += " \"$@\"";
+    argv = {"/bin/sh", "-c", script, "sh"};
+    argv.insert(argv.end(), own.args.begin(), own.args.end());
+  } else {
+    argv = model.argv;
+    argv.insert(argv.end(), own.args.begin(), own.args.end());
+  }
+  bool shell_form = !argv.empty() && argv[0] == "/bin/sh" && argv.size() >= 3 && argv[1] == "-c";
+  for (size_t i = 0; i < argv.size(); ++i) {
+    // The shell's own text is the user's; its templates are expanded like any argument.
+    if (shell_form && i < 2) continue;
+    argv[i] = expand(argv[i], run_name);
+  }
+  r.argv = argv;
+
+  std::string cwd = own.cwd ? *own.cwd : (model.cwd ? *model.cwd : ".");
+  r.cwd = path(cwd, run_name);
+  for (const auto& [key, value] : model.env) r.env[key] = expand(value, run_name);
+  for (const auto& [key, value] : own.env) r.env[key] = expand(value, run_name);
+  r.env["DIAGNOSE_RUN_DIR"] = run_dir_;
+  r.env["DIAGNOSE_STEP"] = step_.id;
+  r.env["DIAGNOSE_DUMP_DIR"] = r.dump_dir;
+
+  r.timeout_s = own.timeout_s ? *own.timeout_s : (model.timeout_s ? *model.timeout_s : workflow_.defaults.timeout_s);
+  r.retries = own.retries ? *own.retries : (model.retries ? *model.retries : 0);
+  for (const std::string& output : own.outputs) {
+    r.outputs.push_back(absolute_path(expand(output, run_name), r.cwd));
+  }
+  return r;
+}
+
+compare::Tolerances StepContext::tolerances(const std::vector<std::string>& overrides, std::string* error) const {
+  compare::Tolerances t = compare::Tolerances::defaults();
+  std::vector<std::string> all = workflow_.defaults.tolerance_overrides;
+  all.insert(all.end(), overrides.begin(), overrides.end());
+  for (const std::string& assignment : all) {
+    std::string e = t.apply_override(assignment);
+    if (!e.empty() && error && error->empty()) *error = e;
+  }
+  return t;
+}
+
+}  // namespace diagnose

@@ -1,0 +1,136 @@
+#include "orchestrator/engine/verdict.h"
+
+#include <algorithm>
+
+namespace diagnose {
+
+const std::vector<VerdictCategory>& verdict_categories() {
+  static const std::vector<VerdictCategory> categories = {
+      {"single_op_graph_defect", "Single-op graph defect",
+       "An operator gives wrong results when compiled alone as a graph: fix or report its graph-mode "
+       "implementation (lowering, converter, kernel selection) first; whole-network comparisons are "
+       "unreliable until single ops are right.",
+       true},
+      {"eager_device_defect", "Eager device defect",
+       "The problem exists without graph mode: the eager kernel on the device (or configuration) under test "
+       "disagrees with the CPU reference. Report the kernel with the named op's inputs.",
+       true},
+      {"dynamo_meta_defect", "Dynamo / meta defect",
+       "Dynamo tracing, AOT autograd or an operator's meta (fake) implementation is wrong: check the named "
+       "op's meta function and decomposition.",
+       true},
+      {"fusion_defect", "Graph structure / fusion defect",
+       "A fusion rule (or graph pass) produces the wrong result: turn the named rule off (fusion_switch_file) "
+       "to work around it, and report it with the failing subgraph.",
+       true},
+      {"localized_op_defect", "Defect localised to an op, not caused by fusion",
+       "The graph run diverges at the named op while fusion is ruled out: examine that op's graph-mode "
+       "inputs, layout and precision handling in context.",
+       true},
+      {"precision_problem", "Precision problem",
+       "A generic check found a precision difference; add the flowchart's diagnostic steps to classify it.",
+       true},
+      {"no_precision_problem", "No precision problem found", "Every step passed or was not needed.", false},
+      {"inconclusive", "Inconclusive",
+       "A step could not produce a result (a run crashed, timed out or could not start): fix it and resume "
+       "with --resume.",
+       false},
+  };
+  return categories;
+}
+
+const VerdictCategory* find_verdict_category(const std::string& name) {
+  for (const VerdictCategory& c : verdict_categories())
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+namespace {
+
+std::string culprit_of(const StepResult& step) {
+  for (const char* key : {"culprit", "first_failing_op"}) {
+    if (step.metrics.contains(key) && step.metrics.at(key).is_string()) return step.metrics.at(key).get<std::string>();
+  }
+  for (const Finding& f : step.findings)
+    if (!f.op.empty()) return f.op;
+  return "";
+}
+
+std::string advice_for(const std::string& category, const std::map<std::string, std::string>& advice) {
+  auto custom = advice.find(category);
+  if (custom != advice.end()) return custom->second;
+  const VerdictCategory* c = find_verdict_category(category);
+  return c ? c->advice : "";
+}
+
+}  // namespace
+
+Verdict compute_verdict(const Workflow& workflow, const State& state) {
+  return compute_verdict(workflow.verdict.order, workflow.verdict.advice, state);
+}
+
+Verdict compute_verdict(const std::vector<std::string>& custom_order, const std::map<std::string, std::string>& advice,
+                        const State& state) {
+  std::vector<std::string> order = custom_order;
+  for (const VerdictCategory& c : verdict_categories())
+    if (c.diagnosable && std::find(order.begin(), order.end(), c.name) == order.end()) order.push_back(c.name);
+  auto rank = [&](const std::string& category) {
+    return static_cast<size_t>(std::find(order.begin(), order.end(), category) - order.begin());
+  };
+
+  Verdict v;
+  const StepResult* decisive = nullptr;
+  const StepResult* first_error = nullptr;
+  for (const StepResult& step : state.steps) {
+    if (step.status == StepStatus::Fail) {
+      v.failed_steps.push_back(step.id);
+      if (!decisive || rank(step.category) < rank(decisive->category)) decisive = &step;
+    } else if (step.status == StepStatus::Error || step.status == StepStatus::Pending) {
+      v.errored_steps.push_back(step.id);
+      if (!first_error || rank(step.category) < rank(first_error->category)) first_error = &step;
+    }
+  }
+
+  // A failure is conclusive unless a step that could have explained it better errored.
+  if (decisive && (!first_error || rank(decisive->category) <= rank(first_error->category))) {
+    const VerdictCategory* c = find_verdict_category(decisive->category);
+    v.category = decisive->category;
+    v.title = c ? c->title : decisive->category;
+    v.step = decisive->id;
+    v.culprit = culprit_of(*decisive);
+    v.summary = v.title + (v.culprit.empty() ? "" : ": " + v.culprit) + " (step '" + decisive->id + "': " +
+                decisive->summary + ")";
+    v.findings = decisive->findings;
+    v.evidence = decisive->evidence;
+    v.reproduce = decisive->reproduce;
+    v.advice = advice_for(v.category, advice);
+    v.exit_code = kExitProblem;
+    return v;
+  }
+  if (first_error) {
+    v.category = "inconclusive";
+    v.title = find_verdict_category("inconclusive")->title;
+    v.step = first_error->id;
+    v.summary = v.title + ": step '" + first_error->id + "' " +
+                (first_error->status == StepStatus::Pending ? std::string("did not finish")
+                                                            : "errored: " + first_error->summary);
+    if (decisive)
+      v.summary += "; step '" + decisive->id + "' suggests " + decisive->category + " but an earlier check is missing";
+    v.findings = first_error->findings;
+    v.evidence = first_error->evidence;
+    v.reproduce = first_error->reproduce;
+    v.advice = advice_for(v.category, advice);
+    v.exit_code = kExitInfrastructure;
+    return v;
+  }
+  v.category = "no_precision_problem";
+  v.title = find_verdict_category("no_precision_problem")->title;
+  size_t passed = 0, skipped = 0;
+  for (const StepResult& step : state.steps) (step.status == StepStatus::Pass ? passed : skipped) += 1;
+  v.summary = v.title + ": " + std::to_string(passed) + " step(s) passed, " + std::to_string(skipped) + " skipped";
+  v.advice = advice_for(v.category, advice);
+  v.exit_code = kExitNoProblem;
+  return v;
+}
+
+}  // namespace diagnose

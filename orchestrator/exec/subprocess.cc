@@ -1,0 +1,183 @@
+#include "orchestrator/exec/subprocess.h"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/process.hpp>
+#include <boost/process/extend.hpp>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include "orchestrator/exec/interrupt.h"
+#include "orchestrator/exec/log_follower.h"
+
+namespace diagnose {
+
+namespace bp = boost::process;
+namespace fs = boost::filesystem;
+
+namespace {
+
+// Runs in the child between fork and exec.
+struct OwnProcessGroup : bp::extend::handler {
+  template <typename Executor>
+  void on_exec_setup(Executor&) const {
+    ::setpgid(0, 0);
+    // If the engine dies without cleaning up (SIGKILL), the direct child goes with it.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  }
+};
+
+std::string find_program(const std::string& name, const std::map<std::string, std::string>& env) {
+  if (name.find('/') != std::string::npos) return name;
+  auto path_override = env.find("PATH");
+  const char* path = path_override != env.end() ? path_override->second.c_str() : std::getenv("PATH");
+  std::vector<fs::path> directories;
+  std::string all = path ? path : "/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= all.size()) {
+    size_t colon = all.find(':', start);
+    if (colon == std::string::npos) colon = all.size();
+    directories.emplace_back(colon == start ? "." : all.substr(start, colon - start));
+    start = colon + 1;
+  }
+  return bp::search_path(name, directories).string();
+}
+
+bool truncate_file(const std::string& path) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  return static_cast<bool>(out);
+}
+
+}  // namespace
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+ProcessOutcome run_process(const ProcessSpec& spec, const ProcessCallbacks& callbacks) {
+  ProcessOutcome outcome;
+  outcome.started = now_seconds();
+  auto not_started = [&](const std::string& why) {
+    outcome.status = RunStatus::NotStarted;
+    outcome.error = why;
+    outcome.finished = now_seconds();
+    return outcome;
+  };
+  if (spec.argv.empty()) return not_started("empty command");
+  if (!fs::is_directory(spec.cwd)) return not_started("working directory " + spec.cwd + " does not exist");
+  if (!truncate_file(spec.stdout_path) || !truncate_file(spec.stderr_path))
+    return not_started("cannot create log files in " + fs::path(spec.stdout_path).parent_path().string());
+  std::string program = find_program(spec.argv[0], spec.env);
+  if (program.empty()) return not_started("program '" + spec.argv[0] + "' not found on PATH");
+
+  bp::environment env = boost::this_process::environment();
+  // Not env[key]: Boost 1.74's environment::find reads past entries shorter than the key.
+  for (const auto& [key, value] : spec.env) env.set(key, value);
+  std::vector<std::string> args(spec.argv.begin() + 1, spec.argv.end());
+
+  std::error_code error;
+  bp::child child;
+  {
+    // Boost.Process opens the log files and its exec-error pipe without O_CLOEXEC; a fork
+    // from another thread in that moment would inherit them, and the pipe's copy would make
+    // this spawn wait until that other child exits. One spawn at a time avoids both.
+    static std::mutex spawning;
+    std::lock_guard<std::mutex> guard(spawning);
+    child = bp::child(bp::exe = program, bp::args = args, bp::start_dir = spec.cwd, env, bp::std_in < bp::null,
+                      bp::std_out > fs::path(spec.stdout_path), bp::std_err > fs::path(spec.stderr_path),
+                      OwnProcessGroup{}, error);
+  }
+  if (error) return not_started("cannot start " + spec.argv[0] + ": " + error.message());
+  const pid_t pid = child.id();
+  ::setpgid(pid, pid);  // also from this side, so a kill right now already reaches the group
+  if (callbacks.on_start) callbacks.on_start(pid);
+
+  LogFollower out(spec.stdout_path, false), err(spec.stderr_path, true);
+  auto follow = [&](bool flush) {
+    if (!callbacks.on_output) return;
+    out.poll(callbacks.on_output, flush);
+    err.poll(callbacks.on_output, flush);
+  };
+
+  enum class StopReason { None, Timeout, Interrupt } reason = StopReason::None;
+  double terminate_sent = 0;
+  bool kill_sent = false;
+  siginfo_t info;
+  auto poll_interval = std::chrono::milliseconds(5);
+  while (true) {
+    std::memset(&info, 0, sizeof info);
+    // WNOWAIT leaves the child unreaped, so its pid (the group id) cannot be reused
+    // before the group is killed below.
+    if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid) break;
+    follow(false);
+    double now = now_seconds();
+    int interrupts = interrupt_count();
+    if (reason == StopReason::None) {
+      if (interrupts > 0) reason = StopReason::Interrupt;
+      else if (spec.timeout_s > 0 && now - outcome.started > spec.timeout_s) reason = StopReason::Timeout;
+      // Ctrl-C reaches the model as the terminal would have sent it; a timeout as SIGTERM.
+      if (reason != StopReason::None) {
+        ::killpg(pid, reason == StopReason::Interrupt ? SIGINT : SIGTERM);
+        terminate_sent = now;
+      }
+    }
+    if (reason != StopReason::None && !kill_sent &&
+        (interrupts > 1 || now - terminate_sent > spec.kill_grace_s)) {
+      ::killpg(pid, SIGKILL);
+      kill_sent = true;
+    }
+    std::this_thread::sleep_for(poll_interval);
+    poll_interval = std::min(poll_interval * 2, std::chrono::milliseconds(100));
+  }
+  ::killpg(pid, SIGKILL);  // children the process left behind
+  child.wait(error);
+  outcome.finished = now_seconds();
+  follow(true);
+
+  if (info.si_code == CLD_EXITED) outcome.exit_code = info.si_status;
+  else outcome.signal = info.si_status;
+
+  if (reason == StopReason::Timeout) {
+    outcome.status = RunStatus::TimedOut;
+    outcome.error = "timed out after " + std::to_string(static_cast<long long>(spec.timeout_s)) + " s; killed with its children";
+  } else if (reason == StopReason::Interrupt) {
+    outcome.status = RunStatus::Interrupted;
+    outcome.error = "interrupted";
+  } else if (outcome.signal) {
+    outcome.status = RunStatus::Crashed;
+    outcome.error = std::string("killed by signal ") + std::to_string(*outcome.signal) + " (" +
+                    ::strsignal(*outcome.signal) + ")";
+  } else if (*outcome.exit_code != 0) {
+    outcome.status = RunStatus::Failed;
+    outcome.error = "exit status " + std::to_string(*outcome.exit_code);
+  } else {
+    outcome.status = RunStatus::Succeeded;
+  }
+  return outcome;
+}
+
+std::string log_tail(const std::string& path, int max_lines, size_t max_bytes) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return "";
+  std::streamoff size = in.tellg();
+  std::streamoff start = size > static_cast<std::streamoff>(max_bytes) ? size - static_cast<std::streamoff>(max_bytes) : 0;
+  in.seekg(start);
+  std::string text(static_cast<size_t>(size - start), '\0');
+  in.read(&text[0], static_cast<std::streamsize>(text.size()));
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  size_t cut = text.size();
+  for (int lines = 0; lines < max_lines && cut != std::string::npos && cut > 0; ++lines)
+    cut = text.rfind('\n', cut - 1);
+  return cut == std::string::npos || cut == 0 ? text : text.substr(cut + 1);
+}
+
+}  // namespace diagnose

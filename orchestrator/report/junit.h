@@ -1,0 +1,16 @@
+// junit.xml: one test case per step, for CI systems (failure, error or skipped).
+#pragma once
+
+#include <string>
+
+#include "orchestrator/engine/state.h"
+#include "orchestrator/engine/verdict.h"
+
+namespace diagnose {
+
+std::string report_junit(const State& state, const Verdict& verdict);
+
+// Text escaped for XML character data and attribute values.
+std::string xml_escape(const std::string& text);
+
+}  // namespace diagnose

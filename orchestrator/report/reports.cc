@@ -1,0 +1,65 @@
+#include "orchestrator/report/reports.h"
+
+#include <algorithm>
+#include <ostream>
+#include <sstream>
+
+#include "orchestrator/report/junit.h"
+#include "orchestrator/report/report_html.h"
+#include "orchestrator/report/report_json.h"
+#include "orchestrator/report/report_md.h"
+
+namespace diagnose {
+
+std::vector<std::string> write_reports(const State& state, const Verdict& verdict, const std::vector<std::string>& formats) {
+  std::vector<std::string> written;
+  auto wanted = [&](const char* format) { return std::find(formats.begin(), formats.end(), format) != formats.end(); };
+  if (wanted("md")) {
+    written.push_back(state.run_dir + "/report.md");
+    write_file_atomically(written.back(), report_markdown(state, verdict));
+  }
+  if (wanted("json")) {
+    written.push_back(state.run_dir + "/report.json");
+    write_file_atomically(written.back(), report_json(state, verdict).dump(2) + "\n");
+  }
+  if (wanted("junit")) {
+    written.push_back(state.run_dir + "/junit.xml");
+    write_file_atomically(written.back(), report_junit(state, verdict));
+  }
+  if (wanted("html")) {
+    written.push_back(state.run_dir + "/report.html");
+    write_file_atomically(written.back(), report_html(state, verdict));
+  }
+  return written;
+}
+
+void print_terminal_summary(std::ostream& out, const State& state, const Verdict& verdict,
+                            const std::vector<std::string>& report_paths) {
+  out << "\n";
+  for (const StepResult& s : state.steps) {
+    std::string status = step_status_name(s.status);
+    std::transform(status.begin(), status.end(), status.begin(), ::toupper);
+    status.resize(8, ' ');
+    out << "  " << status << s.id << ": " << s.summary << "\n";
+  }
+  out << "\nverdict: " << verdict.summary << "\n";
+  for (const Finding& f : verdict.findings) out << "  - " << f.message << "\n";
+  for (const Evidence& e : verdict.evidence) {
+    if (e.kind != "log" || !e.value.is_string()) continue;
+    out << "  " << e.name << ":\n";
+    std::istringstream lines(e.value.get<std::string>());
+    for (std::string line; std::getline(lines, line);) out << "    | " << line << "\n";
+  }
+  if (!verdict.reproduce.empty()) {
+    out << "reproduce:\n";
+    for (const std::string& c : verdict.reproduce) out << "  " << c << "\n";
+  }
+  if (!report_paths.empty()) {
+    out << "reports:";
+    for (const std::string& p : report_paths) out << " " << p;
+    out << "\n";
+  }
+  out << "exit code " << verdict.exit_code << "\n";
+}
+
+}  // namespace diagnose

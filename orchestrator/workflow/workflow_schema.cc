@@ -1,0 +1,131 @@
+#include "orchestrator/workflow/workflow_schema.h"
+
+#include "orchestrator/exec/runner.h"
+#include "orchestrator/engine/step.h"
+#include "orchestrator/engine/verdict.h"
+#include "orchestrator/engine/step_registry.h"
+
+namespace diagnose {
+
+std::vector<Property> command_properties() {
+  return {
+      optional("argv", array_schema("The command line, without any shell: program and arguments. "
+                                    "Replaces the model's command.",
+                                    string_schema("one argument; ${...} references are expanded"))),
+      optional("shell", string_schema("A command for /bin/sh -c, when shell syntax is really needed. "
+                                      "Replaces the model's command.")),
+      optional("args", array_schema("Arguments appended to the model's command.", string_schema("one argument"))),
+      optional("env", map_schema("Environment variables set for the process, on top of the engine's environment.",
+                                 string_schema("value"))),
+      optional("cwd", string_schema("Working directory, relative to the workflow file's directory.")),
+      optional("timeout", number_schema("Seconds before the process and its children are killed.", 0, true)),
+      optional("retries", integer_schema("How many times a run that crashed or timed out is started again.", 0)),
+      optional("outputs", array_schema("Paths the run must have created (e.g. its dump directory).",
+                                       string_schema("path, relative to the run's working directory"))),
+  };
+}
+
+std::vector<std::string> diagnosable_categories() {
+  std::vector<std::string> names;
+  for (const VerdictCategory& c : verdict_categories())
+    if (c.diagnosable) names.push_back(c.name);
+  return names;
+}
+
+Schema model_schema() {
+  std::vector<Property> properties;
+  for (Property& p : command_properties()) {
+    if (p.name == "args") p.schema.description = "Arguments of the script (with `script` only).";
+    if (p.name != "outputs") properties.push_back(std::move(p));
+  }
+  properties.push_back(optional("script", string_schema("A Python script run through the PyTorch plugin "
+                                                        "(python -m diagnose_pytorch run), relative to the "
+                                                        "workflow file; the diagnostic step kinds need it.")));
+  properties.push_back(optional("python", string_schema("The Python interpreter for `script`. Default: "
+                                                        "$DIAGNOSE_PYTHON, else python3.")));
+  properties.push_back(optional("backend", string_schema("torch.compile backend of graph-mode runs (default "
+                                                         "inductor): eager, aot_eager, "
+                                                         "aot_eager_decomp_partition, inductor, torchair or "
+                                                         "module:function.")));
+  properties.push_back(optional("device", string_schema("Device the model runs on (default cpu): cuda, npu...")));
+  properties.push_back(optional("dtype", string_schema("Cast the model and its floating inputs (default: as written).",
+                                                       {"float32", "float64", "float16", "bfloat16"})));
+  return object_schema("How to run the user's model: one of argv, shell or script (with args, backend, device, "
+                       "dtype), plus cwd, env, timeout, retries.",
+                       properties);
+}
+
+Schema defaults_schema() {
+  Schema preset_fields = object_schema(
+      "Fields of one tolerance preset (compare/judge.h).",
+      {optional("atol", number_schema("absolute tolerance of the allclose rule", 0)),
+       optional("rtol", number_schema("relative tolerance of the allclose rule", 0)),
+       optional("min_cosine", number_schema("cosine similarity a row needs under the metric rule", -1)),
+       optional("max_relative_l2", number_schema("relative euclidean distance bound of the metric rule", 0)),
+       optional("exact", boolean_schema("any difference fails")),
+       optional("referee_multiplier", number_schema("three-way rule multiplier", 0))});
+  return object_schema(
+      "Settings shared by every step.",
+      {optional("slots", integer_schema("How many model runs may execute at the same time.", 1)),
+       optional("output_dir", plain_string_schema("Where run directories are created, relative to the current directory.")),
+       optional("timeout", number_schema("Seconds per run unless the model or the step says otherwise.", 0, true)),
+       optional("kill_grace", number_schema("Seconds between SIGTERM and SIGKILL when a run is stopped.", 0)),
+       optional("tolerances", map_schema("Tolerance overrides by preset name (fp32, fp16, bf16, fp8, exact...).",
+                                         preset_fields))});
+}
+
+Schema verdict_schema() {
+  std::vector<std::string> categories = diagnosable_categories();
+  return object_schema(
+      "Overrides of the verdict rules.",
+      {optional("order", array_schema("Category priority when several steps fail; the first wins.",
+                                      string_schema("category", categories))),
+       optional("advice", map_schema("Text replacing the built-in advice of a category.", plain_string_schema("advice")))});
+}
+
+Schema report_schema() {
+  return object_schema("Which reports to write into the run directory.",
+                       {optional("formats", array_schema("Report formats.", string_schema("format", {"md", "json", "junit", "html"})))});
+}
+
+Schema step_schema(const StepKind& kind) {
+  std::vector<Property> properties = {
+      required("id", plain_string_schema("Unique name of the step: letters, digits, '_' and '-'.")),
+      required("kind", string_schema(kind.description(), {kind.name()})),
+      optional("description", plain_string_schema("What the step is for, shown in reports.")),
+      optional("when", condition_schema("Run the step only when this condition on earlier steps holds.")),
+      optional("on_failure", string_schema("What to do when the step fails or errors.", {"stop", "continue"})),
+      optional("diagnoses", string_schema("Verdict category this step's failure indicates.", diagnosable_categories())),
+      optional("runner", runner_schema()),
+  };
+  for (Property& p : kind.parameters()) properties.push_back(std::move(p));
+  return object_schema("A step of kind '" + kind.name() + "'.", properties);
+}
+
+Schema workflow_schema() {
+  std::vector<Schema> steps;
+  for (const auto& kind : step_kinds()) steps.push_back(step_schema(*kind));
+  Schema step = any_of_schema("A step; its kind decides which keys it takes.", steps);
+  return object_schema(
+      "A diagnose workflow.",
+      {optional("name", plain_string_schema("Name of the workflow, used in run directory names. Default: the file's stem.")),
+       optional("description", plain_string_schema("What the workflow diagnoses.")),
+       optional("extends", plain_string_schema("A workflow file (relative to this one) whose keys this file's "
+                                               "top-level keys replace, e.g. a standard workflow with your model.")),
+       required("model", model_schema()),
+       optional("defaults", defaults_schema()),
+       required("steps", array_schema("The steps, run in this order.", step)),
+       optional("verdict", verdict_schema()),
+       optional("report", report_schema()),
+       optional("runner", runner_schema())});
+}
+
+nlohmann::json workflow_json_schema() {
+  nlohmann::json schema = to_json_schema(workflow_schema());
+  schema["$schema"] = "https://json-schema.org/draft/2020-12/schema";
+  schema["$id"] = "https://diagnose.dev/schemas/workflow-1.json";
+  schema["title"] = "diagnose workflow";
+  return schema;
+}
+
+}  // namespace diagnose

@@ -1,0 +1,32 @@
+// The schema of the workflow format (docs/workflow.md), built from the registered step kinds.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "orchestrator/workflow/schema.h"
+
+namespace diagnose {
+
+class StepKind;
+
+// Keys that say how to start a process: argv, shell, args, env, cwd, timeout, retries, outputs.
+std::vector<Property> command_properties();
+// The verdict categories a step may diagnose (verdict.h).
+std::vector<std::string> diagnosable_categories();
+
+Schema model_schema();
+Schema defaults_schema();
+Schema verdict_schema();
+Schema report_schema();
+// id, kind, when, on_failure, diagnoses, description, then the kind's parameters.
+Schema step_schema(const StepKind& kind);
+// The whole file, steps as an anyOf over the kinds.
+Schema workflow_schema();
+
+// `diagnose schema`: the JSON Schema document.
+nlohmann::json workflow_json_schema();
+
+}  // namespace diagnose
