@@ -13,33 +13,15 @@
 #include <vector>
 
 #include "ge_dump.pb.h"
+#include "tests/compare/test_files.h"
 
 namespace diagnose::compare::testing {
 
 namespace fs = std::filesystem;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "diagnose_ge_XXXXXX").string();
-    path_ = mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& rel) const { return path_ + "/" + rel; }
+using testing_support::TempDir;
 
- private:
-  std::string path_;
-};
-
-inline void write_file(const std::string& path, const std::string& bytes) {
-  fs::create_directories(fs::path(path).parent_path());
-  std::ofstream out(path, std::ios::binary);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
+inline void write_file(const std::string& path, const std::string& bytes) { testing_support::write_text(path, bytes); }
 
 inline std::string floats_bytes(const std::vector<float>& v) {
   return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
@@ -106,15 +88,7 @@ inline std::string npy_bytes(const std::vector<int64_t>& shape, const std::vecto
   std::string shape_text = "(";
   for (size_t i = 0; i < shape.size(); ++i) shape_text += std::to_string(shape[i]) + (shape.size() == 1 ? "," : i + 1 < shape.size() ? ", " : "");
   shape_text += ")";
-  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape_text + ", }";
-  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
-  header += '\n';
-  std::string out = "\x93NUMPY";
-  out += '\x01';
-  out += '\x00';
-  out += static_cast<char>(header.size() & 0xFF);
-  out += static_cast<char>(header.size() >> 8);
-  return out + header + floats_bytes(data);
+  return diagnose::testing::npy_bytes("<f4", shape_text, data.data(), data.size() * sizeof(float));
 }
 
 }  // namespace diagnose::compare::testing

@@ -9,32 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/files.h"
+
 namespace diagnose::testing {
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "diagnose-test-XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+using testing_support::TempDir;
 
- private:
-  std::string path_;
-};
-
-inline void write_bytes(const std::string& path, const std::string& bytes) {
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
-  std::ofstream out(path, std::ios::binary);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
+inline void write_bytes(const std::string& path, const std::string& bytes) { testing_support::write_text(path, bytes); }
 
 // A version-1 .npy file with the given descr ("<f4"), shape text ("(2, 3)") and raw data.
 inline std::string npy_bytes(const std::string& descr, const std::string& shape, const void* data,

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-MODEL = ROOT / "tests" / "orchestrator" / "scripts" / "model.py"
+MODEL = ROOT / "tests" / "support" / "scripts" / "model.py"
 PYTHON = sys.executable
 
 

@@ -1,5 +1,5 @@
 """End to end: diagnose with the slurm runner on the one-node test cluster. Stand-in
-models (tests/orchestrator/scripts/model.py and python -c) keep every job short."""
+models (tests/support/scripts/model.py and python -c) keep every job short."""
 from __future__ import annotations
 
 import json

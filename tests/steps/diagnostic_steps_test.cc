@@ -6,7 +6,7 @@
 
 #include "steps/dynamo_findings.h"
 #include "steps/single_op_batches.h"
-#include "tests/orchestrator/e2e_helpers.h"
+#include "tests/support/e2e_helpers.h"
 
 namespace diagnose {
 namespace {
@@ -100,10 +100,10 @@ std::string stand_in_model(const std::string& env) {
          script("stand_in_plugin") + (env.empty() ? "" : ", " + env) + "}\ndefaults: {slots: 2}\n";
 }
 
-nlohmann::json report_of(const ScratchDir& dir) { return read_json(only_run_dir(dir / "runs") + "/report.json"); }
+nlohmann::json report_of(const TempDir& dir) { return read_json(only_run_dir(dir / "runs") + "/report.json"); }
 
 TEST(DiagnosticSteps, SingleOpCheckReportsWrongAndCrashedOpsAndRebatches) {
-  ScratchDir dir;
+  TempDir dir;
   std::string ops = "aten.a.default,aten.b.default,aten.c.default,aten.d.default,aten.e.default,aten.f.default";
   write_text(dir / "wf.yaml", stand_in_model("STAND_IN_OPS: \"" + ops +
                                              "\", STAND_IN_CRASH_OPS: aten.b.default, STAND_IN_WRONG_OPS: aten.e.default, "
@@ -138,7 +138,7 @@ TEST(DiagnosticSteps, SingleOpCheckReportsWrongAndCrashedOpsAndRebatches) {
 }
 
 TEST(DiagnosticSteps, SingleOpCheckPassesWhenEveryOpMatches) {
-  ScratchDir dir;
+  TempDir dir;
   write_text(dir / "wf.yaml", stand_in_model("STAND_IN_OPS: \"aten.a.default,aten.b.default,aten.c.default\"") +
                                   "steps:\n  - {id: single, kind: single_op_check}\n");
   Finished r = run_diagnose({"wf.yaml"}, dir.path());
@@ -150,7 +150,7 @@ TEST(DiagnosticSteps, SingleOpCheckPassesWhenEveryOpMatches) {
 }
 
 TEST(DiagnosticSteps, DynamoMetaCheckNamesTheMetaOpAndTheDivergingBackends) {
-  ScratchDir dir;
+  TempDir dir;
   std::string meta = R"('[{"op": "demo::scale", "op_key": "demo::scale#0", "status": "mismatch", "mismatches": [{"output": 0, "field": "dtype", "eager": "torch.float32", "fake": "torch.bfloat16"}]}, {"op": "aten.mm.default", "status": "ok"}]')";
   write_text(dir / "wf.yaml", stand_in_model("STAND_IN_META: " + meta +
                                              ", STAND_IN_WRONG_BACKEND: aot_eager, STAND_IN_FAIL_BACKEND: "
@@ -171,7 +171,7 @@ TEST(DiagnosticSteps, DynamoMetaCheckNamesTheMetaOpAndTheDivergingBackends) {
 }
 
 TEST(DiagnosticSteps, DynamoMetaCheckPassesOnAgreement) {
-  ScratchDir dir;
+  TempDir dir;
   write_text(dir / "wf.yaml", stand_in_model("") + "steps:\n  - {id: dynamo, kind: dynamo_meta_check, backends: [eager]}\n");
   Finished r = run_diagnose({"wf.yaml"}, dir.path());
   ASSERT_EQ(r.code, 0) << r.out << r.err;
@@ -179,7 +179,7 @@ TEST(DiagnosticSteps, DynamoMetaCheckPassesOnAgreement) {
 }
 
 TEST(DiagnosticSteps, EagerDeviceVsCpuComparesTheConfigurationUnderTest) {
-  ScratchDir dir;
+  TempDir dir;
   write_text(dir / "wf.yaml", stand_in_model("") +
                                   "steps:\n  - id: eager\n    kind: eager_device_vs_cpu\n    target: {env: {STAND_IN_SCALE: "
                                   "\"1.01\"}}\n    referee: true\n");
@@ -197,7 +197,7 @@ TEST(DiagnosticSteps, EagerDeviceVsCpuComparesTheConfigurationUnderTest) {
 }
 
 TEST(DiagnosticSteps, GraphDumpCompareLocalisesAndTakesExternalDumps) {
-  ScratchDir dir;
+  TempDir dir;
   write_text(dir / "wf.yaml", stand_in_model("STAND_IN_WRONG_BACKEND: inductor") +
                                   "steps:\n  - {id: graph, kind: graph_dump_compare, on_failure: continue}\n"
                                   "  - id: again\n    kind: graph_dump_compare\n"
@@ -215,7 +215,7 @@ TEST(DiagnosticSteps, GraphDumpCompareLocalisesAndTakesExternalDumps) {
 }
 
 TEST(DiagnosticSteps, ModelWithoutScriptIsAnErrorNamingTheFix) {
-  ScratchDir dir;
+  TempDir dir;
   write_text(dir / "wf.yaml", "model: {argv: [" + python() + ", " + script("model.py") +
                                   "]}\nsteps:\n  - {id: graph, kind: graph_dump_compare}\n");
   Finished r = run_diagnose({"wf.yaml"}, dir.path());

@@ -2,16 +2,16 @@
 // run specs; the model section's validation.
 #include <gtest/gtest.h>
 
-#include "e2e_helpers.h"
-#include "orchestrator/workflow_loader.h"
-#include "orchestrator/run_dir.h"
+#include "tests/support/e2e_helpers.h"
+#include "orchestrator/workflow/workflow_loader.h"
+#include "orchestrator/engine/run_dir.h"
 #include "steps/plugin_run.h"
 
 namespace diagnose {
 namespace {
 
 using testing_support::read_json;
-using testing_support::ScratchDir;
+using testing_support::TempDir;
 
 std::vector<std::string> load_errors(const std::string& yaml) {
   Diagnostics diagnostics("wf.yaml");
@@ -21,7 +21,7 @@ std::vector<std::string> load_errors(const std::string& yaml) {
   return messages;
 }
 
-Workflow load(const ScratchDir& dir, const std::string& yaml) {
+Workflow load(const TempDir& dir, const std::string& yaml) {
   std::string path = dir / "wf.yaml";
   testing_support::write_text(path, yaml);
   Diagnostics diagnostics(path);
@@ -44,7 +44,7 @@ steps:
 )yaml";
 
 TEST(PluginRun, ScriptRunsThroughThePluginWithItsSpec) {
-  ScratchDir dir;
+  TempDir dir;
   Workflow workflow = load(dir, kWorkflow);
   State state;
   StepContext context(workflow, workflow.steps[0], state, dir / "run", nullptr);
@@ -89,21 +89,21 @@ timeout: 30
 }
 
 TEST(PluginRun, ModelDefaultsWithoutSide) {
-  ScratchDir dir;
+  TempDir dir;
   Workflow workflow = load(dir, "model: {script: m.py}\nsteps: [{id: a, kind: run, argv: [true]}]\n");
   State state;
   StepContext context(workflow, workflow.steps[0], state, dir / "run", nullptr);
   nlohmann::json spec = side_spec(context, YAML::Node(), nlohmann::json::object());
   EXPECT_EQ(spec, (nlohmann::json{{"backend", "inductor"}, {"device", "cpu"}}));
   unsetenv("DIAGNOSE_PYTHON");
-  EXPECT_EQ(plugin_python(context), "python3");
+  EXPECT_EQ(context.model_python(), "python3");
   setenv("DIAGNOSE_PYTHON", "/venv/python", 1);
-  EXPECT_EQ(plugin_python(context), "/venv/python");
+  EXPECT_EQ(context.model_python(), "/venv/python");
   unsetenv("DIAGNOSE_PYTHON");
 }
 
 TEST(PluginRun, ModelWithoutScriptIsAClearError) {
-  ScratchDir dir;
+  TempDir dir;
   Workflow workflow = load(dir, "model: {argv: [python, m.py]}\nsteps: [{id: a, kind: run}]\n");
   State state;
   StepContext context(workflow, workflow.steps[0], state, dir / "run", nullptr);
@@ -133,7 +133,7 @@ TEST(PluginRun, ModelSectionErrors) {
 }
 
 TEST(WorkflowExtends, TheBaseWithThisFilesTopLevelKeys) {
-  ScratchDir dir;
+  TempDir dir;
   testing_support::write_text(dir / "base/flow.yaml", "name: base\nmodel: {argv: [python, m.py]}\ndefaults: {slots: 2}\n"
                                                        "steps:\n  - {id: a, kind: run}\n  - {id: b, kind: run}\n");
   Workflow workflow = load(dir, "extends: base/flow.yaml\nmodel: {script: mine.py, backend: aot_eager}\n");
@@ -147,7 +147,7 @@ TEST(WorkflowExtends, TheBaseWithThisFilesTopLevelKeys) {
 }
 
 TEST(WorkflowExtends, ErrorsNameTheBaseFile) {
-  ScratchDir dir;
+  TempDir dir;
   testing_support::write_text(dir / "base.yaml", "model: {argv: [python]}\nsteps:\n  - {id: a, kind: runn}\n");
   std::string path = dir / "wf.yaml";
   testing_support::write_text(path, "name: x\nextends: base.yaml\n");

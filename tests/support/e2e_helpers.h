@@ -17,21 +17,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/files.h"
+
 namespace diagnose::testing_support {
 
 namespace fs = boost::filesystem;
-
-inline std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
-inline void write_text(const std::string& path, const std::string& text) {
-  fs::create_directories(fs::path(path).parent_path());
-  std::ofstream(path, std::ios::binary) << text;
-}
 
 inline nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(read_text(path)); }
 
@@ -41,26 +31,8 @@ inline std::string python() {
 }
 
 inline std::string script(const std::string& name) {
-  return std::string(DIAGNOSE_SOURCE_DIR) + "/tests/orchestrator/scripts/" + name;
+  return std::string(DIAGNOSE_SOURCE_DIR) + "/tests/support/scripts/" + name;
 }
-
-// A fresh directory under the system's temporary directory, removed afterwards.
-class ScratchDir {
- public:
-  ScratchDir() {
-    path_ = (fs::temp_directory_path() / fs::unique_path("diagnose-test-%%%%-%%%%-%%%%")).string();
-    fs::create_directories(path_);
-  }
-  ~ScratchDir() {
-    boost::system::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
 
 // The diagnose binary, started in `cwd` with stdout/stderr captured to files.
 class DiagnoseProcess {

@@ -6,7 +6,7 @@
 #include <random>
 #include <set>
 
-#include "orchestrator/bisector.h"
+#include "orchestrator/bisect/bisector.h"
 
 using namespace diagnose::bisect;
 

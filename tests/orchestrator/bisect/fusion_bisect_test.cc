@@ -5,8 +5,8 @@
 
 #include <set>
 
-#include "orchestrator/trial_oracle.h"
-#include "tests/orchestrator/e2e_helpers.h"
+#include "orchestrator/bisect/trial_oracle.h"
+#include "tests/support/e2e_helpers.h"
 
 namespace diagnose {
 namespace {
@@ -36,7 +36,7 @@ std::vector<std::string> lines_of(const std::string& text) {
 }
 
 // Runs the stand-in once with `switch_file`; its exit status.
-int standin_exit(const ScratchDir& dir, const std::string& switch_file, const std::string& faults) {
+int standin_exit(const TempDir& dir, const std::string& switch_file, const std::string& faults) {
   std::string command = python() + " " + script("fusion_standin.py") + " --switch-file " + switch_file +
                         " --faults " + faults + " > /dev/null 2>&1";
   int status = std::system(("cd " + dir.path() + " && " + command).c_str());
@@ -58,7 +58,7 @@ TEST(TrialOracle, RulesSelectedByGlobs) {
 }
 
 TEST(TrialOracle, FiredRulesFromFusionResultOrPluginStatus) {
-  ScratchDir dir;
+  TempDir dir;
   write_text(dir / "fusion_result.json",
              R"({"session_and_graph_id_0_0": {"graph_fusion": {"A": {"effect_times": "2", "match_times": "2"},
                  "B": {"effect_times": "0", "match_times": "1"}}, "ub_fusion": {"U": {"effect_times": "1"}}}})");
@@ -73,7 +73,7 @@ TEST(TrialOracle, FiredRulesFromFusionResultOrPluginStatus) {
 }
 
 TEST(BisectCommand, FindsTheWrongRuleAndItsSwitchFileFixesTheCommand) {
-  ScratchDir dir;
+  TempDir dir;
   Finished r = run_diagnose(bisect_args("out", {}, standin({"--faults", "wrong:SoftmaxFusionPass"})), dir.path());
   ASSERT_EQ(r.code, 1) << r.out << r.err;
   nlohmann::json result = read_json(dir / "out/bisection.json");
@@ -95,7 +95,7 @@ TEST(BisectCommand, FindsTheWrongRuleAndItsSwitchFileFixesTheCommand) {
 }
 
 TEST(BisectCommand, FindsAPairThatIsWrongOnlyTogether) {
-  ScratchDir dir;
+  TempDir dir;
   Finished r = run_diagnose(
       bisect_args("out", {"--switch-env", "STANDIN_SWITCH_FILE"},
                   {"--", python(), script("fusion_standin.py"), "--faults", "pair:LayerNormFusionPass+PadConv2dFusionPass"}),
@@ -109,7 +109,7 @@ TEST(BisectCommand, FindsAPairThatIsWrongOnlyTogether) {
 }
 
 TEST(BisectCommand, CrashingRuleIsFoundWhenCrashesCountAsFailures) {
-  ScratchDir dir;
+  TempDir dir;
   Finished r = run_diagnose(bisect_args("out", {"--crash-is-failure", "--rules", "GeluFusionPass,SoftmaxFusionPass",
                                                 "--rules", "TbeEltwiseFusionPass,PadConv2dFusionPass"},
                                         standin({"--faults", "crash:TbeEltwiseFusionPass"})),
@@ -129,7 +129,7 @@ TEST(BisectCommand, CrashingRuleIsFoundWhenCrashesCountAsFailures) {
 }
 
 TEST(BisectCommand, ARuleThatDoesNotSwitchOffMakesItsTrialsInvalid) {
-  ScratchDir dir;
+  TempDir dir;
   Finished r = run_diagnose(bisect_args("out", {}, standin({"--faults", "wrong:GeluFusionPass,sticky:GeluFusionPass"})),
                             dir.path());
   nlohmann::json result = read_json(dir / "out/bisection.json");
@@ -143,7 +143,7 @@ TEST(BisectCommand, ARuleThatDoesNotSwitchOffMakesItsTrialsInvalid) {
 }
 
 TEST(BisectCommand, JudgesByComparingDumpsWithAGolden) {
-  ScratchDir dir;
+  TempDir dir;
   ASSERT_EQ(std::system(("cd " + dir.path() + " && " + python() + " " + script("fusion_standin.py") +
                          " --faults '' --dump golden > /dev/null")
                             .c_str()),
@@ -165,7 +165,7 @@ TEST(BisectCommand, JudgesByComparingDumpsWithAGolden) {
 }
 
 TEST(BisectCommand, KilledAndResumedRunsNoCompletedTrialAgain) {
-  ScratchDir dir;
+  TempDir dir;
   std::vector<std::string> args =
       bisect_args("out", {}, standin({"--faults", "wrong:PadConv2dFusionPass", "--sleep", "0.3", "--log", dir / "runs.log"}));
   std::set<std::string> logged_before;
@@ -203,7 +203,7 @@ TEST(BisectCommand, KilledAndResumedRunsNoCompletedTrialAgain) {
 }
 
 TEST(BisectCommand, BadInvocationsExitTwoWithAReason) {
-  ScratchDir dir;
+  TempDir dir;
   Finished no_knob = run_diagnose({"bisect", "-o", "out", "--rules", "A", "--", python(), "-c", "pass"}, dir.path());
   EXPECT_EQ(no_knob.code, 2);
   EXPECT_NE(no_knob.err.find("${switch_file}"), std::string::npos) << no_knob.err;
@@ -230,7 +230,7 @@ std::string step_workflow(const std::string& faults, const std::string& extra = 
 }
 
 TEST(FusionBisectStep, VerdictNamesTheCulpritWithWorkaroundTableAndReplays) {
-  ScratchDir dir;
+  TempDir dir;
   write_text(dir / "wf.yaml", step_workflow("wrong:GeluFusionPass", "    exclude: [\"Tbe*\"]\n"));
   Finished v = run_diagnose({"validate", "wf.yaml"}, dir.path());
   ASSERT_EQ(v.code, 0) << v.out << v.err;
@@ -261,7 +261,7 @@ TEST(FusionBisectStep, VerdictNamesTheCulpritWithWorkaroundTableAndReplays) {
 }
 
 // Runs step_workflow(faults, step_keys), which must exit 0; returns its step's record.
-nlohmann::json step_of_passing_run(const ScratchDir& dir, const std::string& faults, const std::string& step_keys) {
+nlohmann::json step_of_passing_run(const TempDir& dir, const std::string& faults, const std::string& step_keys) {
   write_text(dir / "wf.yaml", step_workflow(faults, step_keys));
   Finished r = run_diagnose({"wf.yaml"}, dir.path());
   EXPECT_EQ(r.code, 0) << r.out << r.err;
@@ -269,7 +269,7 @@ nlohmann::json step_of_passing_run(const ScratchDir& dir, const std::string& fau
 }
 
 TEST(FusionBisectStep, NoFusionDependenceIsAPassSayingSo) {
-  ScratchDir dir;
+  TempDir dir;
   nlohmann::json step = step_of_passing_run(dir, "", "    candidates: [GeluFusionPass, SoftmaxFusionPass]\n");
   EXPECT_EQ(step["status"], "pass");
   EXPECT_EQ(step["metrics"]["conclusion"], "no_failure");
@@ -278,7 +278,7 @@ TEST(FusionBisectStep, NoFusionDependenceIsAPassSayingSo) {
 // A backend with no fusion rules writes no report: the failure cannot be a rule's, and the
 // flowchart's verdict comes from the other steps.
 TEST(FusionBisectStep, NoRuleFiredIsNotAFusionProblem) {
-  ScratchDir dir;
+  TempDir dir;
   nlohmann::json step = step_of_passing_run(dir, "wrong:GeluFusionPass", "    fired_report: never_written.json\n");
   EXPECT_EQ(step["status"], "pass");
   EXPECT_EQ(step["metrics"]["conclusion"], "not_fusion");
@@ -287,7 +287,7 @@ TEST(FusionBisectStep, NoRuleFiredIsNotAFusionProblem) {
 }
 
 TEST(FusionBisectStep, CtrlCThenResumeReplaysTheFinishedTrials) {
-  ScratchDir dir;
+  TempDir dir;
   write_text(dir / "wf.yaml", step_workflow("wrong:SoftmaxFusionPass", "    baseline_repeats: 0\n"));
   std::string log_path;
   {

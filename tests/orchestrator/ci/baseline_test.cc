@@ -5,9 +5,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "orchestrator/baseline.h"
-#include "orchestrator/state.h"
-#include "tests/orchestrator/e2e_helpers.h"
+#include "orchestrator/ci/baseline.h"
+#include "orchestrator/engine/state.h"
+#include "tests/support/e2e_helpers.h"
 
 namespace diagnose {
 namespace {
@@ -25,7 +25,7 @@ void make_plugin_run(const std::string& dir, const std::string& tensor_bytes) {
 }
 
 TEST(Baseline, SavesOutputsDumpAndMetadataAndLoadsThemVerified) {
-  ScratchDir dir;
+  TempDir dir;
   make_plugin_run(dir / "run", "tensor-v1");
   Baseline saved = save_baseline({dir / "run", "", "1.0"}, dir / "baseline", false);
   EXPECT_EQ(saved.metadata["model_version"], "1.0");
@@ -44,7 +44,7 @@ TEST(Baseline, SavesOutputsDumpAndMetadataAndLoadsThemVerified) {
 }
 
 TEST(Baseline, RefusesToOverwriteUnlessForced) {
-  ScratchDir dir;
+  TempDir dir;
   make_plugin_run(dir / "old", "old");
   make_plugin_run(dir / "new", "new");
   save_baseline({dir / "old", "", "1.0"}, dir / "baseline", false);
@@ -65,7 +65,7 @@ TEST(Baseline, RefusesToOverwriteUnlessForced) {
 }
 
 TEST(Baseline, TakesThePluginRunOutOfARunDirectory) {
-  ScratchDir dir;
+  TempDir dir;
   std::string run_dir = dir / "runs/20261129-000000-ci";
   make_plugin_run(run_dir + "/steps/gate/target", "from-gate");
   State state;
@@ -91,7 +91,7 @@ TEST(Baseline, TakesThePluginRunOutOfARunDirectory) {
 // CI jobs racing to record the same baseline: exactly one wins, the others are refused, and
 // what is there afterwards is one whole baseline.
 TEST(Baseline, ParallelSaversLeaveOneWholeBaseline) {
-  ScratchDir dir;
+  TempDir dir;
   const int savers = 5;
   for (int i = 0; i < savers; ++i) make_plugin_run(dir / ("run" + std::to_string(i)), std::string(200000, 'a' + i));
   std::vector<pid_t> children;
@@ -136,7 +136,7 @@ void expect_rejected(const std::string& dir, const std::string& words) {
 }
 
 TEST(Baseline, DamagedBaselinesAreRejectedWithTheReason) {
-  ScratchDir dir;
+  TempDir dir;
   make_plugin_run(dir / "run", "0123456789");
   expect_rejected(dir / "absent", "no such directory");
   expect_rejected(dir / "run", "not a baseline (no baseline.json)");

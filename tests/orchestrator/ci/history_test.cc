@@ -6,8 +6,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "orchestrator/history.h"
-#include "tests/orchestrator/e2e_helpers.h"
+#include "orchestrator/ci/history.h"
+#include "tests/support/e2e_helpers.h"
 
 namespace diagnose {
 namespace {
@@ -55,7 +55,7 @@ std::string integrity(const std::string& path) {
 }
 
 TEST(History, RecordsRunsAndOutputsAndGivesTheTrendOldestFirst) {
-  ScratchDir dir;
+  TempDir dir;
   std::string db = history_path(dir.path());
   {
     History h(db);
@@ -121,7 +121,7 @@ TEST(History, SummaryOfARunTakesTheGateMetrics) {
 // Parallel CI jobs sharing one output directory: separate processes, each opening the database
 // and recording runs at the same time. Every run must land, whole, in a sound database.
 TEST(History, ParallelWriterProcessesLoseNothing) {
-  ScratchDir dir;
+  TempDir dir;
   std::string db = history_path(dir.path());
   const int writers = 6, runs_each = 20;
   std::vector<pid_t> children;
@@ -157,7 +157,7 @@ TEST(History, ParallelWriterProcessesLoseNothing) {
 }
 
 TEST(History, AFileThatIsNotADatabaseIsAClearError) {
-  ScratchDir dir;
+  TempDir dir;
   std::string db = dir / "history.sqlite";
   write_text(db, std::string(4096, 'x') + "this is a log file, not SQLite\n");
   try {
@@ -174,7 +174,7 @@ TEST(History, AFileThatIsNotADatabaseIsAClearError) {
 }
 
 TEST(History, ADamagedHeaderIsAClearError) {
-  ScratchDir dir;
+  TempDir dir;
   std::string db = history_path(dir.path());
   {
     History h(db);
@@ -201,7 +201,7 @@ TEST(History, ADamagedHeaderIsAClearError) {
 }
 
 TEST(History, ANewerSchemaIsRefused) {
-  ScratchDir dir;
+  TempDir dir;
   std::string db = history_path(dir.path());
   { History h(db); }
   sqlite3* raw = nullptr;

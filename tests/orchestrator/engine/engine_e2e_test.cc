@@ -5,7 +5,7 @@
 #include <boost/property_tree/ptree.hpp>
 #include <boost/property_tree/xml_parser.hpp>
 
-#include "tests/orchestrator/e2e_helpers.h"
+#include "tests/support/e2e_helpers.h"
 
 namespace diagnose {
 namespace {
@@ -45,7 +45,7 @@ std::string eager_graph_compare(const std::string& perturb_args) {
 }
 
 TEST(EndToEnd, PassingFlowExitsZeroWithNoProblem) {
-  ScratchDir dir;
+  TempDir dir;
   write_text(dir / "wf.yaml", "name: clean\n" + eager_graph_compare("--mode, graph"));
   Finished r = run_diagnose({"wf.yaml"}, dir.path());
   ASSERT_EQ(r.code, 0) << r.out << r.err;
@@ -75,7 +75,7 @@ TEST(EndToEnd, PassingFlowExitsZeroWithNoProblem) {
 }
 
 TEST(EndToEnd, FailingCompareProducesAVerdictNamingTheOp) {
-  ScratchDir dir;
+  TempDir dir;
   write_text(dir / "wf.yaml", eager_graph_compare("--perturb, relu"));
   Finished r = run_diagnose({"wf.yaml", "--quiet"}, dir.path());
   ASSERT_EQ(r.code, 1) << r.out << r.err;
@@ -105,7 +105,7 @@ TEST(EndToEnd, FailingCompareProducesAVerdictNamingTheOp) {
 }
 
 TEST(EndToEnd, StepSkippedByWhenIsSkippedEverywhere) {
-  ScratchDir dir;
+  TempDir dir;
   write_text(dir / "wf.yaml", model_yaml() + R"yaml(
 steps:
   - id: first
@@ -140,7 +140,7 @@ steps:
 }
 
 TEST(EndToEnd, CrashingModelExitsThreeWithItsLogTailInTheReport) {
-  ScratchDir dir;
+  TempDir dir;
   write_text(dir / "wf.yaml", R"yaml(
 model:
   argv: [sh, )yaml" + script("crash.sh") + R"yaml(]
@@ -165,7 +165,7 @@ steps:
 }
 
 TEST(EndToEnd, ModelFailingWithAnExceptionIsAnInfrastructureFailure) {
-  ScratchDir dir;
+  TempDir dir;
   write_text(dir / "wf.yaml", model_yaml() + R"yaml(
 steps:
   - id: model
@@ -182,7 +182,7 @@ steps:
 }
 
 TEST(EndToEnd, HangingModelIsKilledWithItsChildrenAtTheTimeout) {
-  ScratchDir dir;
+  TempDir dir;
   write_text(dir / "wf.yaml", R"yaml(
 model:
   argv: [sh, )yaml" + script("hang.sh") + R"yaml(, "${workflow_dir}/pids"]
@@ -236,7 +236,7 @@ steps:
 )yaml";
 
 TEST(EndToEnd, RunsOfAStepOverlapUpToTheSlots) {
-  ScratchDir dir;
+  TempDir dir;
   write_text(dir / "wf.yaml", model_yaml() + kTwoSlowRuns);
   Finished r = run_diagnose({"wf.yaml"}, dir.path());
   ASSERT_EQ(r.code, 0) << r.out << r.err;
@@ -247,7 +247,7 @@ TEST(EndToEnd, RunsOfAStepOverlapUpToTheSlots) {
   EXPECT_TRUE(fs::exists(only_run_dir(dir / "runs") + "/steps/both/a/dump/00_embedding.npy"));
   EXPECT_TRUE(fs::exists(only_run_dir(dir / "runs") + "/steps/both/b/stdout.log"));
 
-  ScratchDir sequential;
+  TempDir sequential;
   write_text(sequential / "wf.yaml", model_yaml() + kTwoSlowRuns);
   ASSERT_EQ(run_diagnose({"wf.yaml", "--slots", "1"}, sequential.path()).code, 0);
   auto one_slot = intervals(sequential / "times.log");
@@ -273,7 +273,7 @@ size_t count_lines(const std::string& text, const std::string& needle) {
 }
 
 TEST(EndToEnd, ResumeAfterAKilledEngineRerunsOnlyWhatWasMissing) {
-  ScratchDir dir;
+  TempDir dir;
   write_text(dir / "wf.yaml", resumable_workflow());
   {
     DiagnoseProcess engine({"wf.yaml"}, dir.path(), {{"SLOW_SECONDS", "60"}});
@@ -303,7 +303,7 @@ TEST(EndToEnd, ResumeAfterAKilledEngineRerunsOnlyWhatWasMissing) {
 }
 
 TEST(EndToEnd, CtrlCStopsTheChildrenAndLeavesAResumableState) {
-  ScratchDir dir;
+  TempDir dir;
   write_text(dir / "wf.yaml", resumable_workflow());
   DiagnoseProcess engine({"wf.yaml"}, dir.path(), {{"SLOW_SECONDS", "60"}});
   ASSERT_TRUE(wait_until([&] { return count_lines(read_text(dir / "times.log"), "slow start") == 1; }, 20));
@@ -324,7 +324,7 @@ TEST(EndToEnd, CtrlCStopsTheChildrenAndLeavesAResumableState) {
 }
 
 TEST(EndToEnd, SecondCtrlCKillsAChildThatIgnoresTheFirst) {
-  ScratchDir dir;
+  TempDir dir;
   write_text(dir / "wf.yaml", R"yaml(
 model:
   argv: [sh, )yaml" + script("hang.sh") + R"yaml(, "${workflow_dir}/pids"]
@@ -349,7 +349,7 @@ steps:
 }
 
 TEST(EndToEnd, CompareStepRunsBothSidesInParallel) {
-  ScratchDir dir;
+  TempDir dir;
   write_text(dir / "wf.yaml", model_yaml() + R"yaml(
 defaults:
   slots: 2
@@ -379,7 +379,7 @@ steps:
 }
 
 TEST(EndToEnd, ResumeRerunsAStepWhoseDefinitionChanged) {
-  ScratchDir dir;
+  TempDir dir;
   std::string first = model_yaml() + R"yaml(
 steps:
   - id: kept
@@ -409,7 +409,7 @@ steps:
 }
 
 TEST(EndToEnd, ReportCommandRendersTheReportsAgain) {
-  ScratchDir dir;
+  TempDir dir;
   write_text(dir / "wf.yaml", eager_graph_compare("--perturb, softmax"));
   ASSERT_EQ(run_diagnose({"wf.yaml", "-q"}, dir.path()).code, 1);
   std::string run_dir = only_run_dir(dir / "runs");
@@ -425,7 +425,7 @@ TEST(EndToEnd, ReportCommandRendersTheReportsAgain) {
 }
 
 TEST(EndToEnd, JsonLogFormatPrintsOneEventPerLine) {
-  ScratchDir dir;
+  TempDir dir;
   write_text(dir / "wf.yaml", eager_graph_compare("--perturb, relu"));
   Finished r = run_diagnose({"wf.yaml", "--log-format", "json"}, dir.path());
   ASSERT_EQ(r.code, 1);
@@ -443,7 +443,7 @@ TEST(EndToEnd, JsonLogFormatPrintsOneEventPerLine) {
 }
 
 TEST(EndToEnd, VerboseTailsTheRunsOutputLive) {
-  ScratchDir dir;
+  TempDir dir;
   write_text(dir / "wf.yaml", model_yaml() + "steps:\n  - {id: one, kind: run, args: [--dump, \"${run.dump_dir}\"]}\n");
   Finished r = run_diagnose({"wf.yaml", "--verbose"}, dir.path());
   ASSERT_EQ(r.code, 0);
@@ -451,7 +451,7 @@ TEST(EndToEnd, VerboseTailsTheRunsOutputLive) {
 }
 
 TEST(EndToEnd, RetriesRestartACrashedRun) {
-  ScratchDir dir;
+  TempDir dir;
   write_text(dir / "wf.yaml", R"yaml(
 model:
   shell: 'if [ -e attempted ]; then echo second; else touch attempted; exit 9; fi'
@@ -467,7 +467,7 @@ steps:
 }
 
 TEST(EndToEnd, CheckExitCodeAndMissingOutputs) {
-  ScratchDir dir;
+  TempDir dir;
   write_text(dir / "wf.yaml", R"yaml(
 model:
   argv: [sh, -c, 'exit 1']
@@ -493,7 +493,7 @@ steps:
 }
 
 TEST(EndToEnd, ProgramNotFoundIsReportedNotCrashed) {
-  ScratchDir dir;
+  TempDir dir;
   write_text(dir / "wf.yaml", "model: {argv: [no-such-program-xyz]}\nsteps:\n  - {id: a, kind: run}\n");
   Finished r = run_diagnose({"wf.yaml"}, dir.path());
   EXPECT_EQ(r.code, 3);
@@ -503,7 +503,7 @@ TEST(EndToEnd, ProgramNotFoundIsReportedNotCrashed) {
 }
 
 TEST(EndToEnd, UsageErrorsExitTwo) {
-  ScratchDir dir;
+  TempDir dir;
   write_text(dir / "bad.yaml", "model: {argv: [python]}\nsteps:\n  - {id: a, kind: rnu}\n");
   Finished r = run_diagnose({"bad.yaml"}, dir.path());
   EXPECT_EQ(r.code, 2);

@@ -1,11 +1,11 @@
-#include "orchestrator/progress.h"
+#include "orchestrator/engine/progress.h"
 
 #include <gtest/gtest.h>
 
 #include <sstream>
 #include <thread>
 
-#include "orchestrator/subprocess.h"
+#include "orchestrator/exec/subprocess.h"
 
 namespace diagnose {
 namespace {

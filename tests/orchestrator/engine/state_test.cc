@@ -1,8 +1,8 @@
-#include "orchestrator/state.h"
+#include "orchestrator/engine/state.h"
 
 #include <gtest/gtest.h>
 
-#include "tests/orchestrator/e2e_helpers.h"
+#include "tests/support/e2e_helpers.h"
 
 namespace diagnose {
 namespace {
@@ -10,7 +10,7 @@ namespace {
 using namespace testing_support;
 
 TEST(State, RoundTripsThroughItsFile) {
-  ScratchDir dir;
+  TempDir dir;
   State state;
   state.workflow_name = "w";
   state.started = 100.5;
@@ -39,7 +39,7 @@ TEST(State, RoundTripsThroughItsFile) {
 }
 
 TEST(State, RejectsWhatItCannotRead) {
-  ScratchDir dir;
+  TempDir dir;
   EXPECT_THROW(load_state(dir / "missing.json"), std::runtime_error);
   write_text(dir / "garbage.json", "{not json");
   EXPECT_THROW(load_state(dir / "garbage.json"), std::runtime_error);
@@ -57,7 +57,7 @@ TEST(State, RejectsWhatItCannotRead) {
 }
 
 TEST(State, AtomicWriteReplacesWholeFiles) {
-  ScratchDir dir;
+  TempDir dir;
   write_file_atomically(dir / "f", std::string(100000, 'a'));
   write_file_atomically(dir / "f", "short");
   EXPECT_EQ(read_text(dir / "f"), "short");

@@ -1,4 +1,4 @@
-#include "orchestrator/verdict.h"
+#include "orchestrator/engine/verdict.h"
 
 #include <gtest/gtest.h>
 

@@ -4,9 +4,9 @@
 // real one-node cluster: tests/slurm (the "Slurm runner" stage of scripts/test.sh).
 #include <gtest/gtest.h>
 
-#include "orchestrator/slurm_runner.h"
-#include "orchestrator/workflow_loader.h"
-#include "tests/orchestrator/e2e_helpers.h"
+#include "orchestrator/exec/slurm_runner.h"
+#include "orchestrator/workflow/workflow_loader.h"
+#include "tests/support/e2e_helpers.h"
 
 namespace diagnose {
 namespace {
@@ -14,7 +14,7 @@ namespace {
 using namespace testing_support;
 
 TEST(SlurmBatchScript, ShellRunsExactlyTheRunsArgvAndEnvironment) {
-  ScratchDir dir;
+  TempDir dir;
   std::vector<std::string> awkward = {"plain",   "two words", "it's",    "\"double\"", "$HOME",  "`id`",
                                       "$(id)",   "a\nb",      "",        "--",         "*",      "back\\slash",
                                       "; rm -f x", "tab\there", "\xff\xfe", "%j"};
@@ -199,7 +199,7 @@ TEST(RunnerSection, StepKeysOverrideTheWorkflowAndTheCommandLineOverridesBoth) {
 
 // No Slurm on PATH: `diagnose validate --runner` and `diagnose run` say so before any work.
 TEST(RunnerSection, MissingSlurmCommandsAreReportedBeforeAnyWork) {
-  ScratchDir dir;
+  TempDir dir;
   write_text(dir / "wf.yaml", "model: {argv: [" + python() + ", -c, 'open(\"ran\", \"w\")']}\nrunner:\n  kind: slurm\n"
                                                            "steps: [{id: a, kind: run}]\n");
   std::vector<std::pair<std::string, std::string>> no_slurm = {{"PATH", "/nonexistent"}};

@@ -1,17 +1,17 @@
-#include "orchestrator/subprocess.h"
+#include "orchestrator/exec/subprocess.h"
 
 #include <gtest/gtest.h>
 
-#include "orchestrator/command_line.h"
-#include "orchestrator/interrupt.h"
-#include "tests/orchestrator/e2e_helpers.h"
+#include "orchestrator/exec/command_line.h"
+#include "orchestrator/exec/interrupt.h"
+#include "tests/support/e2e_helpers.h"
 
 namespace diagnose {
 namespace {
 
 using namespace testing_support;
 
-ProcessSpec spec_in(const ScratchDir& dir, std::vector<std::string> argv) {
+ProcessSpec spec_in(const TempDir& dir, std::vector<std::string> argv) {
   ProcessSpec spec;
   spec.argv = std::move(argv);
   spec.cwd = dir.path();
@@ -21,7 +21,7 @@ ProcessSpec spec_in(const ScratchDir& dir, std::vector<std::string> argv) {
 }
 
 TEST(Subprocess, RunsWithItsOwnDirectoryEnvironmentAndLogs) {
-  ScratchDir dir;
+  TempDir dir;
   ProcessSpec spec = spec_in(dir, {"sh", "-c", "pwd; echo \"$GREETING\"; echo oops >&2; exit 7"});
   spec.env["GREETING"] = "hello; $(not expanded)";
   ProcessOutcome o = run_process(spec);
@@ -34,14 +34,14 @@ TEST(Subprocess, RunsWithItsOwnDirectoryEnvironmentAndLogs) {
 }
 
 TEST(Subprocess, ArgumentsAreNotInterpretedByAShell) {
-  ScratchDir dir;
+  TempDir dir;
   ProcessOutcome o = run_process(spec_in(dir, {"echo", "a b", "$HOME", "; rm -rf /", "*"}));
   EXPECT_EQ(o.status, RunStatus::Succeeded);
   EXPECT_EQ(read_text(dir / "out.log"), "a b $HOME ; rm -rf / *\n");
 }
 
 TEST(Subprocess, RecordsTheSignalThatKilledIt) {
-  ScratchDir dir;
+  TempDir dir;
   ProcessOutcome o = run_process(spec_in(dir, {"sh", "-c", "kill -ABRT $$"}));
   EXPECT_EQ(o.status, RunStatus::Crashed);
   EXPECT_EQ(o.signal, SIGABRT);
@@ -49,7 +49,7 @@ TEST(Subprocess, RecordsTheSignalThatKilledIt) {
 }
 
 TEST(Subprocess, TimeoutKillsTheWholeGroup) {
-  ScratchDir dir;
+  TempDir dir;
   ProcessSpec spec = spec_in(dir, {"sh", "-c", "sleep 100 & echo $! > child.pid; sleep 100"});
   spec.timeout_s = 0.5;
   spec.kill_grace_s = 1;
@@ -63,7 +63,7 @@ TEST(Subprocess, TimeoutKillsTheWholeGroup) {
 }
 
 TEST(Subprocess, ChildrenLeftBehindByANormalExitAreKilled) {
-  ScratchDir dir;
+  TempDir dir;
   ProcessOutcome o = run_process(spec_in(dir, {"sh", "-c", "sleep 100 >/dev/null 2>&1 & echo $! > child.pid"}));
   EXPECT_EQ(o.status, RunStatus::Succeeded);
   pid_t child = std::stoi(read_text(dir / "child.pid"));
@@ -71,7 +71,7 @@ TEST(Subprocess, ChildrenLeftBehindByANormalExitAreKilled) {
 }
 
 TEST(Subprocess, InterruptStopsTheRun) {
-  ScratchDir dir;
+  TempDir dir;
   reset_interrupts();
   std::thread interrupter([] {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -85,7 +85,7 @@ TEST(Subprocess, InterruptStopsTheRun) {
 }
 
 TEST(Subprocess, ProblemsBeforeStartAreReportedNotThrown) {
-  ScratchDir dir;
+  TempDir dir;
   EXPECT_EQ(run_process(spec_in(dir, {"definitely-not-a-program"})).error,
             "program 'definitely-not-a-program' not found on PATH");
   ProcessSpec missing_dir = spec_in(dir, {"true"});
@@ -97,7 +97,7 @@ TEST(Subprocess, ProblemsBeforeStartAreReportedNotThrown) {
 }
 
 TEST(Subprocess, LiveOutputArrivesWhileTheProcessRuns) {
-  ScratchDir dir;
+  TempDir dir;
   std::vector<std::string> lines;
   double first_line_at = 0;
   ProcessOutcome o = run_process(spec_in(dir, {"sh", "-c", "echo one; sleep 2; echo two >&2; sleep 0.3; printf three"}),
@@ -111,7 +111,7 @@ TEST(Subprocess, LiveOutputArrivesWhileTheProcessRuns) {
 }
 
 TEST(Subprocess, LogTailKeepsTheLastLines) {
-  ScratchDir dir;
+  TempDir dir;
   std::string text;
   for (int i = 1; i <= 30; ++i) text += "line " + std::to_string(i) + "\n";
   write_text(dir / "log", text);

@@ -7,11 +7,11 @@
 
 #include "compare/compare.h"
 #include "compare/report.h"
-#include "orchestrator/bisector.h"
-#include "orchestrator/history.h"
-#include "orchestrator/report_html.h"
-#include "orchestrator/svg_plot.h"
-#include "tests/orchestrator/e2e_helpers.h"
+#include "orchestrator/bisect/bisector.h"
+#include "orchestrator/ci/history.h"
+#include "orchestrator/report/report_html.h"
+#include "orchestrator/report/svg_plot.h"
+#include "tests/support/e2e_helpers.h"
 
 namespace diagnose {
 namespace {
@@ -61,7 +61,7 @@ class ReportHtml : public testing::Test {
     return s;
   }
 
-  ScratchDir scratch_;
+  TempDir scratch_;
   std::string run_dir_;
   State state_;
 };

@@ -6,10 +6,10 @@
 #include <boost/property_tree/ptree.hpp>
 #include <boost/property_tree/xml_parser.hpp>
 
-#include "orchestrator/junit.h"
-#include "orchestrator/run_dir.h"
-#include "tests/orchestrator/e2e_helpers.h"
-#include "tests/orchestrator/json_schema_check.h"
+#include "orchestrator/report/junit.h"
+#include "orchestrator/engine/run_dir.h"
+#include "tests/support/e2e_helpers.h"
+#include "tests/support/json_schema_check.h"
 
 namespace diagnose {
 namespace {
@@ -47,18 +47,18 @@ steps:
 class Reports : public testing::Test {
  protected:
   static void SetUpTestSuite() {
-    scratch_ = new ScratchDir;
+    scratch_ = new TempDir;
     write_text(*scratch_ / "wf.yaml", mixed_workflow());
     Finished r = run_diagnose({"wf.yaml", "-q"}, scratch_->path());
     exit_code_ = r.code;
     run_dir_ = only_run_dir(*scratch_ / "runs");
   }
   static void TearDownTestSuite() { delete scratch_; }
-  static ScratchDir* scratch_;
+  static TempDir* scratch_;
   static std::string run_dir_;
   static int exit_code_;
 };
-ScratchDir* Reports::scratch_ = nullptr;
+TempDir* Reports::scratch_ = nullptr;
 std::string Reports::run_dir_;
 int Reports::exit_code_ = -1;
 
@@ -91,7 +91,7 @@ TEST_F(Reports, SchemaCheckerRejectsDrift) {
 }
 
 TEST_F(Reports, InterruptedRunReportAlsoValidates) {
-  ScratchDir dir;
+  TempDir dir;
   write_text(dir / "wf.yaml", "model: {argv: [sleep, \"30\"]}\nsteps:\n  - {id: slow, kind: run}\n");
   DiagnoseProcess engine({"wf.yaml"}, dir.path());
   ASSERT_TRUE(wait_until([&] {

@@ -1,8 +1,8 @@
-#include "orchestrator/condition.h"
+#include "orchestrator/workflow/condition.h"
 
 #include <gtest/gtest.h>
 
-#include "orchestrator/template.h"
+#include "orchestrator/workflow/template.h"
 
 namespace diagnose {
 namespace {

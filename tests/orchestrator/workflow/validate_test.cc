@@ -1,7 +1,7 @@
 // `diagnose validate`: malformed workflows, each with its exact message and position.
 #include <gtest/gtest.h>
 
-#include "orchestrator/workflow_loader.h"
+#include "orchestrator/workflow/workflow_loader.h"
 
 namespace diagnose {
 namespace {
