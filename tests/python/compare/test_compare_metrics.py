@@ -25,14 +25,20 @@ EDGE_CASES = {
 }
 
 
+def _save_pairs(root, cases: dict) -> None:
+    """Saves each (golden, mine) pair as root/g/NAME.npy and root/m/NAME.npy."""
+    for side in ("g", "m"):
+        (root / side).mkdir()
+    for name, (golden, mine) in cases.items():
+        np.save(root / "g" / f"{name}.npy", golden)
+        np.save(root / "m" / f"{name}.npy", mine)
+
+
 @pytest.fixture(scope="module")
 def edge_run(diagnose_bin, tmp_path_factory):
     root = tmp_path_factory.mktemp("edges")
-    for side in ("g", "m"):
-        (root / side).mkdir()
-    for name, (g, m) in EDGE_CASES.items():
-        np.save(root / "g" / f"{name}.npy", np.array(g, np.float32))
-        np.save(root / "m" / f"{name}.npy", np.array(m, np.float32))
+    _save_pairs(root, {name: (np.array(g, np.float32), np.array(m, np.float32))
+                       for name, (g, m) in EDGE_CASES.items()})
     return run_compare(diagnose_bin, root / "g", root / "m", root / "out")
 
 
@@ -57,9 +63,7 @@ def large_pair(tmp_path_factory):
         g[-7] = 30
         m = (g.astype(np.float64) * (1 + 1e-3 * rng.standard_normal(n)) + 1e-3 * rng.standard_normal(n)).astype(dtype)
         arrays[name] = (g, m)
-        for side, a in (("g", g), ("m", m)):
-            (root / side).mkdir(exist_ok=True)
-            np.save(root / side / f"{name}.npy", a)
+    _save_pairs(root, arrays)
     return root, arrays
 
 
@@ -133,11 +137,7 @@ def _use_kernels(monkeypatch, kernels: str) -> None:
 def _compare_cases(diagnose_bin, tmp_path, cases: dict, target_short: str, *extra) -> list[str]:
     """Saves each (golden, mine) pair as npy files, compares the two directories, and returns
     every metric that differs from the float64 reference."""
-    for side in ("g", "m"):
-        (tmp_path / side).mkdir()
-    for name, (golden, mine) in cases.items():
-        np.save(tmp_path / "g" / f"{name}.npy", golden)
-        np.save(tmp_path / "m" / f"{name}.npy", mine)
+    _save_pairs(tmp_path, cases)
     run = run_compare(diagnose_bin, tmp_path / "g", tmp_path / "m", tmp_path / "out", *extra)
     assert run.result is not None, run.describe()
     problems = []
@@ -245,11 +245,7 @@ SWEEP = _sweep_cases()
 @pytest.fixture(scope="module")
 def sweep_run(diagnose_bin, tmp_path_factory):
     root = tmp_path_factory.mktemp("sweep")
-    for side in ("g", "m"):
-        (root / side).mkdir()
-    for name, (g, m) in SWEEP.items():
-        np.save(root / "g" / f"{name}.npy", g)
-        np.save(root / "m" / f"{name}.npy", m)
+    _save_pairs(root, SWEEP)
     return run_compare(diagnose_bin, root / "g", root / "m", root / "out", timeout=120)
 
 
