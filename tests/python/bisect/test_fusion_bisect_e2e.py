@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from fixtures.workflow_run import run_workflow
+
 REPO = Path(__file__).resolve().parents[3]
 EXAMPLE = REPO / "examples" / "fusion_rules" / "model.py"
 BF16_MODEL = Path(__file__).resolve().parent / "bf16_shift_model.py"
@@ -48,16 +50,6 @@ def workflow(script: Path, backend: str, step: dict) -> str:
            "steps": [dict({"id": "fusion", "kind": "fusion_bisect", "confirmations": 1,
                            "baseline_repeats": 0}, **step)]}
     return json.dumps(doc, indent=1)  # JSON is YAML
-
-
-def run_workflow(diagnose_bin: Path, where: Path, text: str, env: dict) -> tuple[subprocess.CompletedProcess, Path]:
-    where.mkdir(parents=True)
-    (where / "wf.yaml").write_text(text)
-    done = subprocess.run([str(diagnose_bin), "wf.yaml", "-q"], cwd=where, env=env, capture_output=True,
-                          text=True, timeout=900)
-    runs = [p for p in (where / "runs").iterdir() if p.is_dir()]
-    assert len(runs) == 1, done.stderr
-    return done, runs[0]
 
 
 def rerun_with(spec: dict, script: Path, out: Path, env: dict) -> Path:
@@ -90,16 +82,16 @@ def results(diagnose_bin, env, tmp_path_factory):
     def example(name):
         faults, extra, _ = SCENARIOS[name]
         step = dict({"target": {"env": {"FUSION_EXAMPLE_FAULTS": faults}}}, **extra)
-        return run_workflow(diagnose_bin, root / name, workflow(EXAMPLE, "fusion_backend:backend", step), env)
+        return run_workflow(diagnose_bin, root / name, workflow(EXAMPLE, "fusion_backend:backend", step), env, timeout=900)
 
     def inductor():
-        return run_workflow(diagnose_bin, root / "inductor", workflow(BF16_MODEL, "inductor", {}), env)
+        return run_workflow(diagnose_bin, root / "inductor", workflow(BF16_MODEL, "inductor", {}), env, timeout=900)
 
     def judge_ops():
         # The example backend is not built on Inductor: its compiled-level dump has the final
         # outputs only, so the judged ops exist on the golden side alone.
         step = {"target": {"env": {"FUSION_EXAMPLE_FAULTS": "wrong:LayerNormFusionPass"}}, "judge_ops": ["mean"]}
-        return run_workflow(diagnose_bin, root / "judge_ops", workflow(EXAMPLE, "fusion_backend:backend", step), env)
+        return run_workflow(diagnose_bin, root / "judge_ops", workflow(EXAMPLE, "fusion_backend:backend", step), env, timeout=900)
 
     jobs = {name: (lambda n=name: example(n)) for name in SCENARIOS}
     jobs["inductor"] = inductor

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.chromium import dump_dom, elements, find, layout_facts, print_pdf, screenshot
+from fixtures.workflow_run import run_workflow
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = ROOT / "examples" / "dumps"
@@ -27,16 +28,6 @@ def results_dir() -> Path:
     return Path(os.environ.get("DIAGNOSE_TEST_RESULTS", ROOT / "build" / "test-results")) / "report"
 
 
-def run_workflow(diagnose_bin: Path, directory: Path, text: str) -> tuple[int, Path]:
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / "wf.yaml").write_text(text)
-    done = subprocess.run([str(diagnose_bin), "wf.yaml", "-q"], cwd=directory, capture_output=True, text=True,
-                          timeout=120)
-    runs = [p for p in (directory / "runs").iterdir() if p.is_dir()]
-    assert len(runs) == 1, done.stderr
-    return done.returncode, runs[0]
-
-
 def check_links(run_dir: Path, dom_elements) -> None:
     """Every link is relative and points at a file the run left."""
     hrefs = [e.attrs["href"] for e in find(dom_elements, "a") if not e.attrs.get("href", "#").startswith("#")]
@@ -48,7 +39,7 @@ def check_links(run_dir: Path, dom_elements) -> None:
 
 @pytest.fixture(scope="module")
 def passing_run(diagnose_bin, tmp_path_factory):
-    code, run_dir = run_workflow(diagnose_bin, tmp_path_factory.mktemp("pass"), f"""
+    done, run_dir = run_workflow(diagnose_bin, tmp_path_factory.mktemp("pass"), f"""
 name: report-pass
 model:
   argv: [{sys.executable}, -c, "print('the model ran')"]
@@ -60,13 +51,13 @@ steps:
     golden: {EXAMPLES / 'fx'}
     target: {EXAMPLES / 'fx'}
 """)
-    assert code == 0
+    assert done.returncode == 0, done.stderr
     return run_dir
 
 
 @pytest.fixture(scope="module")
 def defect_run(diagnose_bin, tmp_path_factory):
-    code, run_dir = run_workflow(diagnose_bin, tmp_path_factory.mktemp("defect"), f"""
+    done, run_dir = run_workflow(diagnose_bin, tmp_path_factory.mktemp("defect"), f"""
 name: report-defect
 model:
   argv: [{sys.executable}, -c, "pass"]
@@ -90,7 +81,7 @@ steps:
     when: steps.compare.status == pass
     fail_if: steps.compare.failed > 0
 """)
-    assert code == 1
+    assert done.returncode == 1, done.stderr
     return run_dir
 
 
