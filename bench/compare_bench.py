@@ -12,6 +12,7 @@ getrusage(RUSAGE_CHILDREN) where /usr/bin/time is missing.
 The files are read once before timing, so every tool reads them from the page cache; the
 plain pass therefore measures this machine's memory-bound limit, not the disk.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,14 +32,21 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 # Realistic LLM weight / activation shapes, cycled until the size target is reached.
-SHAPES = [((4096, 11008), "fp32"), ((32000, 4096), "fp16"), ((11008, 4096), "bf16"),
-          ((4096, 11008), "fp16"), ((4096, 4096), "fp32"), ((8, 4096, 4096), "fp16")]
+SHAPES = [
+    ((4096, 11008), "fp32"),
+    ((32000, 4096), "fp16"),
+    ((11008, 4096), "bf16"),
+    ((4096, 11008), "fp16"),
+    ((4096, 4096), "fp32"),
+    ((8, 4096, 4096), "fp16"),
+]
 TORCH_NAMES = {"fp32": "torch.float32", "fp16": "torch.float16", "bf16": "torch.bfloat16"}
 RSS_LIMIT_MB = 256
 REPEATS = 5  # the fast tools run this many times, taking turns; the best wall time counts (numpy runs once)
 
 
 # ---- data -----------------------------------------------------------------------------------
+
 
 def _bf16_bits(x: np.ndarray) -> np.ndarray:
     """float32 -> bf16 raw bits, round to nearest even (how the project's dump stores bf16)."""
@@ -50,8 +58,9 @@ def _write_npy_streaming(path: Path, shape, dtype, fill) -> None:
     """Writes an .npy of `shape` chunk by chunk; fill(start, count) returns float32 values."""
     total = int(np.prod(shape))
     with open(path, "wb") as f:
-        np.lib.format.write_array_header_1_0(f, {"descr": np.dtype(dtype).str, "fortran_order": False,
-                                                 "shape": tuple(shape)})
+        np.lib.format.write_array_header_1_0(
+            f, {"descr": np.dtype(dtype).str, "fortran_order": False, "shape": tuple(shape)}
+        )
         step = 1 << 24
         for start in range(0, total, step):
             f.write(np.asarray(fill(start, min(step, total - start))).astype(dtype, copy=False).tobytes())
@@ -80,25 +89,38 @@ def generate(root: Path, total_bytes: int, shapes=SHAPES, seed: int = 0) -> list
 
         def values(start, count, with_noise, _s=scale, _short=short):
             off = (start // 7 + 12345 * len(records)) % pool  # cheap, varied, deterministic
-            v = base[off:off + count] * _s
+            v = base[off : off + count] * _s
             if with_noise:
-                v = v * (1 + np.float32(1e-3) * noise[off:off + count])
+                v = v * (1 + np.float32(1e-3) * noise[off : off + count])
             return _bf16_bits(v) if _short == "bf16" else v
 
         name = f"tensors/{i:07d}.output.0.npy"
         _write_npy_streaming(root / "golden" / name, shape, storage, lambda s, c: values(s, c, False))
         _write_npy_streaming(root / "mine" / name, shape, storage, lambda s, c: values(s, c, True))
-        records.append({"type": "tensor", "seq": i, "kind": "op", "op_key": f"layer{i}/linear#0",
-                        "op": "aten.mm.default", "io": "output", "index": 0, "file": name,
-                        "dtype": TORCH_NAMES[short], "shape": list(shape)})
+        records.append(
+            {
+                "type": "tensor",
+                "seq": i,
+                "kind": "op",
+                "op_key": f"layer{i}/linear#0",
+                "op": "aten.mm.default",
+                "io": "output",
+                "index": 0,
+                "file": name,
+                "dtype": TORCH_NAMES[short],
+                "shape": list(shape),
+            }
+        )
         written += 2 * size
         i += 1
         if written >= total_bytes:
             break
     for side in ("golden", "mine"):
         with open(root / side / "manifest.jsonl", "w") as f:
-            f.write(json.dumps({"type": "header", "format": "diagnose-dump", "version": 1,
-                                "producer": "compare_bench"}) + "\n")
+            f.write(
+                json.dumps({"type": "header", "format": "diagnose-dump", "version": 1, "producer": "compare_bench"})
+                + "\n"
+            )
             for r in records:
                 f.write(json.dumps(r) + "\n")
             f.write(json.dumps({"type": "end", "records": len(records)}) + "\n")
@@ -227,8 +249,10 @@ def plain_pass_command(work: Path, files: list[str]) -> tuple[list[str], str]:
         src.write_text(PLAIN_C)
         if subprocess.run([cc, "-O2", "-o", str(exe), str(src)], capture_output=True).returncode == 0:
             return [str(exe)] + files, "C read()+sum, 1 thread, 1 MiB reads"
-    code = ("import sys,numpy as np\nt=0\nfor p in sys.argv[1:]:\n f=open(p,'rb')\n while True:\n"
-            "  b=f.read(1<<20)\n  if not b: break\n  t+=int(np.frombuffer(b[:len(b)//8*8],np.uint64).sum())\nprint(t)")
+    code = (
+        "import sys,numpy as np\nt=0\nfor p in sys.argv[1:]:\n f=open(p,'rb')\n while True:\n"
+        "  b=f.read(1<<20)\n  if not b: break\n  t+=int(np.frombuffer(b[:len(b)//8*8],np.uint64).sum())\nprint(t)"
+    )
     return [sys.executable, "-c", code] + files, "numpy chunked read+sum, 1 thread (no C compiler)"
 
 
@@ -259,9 +283,14 @@ def check_agreement(result_json: Path, numpy_out: dict, root: Path) -> list[str]
         if want is None:
             problems.append(f"no numpy result for {r['golden_data_path']}")
             continue
-        for col, key in (("cosine_unrounded", "cosine"), ("max_absolute_error", "max_abs"),
-                         ("mean_absolute_error", "mean_abs"), ("relative_euclidean_distance", "red"),
-                         ("golden_max_value", "gmax"), ("my_min_value", "mmin")):
+        for col, key in (
+            ("cosine_unrounded", "cosine"),
+            ("max_absolute_error", "max_abs"),
+            ("mean_absolute_error", "mean_abs"),
+            ("relative_euclidean_distance", "red"),
+            ("golden_max_value", "gmax"),
+            ("my_min_value", "mmin"),
+        ):
             got = r.get(col)
             if got is None or abs(got - want[key]) > 1e-3 * max(abs(want[key]), 1e-6):
                 problems.append(f"{r['golden_data_path']}: {col} diagnose {got} vs numpy {want[key]}")
@@ -295,9 +324,11 @@ def main(argv=None) -> int:
             records = generate(work, int(total), shapes=shapes)
         files = [str(work / s / r["file"]) for r in records for s in ("golden", "mine")]
         nbytes = sum(os.path.getsize(f) for f in files)
-        print(f"data: {len(records)} tensor pairs, {nbytes / 1e9:.2f} GB in all (golden + mine), "
-              f"written in {time.perf_counter() - t0:.1f} s under {work}")
-        largest = max(os.path.getsize(f) for f in files) / 2 ** 20
+        print(
+            f"data: {len(records)} tensor pairs, {nbytes / 1e9:.2f} GB in all (golden + mine), "
+            f"written in {time.perf_counter() - t0:.1f} s under {work}"
+        )
+        largest = max(os.path.getsize(f) for f in files) / 2**20
 
         # Written data is still being flushed to disk for a while; that writeback would steal CPU
         # time from whichever tool runs first.
@@ -308,16 +339,28 @@ def main(argv=None) -> int:
         numpy_out = None
         numpy_result = None
         if not args.skip_numpy and not args.big:
-            pairs = json.dumps([[str(work / "golden" / r["file"]), str(work / "mine" / r["file"]), r["dtype"]]
-                                for r in records])
+            pairs = json.dumps(
+                [[str(work / "golden" / r["file"]), str(work / "mine" / r["file"]), r["dtype"]] for r in records]
+            )
             wall, rss, out, rc, cpu = run_measured([sys.executable, "-c", NUMPY_BASELINE, pairs])
             numpy_out = json.loads(out) if rc == 0 else None
             numpy_result = ("numpy (load, cast to float32, one pass per metric)", wall, rss, cpu)
 
         out_dir = work / "out"
         shutil.rmtree(out_dir, ignore_errors=True)
-        cmd = [binary, "compare", "-gp", str(work / "golden"), "-mp", str(work / "mine"), "-o", str(out_dir),
-               "--json", str(work / "result.json"), "--quiet"]
+        cmd = [
+            binary,
+            "compare",
+            "-gp",
+            str(work / "golden"),
+            "-mp",
+            str(work / "mine"),
+            "-o",
+            str(out_dir),
+            "--json",
+            str(work / "result.json"),
+            "--quiet",
+        ]
         if args.threads:
             cmd += ["--threads", str(args.threads)]
         (p_wall, p_rss, _, _, p_cpu), (wall, rss, _, rc, cpu) = best_of_turns(REPEATS, [plain_cmd, cmd])
@@ -330,8 +373,10 @@ def main(argv=None) -> int:
 
         print(f"page cache: files were read once before timing; every tool reads them from memory")
         load = os.getloadavg()[0]
-        print(f"load average {load:.1f} on {os.cpu_count()} cores"
-              + (" (busy machine: wall-clock figures are pessimistic; see CPU seconds)" if load > os.cpu_count() else ""))
+        print(
+            f"load average {load:.1f} on {os.cpu_count()} cores"
+            + (" (busy machine: wall-clock figures are pessimistic; see CPU seconds)" if load > os.cpu_count() else "")
+        )
         print(f"{'tool':62s} {'seconds':>8s} {'GB/s':>7s} {'CPU s':>7s} {'peak RSS MB':>12s}")
         for name, w, r, c in results:
             print(f"{name:62s} {w:8.2f} {nbytes / w / 1e9:7.2f} {c:7.2f} {r:12.0f}")
@@ -340,22 +385,28 @@ def main(argv=None) -> int:
             print(f"diagnose compare exited with {rc}")
         plain_wall = results[0][1]
         diag_cpu = results[-1][3]
-        print(f"diagnose / plain pass: {plain_wall / diag_wall:.2f}x wall  (target >= 0.5x: "
-              f"{'PASS' if plain_wall / diag_wall >= 0.5 else 'FAIL'}); "
-              f"{results[0][3] / diag_cpu:.2f}x in CPU seconds")
+        print(
+            f"diagnose / plain pass: {plain_wall / diag_wall:.2f}x wall  (target >= 0.5x: "
+            f"{'PASS' if plain_wall / diag_wall >= 0.5 else 'FAIL'}); "
+            f"{results[0][3] / diag_cpu:.2f}x in CPU seconds"
+        )
         if numpy_out is not None:
             np_wall = results[1][1]
             ratio = np_wall / diag_wall
-            print(f"diagnose / numpy:      {ratio:.1f}x wall  (target >= 20x: {'PASS' if ratio >= 20 else 'FAIL'}); "
-                  f"{results[1][3] / diag_cpu:.1f}x in CPU seconds")
+            print(
+                f"diagnose / numpy:      {ratio:.1f}x wall  (target >= 20x: {'PASS' if ratio >= 20 else 'FAIL'}); "
+                f"{results[1][3] / diag_cpu:.1f}x in CPU seconds"
+            )
             problems = check_agreement(work / "result.json", numpy_out, work) if ok else ["no result"]
             print("metrics agree with numpy (1e-3 rel): " + ("yes" if not problems else "NO"))
             for line in problems[:10]:
                 print("  " + line)
             ok = ok and not problems
         rss_ok = diag_rss < RSS_LIMIT_MB
-        print(f"diagnose peak RSS {diag_rss:.0f} MB, largest file {largest:.0f} MB "
-              f"(target < {RSS_LIMIT_MB} MB: {'PASS' if rss_ok else 'FAIL'})")
+        print(
+            f"diagnose peak RSS {diag_rss:.0f} MB, largest file {largest:.0f} MB "
+            f"(target < {RSS_LIMIT_MB} MB: {'PASS' if rss_ok else 'FAIL'})"
+        )
         # Speed depends on the machine and its load: reported, not enforced. Memory is a bound.
         return 0 if ok and rss_ok else 1
     finally:

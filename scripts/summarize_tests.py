@@ -1,4 +1,5 @@
 """Prints one closing line over JUnit XML files: 'tests: N passed, N failed, N skipped'."""
+
 import sys
 import xml.etree.ElementTree as ET
 

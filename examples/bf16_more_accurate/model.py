@@ -5,6 +5,7 @@ into one kernel that keeps the intermediates in float32 and rounds once (see REA
 
     python examples/bf16_more_accurate/model.py [--out OUT.pt] [--steps N] [--dtype bfloat16]
 """
+
 import argparse
 
 import torch
@@ -29,8 +30,12 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", help="save the outputs (torch.save) here")
     parser.add_argument("--steps", type=int, default=1, help="forward calls, one batch each")
-    parser.add_argument("--dtype", choices=("float32", "bfloat16", "float64"), default="float32",
-                        help="run alone in this dtype (under diagnose the run spec's dtype wins)")
+    parser.add_argument(
+        "--dtype",
+        choices=("float32", "bfloat16", "float64"),
+        default="float32",
+        help="run alone in this dtype (under diagnose the run spec's dtype wins)",
+    )
     args = parser.parse_args()
 
     torch.manual_seed(0)

@@ -3,6 +3,7 @@ torch.compile, as a user would write it.
 
     python examples/convnet/model.py [--out OUT.pt] [--steps N]
 """
+
 import argparse
 
 import torch
@@ -13,9 +14,13 @@ class ConvNet(nn.Module):
     def __init__(self, classes=10):
         super().__init__()
         self.features = nn.Sequential(
-            nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
+            nn.Conv2d(3, 8, 3, padding=1),
+            nn.BatchNorm2d(8),
+            nn.ReLU(),
             nn.MaxPool2d(2),
-            nn.Conv2d(8, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
+            nn.Conv2d(8, 16, 3, padding=1),
+            nn.BatchNorm2d(16),
+            nn.ReLU(),
             nn.AdaptiveAvgPool2d(1),
         )
         self.head = nn.Linear(16, classes)

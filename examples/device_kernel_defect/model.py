@@ -4,6 +4,7 @@ configuration under test — and anything else the reference kernel (see README.
 
     [EXAMPLE_KERNEL=fast] python examples/device_kernel_defect/model.py [--out OUT.pt] [--steps N]
 """
+
 import argparse
 import os
 

@@ -7,6 +7,7 @@ format. One rule is planted wrong (see README.md); $FUSION_EXAMPLE_FAULTS change
     torch.compile(model, backend=fusion_backend.backend)
     spec: {"backend": "fusion_backend:backend"} with examples/fusion_rules on sys.path
 """
+
 from __future__ import annotations
 
 import inspect
@@ -112,7 +113,7 @@ def _two_dimensional(match, original_graph, pattern_graph) -> bool:
 @dataclass(frozen=True)
 class Rule:
     name: str
-    group: str                    # GraphFusion | UBFusion
+    group: str  # GraphFusion | UBFusion
     pattern: Callable
     fused: Callable
     wrong: Callable
@@ -120,11 +121,16 @@ class Rule:
 
 
 RULES = (
-    Rule("MatMulBiasAddFusionPass", "GraphFusion", matmul_bias_add, fused_matmul_bias_add,
-         fused_matmul_bias_add_bf16, _two_dimensional),
+    Rule(
+        "MatMulBiasAddFusionPass",
+        "GraphFusion",
+        matmul_bias_add,
+        fused_matmul_bias_add,
+        fused_matmul_bias_add_bf16,
+        _two_dimensional,
+    ),
     Rule("GeluFusionPass", "GraphFusion", erf_gelu, fused_gelu, fast_gelu),
-    Rule("LayerNormFusionPass", "GraphFusion", manual_layer_norm, fused_layer_norm,
-         layer_norm_unbiased),
+    Rule("LayerNormFusionPass", "GraphFusion", manual_layer_norm, fused_layer_norm, layer_norm_unbiased),
     Rule("SoftmaxFusionPass", "GraphFusion", manual_softmax, fused_softmax, softmax_no_max_fp16),
     Rule("TbeEltwiseFusionPass", "UBFusion", sigmoid_mul, fused_silu, hard_swish),
 )
@@ -146,14 +152,14 @@ def read_switches(path: str | None) -> dict[str, dict[str, str]]:
         raise FusionConfigError(f"fusion switch file {path}: {e}") from None
     switch = data.get("Switch") if isinstance(data, dict) else None
     if not isinstance(switch, dict):
-        raise FusionConfigError(f"fusion switch file {path}: expected {{\"Switch\": {{...}}}}")
+        raise FusionConfigError(f'fusion switch file {path}: expected {{"Switch": {{...}}}}')
     for group, entries in switch.items():
         if group not in GROUPS:
-            raise FusionConfigError(f"fusion switch file {path}: unknown group {group!r} "
-                                    f"(expected {', '.join(GROUPS)})")
+            raise FusionConfigError(
+                f"fusion switch file {path}: unknown group {group!r} (expected {', '.join(GROUPS)})"
+            )
         if not isinstance(entries, dict) or any(v not in ("on", "off") for v in entries.values()):
-            raise FusionConfigError(f"fusion switch file {path}: {group} must map rule names "
-                                    "to \"on\" or \"off\"")
+            raise FusionConfigError(f'fusion switch file {path}: {group} must map rule names to "on" or "off"')
     return switch
 
 
@@ -165,7 +171,7 @@ def rule_enabled(rule: Rule, switches: dict) -> bool:
 @dataclass
 class Faults:
     wrong: set
-    pairs: list                   # (rule that is wrong, rule that must also fire)
+    pairs: list  # (rule that is wrong, rule that must also fire)
     crash: set
     sticky: set
 
@@ -179,11 +185,11 @@ def read_faults(text: str | None) -> Faults:
         kind, _, names = item.partition(":")
         rules = names.split("+") if kind == "pair" else [names]
         unknown = [r for r in rules if r not in RULES_BY_NAME]
-        if kind not in ("wrong", "pair", "crash", "sticky") or unknown or (
-                kind == "pair" and len(rules) != 2):
+        if kind not in ("wrong", "pair", "crash", "sticky") or unknown or (kind == "pair" and len(rules) != 2):
             raise FusionConfigError(
                 f"{FAULTS_ENV}: bad fault {item!r} (kinds wrong:R, pair:A+B, crash:R, sticky:R; "
-                f"rules {', '.join(RULES_BY_NAME)})")
+                f"rules {', '.join(RULES_BY_NAME)})"
+            )
         if kind == "pair":
             faults.pairs.append(tuple(rules))
         else:
@@ -227,8 +233,7 @@ def fuse(gm: torch.fx.GraphModule, switches: dict, faults: Faults) -> dict:
         match_times, effect_times = apply_rule(gm, rule)
         if not match_times:
             continue
-        result[GROUPS[rule.group]][rule.name] = {"match_times": str(match_times),
-                                                 "effect_times": str(effect_times)}
+        result[GROUPS[rule.group]][rule.name] = {"match_times": str(match_times), "effect_times": str(effect_times)}
         if effect_times:
             fired.add(rule.name)
             if rule.name in faults.crash:

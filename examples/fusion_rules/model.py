@@ -5,6 +5,7 @@ pattern: two matmul+bias (MatMulBiasAddFusionPass), an erf GELU (GeluFusionPass)
 
     python examples/fusion_rules/model.py [--out OUT.pt] [--steps N] [--backend fusion|inductor]
 """
+
 import argparse
 import math
 
@@ -57,8 +58,7 @@ def main():
 
     torch.manual_seed(0)
     model = Block().eval()
-    compiled = torch.compile(model, backend=fusion_backend.backend if args.backend == "fusion"
-                             else "inductor")
+    compiled = torch.compile(model, backend=fusion_backend.backend if args.backend == "fusion" else "inductor")
     outputs = []
     with torch.no_grad():
         for step in range(args.steps):

@@ -6,6 +6,7 @@ computed tensors becomes `b - a`. The pass is always on: no fusion switch contro
 
     spec: {"backend": "graph_pass_backend:backend"} with examples/graph_pass_defect on sys.path
 """
+
 from __future__ import annotations
 
 import torch

@@ -4,6 +4,7 @@ centring `h - mean(h)` into `mean(h) - h` (see README.md).
 
     python examples/graph_pass_defect/model.py [--out OUT.pt] [--steps N] [--backend pass|inductor]
 """
+
 import argparse
 
 import torch
@@ -33,8 +34,7 @@ def main():
 
     torch.manual_seed(0)
     model = MLP().eval()
-    compiled = torch.compile(model, backend=graph_pass_backend.backend if args.backend == "pass"
-                             else "inductor")
+    compiled = torch.compile(model, backend=graph_pass_backend.backend if args.backend == "pass" else "inductor")
     outputs = []
     with torch.no_grad():
         for step in range(args.steps):

@@ -5,6 +5,7 @@ is the textbook log(1 + exp(x)), which overflows to inf for x > 88 and returns 0
 
     python examples/lowering_defect/model.py [--out OUT.pt] [--steps N]
 """
+
 import argparse
 
 import torch

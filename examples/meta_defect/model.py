@@ -5,6 +5,7 @@ dtype (see README.md).
 
     python examples/meta_defect/model.py [--out OUT.pt] [--steps N]
 """
+
 import argparse
 
 import torch

@@ -1,7 +1,8 @@
 """A small MLP compiled with torch.compile, as a user would write it.
 
-    python examples/mlp/model.py [--out OUT.pt] [--steps N]
+python examples/mlp/model.py [--out OUT.pt] [--steps N]
 """
+
 import argparse
 
 import torch
@@ -26,9 +27,13 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", help="save the outputs (torch.save) here")
     parser.add_argument("--steps", type=int, default=1, help="forward calls, one batch each")
-    parser.add_argument("--perturb-weight", type=float, default=0.0,
-                        help="scale the last layer's first weight row by (1 + this): a planted regression "
-                             "(a 'new model version') for the CI gate tests")
+    parser.add_argument(
+        "--perturb-weight",
+        type=float,
+        default=0.0,
+        help="scale the last layer's first weight row by (1 + this): a planted regression "
+        "(a 'new model version') for the CI gate tests",
+    )
     args = parser.parse_args()
 
     torch.manual_seed(0)

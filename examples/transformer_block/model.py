@@ -3,6 +3,7 @@ GELU MLP) compiled with torch.compile, as a user would write it.
 
     python examples/transformer_block/model.py [--out OUT.pt] [--steps N]
 """
+
 import argparse
 import math
 
@@ -30,8 +31,7 @@ class Attention(nn.Module):
     def forward(self, x):
         batch, seq, dim = x.shape
         q, k, v = self.qkv(x).chunk(3, dim=-1)
-        q, k, v = (t.view(batch, seq, self.heads, dim // self.heads).transpose(1, 2)
-                   for t in (q, k, v))
+        q, k, v = (t.view(batch, seq, self.heads, dim // self.heads).transpose(1, 2) for t in (q, k, v))
         scores = q @ k.transpose(-2, -1) / math.sqrt(dim // self.heads)
         causal = torch.ones(seq, seq, dtype=torch.bool, device=x.device).tril()
         scores = scores.masked_fill(~causal, float("-inf"))

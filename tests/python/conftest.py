@@ -1,6 +1,7 @@
 """pytest fixtures shared by every test directory (the diagnose binary, the Inductor cache)
 and their pytest-xdist groups; the helpers live in fixtures/ (tests import them from there:
 a sibling conftest.py elsewhere shares the module name)."""
+
 from __future__ import annotations
 
 import os
@@ -20,8 +21,10 @@ from fixtures.compare_cli import find_binary  # noqa: E402
 def diagnose_bin() -> Path:
     path = find_binary()
     if path is None or not path.exists():
-        pytest.fail("diagnose binary not found: build it (cmake --build build --target diagnose) "
-                    "or set DIAGNOSE_BIN", pytrace=False)
+        pytest.fail(
+            "diagnose binary not found: build it (cmake --build build --target diagnose) or set DIAGNOSE_BIN",
+            pytrace=False,
+        )
     return path
 
 

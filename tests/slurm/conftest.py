@@ -1,6 +1,7 @@
 """The slurm runner against a real one-node cluster (tests/slurm/cluster.sh, started by
 tests/slurm/run.sh). Without a reachable cluster every test fails: this suite is not
 collected by the plain pytest stage and must never pass by skipping."""
+
 from __future__ import annotations
 
 import json
@@ -67,8 +68,9 @@ def start_diagnose():
     started = []
 
     def start(binary: Path, cwd: Path, *args: str) -> subprocess.Popen:
-        process = subprocess.Popen([str(binary), *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                   text=True)
+        process = subprocess.Popen(
+            [str(binary), *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         started.append(process)
         return process
 
@@ -135,7 +137,9 @@ def time_limit_run(cluster, diagnose_bin, tmp_path_factory):
     """Slurm enforces time limits in whole minutes, checked every 30 s: the run that hits
     its limit starts with the session and is checked by the last test."""
     directory = tmp_path_factory.mktemp("time-limit")
-    write_workflow(directory, f"""\
+    write_workflow(
+        directory,
+        f"""\
         name: time-limit
         model:
           argv: [{PYTHON}, -c, "import time; print('sleeping', flush=True); time.sleep(600)"]
@@ -143,10 +147,13 @@ def time_limit_run(cluster, diagnose_bin, tmp_path_factory):
         steps:
           - id: sleeper
             kind: run
-        """, slurm_runner(cluster))
+        """,
+        slurm_runner(cluster),
+    )
     started = time.monotonic()
-    process = subprocess.Popen([str(diagnose_bin), "wf.yaml"], cwd=directory, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [str(diagnose_bin), "wf.yaml"], cwd=directory, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     yield {"process": process, "dir": directory, "started": started}
     if process.poll() is None:
         process.send_signal(signal.SIGINT)

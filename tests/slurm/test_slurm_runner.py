@@ -1,5 +1,6 @@
 """End to end: diagnose with the slurm runner on the one-node test cluster. Stand-in
 models (tests/support/scripts/model.py and python -c) keep every job short."""
+
 from __future__ import annotations
 
 import json
@@ -11,8 +12,22 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from conftest import (MODEL, PYTHON, jobs, jobs_named, only_run_dir, queued_ids, read_state, run_diagnose, runs_of,
-                      slurm, slurm_runner, stop, wait_for, write_workflow)
+from conftest import (
+    MODEL,
+    PYTHON,
+    jobs,
+    jobs_named,
+    only_run_dir,
+    queued_ids,
+    read_state,
+    run_diagnose,
+    runs_of,
+    slurm,
+    slurm_runner,
+    stop,
+    wait_for,
+    write_workflow,
+)
 
 EAGER_GRAPH_COMPARE = f"""\
     name: precision
@@ -60,7 +75,9 @@ def test_workflow_gives_the_same_verdict_on_slurm_and_locally(cluster, diagnose_
     local_steps = {s["id"]: s for s in read_state(local_dir)["steps"]}
     assert slurm_steps["compare"]["status"] == local_steps["compare"]["status"] == "fail"
     assert slurm_steps["compare"]["metrics"] == local_steps["compare"]["metrics"]
-    assert [f["op"] for f in slurm_steps["compare"]["findings"]] == [f["op"] for f in local_steps["compare"]["findings"]]
+    assert [f["op"] for f in slurm_steps["compare"]["findings"]] == [
+        f["op"] for f in local_steps["compare"]["findings"]
+    ]
 
     for step in ("eager", "graph"):
         (slurm_run,), (local_run,) = slurm_steps[step]["runs"], local_steps[step]["runs"]
@@ -71,13 +88,18 @@ def test_workflow_gives_the_same_verdict_on_slurm_and_locally(cluster, diagnose_
         script = (slurm_dir / "steps" / step / "slurm-job.sh").read_text()
         assert script.startswith("#!/bin/sh\n")
         assert shlex.split(script.splitlines()[-1])[:5] == ["exec", PYTHON, str(MODEL), "--mode", step], script
-        assert f"submitted job {slurm_run['job_id']} with sbatch " in (slurm_dir / "steps" / step / "slurm-jobs.log").read_text()
+        assert (
+            f"submitted job {slurm_run['job_id']} with sbatch "
+            in (slurm_dir / "steps" / step / "slurm-jobs.log").read_text()
+        )
 
 
 def test_parallel_runs_are_concurrent_jobs_up_to_max_jobs(cluster, diagnose_bin, tmp_path):
     log = tmp_path / "model.log"
     trials = "".join(f"              t{i}: {{args: [--mode, t{i}]}}\n" for i in range(4))
-    write_workflow(tmp_path, f"""\
+    write_workflow(
+        tmp_path,
+        f"""\
         name: trials
         model:
           argv: [{PYTHON}, {MODEL}, --dump, "${{run.dump_dir}}", --sleep, "2", --log, {log}]
@@ -85,7 +107,9 @@ def test_parallel_runs_are_concurrent_jobs_up_to_max_jobs(cluster, diagnose_bin,
           - id: trials
             kind: run
             runs:
-{trials}        """, slurm_runner(cluster, max_jobs=2))
+{trials}        """,
+        slurm_runner(cluster, max_jobs=2),
+    )
     done = run_diagnose(diagnose_bin, tmp_path, "wf.yaml")
     assert done.returncode == 0, done.stderr
     run_dir = only_run_dir(tmp_path)
@@ -108,16 +132,22 @@ def test_parallel_runs_are_concurrent_jobs_up_to_max_jobs(cluster, diagnose_bin,
     for line in cluster["jobcomp"].read_text().splitlines():
         fields = dict(re.findall(r"(\w+)=(\S*)", line))
         if fields.get("JobId") in {r["job_id"] for r in runs}:
-            records[fields["JobId"]] = (datetime.fromisoformat(fields["StartTime"]),
-                                        datetime.fromisoformat(fields["EndTime"]), fields["Name"])
+            records[fields["JobId"]] = (
+                datetime.fromisoformat(fields["StartTime"]),
+                datetime.fromisoformat(fields["EndTime"]),
+                fields["Name"],
+            )
     assert sorted(name for _s, _e, name in records.values()) == [f"diagnose-trials-t{i}" for i in range(4)]
     spans = sorted(records.values())
     assert spans[1][0] < spans[0][1], spans  # the first two overlap
 
 
-def test_interrupted_engine_cancels_its_jobs_and_no_other(cluster, diagnose_bin, tmp_path, start_diagnose,
-                                                          time_limit_run):
-    write_workflow(tmp_path, f"""\
+def test_interrupted_engine_cancels_its_jobs_and_no_other(
+    cluster, diagnose_bin, tmp_path, start_diagnose, time_limit_run
+):
+    write_workflow(
+        tmp_path,
+        f"""\
         name: cancel
         model:
           argv: [{PYTHON}, -c, "import time; time.sleep(120)"]
@@ -125,7 +155,9 @@ def test_interrupted_engine_cancels_its_jobs_and_no_other(cluster, diagnose_bin,
           - id: long
             kind: run
             runs: {{a: {{}}, b: {{}}}}
-        """, slurm_runner(cluster, max_jobs=2))
+        """,
+        slurm_runner(cluster, max_jobs=2),
+    )
     process = start_diagnose(diagnose_bin, tmp_path, "wf.yaml")
     run_dir = wait_for(lambda: next((p for p in (tmp_path / "runs").glob("*") if p.is_dir()), None), 30, "run dir")
 
@@ -154,7 +186,9 @@ def test_interrupted_engine_cancels_its_jobs_and_no_other(cluster, diagnose_bin,
 
 def test_resume_reattaches_to_a_job_that_outlived_its_engine(cluster, diagnose_bin, tmp_path, start_diagnose):
     log = tmp_path / "model.log"
-    write_workflow(tmp_path, f"""\
+    write_workflow(
+        tmp_path,
+        f"""\
         name: reattach
         model:
           argv: [{PYTHON}, {MODEL}, --mode, once, --dump, "${{run.dump_dir}}", --sleep, "5", --log, {log}]
@@ -162,7 +196,9 @@ def test_resume_reattaches_to_a_job_that_outlived_its_engine(cluster, diagnose_b
           - id: model
             kind: run
             outputs: ["${{run.dump_dir}}/04_output.npy"]
-        """, slurm_runner(cluster))
+        """,
+        slurm_runner(cluster),
+    )
     process = start_diagnose(diagnose_bin, tmp_path, "wf.yaml")
     run_dir = wait_for(lambda: next((p for p in (tmp_path / "runs").glob("*") if p.is_dir()), None), 30, "run dir")
 
@@ -187,7 +223,9 @@ def test_resume_reattaches_to_a_job_that_outlived_its_engine(cluster, diagnose_b
 
 def test_job_killed_by_slurm_is_reported_and_retried(cluster, diagnose_bin, tmp_path, start_diagnose):
     marker = tmp_path / "first-attempt"
-    write_workflow(tmp_path, f"""\
+    write_workflow(
+        tmp_path,
+        f"""\
         name: retry
         model:
           argv: [{PYTHON}, -c, "import os, sys, time; m = sys.argv[1]; first = not os.path.exists(m); open(m, 'a').close(); time.sleep(120 if first else 0)", {marker}]
@@ -195,10 +233,19 @@ def test_job_killed_by_slurm_is_reported_and_retried(cluster, diagnose_bin, tmp_
         steps:
           - id: flaky
             kind: run
-        """, slurm_runner(cluster))
+        """,
+        slurm_runner(cluster),
+    )
     process = start_diagnose(diagnose_bin, tmp_path, "wf.yaml")
-    first = wait_for(lambda: [j for j in jobs_named("diagnose-flaky-main", tmp_path) if j["JobState"] == "RUNNING"]
-                     if marker.exists() else None, 60, "the first attempt to run")
+    first = wait_for(
+        lambda: (
+            [j for j in jobs_named("diagnose-flaky-main", tmp_path) if j["JobState"] == "RUNNING"]
+            if marker.exists()
+            else None
+        ),
+        60,
+        "the first attempt to run",
+    )
     slurm("scancel", first[0]["JobId"])  # as an administrator or a preemption would
     out, err = process.communicate(timeout=90)
     assert process.returncode == 0, err
@@ -211,14 +258,18 @@ def test_job_killed_by_slurm_is_reported_and_retried(cluster, diagnose_bin, tmp_
 
 
 def test_ranks_run_through_srun_with_their_rank(cluster, diagnose_bin, tmp_path):
-    write_workflow(tmp_path, f"""\
+    write_workflow(
+        tmp_path,
+        f"""\
         name: ranks
         model:
           argv: [{PYTHON}, -c, "import os, pathlib; d = pathlib.Path(os.environ['DIAGNOSE_DUMP_DIR'], 'rank' + os.environ['RANK']); d.mkdir(parents=True); (d / 'env').write_text(os.environ['RANK'] + ' ' + os.environ['WORLD_SIZE'] + ' ' + os.environ['LOCAL_RANK'])"]
         steps:
           - id: multi
             kind: run
-        """, slurm_runner(cluster, ranks=2))
+        """,
+        slurm_runner(cluster, ranks=2),
+    )
     done = run_diagnose(diagnose_bin, tmp_path, "wf.yaml")
     assert done.returncode == 0, done.stderr
     dump = only_run_dir(tmp_path) / "steps" / "multi" / "dump"
@@ -230,8 +281,10 @@ def test_configuration_errors_before_any_work(cluster, diagnose_bin, tmp_path):
     write_workflow(tmp_path, model, slurm_runner(cluster, partition="gpux"))
     checked = run_diagnose(diagnose_bin, tmp_path, "validate", "--runner", "wf.yaml")
     assert checked.returncode == 2
-    assert re.search(r"wf\.yaml:5:\d+: error: unknown Slurm partition 'gpux'; the cluster has: "
-                     + cluster["partition"], checked.stderr), checked.stderr
+    assert re.search(
+        r"wf\.yaml:5:\d+: error: unknown Slurm partition 'gpux'; the cluster has: " + cluster["partition"],
+        checked.stderr,
+    ), checked.stderr
     ran = run_diagnose(diagnose_bin, tmp_path, "wf.yaml")
     assert ran.returncode == 2 and "unknown Slurm partition 'gpux'" in ran.stderr
     assert not (tmp_path / "runs").exists()

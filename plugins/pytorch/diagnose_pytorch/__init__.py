@@ -11,6 +11,7 @@ Explicit use:
             out = model(x)
     dp.finish()
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -19,12 +20,12 @@ import os
 from .spec import RunSpec, SpecError
 from .torchair import get_fx_dump_config, get_ge_dump_config
 
-__all__ = ["RunSpec", "SpecError", "start", "wrap", "step", "finish",
-           "get_ge_dump_config", "get_fx_dump_config"]
+__all__ = ["RunSpec", "SpecError", "start", "wrap", "step", "finish", "get_ge_dump_config", "get_fx_dump_config"]
 
 
 def start(spec: "RunSpec | dict | str | os.PathLike | None" = None):
     from .session import Session
+
     if spec is None:
         spec = RunSpec.from_env()
     elif isinstance(spec, dict):
@@ -36,6 +37,7 @@ def start(spec: "RunSpec | dict | str | os.PathLike | None" = None):
 
 def _session():
     from .session import active
+
     session = active()
     if session is None:
         raise RuntimeError("no diagnose session: call diagnose_pytorch.start() first")
@@ -45,6 +47,7 @@ def _session():
 def wrap(model):
     """The model as the spec wants it run: compiled with the spec's backend, or eager."""
     from .entry import wrap as wrap_model
+
     return wrap_model(_session(), model)
 
 

@@ -1,6 +1,7 @@
 """`python -m diagnose_pytorch run [--spec SPEC] script.py args...`
 `python -m diagnose_pytorch ops --from EAGER_RUN_DIR`
 `python -m diagnose_pytorch single-op --from EAGER_RUN_DIR --out OUT --backend B ...`"""
+
 from __future__ import annotations
 
 import argparse
@@ -19,8 +20,9 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("args", nargs=argparse.REMAINDER)
     ops = commands.add_parser("ops", help="the distinct ops of an eager run's dump, as JSON")
     ops.add_argument("--from", dest="source", required=True, metavar="EAGER_RUN_DIR")
-    single = commands.add_parser("single-op", help="each op of an eager run's dump, eager vs "
-                                 "compiled alone, on its recorded inputs")
+    single = commands.add_parser(
+        "single-op", help="each op of an eager run's dump, eager vs compiled alone, on its recorded inputs"
+    )
     single.add_argument("--from", dest="source", required=True, metavar="EAGER_RUN_DIR")
     single.add_argument("--out", required=True, metavar="OUT_DIR")
     single.add_argument("--backend", required=True)
@@ -33,6 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     if options.command == "run":
         return _run(options)
     from .single_op import SingleOpError, list_ops, run_single_op
+
     try:
         if options.command == "ops":
             print(json.dumps(list_ops(options.source)))
@@ -50,6 +53,7 @@ def _run(options) -> int:
         print(f"diagnose_pytorch: {e}", file=sys.stderr)
         return 2
     from .runner import run_script
+
     return run_script(spec, options.script, options.args)
 
 

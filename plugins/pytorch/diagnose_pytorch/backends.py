@@ -1,5 +1,6 @@
 """The torch.compile backend a run uses, built from the spec: the dumping backends for the
 FX and compiled levels, TorchAir, or a builtin / user backend counted and timed as is."""
+
 from __future__ import annotations
 
 import importlib
@@ -12,6 +13,7 @@ def resolve(name: str):
         module, _, attr = name.partition(":")
         return getattr(importlib.import_module(module), attr)
     from torch._dynamo import lookup_backend
+
     return lookup_backend(name)
 
 
@@ -19,15 +21,19 @@ def make_backend(session):
     spec, level = session.spec, session.level
     if spec.backend == "torchair":
         from .torchair import npu_backend
+
         return npu_backend(session)
     if level == "fx":
         from .fx_dump import dumping_backend
+
         return dumping_backend(session, spec.backend)
     if spec.backend == "inductor":
         from .inductor_dump import inductor_backend
+
         return inductor_backend(session, dump=level == "compiled")
-    if level == "compiled":     # a user backend built on Inductor
+    if level == "compiled":  # a user backend built on Inductor
         from .inductor_dump import inductor_backend
+
         return inductor_backend(session, dump=True, compiler=resolve(spec.backend))
     return counted(session, resolve(spec.backend))
 
@@ -37,7 +43,7 @@ def counted(session, backend):
         session.new_graph()
         started = time.perf_counter()
         compiled = backend(gm, example_inputs, **kwargs)
-        session.status.data["graphs"]["compile_seconds"].append(
-            round(time.perf_counter() - started, 6))
+        session.status.data["graphs"]["compile_seconds"].append(round(time.perf_counter() - started, 6))
         return compiled
+
     return backend_fn

@@ -2,6 +2,7 @@
 that the call can be replayed from the dump: the single-op check runs each op again with its
 recorded inputs. Positional tensors (and tensors in a positional list) refer to the call's
 input records by `index` (and `item`); every other value is written as itself."""
+
 from __future__ import annotations
 
 import math
@@ -14,16 +15,17 @@ class NotReplayable(ValueError):
 
 
 def encode_call(args, kwargs) -> dict:
-    return {"args": [_encode_positional(i, v) for i, v in enumerate(args)],
-            "kwargs": {k: _encode(v) for k, v in kwargs.items()}}
+    return {
+        "args": [_encode_positional(i, v) for i, v in enumerate(args)],
+        "kwargs": {k: _encode(v) for k, v in kwargs.items()},
+    }
 
 
 def _encode_positional(index: int, value):
     if isinstance(value, torch.Tensor):
         return {"input": index}
     if isinstance(value, (list, tuple)) and any(isinstance(v, torch.Tensor) for v in value):
-        return [{"input": index, "item": j} if isinstance(v, torch.Tensor) else _encode(v)
-                for j, v in enumerate(value)]
+        return [{"input": index, "item": j} if isinstance(v, torch.Tensor) else _encode(v) for j, v in enumerate(value)]
     return _encode(value)
 
 
@@ -53,11 +55,13 @@ def _encode(value):
 def decode_call(call: dict, inputs: dict, device: str | None = None):
     """(args, kwargs) with tensors taken from `inputs` {(index, item): tensor}; device
     arguments become `device` when it is given. Raises NotReplayable."""
+
     def tensor(ref):
         key = (ref["input"], ref.get("item"))
         if key not in inputs:
-            raise NotReplayable(f"input {key[0]}" + (f" item {key[1]}" if key[1] is not None else "")
-                                + " was not dumped")
+            raise NotReplayable(
+                f"input {key[0]}" + (f" item {key[1]}" if key[1] is not None else "") + " was not dumped"
+            )
         return inputs[key]
 
     def decode(value):
@@ -80,8 +84,9 @@ def decode_call(call: dict, inputs: dict, device: str | None = None):
         if "memory_format" in value:
             return getattr(torch, value["memory_format"])
         if "tensor" in value:
-            raise NotReplayable(f"a keyword or nested tensor argument ({value['dtype']}, "
-                                f"shape {value['shape']}) was not dumped")
+            raise NotReplayable(
+                f"a keyword or nested tensor argument ({value['dtype']}, shape {value['shape']}) was not dumped"
+            )
         raise NotReplayable(f"an argument of type {value.get('unsupported', '?')} was not recorded")
 
     return [decode(v) for v in call["args"]], {k: decode(v) for k, v in call["kwargs"].items()}

@@ -1,6 +1,7 @@
 """Writes one dump in the diagnose dump format (docs/dump-format.md): manifest.jsonl plus
 tensors/*.npy. Every record is appended and flushed right after its tensor file is
 complete, so a process killed at any point leaves a readable partial dump."""
+
 from __future__ import annotations
 
 import datetime
@@ -20,9 +21,11 @@ PRODUCER = "diagnose-pytorch 0.1"
 
 # Floating dtypes numpy lacks are widened to float32, which holds all their values exactly;
 # the record's `dtype` keeps the real type.
-_WIDENED = {getattr(torch, name) for name in (
-    "bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
-    "float8_e8m0fnu") if hasattr(torch, name)}
+_WIDENED = {
+    getattr(torch, name)
+    for name in ("bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu")
+    if hasattr(torch, name)
+}
 
 
 def to_numpy(tensor: torch.Tensor) -> np.ndarray:
@@ -39,14 +42,19 @@ def to_numpy(tensor: torch.Tensor) -> np.ndarray:
 
 
 def dumpable(value) -> bool:
-    return (isinstance(value, torch.Tensor) and value.layout == torch.strided
-            and not value.is_quantized and value.device.type != "meta"
-            and not isinstance(value, FakeTensor))
+    return (
+        isinstance(value, torch.Tensor)
+        and value.layout == torch.strided
+        and not value.is_quantized
+        and value.device.type != "meta"
+        and not isinstance(value, FakeTensor)
+    )
 
 
 class DumpWriter:
-    def __init__(self, directory: str | os.PathLike, header: dict, *, stats_only: bool = False,
-                 max_bytes: int | None = None):
+    def __init__(
+        self, directory: str | os.PathLike, header: dict, *, stats_only: bool = False, max_bytes: int | None = None
+    ):
         self.directory = Path(directory)
         (self.directory / "tensors").mkdir(parents=True, exist_ok=True)
         self.stats_only = stats_only
@@ -57,17 +65,23 @@ class DumpWriter:
         self._closed = False
         self._manifest = open(self.directory / "manifest.jsonl", "w", encoding="utf-8")
         created = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        self._append({"type": "header", "format": FORMAT, "version": VERSION,
-                      "producer": PRODUCER, **header, "created": created})
+        self._append(
+            {"type": "header", "format": FORMAT, "version": VERSION, "producer": PRODUCER, **header, "created": created}
+        )
 
     def write_tensor(self, tensor: torch.Tensor, record: dict) -> None:
         """Appends a `tensor` record. `record` holds seq, op_key, io, index and the optional
         fields; dtype, shape, stride, stats and file are filled in here."""
         array = to_numpy(tensor)
         data = array.tobytes()
-        full = {"type": "tensor", **record, "dtype": str(tensor.dtype),
-                "shape": list(tensor.shape), "stride": list(tensor.stride()),
-                "stats": tensor_stats(tensor, data)}
+        full = {
+            "type": "tensor",
+            **record,
+            "dtype": str(tensor.dtype),
+            "shape": list(tensor.shape),
+            "stride": list(tensor.stride()),
+            "stats": tensor_stats(tensor, data),
+        }
         if self._may_write(len(data)):
             name = _file_name(record)
             with open(self.directory / "tensors" / name, "wb") as f:
@@ -89,8 +103,7 @@ class DumpWriter:
             return False
         if self.max_bytes is not None and self.written_bytes + size > self.max_bytes:
             self.budget_reached = True
-            self._append({"type": "budget", "limit_bytes": self.max_bytes,
-                          "written_bytes": self.written_bytes})
+            self._append({"type": "budget", "limit_bytes": self.max_bytes, "written_bytes": self.written_bytes})
             return False
         return True
 

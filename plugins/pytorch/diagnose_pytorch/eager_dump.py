@@ -3,6 +3,7 @@ called it through global module hooks that keep a stack of module paths.
 
 op_key = `{module path}/{op}#{n}` (`{op}#{n}` at the root), n counting calls of that op from
 that module within the step; module records use `{module path}#{n}` (`<root>#{n}`)."""
+
 from __future__ import annotations
 
 import collections
@@ -81,13 +82,19 @@ class EagerDumpMode(TorchDispatchMode):
         call = encode_call(args, kwargs)
         written = session.dump.records
         if session.wants_io("input"):
-            session.write_args(args, seq=seq, op_key=op_key, io="input", op=op, module=module,
-                               call=call)
+            session.write_args(args, seq=seq, op_key=op_key, io="input", op=op, module=module, call=call)
         out = func(*args, **kwargs)
         if session.wants_io("output"):
             outs = out if isinstance(out, (list, tuple)) else (out,)
-            session.write_args(outs, seq=seq, op_key=op_key, io="output", op=op, module=module,
-                               call=call if session.dump.records == written else None)
+            session.write_args(
+                outs,
+                seq=seq,
+                op_key=op_key,
+                io="output",
+                op=op,
+                module=module,
+                call=call if session.dump.records == written else None,
+            )
         return out
 
     def module_output(self, module: torch.nn.Module, path: str, output) -> None:
@@ -100,8 +107,16 @@ class EagerDumpMode(TorchDispatchMode):
             return
         seq = session.next_seq()
         for index, value in enumerate(pytree.tree_leaves(output)):
-            session.write(value, seq=seq, op_key=op_key, io="output", index=index,
-                          kind="module", op=type(module).__name__, module=path)
+            session.write(
+                value,
+                seq=seq,
+                op_key=op_key,
+                io="output",
+                index=index,
+                kind="module",
+                op=type(module).__name__,
+                module=path,
+            )
 
 
 class EagerDumper:

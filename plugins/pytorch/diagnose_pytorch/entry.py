@@ -2,6 +2,7 @@
 run spec. Each outermost call is one step (unless the user marks steps): inputs are moved to
 the spec's device and dtype, the call runs under autocast and, in eager mode, under the ATen
 dumper, and its outputs are recorded as the final outputs."""
+
 from __future__ import annotations
 
 import contextlib
@@ -18,8 +19,11 @@ _original_compile = torch.compile
 def compile_under_spec(session: Session, model, user_options: dict):
     """Replaces `torch.compile(model, **user_options)`: the spec decides backend and options."""
     session.status.data["compile_calls"].append(
-        {"target": getattr(model, "__qualname__", type(model).__name__),
-         "requested": {k: repr(v) for k, v in user_options.items()}})
+        {
+            "target": getattr(model, "__qualname__", type(model).__name__),
+            "requested": {k: repr(v) for k, v in user_options.items()},
+        }
+    )
     return wrap(session, model)
 
 
@@ -34,13 +38,12 @@ def wrap(session: Session, model):
         target = model
     else:
         from .backends import make_backend
-        target = _original_compile(model, backend=make_backend(session), dynamic=spec.dynamic,
-                                   fullgraph=spec.fullgraph)
+
+        target = _original_compile(model, backend=make_backend(session), dynamic=spec.dynamic, fullgraph=spec.fullgraph)
     boundary = Boundary(session)
     if isinstance(target, torch.nn.Module):
         target.register_forward_pre_hook(boundary.module_pre_hook, with_kwargs=True)
-        target.register_forward_hook(boundary.module_post_hook, with_kwargs=True,
-                                     always_call=True)
+        target.register_forward_hook(boundary.module_post_hook, with_kwargs=True, always_call=True)
         return target
 
     @functools.wraps(model)
@@ -52,6 +55,7 @@ def wrap(session: Session, model):
             return outputs
         finally:
             boundary.exit(outputs)
+
     return call
 
 
@@ -69,8 +73,7 @@ class Boundary:
             return args, kwargs
         args, kwargs = _convert_inputs((args, kwargs), spec)
         if spec.autocast:
-            stack.enter_context(torch.autocast(torch.device(spec.device).type,
-                                               dtype=getattr(torch, spec.autocast)))
+            stack.enter_context(torch.autocast(torch.device(spec.device).type, dtype=getattr(torch, spec.autocast)))
         if session.eager_dumper is not None:
             stack.enter_context(session.eager_dumper.active())
         return args, kwargs
@@ -102,4 +105,5 @@ def _convert_inputs(tree, spec):
         if dtype is not None and value.is_floating_point():
             value = value.to(dtype)
         return value
+
     return pytree.tree_map(convert, tree)

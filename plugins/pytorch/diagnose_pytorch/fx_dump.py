@@ -1,6 +1,7 @@
 """FX-level dumping: the graph Dynamo and AOT Autograd produced (ATen nodes) executed node by
 node by an FX Interpreter, with TorchAir's FX-dump names: op_key `{node}-{target}`, so a
 tensor is `{node}-{target}.OUTPUT.{i}`."""
+
 from __future__ import annotations
 
 import functools
@@ -42,8 +43,7 @@ class DumpingInterpreter(torch.fx.Interpreter):
     def run_node(self, node: torch.fx.Node):
         session = self.session
         # getitem only selects output k of its producer, already dumped as OUTPUT.k
-        if (node.op != "call_function" or node.target is operator.getitem
-                or not session.dumping_ops()):
+        if node.op != "call_function" or node.target is operator.getitem or not session.dumping_ops():
             return super().run_node(node)
         op_key = fx_node_key(node)
         op = str(node.target)
@@ -75,6 +75,7 @@ def dumping_backend(session, backend: str):
         def forward_compiler(fx_gm, _inputs):
             def run(args):
                 return DumpingInterpreter(fx_gm, session, graph_id).boxed_run(args)
+
             run._boxed_call = True
             return run
 
@@ -86,17 +87,17 @@ def dumping_backend(session, backend: str):
         if inductor_style:
             # compile_fx, not decomposition: some decompositions need the lowerings it imports
             from torch._inductor.compile_fx import select_decomp_table
+
             kwargs["decompositions"] = select_decomp_table()
-            kwargs["partition_fn"] = functools.partial(min_cut_rematerialization_partition,
-                                                       compiler="inductor")
+            kwargs["partition_fn"] = functools.partial(min_cut_rematerialization_partition, compiler="inductor")
         else:
             kwargs["partition_fn"] = min_cut_rematerialization_partition
             kwargs["keep_inference_input_mutations"] = True
         started = time.perf_counter()
-        compiled = aot_autograd(fw_compiler=forward_compiler, bw_compiler=backward_compiler,
-                                **kwargs)(gm, example_inputs)
-        session.status.data["graphs"]["compile_seconds"].append(
-            round(time.perf_counter() - started, 6))
+        compiled = aot_autograd(fw_compiler=forward_compiler, bw_compiler=backward_compiler, **kwargs)(
+            gm, example_inputs
+        )
+        session.status.data["graphs"]["compile_seconds"].append(round(time.perf_counter() - started, 6))
         return compiled
 
     return backend_fn

@@ -1,5 +1,6 @@
 """What the compiler did, read at the end of a run: Dynamo graph breaks and Inductor's
 counters (which passes and pattern rewrites fired)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -21,14 +22,17 @@ def collect_graph_info(session) -> None:
         fired["inductor_counters"] = inductor
     if session.spec.backend == "inductor" and session.spec.mode == "compiled":
         from .inductor_rules import report
+
         session.status.data["inductor_rules"] = report(session.spec.switches.inductor_off)
     # TorchAir's GE writes it; so may a user backend with fusion rules (examples/fusion_rules),
     # which must have written it during this run (not a file left in the directory before)
     backend = session.spec.backend
-    if session.spec.mode == "compiled" and (backend == "torchair" or (
-            ":" in backend and _written_since(Path.cwd() / "fusion_result.json",
-                                              session.status.started))):
+    if session.spec.mode == "compiled" and (
+        backend == "torchair"
+        or (":" in backend and _written_since(Path.cwd() / "fusion_result.json", session.status.started))
+    ):
         from .torchair import fusion_result
+
         result = fusion_result()
         if result is not None:
             fired["fusion_result"] = result

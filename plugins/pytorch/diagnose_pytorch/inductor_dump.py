@@ -13,6 +13,7 @@ scheduling and fusion are untouched, so the compiled kernels are the same as wit
 
 Each buffer's identity comes from the scheduler: its origin node (op_key `{node}-{target}`, as
 in FX-level dumps) and all FX nodes fused into it (`fx_nodes`)."""
+
 from __future__ import annotations
 
 import contextlib
@@ -31,9 +32,9 @@ from . import inductor_rules
 @dataclass
 class BufferInfo:
     buffer: str
-    origin: str                 # origin FX node name; the buffer name when there is none
-    target: str                 # the origin node's target; "" when there is none
-    index: int                  # position among the buffers computed by the same origin node
+    origin: str  # origin FX node name; the buffer name when there is none
+    target: str  # the origin node's target; "" when there is none
+    index: int  # position among the buffers computed by the same origin node
     fx_nodes: list[str]
 
     @property
@@ -57,15 +58,15 @@ class GraphBuffers:
         order = {n: i for i, n in enumerate(next(iter(nodes)).graph.nodes)}
         fx_nodes = sorted((n for n in nodes if n in order), key=order.__getitem__)
         index = None
-        if origin is not None and origin.target is operator.getitem \
-                and isinstance(origin.args[0], torch.fx.Node):
+        if origin is not None and origin.target is operator.getitem and isinstance(origin.args[0], torch.fx.Node):
             origin, index = origin.args[0], origin.args[1]
             if origin not in fx_nodes:
                 fx_nodes = sorted([*fx_nodes, origin], key=order.__getitem__)
         name, target = (origin.name, str(origin.target)) if origin is not None else (buffer, "")
         same_origin = self.by_origin.setdefault(name, [])
-        info = BufferInfo(buffer, name, target, len(same_origin) if index is None else index,
-                          [n.name for n in fx_nodes])
+        info = BufferInfo(
+            buffer, name, target, len(same_origin) if index is None else index, [n.name for n in fx_nodes]
+        )
         same_origin.append(info)
         self.by_buffer[buffer] = info
 
@@ -121,14 +122,15 @@ def emitting_hooks(table: GraphBuffers):
             _describe_scheduler(self)
             _pending.clear()
             return original(self)
+
         return codegen
 
     def remembering(original):
         @functools.wraps(original)
         def codegen_node(self, node, *args, **kwargs):
-            _pending.extend(b.get_name() for snode in node.get_nodes()
-                            for b in snode.get_outputs())
+            _pending.extend(b.get_name() for snode in node.get_nodes() for b in snode.get_outputs())
             return original(self, node, *args, **kwargs)
+
         return codegen_node
 
     def after_kernel_call(original):
@@ -139,6 +141,7 @@ def emitting_hooks(table: GraphBuffers):
                 _emit_hook(self, buffer)
             _pending.clear()
             return result
+
         return generate_kernel_call
 
     def after_extern_out(original):
@@ -148,6 +151,7 @@ def emitting_hooks(table: GraphBuffers):
             if node.get_origin_node() is not None:
                 _emit_hook(self, node.get_name())
             return result
+
         return generate_extern_kernel_out
 
     _collecting = table
@@ -157,10 +161,8 @@ def emitting_hooks(table: GraphBuffers):
             for scheduling in (CppScheduling, SIMDScheduling):
                 stack.enter_context(_patched(scheduling, "codegen_node", remembering))
                 stack.enter_context(_patched(scheduling, "codegen_template", remembering))
-            stack.enter_context(_patched(PythonWrapperCodegen, "generate_kernel_call",
-                                         after_kernel_call))
-            stack.enter_context(_patched(PythonWrapperCodegen, "generate_extern_kernel_out",
-                                         after_extern_out))
+            stack.enter_context(_patched(PythonWrapperCodegen, "generate_kernel_call", after_kernel_call))
+            stack.enter_context(_patched(PythonWrapperCodegen, "generate_extern_kernel_out", after_extern_out))
             yield
     finally:
         _collecting = None
@@ -182,8 +184,7 @@ def _on_buffer(session, graph_id: int, table: GraphBuffers, name: str, value) ->
         return
     seq = session.next_seq()
     for offset, tensor in enumerate(values):
-        session.write(tensor, seq=seq, op_key=op_key, io="output", index=first + offset,
-                      graph=graph_id, **fields)
+        session.write(tensor, seq=seq, op_key=op_key, io="output", index=first + offset, graph=graph_id, **fields)
 
 
 def inductor_backend(session, dump: bool, compiler=None):
@@ -204,12 +205,10 @@ def inductor_backend(session, dump: bool, compiler=None):
             # cache hit skips. Compiled kernels stay cached: dumping does not change them.
             patches.update(generate_intermediate_hooks=True, fx_graph_cache=False)
         started = time.perf_counter()
-        with inductor_config.patch(patches), (emitting_hooks(table) if dump
-                                              else contextlib.nullcontext()):
+        with inductor_config.patch(patches), emitting_hooks(table) if dump else contextlib.nullcontext():
             inductor_rules.note_compile()
             compiled = (compiler or compile_fx)(gm, example_inputs)
-        session.status.data["graphs"]["compile_seconds"].append(
-            round(time.perf_counter() - started, 6))
+        session.status.data["graphs"]["compile_seconds"].append(round(time.perf_counter() - started, 6))
         if not dump:
             return compiled
         session.status.data.setdefault("inductor_buffers", {})[str(graph_id)] = len(table.by_buffer)
@@ -219,6 +218,7 @@ def inductor_backend(session, dump: bool, compiler=None):
         def run(*args):
             with hooks.intermediate_hook(hook):
                 return compiled(*args)
+
         return run
 
     return backend_fn

@@ -4,6 +4,7 @@ that turns it off. The run spec's `switches.inductor_off` lists the rules to tur
 status.json says under `inductor_rules` which rules were candidates, which were off and which
 fired (a config switch fires when a graph compiles with it at its default; the pattern
 matcher only when it rewrote something)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -11,36 +12,35 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Rule:
-    config: str          # torch._inductor.config key
-    off_value: object    # the eager-like setting
+    config: str  # torch._inductor.config key
+    off_value: object  # the eager-like setting
     what: str
-    counter: str = ""    # Inductor counter that shows the rule rewrote something
+    counter: str = ""  # Inductor counter that shows the rule rewrote something
 
 
 RULES = {
     "emulate_precision_casts": Rule(
-        "emulate_precision_casts", True,
+        "emulate_precision_casts",
+        True,
         "fused low-precision (bf16/fp16) ops keep their intermediates in fp32; off rounds each "
-        "one to its dtype as eager does"),
+        "one to its dtype as eager does",
+    ),
     "pattern_matcher": Rule(
-        "pattern_matcher", False,
+        "pattern_matcher",
+        False,
         "pattern rewrites (mm+bias to addmm, attention, decompositions by pattern...)",
-        counter="pattern_matcher_count"),
+        counter="pattern_matcher_count",
+    ),
     "split_reductions": Rule(
-        "split_reductions", False,
-        "large reductions split in two stages (another summation order)"),
-    "fallback_random": Rule(
-        "fallback_random", True,
-        "Inductor's own random number generation instead of eager's"),
+        "split_reductions", False, "large reductions split in two stages (another summation order)"
+    ),
+    "fallback_random": Rule("fallback_random", True, "Inductor's own random number generation instead of eager's"),
     "joint_graph_constant_folding": Rule(
-        "joint_graph_constant_folding", False,
-        "constant subexpressions folded at compile time"),
-    "pre_grad_passes": Rule(
-        "use_pre_grad_passes", False, "the pre-grad FX passes (fusions on the Dynamo graph)"),
-    "joint_graph_passes": Rule(
-        "use_joint_graph_passes", False, "the joint-graph passes (pattern rewrites, folding)"),
-    "post_grad_passes": Rule(
-        "use_post_grad_passes", False, "the post-grad passes (pattern rewrites, reinplacing)"),
+        "joint_graph_constant_folding", False, "constant subexpressions folded at compile time"
+    ),
+    "pre_grad_passes": Rule("use_pre_grad_passes", False, "the pre-grad FX passes (fusions on the Dynamo graph)"),
+    "joint_graph_passes": Rule("use_joint_graph_passes", False, "the joint-graph passes (pattern rewrites, folding)"),
+    "post_grad_passes": Rule("use_post_grad_passes", False, "the post-grad passes (pattern rewrites, reinplacing)"),
 }
 
 _in_force: set[str] = set()  # rules at their default in at least one compile of this process
@@ -78,6 +78,10 @@ def report(off) -> dict:
         if rule.counter and not counters.get("inductor", {}).get(rule.counter):
             continue
         fired.append(name)
-    return {"candidates": list(RULES), "off": list(off), "fired": fired, "compiles": _compiles,
-            "rules": {n: {"config": r.config, "off_value": r.off_value, "what": r.what}
-                      for n, r in RULES.items()}}
+    return {
+        "candidates": list(RULES),
+        "off": list(off),
+        "fired": fired,
+        "compiles": _compiles,
+        "rules": {n: {"config": r.config, "off_value": r.off_value, "what": r.what} for n, r in RULES.items()},
+    }

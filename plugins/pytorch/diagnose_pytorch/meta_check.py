@@ -5,6 +5,7 @@ dense and non-overlapping. The fake (meta) implementation is what torch.compile 
 so a mismatch names an op whose graph-mode shape/dtype inference is wrong.
 
 Writes <output_dir>/meta_check.json: one entry per distinct op, the first failing call kept."""
+
 from __future__ import annotations
 
 import json
@@ -13,14 +14,16 @@ from pathlib import Path
 
 import torch
 from torch._prims_common import is_non_overlapping_and_dense_or_false
-from torch._subclasses.fake_tensor import (DataDependentOutputException,
-                                           DynamicOutputShapeException, FakeTensorMode,
-                                           UnsupportedOperatorException)
+from torch._subclasses.fake_tensor import (
+    DataDependentOutputException,
+    DynamicOutputShapeException,
+    FakeTensorMode,
+    UnsupportedOperatorException,
+)
 from torch.utils import _pytree as pytree
 
 # fake mode cannot compute these without the data: reported as skipped, not as failures
-_NEEDS_DATA = (DataDependentOutputException, DynamicOutputShapeException,
-               UnsupportedOperatorException)
+_NEEDS_DATA = (DataDependentOutputException, DynamicOutputShapeException, UnsupportedOperatorException)
 _FAILED = ("mismatch", "error")
 
 
@@ -29,6 +32,7 @@ def _signature(op: str, args, kwargs) -> tuple:
         if isinstance(value, torch.Tensor):
             return ("T", value.dtype, tuple(value.shape), tuple(value.stride()), value.device.type)
         return repr(value)
+
     return (op, tuple(describe(v) for v in pytree.tree_leaves((args, kwargs))))
 
 
@@ -36,27 +40,27 @@ def compare_outputs(real, fake) -> list[dict]:
     real_leaves = [v for v in pytree.tree_leaves(real) if isinstance(v, torch.Tensor)]
     fake_leaves = [v for v in pytree.tree_leaves(fake) if isinstance(v, torch.Tensor)]
     if len(real_leaves) != len(fake_leaves):
-        return [{"output": None, "field": "count", "eager": len(real_leaves),
-                 "fake": len(fake_leaves)}]
+        return [{"output": None, "field": "count", "eager": len(real_leaves), "fake": len(fake_leaves)}]
     mismatches = []
     for i, (r, f) in enumerate(zip(real_leaves, fake_leaves)):
         if list(r.shape) != list(f.shape):
-            mismatches.append({"output": i, "field": "shape", "eager": list(r.shape),
-                               "fake": list(f.shape)})
+            mismatches.append({"output": i, "field": "shape", "eager": list(r.shape), "fake": list(f.shape)})
         if r.dtype != f.dtype:
-            mismatches.append({"output": i, "field": "dtype", "eager": str(r.dtype),
-                               "fake": str(f.dtype)})
-        if (list(r.shape) == list(f.shape) and r.layout == torch.strided
-                and is_non_overlapping_and_dense_or_false(r) and r.stride() != f.stride()):
-            mismatches.append({"output": i, "field": "stride", "eager": list(r.stride()),
-                               "fake": list(f.stride())})
+            mismatches.append({"output": i, "field": "dtype", "eager": str(r.dtype), "fake": str(f.dtype)})
+        if (
+            list(r.shape) == list(f.shape)
+            and r.layout == torch.strided
+            and is_non_overlapping_and_dense_or_false(r)
+            and r.stride() != f.stride()
+        ):
+            mismatches.append({"output": i, "field": "stride", "eager": list(r.stride()), "fake": list(f.stride())})
     return mismatches
 
 
 class MetaChecker:
     def __init__(self, path: Path):
         self.path = path
-        self.entries: dict[str, dict] = {}     # op -> entry, first-seen order
+        self.entries: dict[str, dict] = {}  # op -> entry, first-seen order
         self._seen: set = set()
 
     def wants(self, op: str, args, kwargs) -> bool:
@@ -75,8 +79,7 @@ class MetaChecker:
         mutate its inputs). Returns ("ok", outputs) or (status, message)."""
         try:
             with FakeTensorMode(allow_non_fake_inputs=False) as mode:
-                fake_args, fake_kwargs = pytree.tree_map_only(
-                    torch.Tensor, mode.from_tensor, (args, kwargs))
+                fake_args, fake_kwargs = pytree.tree_map_only(torch.Tensor, mode.from_tensor, (args, kwargs))
                 return "ok", func(*fake_args, **fake_kwargs)
         except _NEEDS_DATA as e:
             return "skipped", f"fake mode needs the data: {type(e).__name__}: {e}"
@@ -92,12 +95,16 @@ class MetaChecker:
                 entry["status"] = "mismatch"
                 entry["message"] = "; ".join(
                     f"output {m['output']} {m['field']}: eager {m['eager']}, fake {m['fake']}"
-                    for m in entry["mismatches"])
+                    for m in entry["mismatches"]
+                )
         else:
             entry["message"] = value
         old = self.entries.get(op)
-        if old is None or (entry["status"] in _FAILED and old["status"] not in _FAILED) or (
-                old["status"] == "skipped" and entry["status"] == "ok"):
+        if (
+            old is None
+            or (entry["status"] in _FAILED and old["status"] not in _FAILED)
+            or (old["status"] == "skipped" and entry["status"] == "ok")
+        ):
             self.entries[op] = entry
 
     def save(self) -> None:

@@ -1,6 +1,7 @@
 """Zero code change: run an unmodified script under the run spec. The script's
 `torch.compile` calls (and `nn.Module.compile`, which goes through `torch.compile`) are
 redirected to the spec's mode, backend and options."""
+
 from __future__ import annotations
 
 import contextlib
@@ -21,6 +22,7 @@ def redirected_compile(session: Session):
         if model is None:
             return lambda fn: entry.compile_under_spec(session, fn, options)
         return entry.compile_under_spec(session, model, options)
+
     return compile
 
 

@@ -1,5 +1,6 @@
 """One run of a model under a run spec: the dump writers, the step counter, the filters and
 the status file. Exactly one session is active per process."""
+
 from __future__ import annotations
 
 import json
@@ -41,18 +42,25 @@ class Session:
         self.status = RunStatus(run_dir / status_name, spec.to_dict())
         self.dump_dir = run_dir / "dump" / rank_part
         self.outputs_dir = run_dir / "outputs" / rank_part
-        header = {"mode": spec.mode, "backend": spec.backend, "device": spec.device,
-                  "dtype": spec.dtype or spec.autocast or "float32", "level": self.level,
-                  "rank": self.rank, "world_size": self.world_size}
+        header = {
+            "mode": spec.mode,
+            "backend": spec.backend,
+            "device": spec.device,
+            "dtype": spec.dtype or spec.autocast or "float32",
+            "level": self.level,
+            "rank": self.rank,
+            "world_size": self.world_size,
+        }
         # TorchAir writes its own dump layouts into dump/; the manifest would confuse readers.
         torchair_dump = spec.mode == "compiled" and spec.backend == "torchair"
-        self.dump = (DumpWriter(self.dump_dir, header, stats_only=spec.dump.stats_only,
-                                max_bytes=spec.dump.max_bytes)
-                     if self.level != "none" and not torchair_dump else None)
+        self.dump = (
+            DumpWriter(self.dump_dir, header, stats_only=spec.dump.stats_only, max_bytes=spec.dump.max_bytes)
+            if self.level != "none" and not torchair_dump
+            else None
+        )
         self.outputs = DumpWriter(self.outputs_dir, header) if spec.dump.final else None
         self.eager_dumper = EagerDumper(self) if self.level == "aten" and self.dump else None
-        self.meta_checker = (MetaChecker(run_dir / "meta_check.json")
-                             if spec.checks.meta and self.eager_dumper else None)
+        self.meta_checker = MetaChecker(run_dir / "meta_check.json") if spec.checks.meta and self.eager_dumper else None
         self.step = 0
         self.explicit_steps = False
         self.call_depth = 0
@@ -61,9 +69,17 @@ class Session:
         self._include = [re.compile(p) for p in spec.dump.include]
         self._exclude = [re.compile(p) for p in spec.dump.exclude]
         self._call_started = 0.0
-        self.status.update("ran", mode=spec.mode, backend=spec.backend, device=spec.device,
-                           dtype=spec.dtype, autocast=spec.autocast, dump_level=self.level,
-                           dynamic=spec.dynamic, fullgraph=spec.fullgraph)
+        self.status.update(
+            "ran",
+            mode=spec.mode,
+            backend=spec.backend,
+            device=spec.device,
+            dtype=spec.dtype,
+            autocast=spec.autocast,
+            dump_level=self.level,
+            dynamic=spec.dynamic,
+            fullgraph=spec.fullgraph,
+        )
         self.status.update("dump", directory=str(self.dump_dir), outputs=str(self.outputs_dir))
         seed_and_determinism(spec)
         export_fusion_switch_file(spec, self.status)
@@ -96,13 +112,11 @@ class Session:
     def wants_io(self, io: str) -> bool:
         return io in self.spec.dump.io
 
-    def write(self, value, *, seq: int, op_key: str, io: str, index: int, item=None,
-              **fields) -> None:
+    def write(self, value, *, seq: int, op_key: str, io: str, index: int, item=None, **fields) -> None:
         """Writes one tensor record; non-tensors (and fake/meta tensors) are skipped."""
         if not dumpable(value):
             return
-        record = {"seq": seq, "kind": fields.pop("kind", "op"), "op_key": op_key, "io": io,
-                  "index": index}
+        record = {"seq": seq, "kind": fields.pop("kind", "op"), "op_key": op_key, "io": io, "index": index}
         if item is not None:
             record["item"] = item
         record.update({k: v for k, v in fields.items() if v is not None})
@@ -115,8 +129,7 @@ class Session:
         for index, value in enumerate(args):
             if isinstance(value, (list, tuple)):
                 for item, element in enumerate(value):
-                    self.write(element, seq=seq, op_key=op_key, io=io, index=index, item=item,
-                               **fields)
+                    self.write(element, seq=seq, op_key=op_key, io=io, index=index, item=item, **fields)
             else:
                 self.write(value, seq=seq, op_key=op_key, io=io, index=index, **fields)
 
@@ -154,8 +167,14 @@ class Session:
         for index, value in enumerate(leaves):
             if not dumpable(value):
                 continue
-            record = {"seq": seq, "kind": "final", "op_key": "output", "io": "output",
-                      "index": index, "step": self.step}
+            record = {
+                "seq": seq,
+                "kind": "final",
+                "op_key": "output",
+                "io": "output",
+                "index": index,
+                "step": self.step,
+            }
             if self.outputs is not None:
                 self.outputs.write_tensor(value, record)
             if self.spec.dump.final and self.dumping():
@@ -173,9 +192,12 @@ class Session:
             if writer is not None:
                 writer.close()
         if self.dump is not None:
-            self.status.update("dump", records=self.dump.records,
-                               written_bytes=self.dump.written_bytes,
-                               budget_reached=self.dump.budget_reached)
+            self.status.update(
+                "dump",
+                records=self.dump.records,
+                written_bytes=self.dump.written_bytes,
+                budget_reached=self.dump.budget_reached,
+            )
         self.status.finish("error" if error is not None else "ok")
         _active = None
 
@@ -192,7 +214,7 @@ def export_fusion_switch_file(spec: RunSpec, status: RunStatus) -> None:
     try:
         content = json.loads(content)
     except ValueError:
-        pass    # the backend reports a malformed file; the status keeps its text
+        pass  # the backend reports a malformed file; the status keeps its text
     status.data["switches"]["active"]["fusion_switch_file"] = {"path": path, "content": content}
 
 
@@ -202,6 +224,7 @@ def seed_and_determinism(spec: RunSpec) -> None:
         torch.manual_seed(spec.seed)
         try:
             import numpy as np
+
             np.random.seed(spec.seed)
         except ImportError:
             pass

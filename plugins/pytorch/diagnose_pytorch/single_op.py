@@ -7,6 +7,7 @@ diagnose dumps with the same op_key, for `diagnose compare -gp OUT/eager -mp OUT
     python -m diagnose_pytorch single-op --from EAGER_RUN_DIR --out OUT --backend B
         [--device D] [--dtype T] [--switches SWITCHES.json] [--ops A,B] [--max-calls-per-op K]
 """
+
 from __future__ import annotations
 
 import json
@@ -35,7 +36,7 @@ class RecordedCall:
     seq: int
     step: int
     call: dict | None = None
-    inputs: dict = field(default_factory=dict)     # (index, item) -> input record
+    inputs: dict = field(default_factory=dict)  # (index, item) -> input record
 
 
 # --- reading the eager run -----------------------------------------------------------------
@@ -55,15 +56,16 @@ def recorded_calls(run_dir: Path) -> tuple[Path, list[RecordedCall]]:
         try:
             record = json.loads(line)
         except ValueError:
-            continue    # a torn last line of a killed run
+            continue  # a torn last line of a killed run
         if record.get("type") == "header" and record.get("level") != "aten":
-            raise SingleOpError(f"{manifest}:{line_no}: dump level {record.get('level')!r}; the "
-                                "single-op check needs an eager run dumped at level 'aten'")
+            raise SingleOpError(
+                f"{manifest}:{line_no}: dump level {record.get('level')!r}; the "
+                "single-op check needs an eager run dumped at level 'aten'"
+            )
         if record.get("type") != "tensor" or record.get("kind", "op") != "op" or "op" not in record:
             continue
         seq = record["seq"]
-        call = calls.setdefault(seq, RecordedCall(record["op"], record["op_key"], seq,
-                                                  record.get("step", 0)))
+        call = calls.setdefault(seq, RecordedCall(record["op"], record["op_key"], seq, record.get("step", 0)))
         if "call" in record and call.call is None:
             call.call = record["call"]
         if record["io"] == "input":
@@ -108,23 +110,28 @@ def load_script_definitions(run_dir: Path) -> str | None:
 def make_backend(name: str, switches: Switches):
     """The backend as the full run had it, with the same global switches."""
     from .session import FUSION_SWITCH_FILE_ENV
+
     if switches.fusion_switch_file and name != "torchair":
         os.environ[FUSION_SWITCH_FILE_ENV] = os.path.realpath(switches.fusion_switch_file)
     if name == "torchair":
         from .torchair import switched_npu_backend
+
         return switched_npu_backend(switches)
     if name == "inductor":
         from torch._inductor import config as inductor_config
         from torch._inductor.compile_fx import compile_fx
 
         from .inductor_rules import overrides_off
+
         overrides = {**switches.inductor, **overrides_off(switches.inductor_off)}
 
         def inductor(gm, example_inputs):
             with inductor_config.patch(overrides):
                 return compile_fx(gm, example_inputs)
+
         return inductor
     from .backends import resolve
+
     return resolve(name)
 
 
@@ -157,13 +164,15 @@ def _one_op_graph(op, args, kwargs):
             else:
                 call_args[i][j] = tensor
         return op(*call_args, **kwargs)
+
     return one_op, tensors_of(args)
 
 
 def _prepared_inputs(dump: Path, call: RecordedCall, device: str, dtype):
     if call.call is None:
-        raise NotReplayable("the dump does not record this call's arguments "
-                            "(inputs filtered out, or dumped by an older plugin)")
+        raise NotReplayable(
+            "the dump does not record this call's arguments (inputs filtered out, or dumped by an older plugin)"
+        )
     inputs = {}
     for key, record in call.inputs.items():
         tensor = _load_tensor(dump, record).to(device)
@@ -187,8 +196,13 @@ class Check:
         self.backend_name = options.backend
         self.max_calls = options.max_calls_per_op
         self.results: list[dict] = []
-        header = {"backend": options.backend, "device": options.device,
-                  "dtype": options.dtype or "float32", "level": "aten", "check": "single_op"}
+        header = {
+            "backend": options.backend,
+            "device": options.device,
+            "dtype": options.dtype or "float32",
+            "level": "aten",
+            "check": "single_op",
+        }
         self.eager = DumpWriter(self.out / "eager", {**header, "mode": "eager"})
         self.graph = DumpWriter(self.out / "graph", {**header, "mode": "compiled"})
         self.progress = open(self.out / "progress.jsonl", "a", encoding="utf-8")
@@ -207,7 +221,7 @@ class Check:
         if torch.Tag.nondeterministic_seeded in op.tags:
             return {**result, "status": "skipped", "message": "random op: results depend on the RNG"}
         backend = make_backend(self.backend_name, self.switches)
-        for call in calls[:self.max_calls]:
+        for call in calls[: self.max_calls]:
             try:
                 inputs = _prepared_inputs(dump, call, self.device, self.dtype)
                 args, kwargs = decode_call(call.call, inputs, self.device if self.device else None)
@@ -216,8 +230,11 @@ class Check:
             try:
                 eager_out = op(*_clone(args), **_clone(kwargs))
             except Exception as e:  # noqa: BLE001
-                return {**result, "status": "runtime_error",
-                        "message": f"{call.op_key}: eager: {type(e).__name__}: {e}"}
+                return {
+                    **result,
+                    "status": "runtime_error",
+                    "message": f"{call.op_key}: eager: {type(e).__name__}: {e}",
+                }
             leaves = torch.utils._pytree.tree_leaves(eager_out)
             if not any(isinstance(v, torch.Tensor) for v in leaves):
                 return {**result, "status": "skipped", "message": "no tensor output"}
@@ -227,11 +244,17 @@ class Check:
             try:
                 graph_out = compiled(*tensors)
             except torch._dynamo.exc.TorchDynamoException as e:
-                return {**result, "status": "compile_error",
-                        "message": f"{call.op_key}: {type(e).__name__}: {_first_line(e)}"}
+                return {
+                    **result,
+                    "status": "compile_error",
+                    "message": f"{call.op_key}: {type(e).__name__}: {_first_line(e)}",
+                }
             except Exception as e:  # noqa: BLE001
-                return {**result, "status": "runtime_error",
-                        "message": f"{call.op_key}: graph: {type(e).__name__}: {_first_line(e)}"}
+                return {
+                    **result,
+                    "status": "runtime_error",
+                    "message": f"{call.op_key}: graph: {type(e).__name__}: {_first_line(e)}",
+                }
             self._write(call, eager_out, graph_out)
             result["calls"] += 1
             result["op_keys"].append(call.op_key)
@@ -245,8 +268,15 @@ class Check:
                 for item, tensor in enumerate(values):
                     if not dumpable(tensor):
                         continue
-                    record = {"seq": call.seq, "kind": "op", "op_key": call.op_key, "op": call.op,
-                              "io": "output", "index": index, "step": call.step}
+                    record = {
+                        "seq": call.seq,
+                        "kind": "op",
+                        "op_key": call.op_key,
+                        "op": call.op,
+                        "io": "output",
+                        "index": index,
+                        "step": call.step,
+                    }
                     if isinstance(value, (list, tuple)):
                         record["item"] = item
                     writer.write_tensor(tensor, record)
@@ -310,8 +340,7 @@ def run_single_op(options) -> int:
         options.device = _recorded_device(dump)
     ops = selected_ops(calls, options.ops)
     check = Check(options)
-    extra = {"from": str(run_dir), "backend": options.backend, "device": options.device,
-             "dtype": options.dtype}
+    extra = {"from": str(run_dir), "backend": options.backend, "device": options.device, "dtype": options.dtype}
     import_error = load_script_definitions(run_dir)
     if import_error:
         extra["script_error"] = import_error
@@ -321,11 +350,15 @@ def run_single_op(options) -> int:
             try:
                 result = check.run_op(dump, name, op_calls)
             except Exception as e:  # noqa: BLE001 — one op's failure must not stop the others
-                result = {"op": name, "calls": 0, "status": "runtime_error",
-                          "message": f"{type(e).__name__}: {_first_line(e)}", "op_keys": []}
+                result = {
+                    "op": name,
+                    "calls": 0,
+                    "status": "runtime_error",
+                    "message": f"{type(e).__name__}: {_first_line(e)}",
+                    "op_keys": [],
+                }
             check.results.append(result)
-            check.event(name, "error" if result["status"].endswith("_error") else "done",
-                        result["message"])
+            check.event(name, "error" if result["status"].endswith("_error") else "done", result["message"])
             check.save(extra)
     finally:
         check.close()

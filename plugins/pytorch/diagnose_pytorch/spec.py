@@ -2,6 +2,7 @@
 
 The schema is documented in plugins/pytorch/README.md; `RunSpec.from_dict` rejects unknown
 keys so that a typo in the orchestrator fails loudly instead of being ignored."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -22,39 +23,39 @@ class SpecError(ValueError):
 
 @dataclass
 class DumpSpec:
-    level: str = "auto"             # none | aten | fx | compiled | auto (see resolved_level)
-    ops: bool = True                # op / FX node / compiled buffer records
-    modules: bool = False           # module output records (eager only)
-    final: bool = True              # final output records
+    level: str = "auto"  # none | aten | fx | compiled | auto (see resolved_level)
+    ops: bool = True  # op / FX node / compiled buffer records
+    modules: bool = False  # module output records (eager only)
+    final: bool = True  # final output records
     io: list[str] = field(default_factory=lambda: ["input", "output"])
-    include: list[str] = field(default_factory=list)   # regexes on op_key, op or module
+    include: list[str] = field(default_factory=list)  # regexes on op_key, op or module
     exclude: list[str] = field(default_factory=list)
     steps: list[int] | None = None  # None: every step
     stats_only: bool = False
-    max_bytes: int | None = None    # byte budget for tensor files
+    max_bytes: int | None = None  # byte budget for tensor files
 
 
 @dataclass
 class Switches:
-    inductor: dict = field(default_factory=dict)    # torch._inductor.config overrides
-    fusion_switch_file: str | None = None            # TorchAir / GE fusion switch file
+    inductor: dict = field(default_factory=dict)  # torch._inductor.config overrides
+    fusion_switch_file: str | None = None  # TorchAir / GE fusion switch file
     inductor_off: list[str] = field(default_factory=list)  # inductor_rules.RULES turned off
-    torchair: dict = field(default_factory=dict)    # dotted CompilerConfig fields -> values
+    torchair: dict = field(default_factory=dict)  # dotted CompilerConfig fields -> values
 
 
 @dataclass
 class Checks:
-    meta: bool = False              # eager, aten level: each op's fake outputs vs its real ones
+    meta: bool = False  # eager, aten level: each op's fake outputs vs its real ones
 
 
 @dataclass
 class RunSpec:
     output_dir: str
-    mode: str = "compiled"          # eager | compiled
+    mode: str = "compiled"  # eager | compiled
     backend: str = "inductor"
     device: str = "cpu"
-    dtype: str | None = None        # cast the model and its floating inputs
-    autocast: str | None = None     # run calls under torch.autocast with this dtype
+    dtype: str | None = None  # cast the model and its floating inputs
+    autocast: str | None = None  # run calls under torch.autocast with this dtype
     dynamic: bool | None = None
     fullgraph: bool = False
     switches: Switches = field(default_factory=Switches)
@@ -96,8 +97,7 @@ class RunSpec:
         if self.mode not in ("eager", "compiled"):
             raise SpecError(f"mode must be 'eager' or 'compiled', not {self.mode!r}")
         if self.backend not in BUILTIN_BACKENDS and ":" not in self.backend:
-            raise SpecError(f"backend must be one of {BUILTIN_BACKENDS} or 'module:function', "
-                            f"not {self.backend!r}")
+            raise SpecError(f"backend must be one of {BUILTIN_BACKENDS} or 'module:function', not {self.backend!r}")
         for name in ("dtype", "autocast"):
             value = getattr(self, name)
             if value is not None and value not in FLOAT_DTYPES:
@@ -109,21 +109,25 @@ class RunSpec:
         level = self.dump_level()
         if self.mode == "eager" and level in ("fx", "compiled"):
             raise SpecError(f"dump.level {level!r} needs mode 'compiled'")
-        if level == "compiled" and self.backend not in ("inductor", "torchair") \
-                and ":" not in self.backend:
-            raise SpecError("dump.level 'compiled' exists for inductor, torchair and user "
-                            f"backends built on Inductor; use 'fx' for {self.backend!r}")
+        if level == "compiled" and self.backend not in ("inductor", "torchair") and ":" not in self.backend:
+            raise SpecError(
+                "dump.level 'compiled' exists for inductor, torchair and user "
+                f"backends built on Inductor; use 'fx' for {self.backend!r}"
+            )
         if self.mode == "compiled" and level == "aten":
             raise SpecError("dump.level 'aten' needs mode 'eager' (use 'fx' or 'compiled')")
         if self.checks.meta and level != "aten":
             raise SpecError("checks.meta needs mode 'eager' with dump.level 'aten' (or 'auto')")
         if self.switches.inductor_off:
             from .inductor_rules import RULES, unknown
+
             if self.backend != "inductor":
                 raise SpecError("switches.inductor_off needs backend 'inductor'")
             if unknown(self.switches.inductor_off):
-                raise SpecError(f"switches.inductor_off: unknown rule(s) "
-                                f"{', '.join(unknown(self.switches.inductor_off))}; known: {', '.join(RULES)}")
+                raise SpecError(
+                    f"switches.inductor_off: unknown rule(s) "
+                    f"{', '.join(unknown(self.switches.inductor_off))}; known: {', '.join(RULES)}"
+                )
         if self.switches.fusion_switch_file and not Path(self.switches.fusion_switch_file).is_file():
             raise SpecError(f"fusion switch file not found: {self.switches.fusion_switch_file}")
 

@@ -1,4 +1,5 @@
 """Summary statistics of a tensor, as written into `stats` of a dump record."""
+
 from __future__ import annotations
 
 import hashlib
@@ -23,7 +24,8 @@ def tensor_stats(tensor: torch.Tensor, data: bytes) -> dict:
     stats = {"min": None, "max": None, "mean": None, "l2": None, "nan": nan, "inf": inf}
     if finite.numel():
         low, high = torch.aminmax(finite)
-        stats.update(min=float(low), max=float(high), mean=float(finite.mean()),
-                     l2=float(torch.linalg.vector_norm(finite)))
+        stats.update(
+            min=float(low), max=float(high), mean=float(finite.mean()), l2=float(torch.linalg.vector_norm(finite))
+        )
     stats["hash"] = content_hash(data)
     return stats

@@ -1,5 +1,6 @@
 """status.json: what ran, with which backend and switches, how it went. Rewritten atomically
 at each milestone, so a killed run still leaves the last state ("running")."""
+
 from __future__ import annotations
 
 import json
@@ -18,13 +19,21 @@ class RunStatus:
         self.path = path
         self.started = time.time()
         self.data = {
-            "format": FORMAT, "version": VERSION, "state": "running",
-            "spec": spec_dict, "argv": list(sys.argv), "pid": os.getpid(),
+            "format": FORMAT,
+            "version": VERSION,
+            "state": "running",
+            "spec": spec_dict,
+            "argv": list(sys.argv),
+            "pid": os.getpid(),
             "torch_version": _torch_version(),
-            "ran": {}, "graphs": {"count": 0, "compile_seconds": [], "graph_breaks": 0,
-                                  "break_reasons": {}},
+            "ran": {},
+            "graphs": {"count": 0, "compile_seconds": [], "graph_breaks": 0, "break_reasons": {}},
             "switches": {"active": {}, "fired": {}},
-            "steps": 0, "calls": [], "dump": {}, "timings": {}, "compile_calls": [],
+            "steps": 0,
+            "calls": [],
+            "dump": {},
+            "timings": {},
+            "compile_calls": [],
             "errors": [],
         }
         self.save()
@@ -36,10 +45,14 @@ class RunStatus:
         self.data[key].update(values)
 
     def add_error(self, exc: BaseException, where: str) -> None:
-        self.data["errors"].append({
-            "where": where, "type": type(exc).__name__, "message": str(exc),
-            "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
-        })
+        self.data["errors"].append(
+            {
+                "where": where,
+                "type": type(exc).__name__,
+                "message": str(exc),
+                "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
+            }
+        )
 
     def finish(self, state: str) -> None:
         self.data["state"] = state
@@ -56,4 +69,5 @@ class RunStatus:
 
 def _torch_version() -> str:
     import torch
+
     return torch.__version__

@@ -1,6 +1,7 @@
 """TorchAir (torch.compile on Ascend NPUs): msit's two config helpers, and the backend a run
 spec with `backend: torchair` uses. Only the documented CompilerConfig fields are touched
 (torchair-debug.md), so the real torchair and a stand-in of the same shape behave alike."""
+
 from __future__ import annotations
 
 import json
@@ -14,6 +15,7 @@ _DUMP_MODES = ("input", "output", "all")
 
 def _compiler_config_class():
     from torchair.configs.compiler_config import CompilerConfig
+
     return CompilerConfig
 
 
@@ -34,8 +36,14 @@ def _dump_dir(dump_path: str, name: str) -> str:
     return path
 
 
-def get_ge_dump_config(dump_path: str = "", dump_mode: str = "all", fusion_switch_file=None,
-                       dump_token=None, dump_layer=None, compiler_config=None):
+def get_ge_dump_config(
+    dump_path: str = "",
+    dump_mode: str = "all",
+    fusion_switch_file=None,
+    dump_token=None,
+    dump_layer=None,
+    compiler_config=None,
+):
     """A CompilerConfig that dumps GE's tensors (every op, or the ops in `dump_layer`, at the
     tokens in `dump_token`) and the graph structure txt files into {dump_path}/ge_dump, with
     the fusion rules of `fusion_switch_file`."""
@@ -96,16 +104,22 @@ def npu_backend(session):
         get_fx_dump_config(dump_path=dump_dir, compiler_config=config)
     elif session.level == "compiled":
         modes = set(spec.dump.io)
-        get_ge_dump_config(dump_path=dump_dir, dump_mode="all" if len(modes) == 2 else modes.pop(),
-                           fusion_switch_file=spec.switches.fusion_switch_file,
-                           dump_token=spec.dump.steps, compiler_config=config)
+        get_ge_dump_config(
+            dump_path=dump_dir,
+            dump_mode="all" if len(modes) == 2 else modes.pop(),
+            fusion_switch_file=spec.switches.fusion_switch_file,
+            dump_token=spec.dump.steps,
+            compiler_config=config,
+        )
         if spec.dump.stats_only:
             config.dump_config.dump_data = "stats"
     if spec.switches.fusion_switch_file:
         config.fusion_config.fusion_switch_file = os.path.realpath(spec.switches.fusion_switch_file)
         with open(spec.switches.fusion_switch_file) as f:
             session.status.data["switches"]["active"]["fusion_switch_file"] = {
-                "path": spec.switches.fusion_switch_file, "content": json.load(f)}
+                "path": spec.switches.fusion_switch_file,
+                "content": json.load(f),
+            }
     for dotted, value in spec.switches.torchair.items():
         set_field(config, dotted, value)
     if spec.switches.torchair:
@@ -118,8 +132,7 @@ def fusion_result(cwd: Path | None = None) -> dict | list | None:
     $ASCEND_WORK_PATH/FE/<pid>/."""
     candidates = [Path(cwd or os.getcwd()) / "fusion_result.json"]
     if os.environ.get("ASCEND_WORK_PATH"):
-        candidates.insert(0, Path(os.environ["ASCEND_WORK_PATH"]) / "FE" / str(os.getpid())
-                          / "fusion_result.json")
+        candidates.insert(0, Path(os.environ["ASCEND_WORK_PATH"]) / "FE" / str(os.getpid()) / "fusion_result.json")
     for path in candidates:
         if path.is_file():
             with open(path) as f:

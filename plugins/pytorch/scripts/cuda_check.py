@@ -8,6 +8,7 @@ eager CUDA. Not part of the test suite (the suite never needs a GPU).
 Prints one line per check and exits 1 if any check fails. With --diagnose, each pair of run
 directories is also compared with `diagnose compare` (its exit code is reported).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,8 +34,9 @@ def run(out: Path, name: str, example: str, spec: dict) -> Path:
     spec_path.write_text(json.dumps({"output_dir": str(run_dir), **spec}))
     env = {**os.environ, "DIAGNOSE_RUN_SPEC": str(spec_path)}
     script = REPO / "examples" / example / "model.py"
-    proc = subprocess.run([sys.executable, "-m", "diagnose_pytorch", "run", str(script)],
-                          env=env, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "diagnose_pytorch", "run", str(script)], env=env, capture_output=True, text=True
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"{example}/{name} failed:\n{proc.stderr[-3000:]}")
     return run_dir
@@ -52,9 +54,21 @@ def check(label: str, golden: Path, mine: Path, diagnose: str | None) -> bool:
     ok = bool(np.allclose(b, a, **TOLERANCE))
     line = f"{'PASS' if ok else 'FAIL'} {label}: max abs diff {float(np.abs(a - b).max()):.3e}"
     if diagnose:
-        proc = subprocess.run([diagnose, "compare", "-gp", str(golden / "outputs"),
-                               "-mp", str(mine / "outputs"), "-o", str(mine / "compare"),
-                               "--quiet"], capture_output=True, text=True)
+        proc = subprocess.run(
+            [
+                diagnose,
+                "compare",
+                "-gp",
+                str(golden / "outputs"),
+                "-mp",
+                str(mine / "outputs"),
+                "-o",
+                str(mine / "compare"),
+                "--quiet",
+            ],
+            capture_output=True,
+            text=True,
+        )
         line += f"; diagnose compare exit {proc.returncode}"
     print(line, flush=True)
     return ok
@@ -67,6 +81,7 @@ def main() -> int:
     parser.add_argument("--diagnose", help="path of the diagnose binary, to also run compare")
     args = parser.parse_args()
     import torch
+
     if not torch.cuda.is_available():
         print("no CUDA device: nothing to check", file=sys.stderr)
         return 2

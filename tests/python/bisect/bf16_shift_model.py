@@ -1,6 +1,7 @@
 """A bf16 block whose compiled result differs from eager only through Inductor's fused
 precision: eager rounds `h + 64` to bf16 (steps of 0.5 there) before the shift is taken back
 out, fused code keeps it in fp32. emulate_precision_casts restores eager's rounding."""
+
 import torch
 
 torch.manual_seed(0)

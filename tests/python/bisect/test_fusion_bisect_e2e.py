@@ -8,6 +8,7 @@ compared with eager).
 
 The scenarios run side by side (two diagnose processes, one slot each: two cores) and share
 one Inductor cache."""
+
 from __future__ import annotations
 
 import json
@@ -24,31 +25,33 @@ from fixtures.workflow_run import run_workflow
 REPO = Path(__file__).resolve().parents[3]
 EXAMPLE = REPO / "examples" / "fusion_rules" / "model.py"
 BF16_MODEL = Path(__file__).resolve().parent / "bf16_shift_model.py"
-RULES = ["MatMulBiasAddFusionPass", "GeluFusionPass", "LayerNormFusionPass", "SoftmaxFusionPass",
-         "TbeEltwiseFusionPass"]
+RULES = [
+    "MatMulBiasAddFusionPass",
+    "GeluFusionPass",
+    "LayerNormFusionPass",
+    "SoftmaxFusionPass",
+    "TbeEltwiseFusionPass",
+]
 
 # name -> (faults, extra step keys, expected culprits)
 SCENARIOS = {
     "wrong": ("wrong:LayerNormFusionPass", {}, ["LayerNormFusionPass"]),
-    "pair": ("pair:SoftmaxFusionPass+TbeEltwiseFusionPass", {},
-             ["SoftmaxFusionPass", "TbeEltwiseFusionPass"]),
+    "pair": ("pair:SoftmaxFusionPass+TbeEltwiseFusionPass", {}, ["SoftmaxFusionPass", "TbeEltwiseFusionPass"]),
     # The all-on run aborts before writing fusion_result.json: the candidates are listed.
-    "crash": ("crash:GeluFusionPass", {"crash_is_failure": True, "candidates": RULES},
-              ["GeluFusionPass"]),
+    "crash": ("crash:GeluFusionPass", {"crash_is_failure": True, "candidates": RULES}, ["GeluFusionPass"]),
     # SoftmaxFusionPass fires even when switched off: its trials are invalid, it is set aside,
     # and the wrong rule is still found among the others.
-    "sticky": ("sticky:SoftmaxFusionPass,wrong:MatMulBiasAddFusionPass", {},
-               ["MatMulBiasAddFusionPass"]),
+    "sticky": ("sticky:SoftmaxFusionPass,wrong:MatMulBiasAddFusionPass", {}, ["MatMulBiasAddFusionPass"]),
 }
 
 
 def workflow(script: Path, backend: str, step: dict) -> str:
-    doc = {"name": "bisect-e2e",
-           "model": {"script": str(script), "python": sys.executable, "backend": backend,
-                     "timeout": 600},
-           "defaults": {"slots": 1},
-           "steps": [dict({"id": "fusion", "kind": "fusion_bisect", "confirmations": 1,
-                           "baseline_repeats": 0}, **step)]}
+    doc = {
+        "name": "bisect-e2e",
+        "model": {"script": str(script), "python": sys.executable, "backend": backend, "timeout": 600},
+        "defaults": {"slots": 1},
+        "steps": [dict({"id": "fusion", "kind": "fusion_bisect", "confirmations": 1, "baseline_repeats": 0}, **step)],
+    }
     return json.dumps(doc, indent=1)  # JSON is YAML
 
 
@@ -57,21 +60,31 @@ def rerun_with(spec: dict, script: Path, out: Path, env: dict) -> Path:
     out.mkdir(parents=True)
     spec = dict(spec, output_dir=str(out), mode="compiled", dump={"level": "none"})
     (out / "spec.json").write_text(json.dumps(spec))
-    subprocess.run([sys.executable, "-m", "diagnose_pytorch", "run", str(script)], cwd=out, check=True,
-                   env=dict(env, DIAGNOSE_RUN_SPEC=str(out / "spec.json")), capture_output=True, timeout=600)
+    subprocess.run(
+        [sys.executable, "-m", "diagnose_pytorch", "run", str(script)],
+        cwd=out,
+        check=True,
+        env=dict(env, DIAGNOSE_RUN_SPEC=str(out / "spec.json")),
+        capture_output=True,
+        timeout=600,
+    )
     return out / "outputs"
 
 
 def same_as_golden(diagnose_bin: Path, golden: Path, mine: Path, out: Path) -> bool:
-    done = subprocess.run([str(diagnose_bin), "compare", "-gp", str(golden), "-mp", str(mine), "-o",
-                           str(out), "-q"], capture_output=True, text=True)
+    done = subprocess.run(
+        [str(diagnose_bin), "compare", "-gp", str(golden), "-mp", str(mine), "-o", str(out), "-q"],
+        capture_output=True,
+        text=True,
+    )
     return done.returncode == 0
 
 
 @pytest.fixture(scope="module")
 def env(inductor_cache):
-    return dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(inductor_cache), OMP_NUM_THREADS="1",
-                TORCHINDUCTOR_COMPILE_THREADS="1")
+    return dict(
+        os.environ, TORCHINDUCTOR_CACHE_DIR=str(inductor_cache), OMP_NUM_THREADS="1", TORCHINDUCTOR_COMPILE_THREADS="1"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +95,9 @@ def results(diagnose_bin, env, tmp_path_factory):
     def example(name):
         faults, extra, _ = SCENARIOS[name]
         step = dict({"target": {"env": {"FUSION_EXAMPLE_FAULTS": faults}}}, **extra)
-        return run_workflow(diagnose_bin, root / name, workflow(EXAMPLE, "fusion_backend:backend", step), env, timeout=900)
+        return run_workflow(
+            diagnose_bin, root / name, workflow(EXAMPLE, "fusion_backend:backend", step), env, timeout=900
+        )
 
     def inductor():
         return run_workflow(diagnose_bin, root / "inductor", workflow(BF16_MODEL, "inductor", {}), env, timeout=900)
@@ -91,7 +106,9 @@ def results(diagnose_bin, env, tmp_path_factory):
         # The example backend is not built on Inductor: its compiled-level dump has the final
         # outputs only, so the judged ops exist on the golden side alone.
         step = {"target": {"env": {"FUSION_EXAMPLE_FAULTS": "wrong:LayerNormFusionPass"}}, "judge_ops": ["mean"]}
-        return run_workflow(diagnose_bin, root / "judge_ops", workflow(EXAMPLE, "fusion_backend:backend", step), env, timeout=900)
+        return run_workflow(
+            diagnose_bin, root / "judge_ops", workflow(EXAMPLE, "fusion_backend:backend", step), env, timeout=900
+        )
 
     jobs = {name: (lambda n=name: example(n)) for name in SCENARIOS}
     jobs["inductor"] = inductor
@@ -135,9 +152,12 @@ def test_example_backend_culprit_found_and_its_switch_file_fixes_the_model(name,
     trial_file = run_dir / "steps" / "fusion" / culprits_off[0]["trial"] / "fusion_switch.json"
     assert json.loads(trial_file.read_text()) == json.loads(switch_file.read_text())
     if name == "wrong":  # ...and once more on its own, outside the bisection.
-        fixed = rerun_with({"backend": "fusion_backend:backend",
-                            "switches": {"fusion_switch_file": str(switch_file)}},
-                           EXAMPLE, root / f"{name}-fixed", dict(env, FUSION_EXAMPLE_FAULTS=faults))
+        fixed = rerun_with(
+            {"backend": "fusion_backend:backend", "switches": {"fusion_switch_file": str(switch_file)}},
+            EXAMPLE,
+            root / f"{name}-fixed",
+            dict(env, FUSION_EXAMPLE_FAULTS=faults),
+        )
         golden = run_dir / "steps" / "fusion" / "golden" / "outputs"
         assert same_as_golden(diagnose_bin, golden, fixed, root / f"{name}-compare")
 
@@ -152,8 +172,12 @@ def test_inductor_bf16_difference_is_explained_by_fused_precision(results, diagn
     table = next(e["value"] for e in step["evidence"] if e["name"] == "bisection trials")
     all_on = [row for row in table if row["rules_off"].startswith("(none")]
     assert all_on and all(row["outcome"] == "fail" for row in all_on)
-    fixed = rerun_with({"backend": "inductor", "switches": {"inductor_off": ["emulate_precision_casts"]}},
-                       BF16_MODEL, root / "inductor-fixed", env)
+    fixed = rerun_with(
+        {"backend": "inductor", "switches": {"inductor_off": ["emulate_precision_casts"]}},
+        BF16_MODEL,
+        root / "inductor-fixed",
+        env,
+    )
     golden = run_dir / "steps" / "fusion" / "golden" / "outputs"
     assert same_as_golden(diagnose_bin, golden, fixed, root / "inductor-compare")
     status = json.loads((root / "inductor-fixed" / "status.json").read_text())

@@ -1,5 +1,6 @@
 """Broken inputs: each gives a clear row reason (or warning) and the rest of the comparison
 goes on; never a crash. run_compare() itself fails on a signal or abort exit code."""
+
 from __future__ import annotations
 
 import os
@@ -29,15 +30,27 @@ def npy_bad_run(diagnose_bin, tmp_path_factory):
     g.mkdir()
     m.mkdir()
     x = np.arange(12, dtype=np.float32).reshape(3, 4)
-    good = {"ok": (x, x), "empty": (np.zeros((0, 4), np.float32), np.zeros((0, 4), np.float32)),
-            "count_mismatch": (x, x[:2]), "shape_swap": (np.arange(6, dtype=np.float32).reshape(2, 3),
-                                                         np.arange(6, dtype=np.float32).reshape(3, 2)),
-            "nan_both": (np.array([np.nan, 1], np.float32), np.array([np.nan, 1], np.float32))}
+    good = {
+        "ok": (x, x),
+        "empty": (np.zeros((0, 4), np.float32), np.zeros((0, 4), np.float32)),
+        "count_mismatch": (x, x[:2]),
+        "shape_swap": (np.arange(6, dtype=np.float32).reshape(2, 3), np.arange(6, dtype=np.float32).reshape(3, 2)),
+        "nan_both": (np.array([np.nan, 1], np.float32), np.array([np.nan, 1], np.float32)),
+    }
     for name, (a, b) in good.items():
         np.save(g / f"{name}.npy", a)
         np.save(m / f"{name}.npy", b)
-    for name in ("corrupt_header", "object_dtype", "truncated", "dir_in_place", "symlink_loop",
-                 "unknown_descr", "bad_magic", "missing_partner", "huge_shape"):
+    for name in (
+        "corrupt_header",
+        "object_dtype",
+        "truncated",
+        "dir_in_place",
+        "symlink_loop",
+        "unknown_descr",
+        "bad_magic",
+        "missing_partner",
+        "huge_shape",
+    ):
         np.save(g / f"{name}.npy", x)
     _write_npy_with_header(m / "corrupt_header.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4")
     np.save(m / "object_dtype.npy", np.array([None, 1], dtype=object), allow_pickle=True)
@@ -47,11 +60,13 @@ def npy_bad_run(diagnose_bin, tmp_path_factory):
     (m / "dir_in_place.npy").mkdir()
     os.symlink(m / "loop_b.npy", m / "symlink_loop.npy")
     os.symlink(m / "symlink_loop.npy", m / "loop_b.npy")
-    _write_npy_with_header(m / "unknown_descr.npy", "{'descr': '<q9', 'fortran_order': False, 'shape': (3, 4), }",
-                           bytes(48))
+    _write_npy_with_header(
+        m / "unknown_descr.npy", "{'descr': '<q9', 'fortran_order': False, 'shape': (3, 4), }", bytes(48)
+    )
     (m / "bad_magic.npy").write_bytes(b"NOTNUMPY" + bytes(100))
-    _write_npy_with_header(m / "huge_shape.npy",
-                           "{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904, 8), }", bytes(48))
+    _write_npy_with_header(
+        m / "huge_shape.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904, 8), }", bytes(48)
+    )
     run = run_compare(diagnose_bin, g, m, root / "out")
     return run
 
@@ -73,8 +88,19 @@ def test_npy_bad_files_do_not_stop_the_run(npy_bad_run):
     assert rows["ok"]["verdict"] == "pass" and rows["ok"]["cosine_similarity"] == 1.0
 
 
-@pytest.mark.parametrize("name", ["corrupt_header", "object_dtype", "truncated", "dir_in_place",
-                                  "symlink_loop", "unknown_descr", "bad_magic", "huge_shape"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "corrupt_header",
+        "object_dtype",
+        "truncated",
+        "dir_in_place",
+        "symlink_loop",
+        "unknown_descr",
+        "bad_magic",
+        "huge_shape",
+    ],
+)
 def test_npy_unreadable_file_becomes_not_comparable(npy_bad_run, name):
     rows = _by_name(npy_bad_run)
     if name == "symlink_loop" and name not in rows:
@@ -138,8 +164,10 @@ def test_fifo_in_place_of_npy_does_not_hang(diagnose_bin, tmp_path):
     try:
         run = run_compare(diagnose_bin, g, m, tmp_path / "out", timeout=30)
     except subprocess.TimeoutExpired:
-        pytest.fail("diagnose compare hangs on a FIFO named like an npy file (opens it blocking "
-                    "instead of checking for a regular file)")
+        pytest.fail(
+            "diagnose compare hangs on a FIFO named like an npy file (opens it blocking "
+            "instead of checking for a regular file)"
+        )
     assert run.result is not None, run.describe()
     rows = _by_name(run)
     assert rows["ok"]["verdict"] == "pass"
@@ -147,6 +175,7 @@ def test_fifo_in_place_of_npy_does_not_hang(diagnose_bin, tmp_path):
 
 
 # ---- GE dump files ------------------------------------------------------------------------
+
 
 def _corrupt(path, how):
     data = path.read_bytes()
@@ -157,22 +186,27 @@ def _corrupt(path, how):
         path.write_bytes(struct.pack("<Q", len(data) * 4) + data[8:])
     elif how == "sizes_do_not_add_up":
         # input 0 declares half the bytes its shape needs (and the file holds only those)
-        header = ge_proto.DUMP["DumpData"].FromString(data[8:8 + hlen])
+        header = ge_proto.DUMP["DumpData"].FromString(data[8 : 8 + hlen])
         full = header.input[0].size
         header.input[0].size = full // 2
         new = header.SerializeToString()
-        body = data[8 + hlen:]
-        path.write_bytes(struct.pack("<Q", len(new)) + new + body[:full // 2] + body[full:])
+        body = data[8 + hlen :]
+        path.write_bytes(struct.pack("<Q", len(new)) + new + body[: full // 2] + body[full:])
     elif how == "garbage_protobuf":
-        path.write_bytes(data[:8] + bytes([0xFF] * hlen) + data[8 + hlen:])
+        path.write_bytes(data[:8] + bytes([0xFF] * hlen) + data[8 + hlen :])
     elif how == "tiny":
         path.write_bytes(data[:5])
     else:
         raise ValueError(how)
 
 
-GE_CORRUPTIONS = {"MatMulV2": "truncated", "Add": "header_past_end", "Relu": "sizes_do_not_add_up",
-                  "Sigmoid": "garbage_protobuf", "Mul": "tiny"}
+GE_CORRUPTIONS = {
+    "MatMulV2": "truncated",
+    "Add": "header_past_end",
+    "Relu": "sizes_do_not_add_up",
+    "Sigmoid": "garbage_protobuf",
+    "Mul": "tiny",
+}
 
 
 @pytest.fixture(scope="module")
@@ -187,13 +221,20 @@ def ge_bad_run(diagnose_bin, tmp_path_factory):
     # Conv2D: output dtype code unknown (99) and a STRING (13) input; TransData: unknown format.
     conv = next(f for f in token_dir.iterdir() if f.name.startswith("Conv2D."))
     xs = np.ones((2, 3))
-    conv.write_bytes(encode_ge_dump(GeOp("Conv2D", "Conv2D",
-                                         [GeTensor(xs, "fp16", data_type_code=13, raw=bytes(12)),
-                                          GeTensor(xs, "fp16")],
-                                         [GeTensor(xs, "fp16", data_type_code=99, raw=bytes(12))])))
+    conv.write_bytes(
+        encode_ge_dump(
+            GeOp(
+                "Conv2D",
+                "Conv2D",
+                [GeTensor(xs, "fp16", data_type_code=13, raw=bytes(12)), GeTensor(xs, "fp16")],
+                [GeTensor(xs, "fp16", data_type_code=99, raw=bytes(12))],
+            )
+        )
+    )
     trans = next(f for f in token_dir.iterdir() if f.name.startswith("TransData."))
-    trans.write_bytes(encode_ge_dump(GeOp("TransData", "TransData_1", [GeTensor(xs, "fp16")],
-                                          [GeTensor(xs, "fp16", format_code=41)])))
+    trans.write_bytes(
+        encode_ge_dump(GeOp("TransData", "TransData_1", [GeTensor(xs, "fp16")], [GeTensor(xs, "fp16", format_code=41)]))
+    )
     run = run_compare(diagnose_bin, case.fx_root, case.ge_root, root / "out")
     return run, case
 
@@ -221,10 +262,14 @@ def test_ge_unreadable_file_reported(ge_bad_run, op_name):
         rows = [r for r in rows if path_parts(r["my_data_path"])[1:] == ("input", 0)]
         assert rows, "input 0 of a file whose sizes do not add up must still be a row"
     warnings = " ".join(run.result["summary"]["warnings"]) + " ".join(
-        u["name"] + " " + u["reason"] for u in run.result["summary"]["unmatched"])
+        u["name"] + " " + u["reason"] for u in run.result["summary"]["unmatched"]
+    )
     reported_in_rows = bool(rows) and all(r["verdict"] == "not_comparable" and r["cmp_fail_reason"] for r in rows)
     assert reported_in_rows or op_name in warnings, (
-        op_name, [(r["my_data_path"], r["verdict"], r["cmp_fail_reason"]) for r in rows], warnings[:2000])
+        op_name,
+        [(r["my_data_path"], r["verdict"], r["cmp_fail_reason"]) for r in rows],
+        warnings[:2000],
+    )
     assert not any(r["verdict"] == "pass" for r in rows)
 
 
@@ -240,8 +285,11 @@ def test_ge_unknown_dtype_reported_per_tensor(ge_bad_run):
 def test_ge_unknown_format_reported(ge_bad_run):
     run, _ = ge_bad_run
     rows = _rows_of(run, "TransData_1")
-    assert rows and all(r["verdict"] == "not_comparable" and ("format" in r["cmp_fail_reason"].lower() or "layout" in r["cmp_fail_reason"].lower())
-                        for r in rows), [(r["my_data_path"], r["cmp_fail_reason"]) for r in rows]
+    assert rows and all(
+        r["verdict"] == "not_comparable"
+        and ("format" in r["cmp_fail_reason"].lower() or "layout" in r["cmp_fail_reason"].lower())
+        for r in rows
+    ), [(r["my_data_path"], r["cmp_fail_reason"]) for r in rows]
 
 
 def test_unknown_header_fields_and_old_schema_are_read(diagnose_bin, tmp_path):
@@ -249,10 +297,12 @@ def test_unknown_header_fields_and_old_schema_are_read(diagnose_bin, tmp_path):
     x = np.arange(6, dtype=np.float64).reshape(2, 3)
     op = GeOp("Add", "Add", [GeTensor(x, "fp32")], [GeTensor(x, "fp32")])
     unknown = bytes([0xF8, 0x06, 0x01]) + bytes([0x82, 0x07, 0x02, 0x41, 0x42])  # fields 111 varint, 112 bytes
-    variants = {"old": dict(schema=ge_proto.DUMP_OLD_SCHEMA, workspace=bytes(16)),
-                "unpacked": dict(schema=ge_proto.DUMP_UNPACKED),
-                "unknown": dict(extra_header=unknown),
-                "new_ws": dict(workspace=bytes(32))}
+    variants = {
+        "old": dict(schema=ge_proto.DUMP_OLD_SCHEMA, workspace=bytes(16)),
+        "unpacked": dict(schema=ge_proto.DUMP_UNPACKED),
+        "unknown": dict(extra_header=unknown),
+        "new_ws": dict(workspace=bytes(32)),
+    }
     ref = tmp_path / "ref"
     ref.mkdir()
     (ref / ge_file_name(op)).write_bytes(encode_ge_dump(op))
@@ -263,8 +313,10 @@ def test_unknown_header_fields_and_old_schema_are_read(diagnose_bin, tmp_path):
         run = run_compare(diagnose_bin, ref / ge_file_name(op), d / ge_file_name(op), tmp_path / f"out_{name}")
         assert run.result is not None, (name, run.describe())
         rows = run.rows()
-        assert len(rows) == 2 and all(r["verdict"] == "pass" and r["my_shape"] == [2, 3] for r in rows), \
-            (name, [(r["verdict"], r["cmp_fail_reason"]) for r in rows])
+        assert len(rows) == 2 and all(r["verdict"] == "pass" and r["my_shape"] == [2, 3] for r in rows), (
+            name,
+            [(r["verdict"], r["cmp_fail_reason"]) for r in rows],
+        )
 
 
 def test_fx_side_problems(diagnose_bin, tmp_path):
@@ -283,16 +335,18 @@ def test_fx_side_problems(diagnose_bin, tmp_path):
     (token_dir / ".".join(parts)).write_bytes(sig.read_bytes()[:-2])  # smaller duplicate
     run = run_compare(diagnose_bin, case.fx_root, case.ge_root, tmp_path / "out")
     assert run.result is not None and run.rc in (0, 1), run.describe()
-    rows = {(path_parts(r["my_data_path"])[0].split(".")[1],) + path_parts(r["my_data_path"])[1:]: r
-            for r in run.rows()}
+    rows = {
+        (path_parts(r["my_data_path"])[0].split(".")[1],) + path_parts(r["my_data_path"])[1:]: r for r in run.rows()
+    }
     obj = rows[("Add", "input", 1)]
     assert obj["verdict"] == "not_comparable" and obj["cmp_fail_reason"], obj
     missing = rows.get(("Relu", "output", 0))
     assert missing is not None and missing["verdict"] == "not_comparable" and missing["cmp_fail_reason"], missing
     assert rows[("Add", "input", 0)]["verdict"] == "pass" and rows[("MatMulV2", "output", 0)]["verdict"] == "pass"
     sig_rows = [r for k, r in rows.items() if k[0] == "Sigmoid"]
-    assert len(sig_rows) == 2 and all(r["verdict"] == "pass" for r in sig_rows), \
+    assert len(sig_rows) == 2 and all(r["verdict"] == "pass" for r in sig_rows), (
         "the larger (intact) duplicate is the one compared"
+    )
     assert any("Sigmoid" in w for w in run.result["summary"]["warnings"]), run.result["summary"]["warnings"]
 
 
@@ -304,18 +358,24 @@ def test_input_count_mismatch_is_reported(diagnose_bin, tmp_path):
     add_file = next(token_dir.glob("Add.Add.*"))
     data = add_file.read_bytes()
     (hlen,) = struct.unpack_from("<Q", data)
-    header = ge_proto.DUMP["DumpData"].FromString(data[8:8 + hlen])
+    header = ge_proto.DUMP["DumpData"].FromString(data[8 : 8 + hlen])
     sizes = [i.size for i in header.input]
-    body = data[8 + hlen:]
+    body = data[8 + hlen :]
     del header.input[1]
     new = header.SerializeToString()
-    add_file.write_bytes(struct.pack("<Q", len(new)) + new + body[:sizes[0]] + body[sum(sizes):])
+    add_file.write_bytes(struct.pack("<Q", len(new)) + new + body[: sizes[0]] + body[sum(sizes) :])
     run = run_compare(diagnose_bin, case.fx_root, case.ge_root, tmp_path / "out")
     assert run.result is not None and run.rc in (0, 1), run.describe()
     add_rows = [r for r in run.rows() if path_parts(r["my_data_path"])[0].startswith("Add.Add.")]
-    text = " ".join(r["cmp_fail_reason"] for r in add_rows) + " ".join(run.result["summary"]["warnings"]) + \
-        " ".join(u["name"] + " " + u["reason"] for u in run.result["summary"]["unmatched"])
-    assert "count" in text.lower() or "inputs" in text.lower(), (text, [(r["my_data_path"], r["verdict"]) for r in add_rows])
+    text = (
+        " ".join(r["cmp_fail_reason"] for r in add_rows)
+        + " ".join(run.result["summary"]["warnings"])
+        + " ".join(u["name"] + " " + u["reason"] for u in run.result["summary"]["unmatched"])
+    )
+    assert "count" in text.lower() or "inputs" in text.lower(), (
+        text,
+        [(r["my_data_path"], r["verdict"]) for r in add_rows],
+    )
     outputs = [r for r in add_rows if path_parts(r["my_data_path"])[1] == "output"]
     assert outputs and outputs[0]["verdict"] == "pass", "the outputs still pair"
 
@@ -325,13 +385,20 @@ def test_randomly_corrupted_ge_files_end_to_end(diagnose_bin, tmp_path):
     length, garbage appended), compared GE against GE in one run: no crash, a result, and
     every mangled op accounted for as rows or in the warnings."""
     from fixtures.graph_txt import GraphOp, write_graph_txt
+
     rng = np.random.default_rng(99)
     n_ops = 60
     ops, graph_ops = [], []
     for i in range(n_ops):
         x = rng.standard_normal((3, 5 + i % 4))
-        op = GeOp("Custom", f"Op{i}", [GeTensor(x, "fp16")], [GeTensor(x * 2, "fp16", "FRACTAL_NZ" if i % 3 == 0 else "ND")],
-                  task_id=i + 1, timestamp=1700000000000000 + 10 * i)
+        op = GeOp(
+            "Custom",
+            f"Op{i}",
+            [GeTensor(x, "fp16")],
+            [GeTensor(x * 2, "fp16", "FRACTAL_NZ" if i % 3 == 0 else "ND")],
+            task_id=i + 1,
+            timestamp=1700000000000000 + 10 * i,
+        )
         ops.append(op)
         graph_ops.append(GraphOp(op.op_name, op.op_type, output_descs=[("fp16", x.shape, "ND", None)]))
     for side in ("golden", "mine"):
@@ -350,18 +417,28 @@ def test_randomly_corrupted_ge_files_end_to_end(diagnose_bin, tmp_path):
                 elif how == 1:
                     data = data[: int(rng.integers(0, len(data)))]
                 elif how == 2:
-                    struct.pack_into("<Q", data, 0, int(rng.integers(0, 2 ** 63)))
+                    struct.pack_into("<Q", data, 0, int(rng.integers(0, 2**63)))
                 else:
                     data += rng.integers(0, 256, 50).astype(np.uint8).tobytes()
             (token / ge_file_name(op)).write_bytes(bytes(data))
     run = run_compare(diagnose_bin, tmp_path / "golden", tmp_path / "mine", tmp_path / "out", timeout=60)
     assert run.result is not None and run.rc in (0, 1), run.describe()
-    said = " ".join(run.result["summary"]["warnings"]) + " " + " ".join(
-        u["name"] + " " + u["reason"] for u in run.result["summary"]["unmatched"])
+    said = (
+        " ".join(run.result["summary"]["warnings"])
+        + " "
+        + " ".join(u["name"] + " " + u["reason"] for u in run.result["summary"]["unmatched"])
+    )
     seen = {path_parts(r["my_data_path"])[0].split(".")[1] for r in run.rows() if r["my_data_path"]}
-    missing = [op.op_name for op in ops if op.op_name not in seen and f"{op.op_name}." not in said
-               and not any(w.endswith(op.op_name) or f"{op.op_name} " in w or f"{op.op_name}:" in w
-                           for w in run.result["summary"]["warnings"])]
+    missing = [
+        op.op_name
+        for op in ops
+        if op.op_name not in seen
+        and f"{op.op_name}." not in said
+        and not any(
+            w.endswith(op.op_name) or f"{op.op_name} " in w or f"{op.op_name}:" in w
+            for w in run.result["summary"]["warnings"]
+        )
+    ]
     assert not missing, f"mangled ops neither in rows nor in warnings: {missing[:10]}\n{said[:2000]}"
 
 
@@ -369,6 +446,7 @@ def test_very_old_inline_format_does_not_crash(diagnose_bin, tmp_path):
     """A very old GE dump was one DumpData message with the data inline (no length prefix).
     Reading it is optional; failing on it must be clean and say why."""
     from fixtures.ge_dump import dump_header
+
     x = np.arange(6, dtype=np.float64).reshape(2, 3)
     op = GeOp("Add", "Add", [GeTensor(x, "fp32")], [GeTensor(x, "fp32")])
     header = dump_header(op)
@@ -383,6 +461,10 @@ def test_very_old_inline_format_does_not_crash(diagnose_bin, tmp_path):
     run = run_compare(diagnose_bin, new, old, tmp_path / "out")
     if run.result is not None and run.rows() and all(r["verdict"] == "pass" for r in run.rows()):
         return  # read it: fine
-    said = run.stderr + run.stdout + (" ".join(run.result["summary"]["warnings"]) if run.result else "") + \
-        " ".join(r["cmp_fail_reason"] for r in (run.rows() if run.result else []))
+    said = (
+        run.stderr
+        + run.stdout
+        + (" ".join(run.result["summary"]["warnings"]) if run.result else "")
+        + " ".join(r["cmp_fail_reason"] for r in (run.rows() if run.result else []))
+    )
     assert run.rc in (0, 1, 3) and (ge_file_name(op) in said or "header" in said.lower()), run.describe()

@@ -1,5 +1,6 @@
 """Every supported dtype and device layout, GE dump file against GE dump file: values decoded
 exactly (checked through the metrics against the float64 reference on the same values)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -32,7 +33,9 @@ def _perturb(short, x, rng):
         return y
     if short in INT_TYPES:
         y = x + rng.integers(-1, 2, x.shape)
-        return np.clip(y, 0 if short.startswith("uint") else -8 if short == "int4" else -1e9, 7 if short == "int4" else 1e9)
+        return np.clip(
+            y, 0 if short.startswith("uint") else -8 if short == "int4" else -1e9, 7 if short == "int4" else 1e9
+        )
     return x * (1 + 0.01 * rng.standard_normal(x.shape))
 
 
@@ -63,13 +66,22 @@ def test_dtype_decoded_exactly(diagnose_bin, tmp_path, short):
     for row in rows:
         assert row["my_dtype"] == d.torch_name and row["golden_dtype"] == d.torch_name, row
         assert row["my_shape"] == list(shape), row
-        errors = check_metrics(row, g_exact, m_exact, target_short=short if d.is_float and short != "complex64" else None)
+        errors = check_metrics(
+            row, g_exact, m_exact, target_short=short if d.is_float and short != "complex64" else None
+        )
         assert not errors, f"{short} {path_parts(row['my_data_path'])}:\n" + "\n".join(errors)
 
 
-@pytest.mark.parametrize("fmt,shape", [("FRACTAL_NZ", (8, 40)), ("FRACTAL_NZ", (3, 17, 33)),
-                                       ("NC1HWC0", (2, 20, 4, 3)), ("FRACTAL_Z", (18, 20, 3, 3)),
-                                       ("NHWC", (2, 5, 4, 3))])
+@pytest.mark.parametrize(
+    "fmt,shape",
+    [
+        ("FRACTAL_NZ", (8, 40)),
+        ("FRACTAL_NZ", (3, 17, 33)),
+        ("NC1HWC0", (2, 20, 4, 3)),
+        ("FRACTAL_Z", (18, 20, 3, 3)),
+        ("NHWC", (2, 5, 4, 3)),
+    ],
+)
 @pytest.mark.parametrize("short", ["fp16", "fp32"])
 def test_device_layout_against_nd(diagnose_bin, tmp_path, fmt, shape, short):
     """Golden stored ND, mine in a private layout with padding: must equal the logical tensor."""
@@ -95,6 +107,7 @@ def test_manifest_dtypes_including_raw_bits(diagnose_bin, tmp_path, short):
     """The project's dump stores bf16 / float8 as raw bits (<u2 / |u1) with the torch dtype in
     the record; the reader must reinterpret them, not compare the integers."""
     from fixtures.chains import make_chain, write_chain_manifests
+
     ops = make_chain(n_ops=2, planted=1, shape=(6, 10), dtype=short, seed=9, error=0.05)
     write_chain_manifests(tmp_path / "g", tmp_path / "m", ops, dtype=short)
     run = run_compare(diagnose_bin, tmp_path / "g", tmp_path / "m", tmp_path / "out")
@@ -110,8 +123,9 @@ def test_manifest_dtypes_including_raw_bits(diagnose_bin, tmp_path, short):
             assert not errors, f"{short} {op.op_key} {io}:\n" + "\n".join(errors)
 
 
-@pytest.mark.parametrize("fmt,shape", [("FRACTAL_NZ", (2, 19, 70)), ("NC1HWC0", (1, 40, 3, 2)),
-                                       ("FRACTAL_Z", (20, 33, 2, 2))])
+@pytest.mark.parametrize(
+    "fmt,shape", [("FRACTAL_NZ", (2, 19, 70)), ("NC1HWC0", (1, 40, 3, 2)), ("FRACTAL_Z", (20, 33, 2, 2))]
+)
 @pytest.mark.parametrize("short,c0", [("bf16", 16), ("fp32", 8), ("int8", 32)])
 def test_device_layout_block_widths(diagnose_bin, tmp_path, fmt, shape, short, c0):
     """C0 is 32 bytes / element size on device (8 for fp32, 16 for fp16/bf16, 32 for int8);

@@ -1,5 +1,6 @@
 """The fixture generator checked on its own (no binary needed): device-layout encoders
 against the reference decode math, narrow-float encoders against torch, GE file framing."""
+
 from __future__ import annotations
 
 import struct
@@ -44,8 +45,9 @@ def test_fp8_tables_match_torch():
         assert np.array_equal(theirs[finite], table[finite])
 
 
-@pytest.mark.parametrize("short,tname", [("fp8_e4m3fn", "float8_e4m3fn"), ("fp8_e5m2", "float8_e5m2"),
-                                         ("bf16", "bfloat16")])
+@pytest.mark.parametrize(
+    "short,tname", [("fp8_e4m3fn", "float8_e4m3fn"), ("fp8_e5m2", "float8_e5m2"), ("bf16", "bfloat16")]
+)
 def test_narrow_float_rounding_matches_torch(short, tname):
     torch = pytest.importorskip("torch")
     x = np.random.default_rng(3).standard_normal(4000) * 30
@@ -63,20 +65,26 @@ def test_int4_and_uint1_packing():
 
 
 def test_ulp_geometry():
-    assert ulp_at("fp16", np.array([1.0]))[0] == 2.0 ** -10
-    assert ulp_at("fp16", np.array([0.0]))[0] == 2.0 ** -24
-    assert ulp_at("bf16", np.array([3.0]))[0] == 2.0 ** -6
-    assert ulp_at("fp32", np.array([1.9999999]))[0] == 2.0 ** -23
+    assert ulp_at("fp16", np.array([1.0]))[0] == 2.0**-10
+    assert ulp_at("fp16", np.array([0.0]))[0] == 2.0**-24
+    assert ulp_at("bf16", np.array([3.0]))[0] == 2.0**-6
+    assert ulp_at("fp32", np.array([1.9999999]))[0] == 2.0**-23
     assert ulp_at("int8", np.array([5.0]))[0] == 1.0
 
 
 def test_ge_dump_framing_and_names():
-    op = GeOp("Add", "layer/Add 1.x", [GeTensor(np.ones((2, 3)), "fp16")],
-              [GeTensor(np.zeros((8, 40)), "fp32", "FRACTAL_NZ")], task_id=4, stream_id=2,
-              timestamp=1700000000000042)
+    op = GeOp(
+        "Add",
+        "layer/Add 1.x",
+        [GeTensor(np.ones((2, 3)), "fp16")],
+        [GeTensor(np.zeros((8, 40)), "fp32", "FRACTAL_NZ")],
+        task_id=4,
+        stream_id=2,
+        timestamp=1700000000000042,
+    )
     data = encode_ge_dump(op)
     (hlen,) = struct.unpack_from("<Q", data)
-    header = ge_proto.DUMP["DumpData"].FromString(data[8:8 + hlen])
+    header = ge_proto.DUMP["DumpData"].FromString(data[8 : 8 + hlen])
     sizes = [i.size for i in header.input] + [o.size for o in header.output]
     assert 8 + hlen + sum(sizes) == len(data)
     assert list(header.output[0].shape.dim) == [3, 1, 16, 16]
@@ -92,11 +100,18 @@ def test_generator_cli(tmp_path):
     import sys
 
     from fixtures.compare_cli import REPO
-    for args in (["torchair", "--out", str(tmp_path / "ta"), "--fx-layout", "old", "--no-rank-dirs",
-                  "--planted", "Mul=0.5"],
-                 ["chain", "--out", str(tmp_path / "ch"), "--format", "npy"]):
-        proc = subprocess.run([sys.executable, "-m", "tests.python.fixtures.gen", *args], cwd=REPO,
-                              capture_output=True, text=True, timeout=120)
+
+    for args in (
+        ["torchair", "--out", str(tmp_path / "ta"), "--fx-layout", "old", "--no-rank-dirs", "--planted", "Mul=0.5"],
+        ["chain", "--out", str(tmp_path / "ch"), "--format", "npy"],
+    ):
+        proc = subprocess.run(
+            [sys.executable, "-m", "tests.python.fixtures.gen", *args],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert proc.returncode == 0, proc.stderr
     assert list((tmp_path / "ta" / "fx" / "data_dump" / "1").glob("gm_*_dump/*.npy"))
     assert list((tmp_path / "ta" / "ge").glob("dynamo_original_graph_*.txt"))

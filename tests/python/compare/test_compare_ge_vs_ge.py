@@ -1,5 +1,6 @@
 """GE dump against GE dump: fusion off (golden) vs fusion on (mine), matched by GE op name;
 a fused AutomaticBufferFusionOp is compared through its constituents."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,5 +1,6 @@
 """Judgement: pass/fail from presets, the three-way fp64 referee, manifest dumps, first
 divergence and source ops along a chain where one op introduces the error."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -92,8 +93,18 @@ def _referee_case(tmp_path):
     return g, m, ref, truth, golden, {"better": better, "worse": worse}
 
 
-STRICT = ["--preset", "fp16", "--tol", "fp16.atol=0", "--tol", "fp16.rtol=0",
-          "--tol", "fp16.min_cosine=1.0", "--tol", "fp16.max_relative_l2=0"]
+STRICT = [
+    "--preset",
+    "fp16",
+    "--tol",
+    "fp16.atol=0",
+    "--tol",
+    "fp16.rtol=0",
+    "--tol",
+    "fp16.min_cosine=1.0",
+    "--tol",
+    "fp16.max_relative_l2=0",
+]
 
 
 def test_referee_three_way(diagnose_bin, tmp_path):
@@ -125,11 +136,34 @@ def test_preset_tolerances_drive_allclose_and_verdict(diagnose_bin, tmp_path):
     (tmp_path / "m").mkdir()
     np.save(tmp_path / "g" / "x.npy", g)
     np.save(tmp_path / "m" / "x.npy", m)
-    loose = run_compare(diagnose_bin, tmp_path / "g", tmp_path / "m", tmp_path / "o1", "--preset", "fp32",
-                        "--tol", "fp32.atol=1e-2", "--tol", "fp32.rtol=0")
-    tight = run_compare(diagnose_bin, tmp_path / "g", tmp_path / "m", tmp_path / "o2", "--preset", "fp32",
-                        "--tol", "fp32.atol=1e-4", "--tol", "fp32.rtol=0", "--tol", "fp32.min_cosine=1.0",
-                        "--tol", "fp32.max_relative_l2=0")
+    loose = run_compare(
+        diagnose_bin,
+        tmp_path / "g",
+        tmp_path / "m",
+        tmp_path / "o1",
+        "--preset",
+        "fp32",
+        "--tol",
+        "fp32.atol=1e-2",
+        "--tol",
+        "fp32.rtol=0",
+    )
+    tight = run_compare(
+        diagnose_bin,
+        tmp_path / "g",
+        tmp_path / "m",
+        tmp_path / "o2",
+        "--preset",
+        "fp32",
+        "--tol",
+        "fp32.atol=1e-4",
+        "--tol",
+        "fp32.rtol=0",
+        "--tol",
+        "fp32.min_cosine=1.0",
+        "--tol",
+        "fp32.max_relative_l2=0",
+    )
     (lr,), (tr,) = loose.rows(), tight.rows()
     g64, m64 = g.astype(np.float64), m.astype(np.float64)
     assert lr["allclose_violations"] == int(np.count_nonzero(np.abs(m64 - g64) > 1e-2))
@@ -137,8 +171,16 @@ def test_preset_tolerances_drive_allclose_and_verdict(diagnose_bin, tmp_path):
     assert lr["verdict"] == "pass" and loose.rc == 0, loose.describe()
     assert tr["verdict"] == "fail" and tight.rc == 1, tight.describe()
     (tmp_path / "tol.json").write_text('{"fp32": {"atol": 1e-2, "rtol": 0}}')
-    via_file = run_compare(diagnose_bin, tmp_path / "g", tmp_path / "m", tmp_path / "o3", "--preset", "fp32",
-                           "--tolerances", tmp_path / "tol.json")
+    via_file = run_compare(
+        diagnose_bin,
+        tmp_path / "g",
+        tmp_path / "m",
+        tmp_path / "o3",
+        "--preset",
+        "fp32",
+        "--tolerances",
+        tmp_path / "tol.json",
+    )
     assert via_file.rows()[0]["allclose_violations"] == lr["allclose_violations"]
 
 
@@ -176,6 +218,7 @@ def test_statistics_only_records(diagnose_bin, tmp_path, golden_has_file):
     statistics (reported as such)". Mine is statistics-only; golden has the tensor (with its
     stats) or statistics only too."""
     from fixtures.manifest_dump import ManifestDump, ManifestRecord
+
     rng = np.random.default_rng(12)
     same = rng.standard_normal((8, 8)).astype(np.float32)
     shifted = same + np.float32(3.0)
@@ -193,8 +236,10 @@ def test_statistics_only_records(diagnose_bin, tmp_path, golden_has_file):
         r = rows[key]
         said = (r["judged_by"] or "") + " " + r["cmp_fail_reason"] + " " + " ".join(r["reasons"])
         if "statistic" not in said.lower() or r["verdict"] != want:
-            problems.append(f"{key}: verdict {r['verdict']} (want {want}), judged_by {r['judged_by']!r}, "
-                            f"reason {r['cmp_fail_reason']!r}")
+            problems.append(
+                f"{key}: verdict {r['verdict']} (want {want}), judged_by {r['judged_by']!r}, "
+                f"reason {r['cmp_fail_reason']!r}"
+            )
     assert not problems, "\n".join(problems)
     assert rows["shifted-aten.x.default"]["my_mean_value"] == pytest.approx(float(shifted.astype(np.float64).mean()))
     assert run.rc == 1, run.describe()

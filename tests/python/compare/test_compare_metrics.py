@@ -1,6 +1,7 @@
 """Metric edge cases straight from the formulas in msit-compare.md, and large tensors whose
 streaming / multi-threaded accumulation (online softmax for KL) must match the float64
 reference to 1e-6 whatever the thread count."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -14,7 +15,7 @@ EDGE_CASES = {
     # sqrt(sum g^2) <= eps: relative Euclidean distance is 0 by definition
     "tiny_golden_red": ([1e-8, 0.0], [1.0, 1.0]),
     # |g| > eps strictly: exactly eps is masked
-    "eps_boundary": ([2.0 ** -23, 1.0], [1.0, 1.0]),
+    "eps_boundary": ([2.0**-23, 1.0], [1.0, 1.0]),
     # KL: softmax over the whole tensor, large logits (stable log-softmax needed)
     "kl_large_logits": ([1000.0, 999.0, -1000.0], [999.0, 1000.0, -1000.0]),
     "negative_scaled": ([-1.0, -2.0, 4.0], [-1.5, -2.5, 3.0]),
@@ -37,8 +38,7 @@ def _save_pairs(root, cases: dict) -> None:
 @pytest.fixture(scope="module")
 def edge_run(diagnose_bin, tmp_path_factory):
     root = tmp_path_factory.mktemp("edges")
-    _save_pairs(root, {name: (np.array(g, np.float32), np.array(m, np.float32))
-                       for name, (g, m) in EDGE_CASES.items()})
+    _save_pairs(root, {name: (np.array(g, np.float32), np.array(m, np.float32)) for name, (g, m) in EDGE_CASES.items()})
     return run_compare(diagnose_bin, root / "g", root / "m", root / "out")
 
 
@@ -129,7 +129,7 @@ KL_CASES = _kl_cases()
 
 
 def _use_kernels(monkeypatch, kernels: str) -> None:
-    """"portable" forces the portable kernel set; "fastest" leaves the choice to the CPU."""
+    """Kernels "portable" forces the portable kernel set; "fastest" leaves the choice to the CPU."""
     if kernels == "portable":
         monkeypatch.setenv("DIAGNOSE_PORTABLE_KERNELS", "1")
 
@@ -163,9 +163,17 @@ def test_kl_of_shifted_float16(diagnose_bin, tmp_path, monkeypatch, kernels):
     _use_kernels(monkeypatch, kernels)
     rng = np.random.default_rng(5)
     g = (rng.standard_normal(100_003) * 3).astype(np.float16)
-    cases = {"shift": (g, (g.astype(np.float32) + np.float32(0.7)).astype(np.float16)),
-             "shift_noise": (g, (g.astype(np.float32) - np.float32(0.4)
-                                 + np.float32(1e-3) * rng.standard_normal(g.size).astype(np.float32)).astype(np.float16))}
+    cases = {
+        "shift": (g, (g.astype(np.float32) + np.float32(0.7)).astype(np.float16)),
+        "shift_noise": (
+            g,
+            (
+                g.astype(np.float32)
+                - np.float32(0.4)
+                + np.float32(1e-3) * rng.standard_normal(g.size).astype(np.float32)
+            ).astype(np.float16),
+        ),
+    }
     problems = _compare_cases(diagnose_bin, tmp_path, cases, "fp16")
     assert not problems, "\n".join(problems)
 
@@ -216,10 +224,15 @@ def _sweep_cases():
         n = sizes[n_case % len(sizes)]
         kind = kinds[n_case % len(kinds)]
         dtype = dtypes[n_case % len(dtypes)]
-        base = {"normal": rng.standard_normal(n), "huge": rng.standard_normal(n) * 1e30,
-                "subnormal": rng.standard_normal(n) * 1e-40, "signed_zeros": np.where(rng.random(n) > 0.5, 0.0, -0.0),
-                "constant": np.full(n, 3.25), "heavy_tail": rng.standard_t(2, n) * 10,
-                "offset": 1000 + rng.standard_normal(n)}[kind]
+        base = {
+            "normal": rng.standard_normal(n),
+            "huge": rng.standard_normal(n) * 1e30,
+            "subnormal": rng.standard_normal(n) * 1e-40,
+            "signed_zeros": np.where(rng.random(n) > 0.5, 0.0, -0.0),
+            "constant": np.full(n, 3.25),
+            "heavy_tail": rng.standard_t(2, n) * 10,
+            "offset": 1000 + rng.standard_normal(n),
+        }[kind]
         if np.dtype(dtype).kind in "iub":
             info = np.iinfo(dtype) if dtype is not np.bool_ else None
             lo, hi = (0, 2) if info is None else (max(info.min, -100), min(info.max, 100))
@@ -231,8 +244,9 @@ def _sweep_cases():
                 base = base / 1e30 * 6e4
             with np.errstate(over="ignore"):
                 g = base.astype(dtype)
-                m = (base * (1 + 1e-3 * rng.standard_normal(n))
-                     + 1e-4 * rng.standard_normal(n) * np.abs(base).max()).astype(dtype)
+                m = (
+                    base * (1 + 1e-3 * rng.standard_normal(n)) + 1e-4 * rng.standard_normal(n) * np.abs(base).max()
+                ).astype(dtype)
             if not (np.all(np.isfinite(g)) and np.all(np.isfinite(m))):
                 continue
         cases[f"case{n_case:02d}_{kind}_{np.dtype(dtype).name}_{n}"] = (g, m)

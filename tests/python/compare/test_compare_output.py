@@ -1,5 +1,6 @@
 """The output contract (docs/compare-output.md): CSV header and formatting, JSON structure,
 file naming without overwrite, exit codes, and msit's small worked vectors."""
+
 from __future__ import annotations
 
 import json
@@ -13,14 +14,18 @@ import pytest
 
 from fixtures.compare_cli import read_csv, run_compare
 
-MSIT_COLUMNS = ("token_id,data_id,golden_data_path,golden_op_type,golden_dtype,golden_shape,"
-                "golden_max_value,golden_min_value,golden_mean_value,my_data_path,my_op_type,my_dtype,"
-                "my_shape,my_max_value,my_min_value,my_mean_value,cosine_similarity,max_relative_error,"
-                "mean_relative_error,max_absolute_error,mean_absolute_error,kl_divergence,"
-                "relative_euclidean_distance,cmp_fail_reason")
-EXTRA_COLUMNS = ("verdict,judged_by,op_key,io,index,elements,shape_mismatch,rmse,max_ulp_error,"
-                 "mean_ulp_error,snr_db,allclose_violations,golden_nan_count,golden_inf_count,"
-                 "my_nan_count,my_inf_count,referee_rmse_golden,referee_rmse_mine")
+MSIT_COLUMNS = (
+    "token_id,data_id,golden_data_path,golden_op_type,golden_dtype,golden_shape,"
+    "golden_max_value,golden_min_value,golden_mean_value,my_data_path,my_op_type,my_dtype,"
+    "my_shape,my_max_value,my_min_value,my_mean_value,cosine_similarity,max_relative_error,"
+    "mean_relative_error,max_absolute_error,mean_absolute_error,kl_divergence,"
+    "relative_euclidean_distance,cmp_fail_reason"
+)
+EXTRA_COLUMNS = (
+    "verdict,judged_by,op_key,io,index,elements,shape_mismatch,rmse,max_ulp_error,"
+    "mean_ulp_error,snr_db,allclose_violations,golden_nan_count,golden_inf_count,"
+    "my_nan_count,my_inf_count,referee_rmse_golden,referee_rmse_mine"
+)
 ROW_EXTRA_JSON = {"reasons", "cosine_unrounded", "shape_mismatch"}
 
 
@@ -43,7 +48,7 @@ def basic_run(diagnose_bin, tmp_path_factory):
         "a_identical": (x, x),
         "b_scaled": (np.array([1, 2, 3], np.float32), np.array([2, 4, 6], np.float32)),
         "c_ones": (np.ones(6, np.float32), 10 * np.ones(6, np.float32)),
-        "d,with comma \"quoted\"": (x, x * 1.5),
+        'd,with comma "quoted"': (x, x * 1.5),
         "e_nan": (np.array([1.0, np.nan, 2.0], np.float32), np.array([1.0, 2.0, 3.0], np.float32)),
         "f_inf_mine": (np.array([1.0, 2.0], np.float32), np.array([np.inf, 2.0], np.float32)),
         "g_both_zero": (np.zeros(4, np.float32), np.zeros(4, np.float32)),
@@ -77,7 +82,7 @@ def test_csv_file_name(basic_run):
     run, _ = basic_run
     name = run.csv_files[0].name
     assert name.startswith("diagnose_cmp_report_") and name.endswith(".csv")
-    stamp = name[len("diagnose_cmp_report_"):-4].split("_")[-1]
+    stamp = name[len("diagnose_cmp_report_") : -4].split("_")[-1]
     assert len(stamp) == 14 and stamp.isdigit(), name
 
 
@@ -113,10 +118,23 @@ def test_csv_cells_match_json_and_use_python_repr(basic_run):
     _, csv_rows = read_csv(run.csv_files[0])
     json_rows = run.rows()
     assert len(csv_rows) == len(json_rows)
-    numeric = ["golden_max_value", "golden_min_value", "golden_mean_value", "my_max_value", "my_min_value",
-               "my_mean_value", "cosine_similarity", "max_relative_error", "mean_relative_error",
-               "max_absolute_error", "mean_absolute_error", "kl_divergence", "relative_euclidean_distance",
-               "rmse", "snr_db"]
+    numeric = [
+        "golden_max_value",
+        "golden_min_value",
+        "golden_mean_value",
+        "my_max_value",
+        "my_min_value",
+        "my_mean_value",
+        "cosine_similarity",
+        "max_relative_error",
+        "mean_relative_error",
+        "max_absolute_error",
+        "mean_absolute_error",
+        "kl_divergence",
+        "relative_euclidean_distance",
+        "rmse",
+        "snr_db",
+    ]
     for c, j in zip(csv_rows, json_rows):
         assert c["golden_data_path"] == j["golden_data_path"]
         assert c["data_id"] == str(j["data_id"]) and c["token_id"] == str(j["token_id"])
@@ -124,7 +142,15 @@ def test_csv_cells_match_json_and_use_python_repr(basic_run):
         assert c["cmp_fail_reason"] == j["cmp_fail_reason"]
         for col in numeric:
             v = j[col]
-            want = "" if v is None else repr(float({"nan": math.nan, "inf": math.inf, "-inf": -math.inf}.get(v, v)) if isinstance(v, str) else float(v))
+            want = (
+                ""
+                if v is None
+                else repr(
+                    float({"nan": math.nan, "inf": math.inf, "-inf": -math.inf}.get(v, v))
+                    if isinstance(v, str)
+                    else float(v)
+                )
+            )
             assert c[col] == want, f"{col}: csv {c[col]!r} vs repr(json) {want!r}"
     assert [j["data_id"] for j in json_rows] == sorted(j["data_id"] for j in json_rows)
 
@@ -193,13 +219,16 @@ def test_exit_code_0_all_pass(diagnose_bin, tmp_path):
     assert run.rc == 0 and run.result["exit_code"] == 0, run.describe()
 
 
-@pytest.mark.parametrize("args", [
-    ["-mp", "MINE", "-o", "OUT"],                      # no golden
-    ["-gp", "GOLDEN", "-mp", "MINE", "--no-such-flag"],
-    ["-gp", "GOLDEN", "-mp", "MINE", "--tol", "fp16.rtol"],
-    ["-gp", "GOLDEN", "-mp", "MINE", "--tol", "nosuchpreset.rtol=1"],
-    ["-gp", "GOLDEN", "-mp", "MINE", "--threads", "many"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["-mp", "MINE", "-o", "OUT"],  # no golden
+        ["-gp", "GOLDEN", "-mp", "MINE", "--no-such-flag"],
+        ["-gp", "GOLDEN", "-mp", "MINE", "--tol", "fp16.rtol"],
+        ["-gp", "GOLDEN", "-mp", "MINE", "--tol", "nosuchpreset.rtol=1"],
+        ["-gp", "GOLDEN", "-mp", "MINE", "--threads", "many"],
+    ],
+)
 def test_exit_code_2_usage(diagnose_bin, tmp_path, args):
     g, m = _npy_pair(tmp_path, {"x": (np.ones(2, np.float32), np.ones(2, np.float32))})
     subst = {"GOLDEN": str(g), "MINE": str(m), "OUT": str(tmp_path / "out")}

@@ -1,5 +1,6 @@
 """GE dump (mine) against TorchAir FX npy dump (golden): matching, layouts, metrics, order,
 divergence, multi-rank. Fixtures: fixtures.scenarios (planted error in GE op `Mul`)."""
+
 from __future__ import annotations
 
 import os
@@ -56,8 +57,12 @@ def _check_case(run, case, ranks, graphs):
                     where = f"{key} ({exp.op_key} {exp.io} {exp.index})"
                     if not exp.self_compare and path_parts(row["golden_data_path"])[0] != exp.golden_file:
                         problems.append(f"{where}: golden_data_path {row['golden_data_path']} != {exp.golden_file}")
-                    for col, want in (("my_dtype", exp.my_dtype), ("golden_dtype", exp.golden_dtype),
-                                      ("my_shape", exp.my_shape), ("golden_shape", exp.golden_shape)):
+                    for col, want in (
+                        ("my_dtype", exp.my_dtype),
+                        ("golden_dtype", exp.golden_dtype),
+                        ("my_shape", exp.my_shape),
+                        ("golden_shape", exp.golden_shape),
+                    ):
                         if row[col] != want:
                             problems.append(f"{where}: {col} {row[col]!r} != {want!r}")
                     problems += [f"{where}: {e}" for e in check_metrics(row, exp.golden, exp.mine)]
@@ -84,12 +89,14 @@ def _check_verdicts(run, case, rank=0):
             elif exp.op_key in INHERITED and graph == 0:
                 want = "fail"
             elif exp.op_key == "TransData_1" and graph == 0:
-                want = "pass"   # self-compare of mine's own tensor: layout conversion only
+                want = "pass"  # self-compare of mine's own tensor: layout conversion only
             else:
                 want = "pass"
             if row["verdict"] != want:
-                problems.append(f"graph {graph} token {token} {exp.op_key} {exp.io}{exp.index}: "
-                                f"verdict {row['verdict']} (judged_by {row.get('judged_by')!r}), want {want}")
+                problems.append(
+                    f"graph {graph} token {token} {exp.op_key} {exp.io}{exp.index}: "
+                    f"verdict {row['verdict']} (judged_by {row.get('judged_by')!r}), want {want}"
+                )
     assert not problems, "\n".join(problems)
 
 
@@ -155,8 +162,11 @@ def test_first_divergence_and_source_op(current_run):
 
 def test_private_layouts_converted(current_run):
     """NZ / NC1HWC0 / FRACTAL_Z rows pass exactly: padding stripped, element order logical."""
-    rows = [r for r in current_run.rows() if r["token_id"] == 0 and
-            any(k in r["my_data_path"] for k in ("MatMulV2.", "Conv2D.", "TransData."))]
+    rows = [
+        r
+        for r in current_run.rows()
+        if r["token_id"] == 0 and any(k in r["my_data_path"] for k in ("MatMulV2.", "Conv2D.", "TransData."))
+    ]
     assert len(rows) >= 6
     for r in rows:
         assert r["max_absolute_error"] == 0.0 and r["cosine_similarity"] == 1.0, r
@@ -176,8 +186,9 @@ def test_old_fx_layout(diagnose_bin, tmp_path):
 
 @pytest.fixture(scope="module")
 def two_rank_case(tmp_path_factory):
-    return make_torchair_case(tmp_path_factory.mktemp("ta_ranks"), ranks=(0, 1), graphs=(0,),
-                              tokens=(0,), planted=PLANTED)
+    return make_torchair_case(
+        tmp_path_factory.mktemp("ta_ranks"), ranks=(0, 1), graphs=(0,), tokens=(0,), planted=PLANTED
+    )
 
 
 def test_two_ranks(diagnose_bin, two_rank_case, tmp_path):
@@ -199,8 +210,9 @@ def test_rank_option_selects_one_rank(diagnose_bin, two_rank_case, tmp_path):
 
 def test_fused_op_without_original_op_names(diagnose_bin, tmp_path):
     """Without OriginalOp in the dump header the fused name is split by the graph's op names."""
-    case = make_torchair_case(tmp_path / "case", graphs=(0,), tokens=(0,), planted=PLANTED,
-                              original_op_names=False, noise=1e-3)
+    case = make_torchair_case(
+        tmp_path / "case", graphs=(0,), tokens=(0,), planted=PLANTED, original_op_names=False, noise=1e-3
+    )
     run = run_compare(diagnose_bin, case.fx_root, case.ge_root, tmp_path / "out")
     assert run.result is not None, run.describe()
     _check_case(run, case, ranks=[0], graphs=[0])
@@ -222,6 +234,7 @@ def test_graph_ids_sorted_numerically(diagnose_bin, tmp_path):
 def test_rank_missing_on_one_side(diagnose_bin, two_rank_case, tmp_path):
     """Ranks present on both sides are compared; a rank only the GE side has is reported."""
     import shutil
+
     fx = tmp_path / "fx"
     shutil.copytree(two_rank_case.fx_root, fx)
     shutil.rmtree(fx / "worldsize2_global_rank1")
@@ -238,11 +251,11 @@ def test_referee_for_ge_vs_fx(diagnose_bin, tmp_path):
     every FX-golden row, from the fp64 values."""
     import numpy as np
     from fixtures.fx_dump import fx_step_dir
+
     case = make_torchair_case(tmp_path / "case", graphs=(0,), tokens=(0,), planted=PLANTED, noise=1e-3)
     # Same seed, noise and plant: the random draws stay in step, so the fp64 run's golden
     # values are the fp16 run's before rounding.
-    ref = make_torchair_case(tmp_path / "ref", graphs=(0,), tokens=(0,), planted=PLANTED, noise=1e-3,
-                             dtype="fp64")
+    ref = make_torchair_case(tmp_path / "ref", graphs=(0,), tokens=(0,), planted=PLANTED, noise=1e-3, dtype="fp64")
     run = run_compare(diagnose_bin, case.fx_root, case.ge_root, tmp_path / "out", "--referee", ref.fx_root)
     assert run.result is not None and run.result["referee"] is not None, run.describe()
     table = _index_rows(run)

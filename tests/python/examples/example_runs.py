@@ -4,6 +4,7 @@ named in CATALOG, a test names the runs it reads with @needs(...), and the sessi
 Real subprocesses, real torch.compile; one Inductor cache per session.
 
 (A helper module, not a conftest.py: tests/python already has two conftest modules.)"""
+
 from __future__ import annotations
 
 import json
@@ -36,22 +37,27 @@ CATALOG = {
     "lowering/eager": RunConfig("lowering_defect", {"mode": "eager"}),
     "meta/eager-meta": RunConfig("meta_defect", {"mode": "eager", "checks": {"meta": True}}),
     "device/cpu": RunConfig("device_kernel_defect", {"mode": "eager"}),
-    "device/fast": RunConfig("device_kernel_defect", {"mode": "eager"},
-                             env={"EXAMPLE_KERNEL": "fast"}),
+    "device/fast": RunConfig("device_kernel_defect", {"mode": "eager"}, env={"EXAMPLE_KERNEL": "fast"}),
     "graph_pass/eager": RunConfig("graph_pass_defect", {"mode": "eager"}),
-    "graph_pass/compiled": RunConfig("graph_pass_defect", {
-        "backend": "graph_pass_backend:backend", "dump": {"level": "compiled"}}, cost=4),
+    "graph_pass/compiled": RunConfig(
+        "graph_pass_defect", {"backend": "graph_pass_backend:backend", "dump": {"level": "compiled"}}, cost=4
+    ),
     "fusion/eager": RunConfig("fusion_rules", {"mode": "eager", "dump": {"level": "none"}}),
     "fusion/planted": RunConfig("fusion_rules", {"backend": "fusion_backend:backend"}, cost=4),
-    "fusion/gelu-off": RunConfig("fusion_rules", {
-        "backend": "fusion_backend:backend",
-        "switches": {"fusion_switch_file": str(HERE / "data" / "gelu_off.json")}}, cost=4),
-    "bf16/eager-bf16": RunConfig("bf16_more_accurate", {"mode": "eager", "dtype": "bfloat16",
-                                                        "dump": {"level": "none"}}),
-    "bf16/eager-fp64": RunConfig("bf16_more_accurate", {"mode": "eager", "dtype": "float64",
-                                                        "dump": {"level": "none"}}),
-    "bf16/inductor-bf16": RunConfig("bf16_more_accurate", {
-        "backend": "inductor", "dtype": "bfloat16", "dump": {"level": "none"}}, cost=3),
+    "fusion/gelu-off": RunConfig(
+        "fusion_rules",
+        {"backend": "fusion_backend:backend", "switches": {"fusion_switch_file": str(HERE / "data" / "gelu_off.json")}},
+        cost=4,
+    ),
+    "bf16/eager-bf16": RunConfig(
+        "bf16_more_accurate", {"mode": "eager", "dtype": "bfloat16", "dump": {"level": "none"}}
+    ),
+    "bf16/eager-fp64": RunConfig(
+        "bf16_more_accurate", {"mode": "eager", "dtype": "float64", "dump": {"level": "none"}}
+    ),
+    "bf16/inductor-bf16": RunConfig(
+        "bf16_more_accurate", {"backend": "inductor", "dtype": "bfloat16", "dump": {"level": "none"}}, cost=3
+    ),
 }
 
 
@@ -63,14 +69,14 @@ def needs(*names):
     def mark(test):
         test.example_runs = names
         return test
+
     return mark
 
 
 def plugin_env(cache_dir: Path, extra: dict | None = None) -> dict:
     env = dict(os.environ)
     # two runs at a time on two cores: OpenMP threads of one would spin while the other runs
-    env.update(TORCHINDUCTOR_CACHE_DIR=str(cache_dir), TORCHINDUCTOR_COMPILE_THREADS="1",
-               OMP_NUM_THREADS="1")
+    env.update(TORCHINDUCTOR_CACHE_DIR=str(cache_dir), TORCHINDUCTOR_COMPILE_THREADS="1", OMP_NUM_THREADS="1")
     env.pop("FUSION_EXAMPLE_FAULTS", None)
     env.pop("EXAMPLE_KERNEL", None)
     env.update(extra or {})
@@ -94,10 +100,21 @@ class ExampleRuns(RunPool):
         spec_path = cwd / "spec.json"
         spec_path.write_text(json.dumps({"output_dir": str(run_dir), **config.spec}))
         proc = subprocess.run(
-            [PYTHON, "-m", "diagnose_pytorch", "run", "--spec", str(spec_path),
-             str(EXAMPLES / config.example / "model.py")],
-            cwd=cwd, env=plugin_env(self.cache_dir, config.env), capture_output=True, text=True,
-            timeout=TIMEOUT)
+            [
+                PYTHON,
+                "-m",
+                "diagnose_pytorch",
+                "run",
+                "--spec",
+                str(spec_path),
+                str(EXAMPLES / config.example / "model.py"),
+            ],
+            cwd=cwd,
+            env=plugin_env(self.cache_dir, config.env),
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+        )
         return Run(name, run_dir, cwd, proc.returncode, proc.stdout, proc.stderr)
 
 
@@ -111,8 +128,11 @@ def example_runs(request, tmp_path_factory, inductor_cache) -> ExampleRuns:
     global _shared
     if _shared is None:
         _shared = ExampleRuns(tmp_path_factory.mktemp("example_runs"), inductor_cache)
-        _shared.start(name for item in request.session.items
-                      for name in getattr(getattr(item, "function", None), "example_runs", ()))
+        _shared.start(
+            name
+            for item in request.session.items
+            for name in getattr(getattr(item, "function", None), "example_runs", ())
+        )
         request.config.add_cleanup(_shared.shutdown)
     return _shared
 
@@ -122,9 +142,15 @@ def example_cache(example_runs) -> Path:
     return example_runs.cache_dir
 
 
-def run_module(args: list[str], cache_dir: Path, cwd: Path, env: dict | None = None,
-               timeout: int = TIMEOUT) -> subprocess.CompletedProcess:
+def run_module(
+    args: list[str], cache_dir: Path, cwd: Path, env: dict | None = None, timeout: int = TIMEOUT
+) -> subprocess.CompletedProcess:
     """`python -m diagnose_pytorch ARGS` (the ops and single-op commands)."""
-    return subprocess.run([PYTHON, "-m", "diagnose_pytorch", *args], cwd=cwd,
-                          env=plugin_env(cache_dir, env), capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [PYTHON, "-m", "diagnose_pytorch", *args],
+        cwd=cwd,
+        env=plugin_env(cache_dir, env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

@@ -1,5 +1,6 @@
 """torch.compile backends for the single-op tests: they run the graph as is, except for graphs
 holding a tanh, which they refuse (an exception) or crash on (SIGABRT)."""
+
 import os
 
 

@@ -1,5 +1,6 @@
 """examples/bf16_more_accurate: in bfloat16, Inductor (fp32 intermediates in fused kernels) is
 closer to an fp64 referee than eager bfloat16 is, although the two differ from each other."""
+
 import numpy as np
 
 from example_runs import example_cache, example_runs, needs  # noqa: F401

@@ -1,5 +1,6 @@
 """examples/device_kernel_defect: with EXAMPLE_KERNEL=fast the eager model is already wrong,
 and the first op whose output diverges while its inputs agree is the custom RMSNorm."""
+
 import numpy as np
 
 from fixtures.dump_reader import read_dump
@@ -8,8 +9,11 @@ from example_runs import example_cache, example_runs, needs  # noqa: F401
 
 def tensors(run):
     dump = run.run_dir / "dump"
-    return {(r["op_key"], r["io"], r["index"], r.get("item")): (r, np.load(dump / r["file"]))
-            for r in read_dump(dump).tensors if r.get("kind") == "op"}
+    return {
+        (r["op_key"], r["io"], r["index"], r.get("item")): (r, np.load(dump / r["file"]))
+        for r in read_dump(dump).tensors
+        if r.get("kind") == "op"
+    }
 
 
 @needs("device/cpu", "device/fast")
@@ -18,10 +22,12 @@ def test_fast_kernel_diverges_first_at_the_custom_rms_norm(example_runs):
     assert np.abs(cpu.output_arrays()[0] - fast.output_arrays()[0]).max() > 1e-3
     golden, target = tensors(cpu), tensors(fast)
     assert golden.keys() == target.keys()
-    diverging = [(record["seq"], key) for key, (record, value) in golden.items()
-                 if not np.allclose(value, target[key][1], rtol=1e-5, atol=1e-6)]
+    diverging = [
+        (record["seq"], key)
+        for key, (record, value) in golden.items()
+        if not np.allclose(value, target[key][1], rtol=1e-5, atol=1e-6)
+    ]
     seq, first = min(diverging)
     assert first[:2] == ("diagnose_example.rms_norm.default#0", "output")
     inputs = [k for k, (r, _) in golden.items() if r["seq"] == seq and k[1] == "input"]
-    assert len(inputs) == 2 and all(
-        np.array_equal(golden[k][1], target[k][1]) for k in inputs)
+    assert len(inputs) == 2 and all(np.array_equal(golden[k][1], target[k][1]) for k in inputs)

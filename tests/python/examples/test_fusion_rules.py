@@ -1,6 +1,7 @@
 """examples/fusion_rules: the fusion backend's rules, switch file, fusion_result.json and fault
 controls. The rewrites are checked on the real Dynamo graph of the example model, run eagerly
 (no Inductor compile); two plugin runs check the whole path through Inductor."""
+
 import copy
 import json
 import subprocess
@@ -16,8 +17,13 @@ sys.path.insert(0, str(EXAMPLES / "fusion_rules"))
 import fusion_backend as fb  # noqa: E402
 import model as fusion_model  # noqa: E402
 
-ALL_RULES = {"MatMulBiasAddFusionPass": "3", "GeluFusionPass": "1", "LayerNormFusionPass": "1",
-             "SoftmaxFusionPass": "1", "TbeEltwiseFusionPass": "1"}
+ALL_RULES = {
+    "MatMulBiasAddFusionPass": "3",
+    "GeluFusionPass": "1",
+    "LayerNormFusionPass": "1",
+    "SoftmaxFusionPass": "1",
+    "TbeEltwiseFusionPass": "1",
+}
 
 
 @pytest.fixture(scope="module")
@@ -31,12 +37,13 @@ def dynamo_graph():
     def capture(gm, example_inputs):
         captured.append((gm, example_inputs))
         return gm.forward
+
     torch._dynamo.reset()
     with torch.no_grad():
         reference = block(x)
         torch.compile(block, backend=capture, fullgraph=True)(x)
     torch._dynamo.reset()
-    (gm, inputs), = captured
+    ((gm, inputs),) = captured
     return gm, inputs, reference
 
 
@@ -63,8 +70,13 @@ def test_every_rule_fires_and_the_clean_rewrites_are_exact(dynamo_graph):
     gm = copy.deepcopy(dynamo_graph[0])
     fb.fuse(gm, {}, fb.read_faults(""))
     targets = {n.target for n in gm.graph.nodes if n.op == "call_function"}
-    assert {fb.fused_gelu, fb.fused_softmax, fb.fused_layer_norm, fb.fused_silu,
-            fb.fused_matmul_bias_add} <= targets and torch.erf not in targets
+    assert {
+        fb.fused_gelu,
+        fb.fused_softmax,
+        fb.fused_layer_norm,
+        fb.fused_silu,
+        fb.fused_matmul_bias_add,
+    } <= targets and torch.erf not in targets
 
 
 def test_planted_default_is_gelu_wrong(dynamo_graph, monkeypatch):
@@ -73,8 +85,7 @@ def test_planted_default_is_gelu_wrong(dynamo_graph, monkeypatch):
     assert faults.wrong == {"GeluFusionPass"}
     result, error = fused(dynamo_graph, faults=fb.PLANTED_FAULTS)
     assert counts(result) == ALL_RULES and error > 1e-2
-    _, error_without_gelu = fused(dynamo_graph, {"GraphFusion": {"GeluFusionPass": "off"}},
-                                  fb.PLANTED_FAULTS)
+    _, error_without_gelu = fused(dynamo_graph, {"GraphFusion": {"GeluFusionPass": "off"}}, fb.PLANTED_FAULTS)
     assert error_without_gelu < 1e-5
 
 
@@ -86,8 +97,7 @@ def test_each_rule_can_be_faulted_wrong_beyond_fp32_tolerance(dynamo_graph, rule
 
 def test_switch_file_rule_entry_beats_all_and_unnamed_rules_stay_on(dynamo_graph, tmp_path):
     path = tmp_path / "switch.cfg"
-    path.write_text(json.dumps({"Switch": {"GraphFusion": {"ALL": "off", "SoftmaxFusionPass": "on"},
-                                           "UBFusion": {}}}))
+    path.write_text(json.dumps({"Switch": {"GraphFusion": {"ALL": "off", "SoftmaxFusionPass": "on"}, "UBFusion": {}}}))
     result, _ = fused(dynamo_graph, fb.read_switches(str(path)))
     assert counts(result) == {"SoftmaxFusionPass": "1", "TbeEltwiseFusionPass": "1"}
 
@@ -100,16 +110,23 @@ def test_pair_fault_is_wrong_only_when_both_rules_fire(dynamo_graph):
 
 
 def test_sticky_rule_ignores_the_switch_file(dynamo_graph):
-    result, error = fused(dynamo_graph, {"GraphFusion": {"ALL": "off"}, "UBFusion": {"ALL": "off"}},
-                          "sticky:GeluFusionPass,wrong:GeluFusionPass")
+    result, error = fused(
+        dynamo_graph,
+        {"GraphFusion": {"ALL": "off"}, "UBFusion": {"ALL": "off"}},
+        "sticky:GeluFusionPass,wrong:GeluFusionPass",
+    )
     assert counts(result) == {"GeluFusionPass": "1"} and error > 1e-2
 
 
-@pytest.mark.parametrize("content,why", [
-    ("{not json", "Expecting"), ('{"GraphFusion": {}}', "Switch"),
-    ('{"Switch": {"VectorFusion": {}}}', "unknown group"),
-    ('{"Switch": {"GraphFusion": {"GeluFusionPass": "disabled"}}}', "on"),
-])
+@pytest.mark.parametrize(
+    "content,why",
+    [
+        ("{not json", "Expecting"),
+        ('{"GraphFusion": {}}', "Switch"),
+        ('{"Switch": {"VectorFusion": {}}}', "unknown group"),
+        ('{"Switch": {"GraphFusion": {"GeluFusionPass": "disabled"}}}', "on"),
+    ],
+)
 def test_malformed_switch_file_names_the_file(tmp_path, content, why):
     path = tmp_path / "bad_switch.json"
     path.write_text(content)
@@ -125,16 +142,16 @@ def test_bad_fault_controls_are_errors(faults):
 
 
 def test_crash_fault_aborts_the_process_when_the_rule_fires(tmp_path):
-    script = (f"import sys, torch; sys.path.insert(0, {str(EXAMPLES / 'fusion_rules')!r})\n"
-              "import fusion_backend as fb\n"
-              "gm = torch.fx.symbolic_trace(fb.sigmoid_mul)\n"
-              "print('tracing', flush=True)\n"
-              "fb.fuse(gm, {}, fb.read_faults('crash:TbeEltwiseFusionPass'))\n"
-              "print('survived', flush=True)\n")
-    proc = subprocess.run([PYTHON, "-c", script], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=120)
-    assert proc.returncode < 0 and "tracing" in proc.stdout and "survived" not in proc.stdout, \
-        proc.stderr[-2000:]
+    script = (
+        f"import sys, torch; sys.path.insert(0, {str(EXAMPLES / 'fusion_rules')!r})\n"
+        "import fusion_backend as fb\n"
+        "gm = torch.fx.symbolic_trace(fb.sigmoid_mul)\n"
+        "print('tracing', flush=True)\n"
+        "fb.fuse(gm, {}, fb.read_faults('crash:TbeEltwiseFusionPass'))\n"
+        "print('survived', flush=True)\n"
+    )
+    proc = subprocess.run([PYTHON, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode < 0 and "tracing" in proc.stdout and "survived" not in proc.stdout, proc.stderr[-2000:]
 
 
 @needs("fusion/eager", "fusion/planted", "fusion/gelu-off")
@@ -151,6 +168,8 @@ def test_plugin_runs_honour_the_switch_file_and_record_fusion_result(example_run
     assert planted.status["switches"]["fired"]["fusion_result"] == planted_result
     off_result = json.loads((gelu_off.cwd / "fusion_result.json").read_text())
     assert counts(off_result["session_and_graph_id_0_0"]) == {
-        k: v for k, v in ALL_RULES.items() if k != "GeluFusionPass"}
+        k: v for k, v in ALL_RULES.items() if k != "GeluFusionPass"
+    }
     assert gelu_off.status["switches"]["active"]["fusion_switch_file"]["content"] == {
-        "Switch": {"GraphFusion": {"GeluFusionPass": "off"}}}
+        "Switch": {"GraphFusion": {"GeluFusionPass": "off"}}
+    }

@@ -1,6 +1,7 @@
 """examples/lowering_defect and the single-op check: the op whose Inductor decomposition is
 wrong is caught on its real recorded inputs; the others pass; one op's compile error or crash
 is reported while the rest of the batch is kept."""
+
 import json
 
 import numpy as np
@@ -9,13 +10,16 @@ from fixtures.dump_reader import read_dump
 from example_runs import HERE, example_cache, example_runs, needs, run_module  # noqa: F401
 
 SOFTPLUS = "diagnose_example.softplus.default"
-OPS = ["aten.t.default", "aten.addmm.default", "aten.tanh.default", "aten.div.Tensor", SOFTPLUS,
-       "aten.mean.dim"]
+OPS = ["aten.t.default", "aten.addmm.default", "aten.tanh.default", "aten.div.Tensor", SOFTPLUS, "aten.mean.dim"]
 
 
 def single_op(eager, out, backend, ops, cache, env=None):
-    proc = run_module(["single-op", "--from", str(eager.run_dir), "--out", str(out),
-                       "--backend", backend, "--ops", ",".join(ops)], cache, out.parent, env)
+    proc = run_module(
+        ["single-op", "--from", str(eager.run_dir), "--out", str(out), "--backend", backend, "--ops", ",".join(ops)],
+        cache,
+        out.parent,
+        env,
+    )
     return proc
 
 
@@ -28,62 +32,75 @@ def test_ops_lists_the_distinct_ops_in_first_seen_order(example_runs, example_ca
     eager = example_runs.get("lowering/eager")
     proc = run_module(["ops", "--from", str(eager.run_dir)], example_cache, eager.cwd)
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout) == [{"op": op, "calls": 2 if op in ("aten.t.default",
-                                                                       "aten.addmm.default") else 1}
-                                       for op in OPS]
+    assert json.loads(proc.stdout) == [
+        {"op": op, "calls": 2 if op in ("aten.t.default", "aten.addmm.default") else 1} for op in OPS
+    ]
 
 
 @needs("lowering/eager")
-def test_single_op_check_catches_the_wrong_lowering_on_recorded_inputs(example_runs, example_cache,
-                                                                       tmp_path):
+def test_single_op_check_catches_the_wrong_lowering_on_recorded_inputs(example_runs, example_cache, tmp_path):
     eager = example_runs.get("lowering/eager")
     out = tmp_path / "single"
     proc = single_op(eager, out, "inductor", [SOFTPLUS, "aten.tanh.default"], example_cache)
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads((out / "single_op.json").read_text())
     assert [(o["op"], o["status"], o["calls"]) for o in result["ops"]] == [
-        (SOFTPLUS, "ok", 1), ("aten.tanh.default", "ok", 1)]
+        (SOFTPLUS, "ok", 1),
+        ("aten.tanh.default", "ok", 1),
+    ]
     golden, target = outputs_by_key(out / "eager"), outputs_by_key(out / "graph")
     assert golden.keys() == target.keys() == {(f"{SOFTPLUS}#0", 0), ("aten.tanh.default#0", 0)}
-    np.testing.assert_array_equal(golden[("aten.tanh.default#0", 0)],
-                                  target[("aten.tanh.default#0", 0)])
+    np.testing.assert_array_equal(golden[("aten.tanh.default#0", 0)], target[("aten.tanh.default#0", 0)])
     eager_softplus, graph_softplus = golden[(f"{SOFTPLUS}#0", 0)], target[(f"{SOFTPLUS}#0", 0)]
     assert np.isfinite(eager_softplus).all() and np.isinf(graph_softplus).any()
     events = [json.loads(line) for line in (out / "progress.jsonl").read_text().splitlines()]
     assert [(e["op"], e["event"]) for e in events] == [
-        (SOFTPLUS, "start"), (SOFTPLUS, "done"), ("aten.tanh.default", "start"),
-        ("aten.tanh.default", "done")]
+        (SOFTPLUS, "start"),
+        (SOFTPLUS, "done"),
+        ("aten.tanh.default", "start"),
+        ("aten.tanh.default", "done"),
+    ]
 
 
 @needs("lowering/eager")
-def test_a_compile_error_is_recorded_and_the_other_ops_still_run(example_runs, example_cache,
-                                                                 tmp_path):
+def test_a_compile_error_is_recorded_and_the_other_ops_still_run(example_runs, example_cache, tmp_path):
     eager = example_runs.get("lowering/eager")
     out = tmp_path / "refused"
-    proc = single_op(eager, out, "probe_backends:refusing_backend",
-                     ["aten.tanh.default", "aten.div.Tensor", "aten.addmm.default"], example_cache,
-                     {"PYTHONPATH": str(HERE)})
+    proc = single_op(
+        eager,
+        out,
+        "probe_backends:refusing_backend",
+        ["aten.tanh.default", "aten.div.Tensor", "aten.addmm.default"],
+        example_cache,
+        {"PYTHONPATH": str(HERE)},
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     ops = {o["op"]: o for o in json.loads((out / "single_op.json").read_text())["ops"]}
     assert ops["aten.tanh.default"]["status"] == "compile_error"
     assert "no tanh here" in ops["aten.tanh.default"]["message"]
     assert ops["aten.div.Tensor"]["status"] == ops["aten.addmm.default"]["status"] == "ok"
-    assert {k for k, _ in outputs_by_key(out / "graph")} == {"aten.div.Tensor#0",
-                                                               "proj/aten.addmm.default#0"}
+    assert {k for k, _ in outputs_by_key(out / "graph")} == {"aten.div.Tensor#0", "proj/aten.addmm.default#0"}
 
 
 @needs("lowering/eager")
-def test_progress_names_the_op_that_was_running_when_the_process_died(example_runs, example_cache,
-                                                                      tmp_path):
+def test_progress_names_the_op_that_was_running_when_the_process_died(example_runs, example_cache, tmp_path):
     eager = example_runs.get("lowering/eager")
     out = tmp_path / "aborted"
-    proc = single_op(eager, out, "probe_backends:aborting_backend",
-                     ["aten.div.Tensor", "aten.tanh.default", "aten.mean.dim"], example_cache,
-                     {"PYTHONPATH": str(HERE)})
+    proc = single_op(
+        eager,
+        out,
+        "probe_backends:aborting_backend",
+        ["aten.div.Tensor", "aten.tanh.default", "aten.mean.dim"],
+        example_cache,
+        {"PYTHONPATH": str(HERE)},
+    )
     assert proc.returncode < 0
     events = [json.loads(line) for line in (out / "progress.jsonl").read_text().splitlines()]
     assert [(e["op"], e["event"]) for e in events] == [
-        ("aten.div.Tensor", "start"), ("aten.div.Tensor", "done"), ("aten.tanh.default", "start")]
+        ("aten.div.Tensor", "start"),
+        ("aten.div.Tensor", "done"),
+        ("aten.tanh.default", "start"),
+    ]
     done = json.loads((out / "single_op.json").read_text())["ops"]
     assert [o["op"] for o in done] == ["aten.div.Tensor"]
     assert [r["op_key"] for r in read_dump(out / "graph").tensors] == ["aten.div.Tensor#0"]

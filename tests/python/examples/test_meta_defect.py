@@ -1,5 +1,6 @@
 """examples/meta_defect and the meta check: the custom op whose fake implementation gives the
 wrong dtype is named; real ATen ops pass; data-dependent ops are skipped, not failed."""
+
 import json
 
 import pytest
@@ -14,24 +15,34 @@ from example_runs import example_cache, example_runs, needs  # noqa: F401
 def test_meta_check_names_the_custom_op_with_the_wrong_fake_dtype(example_runs):
     run = example_runs.get("meta/eager-meta")
     entries = json.loads((run.run_dir / "meta_check.json").read_text())["ops"]
-    assert [e["op"] for e in entries] == ["aten.t.default", "aten.addmm.default",
-                                          "aten.relu.default", "diagnose_example.rms_scale.default",
-                                          "aten.mul.Tensor", "aten.add.Tensor"]
+    assert [e["op"] for e in entries] == [
+        "aten.t.default",
+        "aten.addmm.default",
+        "aten.relu.default",
+        "diagnose_example.rms_scale.default",
+        "aten.mul.Tensor",
+        "aten.add.Tensor",
+    ]
     failing = [e for e in entries if e["status"] != "ok"]
-    assert failing == [{
-        "op": "diagnose_example.rms_scale.default",
-        "op_key": "diagnose_example.rms_scale.default#0", "status": "mismatch",
-        "mismatches": [{"output": 0, "field": "dtype", "eager": "torch.float32",
-                        "fake": "torch.bfloat16"}],
-        "message": "output 0 dtype: eager torch.float32, fake torch.bfloat16"}]
+    assert failing == [
+        {
+            "op": "diagnose_example.rms_scale.default",
+            "op_key": "diagnose_example.rms_scale.default#0",
+            "status": "mismatch",
+            "mismatches": [{"output": 0, "field": "dtype", "eager": "torch.float32", "fake": "torch.bfloat16"}],
+            "message": "output 0 dtype: eager torch.float32, fake torch.bfloat16",
+        }
+    ]
     assert run.status["graphs"]["graph_break_reasons"] == []
 
 
 def test_data_dependent_op_is_skipped_and_a_raising_fake_is_an_error(tmp_path):
     checker = MetaChecker(tmp_path / "meta_check.json")
     x = torch.tensor([0.0, 1.0, 0.0, 2.0])
-    for func, args in ((torch.ops.aten.nonzero.default, (x,)),
-                       (torch.ops.aten.mm.default, (x.reshape(2, 2), torch.ones(3, 3)))):
+    for func, args in (
+        (torch.ops.aten.nonzero.default, (x,)),
+        (torch.ops.aten.mm.default, (x.reshape(2, 2), torch.ones(3, 3))),
+    ):
         fake = checker.fake_run(func, args, {})
         try:
             real = func(*args)
@@ -48,7 +59,8 @@ def test_data_dependent_op_is_skipped_and_a_raising_fake_is_an_error(tmp_path):
 def test_stride_compared_only_for_dense_outputs():
     real = torch.empty(4, 6).t()
     assert compare_outputs(real, torch.empty(6, 4)) == [
-        {"output": 0, "field": "stride", "eager": [1, 6], "fake": [4, 1]}]
+        {"output": 0, "field": "stride", "eager": [1, 6], "fake": [4, 1]}
+    ]
     overlapping = torch.empty(4, 1).expand(4, 6)
     assert compare_outputs(overlapping, torch.empty(4, 6)) == []
 

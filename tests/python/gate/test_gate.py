@@ -3,6 +3,7 @@ baseline yet (the gate says how to record one), the baseline saved from that run
 model passes, a version with a planted regression (--perturb-weight) fails with per-output JUnit,
 runs its diagnostic workflow and shows the trend in its report (checked in headless Chromium);
 the history lists every run; a damaged baseline is refused before anything runs."""
+
 from __future__ import annotations
 
 import os
@@ -23,7 +24,7 @@ def gate_workflow(model_args: list[str]) -> str:
     return f"""
 name: ci-gate
 model:
-  script: {ROOT / 'examples' / 'mlp' / 'model.py'}
+  script: {ROOT / "examples" / "mlp" / "model.py"}
   python: {sys.executable}
   args: {model_args}
   backend: aot_eager
@@ -63,12 +64,22 @@ class Gate:
 
     def diagnose(self, *args: str, timeout: float = 240) -> subprocess.CompletedProcess:
         env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(self.inductor_cache))
-        return subprocess.run([str(self.bin), *args], cwd=self.work, capture_output=True, text=True,
-                              timeout=timeout, env=env)
+        return subprocess.run(
+            [str(self.bin), *args], cwd=self.work, capture_output=True, text=True, timeout=timeout, env=env
+        )
 
     def gate(self, workflow: str, version: str, *extra: str) -> subprocess.CompletedProcess:
-        return self.diagnose("gate", workflow, "--baseline", str(self.baseline), "--model-version", version,
-                             "--output-dir", str(self.runs), *extra)
+        return self.diagnose(
+            "gate",
+            workflow,
+            "--baseline",
+            str(self.baseline),
+            "--model-version",
+            version,
+            "--output-dir",
+            str(self.runs),
+            *extra,
+        )
 
     def run_dirs(self) -> list[Path]:
         return sorted(p for p in self.runs.iterdir() if p.is_dir())

@@ -2,6 +2,7 @@
 fixtures (no model runs): chosen layers are gated beside the final outputs, a baseline without
 an op dump is an error, and the float64 referee rule lets a version that moved closer to the
 truth pass while one that moved away fails."""
+
 from __future__ import annotations
 
 import json
@@ -14,8 +15,13 @@ import numpy as np
 from fixtures.chains import make_chain, write_chain_manifests
 from fixtures.manifest_dump import ManifestDump, ManifestRecord
 
-STATUS = {"format": "diagnose-run-status", "version": 1, "state": "ok", "torch_version": "2.13.0",
-          "ran": {"mode": "compiled", "backend": "inductor", "device": "cpu", "dtype": None}}
+STATUS = {
+    "format": "diagnose-run-status",
+    "version": 1,
+    "state": "ok",
+    "torch_version": "2.13.0",
+    "ran": {"mode": "compiled", "backend": "inductor", "device": "cpu", "dtype": None},
+}
 
 
 def plugin_run(root: Path, outputs: np.ndarray, dtype: str = "torch.float32") -> Path:
@@ -28,14 +34,32 @@ def plugin_run(root: Path, outputs: np.ndarray, dtype: str = "torch.float32") ->
     return root
 
 
-def gate(diagnose_bin: Path, work: Path, name: str, step: str, baseline: Path) -> tuple[subprocess.CompletedProcess, dict]:
+def gate(
+    diagnose_bin: Path, work: Path, name: str, step: str, baseline: Path
+) -> tuple[subprocess.CompletedProcess, dict]:
     """Runs a one-step gate workflow; returns the process and the JUnit cases (name -> passed)."""
     workflow = work / f"{name}.yaml"
     workflow.write_text(f"name: {name}\nmodel:\n  argv: [python3, -c, pass]\nsteps:\n{step}")
     junit = work / f"{name}.xml"
-    done = subprocess.run([str(diagnose_bin), "gate", str(workflow), "--baseline", str(baseline), "--model-version",
-                           name, "--output-dir", str(work / "runs"), "--junit", str(junit)],
-                          cwd=work, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            str(diagnose_bin),
+            "gate",
+            str(workflow),
+            "--baseline",
+            str(baseline),
+            "--model-version",
+            name,
+            "--output-dir",
+            str(work / "runs"),
+            "--junit",
+            str(junit),
+        ],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     cases = {}
     if junit.exists():
         cases = {c.get("name"): c.find("failure") is None for c in ET.parse(junit).iter("testcase")}
@@ -43,8 +67,12 @@ def gate(diagnose_bin: Path, work: Path, name: str, step: str, baseline: Path) -
 
 
 def save_baseline(diagnose_bin: Path, source: Path, to: Path) -> None:
-    done = subprocess.run([str(diagnose_bin), "baseline", "save", str(source), "--to", str(to)],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [str(diagnose_bin), "baseline", "save", str(source), "--to", str(to)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -66,10 +94,15 @@ def test_layers_are_gated_beside_the_outputs(diagnose_bin, tmp_path):
     done, cases = gate(diagnose_bin, tmp_path, "layers", step, tmp_path / "baseline")
     assert done.returncode == 1, done.stdout + done.stderr
     # every input and output record of the chosen ops, and nothing else; the final output passes
-    assert cases == {"output.0": True,
-                     "mul_1-aten.mul.default input.0": True, "mul_1-aten.mul.default output.0": True,
-                     "neg_3-aten.neg.default input.0": True, "neg_3-aten.neg.default output.0": False,
-                     "mul_5-aten.mul.default input.0": False, "mul_5-aten.mul.default output.0": False}, cases
+    assert cases == {
+        "output.0": True,
+        "mul_1-aten.mul.default input.0": True,
+        "mul_1-aten.mul.default output.0": True,
+        "neg_3-aten.neg.default input.0": True,
+        "neg_3-aten.neg.default output.0": False,
+        "mul_5-aten.mul.default input.0": False,
+        "mul_5-aten.mul.default output.0": False,
+    }, cases
     assert "3 of 7 output(s) regressed" in done.stdout, done.stdout
 
     # the same gate against a baseline saved without an op dump is an error, not a pass
@@ -91,8 +124,9 @@ def test_referee_rule_passes_a_version_closer_to_float64(diagnose_bin, tmp_path)
     save_baseline(diagnose_bin, accepted, tmp_path / "baseline")
 
     def step(target: Path, with_referee: bool) -> str:
-        return (f"  - id: gate\n    kind: gate\n    target: {target}\n    history: false\n"
-                + (f"    referee: {referee}\n" if with_referee else ""))
+        return f"  - id: gate\n    kind: gate\n    target: {target}\n    history: false\n" + (
+            f"    referee: {referee}\n" if with_referee else ""
+        )
 
     # without a referee, both differ from the baseline by more than fp32's tolerance
     for target in (closer, further):
@@ -103,6 +137,8 @@ def test_referee_rule_passes_a_version_closer_to_float64(diagnose_bin, tmp_path)
     assert done.returncode == 0 and cases == {"output.0": True}, done.stdout + done.stderr
     state = json.loads(sorted((tmp_path / "runs").glob("*referee-closer*/state.json"))[-1].read_text())
     (gate_step,) = [s for s in state["steps"] if s["id"] == "gate"]
-    assert [o["judged_by"] for o in gate_step["metrics"]["outputs"]] == ["fp32 referee"], gate_step["metrics"]["outputs"]
+    assert [o["judged_by"] for o in gate_step["metrics"]["outputs"]] == ["fp32 referee"], gate_step["metrics"][
+        "outputs"
+    ]
     done, cases = gate(diagnose_bin, tmp_path, "referee-further", step(further, True), tmp_path / "baseline")
     assert done.returncode == 1 and cases == {"output.0": False}, done.stdout + done.stderr

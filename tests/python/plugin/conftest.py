@@ -4,6 +4,7 @@ Runs are expensive (an Inductor compile takes tens of seconds on two cores), so 
 named in CATALOG, each test names the runs it needs with `@pytest.mark.uses_runs(...)`, and one
 session-wide pool of two workers runs those of the selected tests once, slowest first, while
 tests wait for theirs."""
+
 from __future__ import annotations
 
 import json
@@ -35,8 +36,8 @@ class RunConfig:
     spec: dict
     args: list[str] = field(default_factory=list)
     env: dict = field(default_factory=dict)
-    runner: bool = True      # False: plain `python script` (the script uses the explicit API)
-    cost: int = 1            # rough relative duration, to start slow runs first
+    runner: bool = True  # False: plain `python script` (the script uses the explicit API)
+    cost: int = 1  # rough relative duration, to start slow runs first
 
 
 def _catalog() -> dict[str, RunConfig]:
@@ -49,50 +50,66 @@ def _catalog() -> dict[str, RunConfig]:
             runs[f"{ex}/{backend}"] = RunConfig(script, {"backend": backend}, cost=2)
         runs[f"{ex}/inductor"] = RunConfig(script, {"backend": "inductor"}, cost=6)
         runs[f"{ex}/torchair-ge"] = RunConfig(script, {"backend": "torchair"}, cost=2)
-        runs[f"{ex}/torchair-fx"] = RunConfig(script, {"backend": "torchair",
-                                                       "dump": {"level": "fx"}}, cost=2)
+        runs[f"{ex}/torchair-fx"] = RunConfig(script, {"backend": "torchair", "dump": {"level": "fx"}}, cost=2)
     mlp, block = example("mlp"), example("transformer_block")
-    runs.update({
-        "mlp/eager-again": RunConfig(mlp, {"mode": "eager"}),
-        "mlp/inductor-nodump": RunConfig(mlp, {"backend": "inductor", "dump": {"level": "none"}},
-                                         cost=4),
-        "transformer_block/inductor-nodump": RunConfig(
-            block, {"backend": "inductor", "dump": {"level": "none"}}, cost=5),
-        "transformer_block/eager-bf16": RunConfig(block, {"mode": "eager", "dtype": "bfloat16"}),
-        "transformer_block/decomp-bf16": RunConfig(
-            block, {"backend": "aot_eager_decomp_partition", "dtype": "bfloat16"}, cost=2),
-        "transformer_block/inductor-bf16": RunConfig(
-            block, {"backend": "inductor", "dtype": "bfloat16"}, cost=6),
-        "mlp/autocast": RunConfig(mlp, {"mode": "eager", "autocast": "bfloat16",
-                                        "deterministic": True, "dump": {"io": ["output"]}}),
-        "mlp/stats": RunConfig(mlp, {"mode": "eager", "dump": {"stats_only": True}}),
-        "mlp/budget": RunConfig(mlp, {"mode": "eager", "dump": {"max_bytes": 20000}}),
-        "mlp/steps": RunConfig(mlp, {"backend": "aot_eager",
-                                     "dump": {"steps": [1], "io": ["output"]}},
-                               args=["--steps", "3"], cost=2),
-        "mlp/filtered": RunConfig(mlp, {"mode": "eager", "dump": {
-            "include": ["addmm"], "exclude": ["layers\\.4"], "io": ["output"]}}),
-        "mlp/modules": RunConfig(mlp, {"mode": "eager", "dump": {"ops": False, "modules": True}}),
-        "mlp/user-backend": RunConfig(mlp, {"backend": "user_backend:recording_backend"},
-                                      env={"USER_BACKEND_RECORD": "{run_dir}/user_backend.jsonl"},
-                                      cost=2),
-        "mlp/torchair-switch": RunConfig(
-            mlp, {"backend": "torchair",
-                  "switches": {"fusion_switch_file": str(HERE / "data" / "matmul_bias_off.json"),
-                               "torchair": {"experimental_config.enable_view_optimize": False}}},
-            cost=2),
-        "mlp/torchair-defect": RunConfig(mlp, {"backend": "torchair"}, cost=2,
-                                         env={"FAKE_TORCHAIR_DEFECT": "MatMulBiasAddFusionPass=0.01"}),
-        "graph_break/aot_eager": RunConfig(str(HERE / "scripts" / "graph_break.py"),
-                                           {"backend": "aot_eager"}, cost=2),
-        "explicit-backend/user-backend": RunConfig(
-            str(HERE / "scripts" / "explicit_backend.py"),
-            {"backend": "user_backend:recording_backend"},
-            env={"USER_BACKEND_RECORD": "{run_dir}/user_backend.jsonl"}),
-        "failing/aot_eager": RunConfig(str(HERE / "scripts" / "failing.py"), {"backend": "aot_eager"}),
-        "explicit/eager": RunConfig(str(HERE / "scripts" / "explicit_api.py"),
-                                    {"mode": "eager", "dump": {"io": ["output"]}}, runner=False),
-    })
+    runs.update(
+        {
+            "mlp/eager-again": RunConfig(mlp, {"mode": "eager"}),
+            "mlp/inductor-nodump": RunConfig(mlp, {"backend": "inductor", "dump": {"level": "none"}}, cost=4),
+            "transformer_block/inductor-nodump": RunConfig(
+                block, {"backend": "inductor", "dump": {"level": "none"}}, cost=5
+            ),
+            "transformer_block/eager-bf16": RunConfig(block, {"mode": "eager", "dtype": "bfloat16"}),
+            "transformer_block/decomp-bf16": RunConfig(
+                block, {"backend": "aot_eager_decomp_partition", "dtype": "bfloat16"}, cost=2
+            ),
+            "transformer_block/inductor-bf16": RunConfig(block, {"backend": "inductor", "dtype": "bfloat16"}, cost=6),
+            "mlp/autocast": RunConfig(
+                mlp, {"mode": "eager", "autocast": "bfloat16", "deterministic": True, "dump": {"io": ["output"]}}
+            ),
+            "mlp/stats": RunConfig(mlp, {"mode": "eager", "dump": {"stats_only": True}}),
+            "mlp/budget": RunConfig(mlp, {"mode": "eager", "dump": {"max_bytes": 20000}}),
+            "mlp/steps": RunConfig(
+                mlp, {"backend": "aot_eager", "dump": {"steps": [1], "io": ["output"]}}, args=["--steps", "3"], cost=2
+            ),
+            "mlp/filtered": RunConfig(
+                mlp, {"mode": "eager", "dump": {"include": ["addmm"], "exclude": ["layers\\.4"], "io": ["output"]}}
+            ),
+            "mlp/modules": RunConfig(mlp, {"mode": "eager", "dump": {"ops": False, "modules": True}}),
+            "mlp/user-backend": RunConfig(
+                mlp,
+                {"backend": "user_backend:recording_backend"},
+                env={"USER_BACKEND_RECORD": "{run_dir}/user_backend.jsonl"},
+                cost=2,
+            ),
+            "mlp/torchair-switch": RunConfig(
+                mlp,
+                {
+                    "backend": "torchair",
+                    "switches": {
+                        "fusion_switch_file": str(HERE / "data" / "matmul_bias_off.json"),
+                        "torchair": {"experimental_config.enable_view_optimize": False},
+                    },
+                },
+                cost=2,
+            ),
+            "mlp/torchair-defect": RunConfig(
+                mlp, {"backend": "torchair"}, cost=2, env={"FAKE_TORCHAIR_DEFECT": "MatMulBiasAddFusionPass=0.01"}
+            ),
+            "graph_break/aot_eager": RunConfig(
+                str(HERE / "scripts" / "graph_break.py"), {"backend": "aot_eager"}, cost=2
+            ),
+            "explicit-backend/user-backend": RunConfig(
+                str(HERE / "scripts" / "explicit_backend.py"),
+                {"backend": "user_backend:recording_backend"},
+                env={"USER_BACKEND_RECORD": "{run_dir}/user_backend.jsonl"},
+            ),
+            "failing/aot_eager": RunConfig(str(HERE / "scripts" / "failing.py"), {"backend": "aot_eager"}),
+            "explicit/eager": RunConfig(
+                str(HERE / "scripts" / "explicit_api.py"), {"mode": "eager", "dump": {"io": ["output"]}}, runner=False
+            ),
+        }
+    )
     return runs
 
 
@@ -117,8 +134,11 @@ def launch(name: str, config: RunConfig, root: Path, cache_dir: Path, **popen) -
     spec_path.write_text(json.dumps(spec))
     extra = {k: v.format(run_dir=run_dir) for k, v in config.env.items()}
     env = plugin_env(cache_dir, {"DIAGNOSE_RUN_SPEC": str(spec_path), **extra})
-    command = ([PYTHON, "-m", "diagnose_pytorch", "run", config.script, *config.args]
-               if config.runner else [PYTHON, config.script, *config.args])
+    command = (
+        [PYTHON, "-m", "diagnose_pytorch", "run", config.script, *config.args]
+        if config.runner
+        else [PYTHON, config.script, *config.args]
+    )
     proc = subprocess.Popen(command, cwd=run_dir, env=env, text=True, **popen)
     return proc, run_dir
 
@@ -128,8 +148,9 @@ class PluginRuns(RunPool):
         super().__init__(CATALOG, root, cache_dir)
 
     def _run(self, name: str) -> Run:
-        proc, run_dir = launch(name, CATALOG[name], self.root, self.cache_dir,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc, run_dir = launch(
+            name, CATALOG[name], self.root, self.cache_dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
         try:
             stdout, stderr = proc.communicate(timeout=RUN_TIMEOUT)
         except subprocess.TimeoutExpired:

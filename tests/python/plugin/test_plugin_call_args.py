@@ -1,5 +1,6 @@
 """The `call` field of eager records: an op call's arguments written as JSON and rebuilt for
 replay by the single-op check."""
+
 import json
 
 import pytest
@@ -11,8 +12,7 @@ from diagnose_pytorch.call_args import NotReplayable, decode_call, encode_call
 def test_call_round_trips_through_json_with_tensor_references():
     a, b, c = torch.ones(2), torch.zeros(2), torch.full((2,), 3.0)
     args = ([a, b], 0, float("-inf"), torch.float16, torch.device("cpu"), None, c)
-    call = json.loads(json.dumps(encode_call(args, {"memory_format": torch.contiguous_format,
-                                                    "alpha": 0.5})))
+    call = json.loads(json.dumps(encode_call(args, {"memory_format": torch.contiguous_format, "alpha": 0.5})))
     assert call["args"][0] == [{"input": 0, "item": 0}, {"input": 0, "item": 1}]
     assert call["args"][6] == {"input": 6}
     inputs = {(0, 0): a, (0, 1): b, (6, None): c}
@@ -30,10 +30,13 @@ def test_replayed_cat_matches_the_original_call():
     torch.testing.assert_close(torch.ops.aten.cat.default(*args, **kwargs), torch.cat([x, y]))
 
 
-@pytest.mark.parametrize("args,kwargs,why", [
-    ((torch.ones(1),), {"weight": torch.ones(1)}, "keyword or nested tensor"),
-    ((torch.ones(1), object()), {}, "object"),
-])
+@pytest.mark.parametrize(
+    "args,kwargs,why",
+    [
+        ((torch.ones(1),), {"weight": torch.ones(1)}, "keyword or nested tensor"),
+        ((torch.ones(1), object()), {}, "object"),
+    ],
+)
 def test_calls_the_dump_cannot_replay_say_why(args, kwargs, why):
     call = json.loads(json.dumps(encode_call(args, kwargs)))
     with pytest.raises(NotReplayable, match=why):

@@ -1,4 +1,5 @@
 """The plugin's dumps read by the real `diagnose compare` (docs/compare-output.md)."""
+
 import json
 import subprocess
 from pathlib import Path
@@ -9,9 +10,24 @@ from conftest import ok_run, uses
 
 
 def compare(binary: Path, golden: Path, mine: Path, out: Path, *extra) -> tuple[int, dict, str]:
-    proc = subprocess.run([str(binary), "compare", "-gp", str(golden), "-mp", str(mine),
-                           "-o", str(out), "--json", str(out / "result.json"), *extra],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            str(binary),
+            "compare",
+            "-gp",
+            str(golden),
+            "-mp",
+            str(mine),
+            "-o",
+            str(out),
+            "--json",
+            str(out / "result.json"),
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode in (0, 1), f"rc={proc.returncode}\n{proc.stdout}\n{proc.stderr}"
     return proc.returncode, json.loads((out / "result.json").read_text()), proc.stdout + proc.stderr
 
@@ -31,12 +47,13 @@ def test_eager_dump_against_a_second_eager_run_passes_exactly(plugin_runs, diagn
     assert all(r["verdict"] == "pass" and r["max_absolute_error"] == 0 for r in compared)
 
 
-@pytest.mark.parametrize("ex", [pytest.param(ex, marks=uses(f"{ex}/eager", f"{ex}/inductor"))
-                                for ex in ("mlp", "transformer_block", "convnet")])
+@pytest.mark.parametrize(
+    "ex",
+    [pytest.param(ex, marks=uses(f"{ex}/eager", f"{ex}/inductor")) for ex in ("mlp", "transformer_block", "convnet")],
+)
 def test_eager_vs_inductor_fp32_final_outputs_pass(plugin_runs, diagnose_bin, tmp_path, ex):
     eager, inductor = ok_run(plugin_runs, f"{ex}/eager"), ok_run(plugin_runs, f"{ex}/inductor")
-    rc, result, log = compare(diagnose_bin, eager.run_dir / "outputs",
-                              inductor.run_dir / "outputs", tmp_path)
+    rc, result, log = compare(diagnose_bin, eager.run_dir / "outputs", inductor.run_dir / "outputs", tmp_path)
     assert rc == 0 and result["summary"]["compared"] == 1, log
 
 

@@ -1,4 +1,5 @@
 """A run killed with SIGKILL in the middle of dumping leaves a readable partial dump."""
+
 import json
 import os
 import signal
@@ -18,8 +19,14 @@ ENDLESS = str(Path(__file__).resolve().parent / "scripts" / "endless.py")
 def killed_run(tmp_path_factory, cache_dir) -> Path:
     """Runs an endless eager loop under the plugin and SIGKILLs it during its third step."""
     config = RunConfig(ENDLESS, {"mode": "eager"})
-    proc, run_dir = launch("killed", config, tmp_path_factory.mktemp("killed"), cache_dir,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc, run_dir = launch(
+        "killed",
+        config,
+        tmp_path_factory.mktemp("killed"),
+        cache_dir,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     manifest = run_dir / "dump" / "manifest.jsonl"
     deadline = time.time() + 240
     try:
@@ -49,9 +56,23 @@ def test_partial_dump_is_readable(killed_run):
 
 def test_partial_dump_is_readable_by_diagnose_compare(killed_run, diagnose_bin, tmp_path):
     dump = killed_run / "dump"
-    proc = subprocess.run([str(diagnose_bin), "compare", "-gp", str(dump), "-mp", str(dump),
-                           "-o", str(tmp_path), "--json", str(tmp_path / "result.json")],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            str(diagnose_bin),
+            "compare",
+            "-gp",
+            str(dump),
+            "-mp",
+            str(dump),
+            "-o",
+            str(tmp_path),
+            "--json",
+            str(tmp_path / "result.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     result = json.loads((tmp_path / "result.json").read_text())
     assert result["summary"]["compared"] == len(read_dump(dump).tensors)

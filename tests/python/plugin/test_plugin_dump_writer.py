@@ -1,4 +1,5 @@
 """The dump writer against the format document, in process (no compile needed)."""
+
 import hashlib
 import json
 
@@ -59,7 +60,7 @@ def test_statistics_only_writes_no_tensor_file(tmp_path):
 
 
 def test_byte_budget_stops_tensor_files_and_says_so(tmp_path):
-    tensors = [torch.ones(16) for _ in range(5)]          # 64 bytes each
+    tensors = [torch.ones(16) for _ in range(5)]  # 64 bytes each
     dump = write(tmp_path, tensors, max_bytes=150)
     assert [("file" in r) for r in dump.tensors] == [True, True, False, False, False]
     assert dump.budget == {"type": "budget", "limit_bytes": 150, "written_bytes": 128}

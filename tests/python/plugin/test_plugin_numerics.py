@@ -2,6 +2,7 @@
 Inductor's fusion (bitwise equal outputs), Inductor fp32 agrees with eager at fp32
 tolerances, and Inductor bf16 shows the small real differences of fused bf16 arithmetic,
 with every compiled buffer mapped to FX nodes."""
+
 import numpy as np
 import pytest
 
@@ -26,9 +27,15 @@ def test_eager_dump_reproduces_exactly_in_a_fresh_process(plugin_runs):
         np.testing.assert_array_equal(first.load(a), second.load(b))
 
 
-@pytest.mark.parametrize("ex", [pytest.param("mlp", marks=uses("mlp/inductor", "mlp/inductor-nodump")),
-                                pytest.param("transformer_block", marks=uses(
-                                    "transformer_block/inductor", "transformer_block/inductor-nodump"))])
+@pytest.mark.parametrize(
+    "ex",
+    [
+        pytest.param("mlp", marks=uses("mlp/inductor", "mlp/inductor-nodump")),
+        pytest.param(
+            "transformer_block", marks=uses("transformer_block/inductor", "transformer_block/inductor-nodump")
+        ),
+    ],
+)
 def test_dumping_keeps_inductor_fusion_bitwise(plugin_runs, ex):
     dumped = ok_run(plugin_runs, f"{ex}/inductor")
     plain = ok_run(plugin_runs, f"{ex}/inductor-nodump")
@@ -42,9 +49,13 @@ def test_dumping_keeps_inductor_fusion_bitwise(plugin_runs, ex):
     assert any(len(r["fx_nodes"]) > 1 for r in dumped.dump.ops())
 
 
-@pytest.mark.parametrize("ex", [pytest.param(ex, marks=uses(f"{ex}/eager", f"{ex}/inductor",
-                                                            f"{ex}/aot_eager_decomp_partition"))
-                                for ex in EXAMPLES])
+@pytest.mark.parametrize(
+    "ex",
+    [
+        pytest.param(ex, marks=uses(f"{ex}/eager", f"{ex}/inductor", f"{ex}/aot_eager_decomp_partition"))
+        for ex in EXAMPLES
+    ],
+)
 def test_eager_vs_inductor_fp32_within_fp32_tolerance(plugin_runs, ex):
     eager = ok_run(plugin_runs, f"{ex}/eager").outputs
     inductor = ok_run(plugin_runs, f"{ex}/inductor").outputs
@@ -59,8 +70,7 @@ def test_eager_vs_inductor_fp32_within_fp32_tolerance(plugin_runs, ex):
         np.testing.assert_allclose(compiled.load(b), fx.load(a), **FP32, err_msg=a["op_key"])
 
 
-BF16_RUNS = ("transformer_block/eager-bf16", "transformer_block/decomp-bf16",
-             "transformer_block/inductor-bf16")
+BF16_RUNS = ("transformer_block/eager-bf16", "transformer_block/decomp-bf16", "transformer_block/inductor-bf16")
 
 
 @uses(*BF16_RUNS)
@@ -95,6 +105,6 @@ def test_inductor_rows_map_to_fx_nodes(plugin_runs):
     known = [n for n in named if n in fx_names]
     assert len(known) >= 0.8 * len(named), sorted(set(named) - fx_names)
     for r in buffers:
-        if r["op_key"] != r["buffer"]:     # buffers without origin node are named as such
+        if r["op_key"] != r["buffer"]:  # buffers without origin node are named as such
             assert r["op_key"].split("-")[0] in r["fx_nodes"], "the origin node is in fx_nodes"
     assert any(len(r["fx_nodes"]) > 1 for r in buffers)

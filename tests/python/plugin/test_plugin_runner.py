@@ -1,5 +1,6 @@
 """The zero-change runner and the explicit API: backend redirection, steps, filters, module
 records, statistics-only and byte budget, graph breaks and errors in status.json."""
+
 import json
 
 import numpy as np
@@ -19,7 +20,7 @@ def test_runner_redirects_explicit_backend_and_options_of_an_unmodified_script(p
     assert {"backend": "'inductor'", "mode": "'max-autotune'", "fullgraph": "True"} in requested
     assert any("options" in r for r in requested)
     assert status["graphs"]["count"] == 2 and "inductor_counters" not in status["switches"]["fired"]
-    assert status["steps"] == 2   # each compiled callable's call is a step
+    assert status["steps"] == 2  # each compiled callable's call is a step
 
 
 @uses("mlp/aot_eager", "mlp/inductor")
@@ -40,15 +41,13 @@ def test_steps_filter_dumps_only_the_chosen_step_but_keeps_all_final_outputs(plu
     assert {r["io"] for r in run.dump.tensors} == {"output"}
     assert [r["step"] for r in run.outputs.tensors] == [0, 1, 2]
     step1_final = next(r for r in run.dump.tensors if r["kind"] == "final")
-    np.testing.assert_array_equal(run.dump.load(step1_final),
-                                  run.outputs.load(run.outputs.tensors[1]))
+    np.testing.assert_array_equal(run.dump.load(step1_final), run.outputs.load(run.outputs.tensors[1]))
 
 
 @uses("mlp/filtered")
 def test_include_and_exclude_filters(plugin_runs):
     ops = ok_run(plugin_runs, "mlp/filtered").dump.ops()
-    assert [r["op_key"] for r in ops] == ["layers.0/aten.addmm.default#0",
-                                          "layers.2/aten.addmm.default#0"]
+    assert [r["op_key"] for r in ops] == ["layers.0/aten.addmm.default#0", "layers.2/aten.addmm.default#0"]
 
 
 @uses("mlp/modules")
@@ -64,8 +63,8 @@ def test_module_records_without_op_records(plugin_runs):
 def test_autocast_and_determinism(plugin_runs):
     run = ok_run(plugin_runs, "mlp/autocast")
     dtypes = {r["op_key"].split("/")[-1].split("#")[0]: r["dtype"] for r in run.dump.ops()}
-    assert dtypes["aten.addmm.default"] == "torch.bfloat16"   # autocast lowers matmuls
-    assert "aten._to_copy.default" in dtypes                  # through the casts it inserts
+    assert dtypes["aten.addmm.default"] == "torch.bfloat16"  # autocast lowers matmuls
+    assert "aten._to_copy.default" in dtypes  # through the casts it inserts
     assert run.outputs.tensors[0]["dtype"] == "torch.bfloat16"
     assert run.status["ran"]["autocast"] == "bfloat16"
     assert run.status["spec"]["deterministic"] is True
@@ -89,7 +88,7 @@ def test_byte_budget_run(plugin_runs):
     with_file = [r for r in dump.tensors if "file" in r]
     assert with_file and len(with_file) < len(dump.tensors)
     written = sum((dump.root / r["file"]).stat().st_size for r in with_file)
-    assert written < 20000 + 128 * len(with_file)       # data plus .npy headers
+    assert written < 20000 + 128 * len(with_file)  # data plus .npy headers
     assert dump.end is not None and run.status["dump"]["budget_reached"] is True
 
 

@@ -1,5 +1,6 @@
 """TorchAir: msit's two config helpers against the stand-in module, and what a run with
 `backend: torchair` leaves behind (FX npy dump, GE dump + graph txt, fusion_result.json)."""
+
 import json
 import re
 import struct
@@ -24,8 +25,9 @@ from torchair import CompilerConfig  # noqa: E402  (the stand-in)
 def test_ge_dump_config_sets_msit_fields(tmp_path):
     switch = tmp_path / "switch.json"
     switch.write_text('{"Switch": {"GraphFusion": {"ALL": "off"}}}')
-    config = get_ge_dump_config(dump_path=str(tmp_path), fusion_switch_file=str(switch),
-                                dump_token=[0, 2], dump_layer=["Add", "Mul_1"])
+    config = get_ge_dump_config(
+        dump_path=str(tmp_path), fusion_switch_file=str(switch), dump_token=[0, 2], dump_layer=["Add", "Mul_1"]
+    )
     ge_dir = str((tmp_path / "ge_dump").resolve())
     assert Path(ge_dir).is_dir()
     assert config.dump_config.enable_dump.value is True
@@ -59,8 +61,7 @@ def test_fx_dump_config_reuses_a_given_config(tmp_path):
 
 
 def ge_files(run) -> dict[str, Path]:
-    (token_dir,) = (run.run_dir / "dump" / "ge_dump" / "worldsize1_global_rank0").glob(
-        "*/0/graph_0/1/0")
+    (token_dir,) = (run.run_dir / "dump" / "ge_dump" / "worldsize1_global_rank0").glob("*/0/graph_0/1/0")
     return {p.name.split(".")[1]: p for p in token_dir.iterdir()}
 
 
@@ -68,20 +69,18 @@ def graph_links(run) -> dict[str, str]:
     """GE op name -> FX tensor name of its first output, from the graph txt."""
     (txt,) = (run.run_dir / "dump" / "ge_dump").glob("dynamo_original_graph_0_*.txt")
     graph = text_format.Parse(txt.read_text(), ge_proto.GRAPH["GraphDef"]())
-    return {op.name: op.output_desc[0].attr["_fx_tensor_name"].s.decode()
-            for op in graph.op if op.type != "Data"}
+    return {op.name: op.output_desc[0].attr["_fx_tensor_name"].s.decode() for op in graph.op if op.type != "Data"}
 
 
 def ge_output(path: Path) -> np.ndarray:
     data = path.read_bytes()
     (length,) = struct.unpack("<Q", data[:8])
     header = ge_proto.DUMP["DumpData"]()
-    header.ParseFromString(data[8:8 + length])
+    header.ParseFromString(data[8 : 8 + length])
     start = 8 + length + sum(i.size for i in header.input)
     out = header.output[0]
     assert out.data_type == 1, "float32 expected"
-    return np.frombuffer(data[start:start + out.size], dtype=np.float32).reshape(
-        tuple(out.shape.dim))
+    return np.frombuffer(data[start : start + out.size], dtype=np.float32).reshape(tuple(out.shape.dim))
 
 
 @uses("mlp/torchair-ge", "mlp/torchair-fx")
@@ -107,8 +106,7 @@ def test_fusion_switch_file_is_applied_and_reported(plugin_runs):
     after = switched["fired"]["fusion_result"]["session_and_graph_id_0_0"]["graph_fusion"]
     assert "MatMulBiasAddFusionPass" not in after
     active = switched["active"]
-    assert active["fusion_switch_file"]["content"]["Switch"]["GraphFusion"] == {
-        "MatMulBiasAddFusionPass": "off"}
+    assert active["fusion_switch_file"]["content"]["Switch"]["GraphFusion"] == {"MatMulBiasAddFusionPass": "off"}
     assert active["torchair"] == {"experimental_config.enable_view_optimize": False}
 
 

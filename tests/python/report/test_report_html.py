@@ -2,6 +2,7 @@
 diagnosed fusion defect (the bundled example dumps, whose planted error is at
 add-aten.add.Tensor, and a real `diagnose bisect` of a stand-in with a faulty rule), checked
 in the DOM Chromium parsed, in what it laid out, and printed to PDF. Screenshots are kept under build/test-results/report/ ($DIAGNOSE_TEST_RESULTS)."""
+
 from __future__ import annotations
 
 import os
@@ -16,13 +17,25 @@ from fixtures.workflow_run import run_workflow
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = ROOT / "examples" / "dumps"
-RULES = ["MatMulBiasAddFusionPass", "SoftmaxFusionPass", "LayerNormFusionPass", "ConvBatchnormFusionPass",
-         "TbeEltwiseFusionPass", "MulAddFusionPass", "TransposeReshapeFusionPass", "ConcatFusionPass",
-         "GeluFusionPass", "CastRemoveFusionPass"]
+RULES = [
+    "MatMulBiasAddFusionPass",
+    "SoftmaxFusionPass",
+    "LayerNormFusionPass",
+    "ConvBatchnormFusionPass",
+    "TbeEltwiseFusionPass",
+    "MulAddFusionPass",
+    "TransposeReshapeFusionPass",
+    "ConcatFusionPass",
+    "GeluFusionPass",
+    "CastRemoveFusionPass",
+]
 # Fails (exit 1) unless the trial's fusion switch file turns LayerNormFusionPass off.
-STAND_IN = ("import json, sys; switch = json.load(open(sys.argv[1])); "
-            "off = {rule for section in switch['Switch'].values() for rule, state in section.items() if state == 'off'}; "
-            "sys.exit(0 if 'LayerNormFusionPass' in off else 1)")
+STAND_IN = (
+    "import json, sys; switch = json.load(open(sys.argv[1])); "
+    "off = {rule for section in switch['Switch'].values() for rule, state in section.items() if state == 'off'}; "
+    "sys.exit(0 if 'LayerNormFusionPass' in off else 1)"
+)
+
 
 def results_dir() -> Path:
     return Path(os.environ.get("DIAGNOSE_TEST_RESULTS", ROOT / "build" / "test-results")) / "report"
@@ -39,7 +52,10 @@ def check_links(run_dir: Path, dom_elements) -> None:
 
 @pytest.fixture(scope="module")
 def passing_run(diagnose_bin, tmp_path_factory):
-    done, run_dir = run_workflow(diagnose_bin, tmp_path_factory.mktemp("pass"), f"""
+    done, run_dir = run_workflow(
+        diagnose_bin,
+        tmp_path_factory.mktemp("pass"),
+        f"""
 name: report-pass
 model:
   argv: [{sys.executable}, -c, "print('the model ran')"]
@@ -48,31 +64,35 @@ steps:
     kind: run
   - id: compare
     kind: compare
-    golden: {EXAMPLES / 'fx'}
-    target: {EXAMPLES / 'fx'}
-""")
+    golden: {EXAMPLES / "fx"}
+    target: {EXAMPLES / "fx"}
+""",
+    )
     assert done.returncode == 0, done.stderr
     return run_dir
 
 
 @pytest.fixture(scope="module")
 def defect_run(diagnose_bin, tmp_path_factory):
-    done, run_dir = run_workflow(diagnose_bin, tmp_path_factory.mktemp("defect"), f"""
+    done, run_dir = run_workflow(
+        diagnose_bin,
+        tmp_path_factory.mktemp("defect"),
+        f"""
 name: report-defect
 model:
   argv: [{sys.executable}, -c, "pass"]
 steps:
   - id: compare
     kind: compare
-    golden: {EXAMPLES / 'fx'}
-    target: {EXAMPLES / 'ge'}
+    golden: {EXAMPLES / "fx"}
+    target: {EXAMPLES / "ge"}
     diagnoses: localized_op_defect
     on_failure: continue
   - id: fusion
     kind: run
     description: a real fusion-rule bisection (diagnose bisect) of a stand-in that fails while LayerNormFusionPass is on
     argv: [{diagnose_bin}, bisect, -o, "${{step.dir}}/bisect", --slots, "2",
-           --rules, "{','.join(RULES)}", --, {sys.executable}, -c, "{STAND_IN}", "$${{switch_file}}"]
+           --rules, "{",".join(RULES)}", --, {sys.executable}, -c, "{STAND_IN}", "$${{switch_file}}"]
     fail_exit_code: 1            # diagnose bisect: 1 = culprits found
     diagnoses: fusion_defect
     on_failure: continue
@@ -80,7 +100,8 @@ steps:
     kind: assert
     when: steps.compare.status == pass
     fail_if: steps.compare.failed > 0
-""")
+""",
+    )
     assert done.returncode == 1, done.stderr
     return run_dir
 
@@ -146,7 +167,10 @@ def test_diagnosed_defect_in_chromium(defect_run, tmp_path):
     first = [m for m in facts["markers"] if "first-divergence" in m["class"]]
     assert first and first[0]["stroke"] == "rgb(207, 34, 46)"
     chart = compare_charts[0]
-    assert chart["x"] <= first[0]["x"] <= chart["x"] + chart["w"] and chart["y"] <= first[0]["y"] <= chart["y"] + chart["h"]
+    assert (
+        chart["x"] <= first[0]["x"] <= chart["x"] + chart["w"]
+        and chart["y"] <= first[0]["y"] <= chart["y"] + chart["h"]
+    )
     fills = {b["step"]: b["fill"] for b in facts["boxes"]}
     assert fills["compare"] == fills["fusion"] == "rgb(255, 235, 233)"
 
@@ -154,15 +178,19 @@ def test_diagnosed_defect_in_chromium(defect_run, tmp_path):
     assert png.stat().st_size > 40_000
     pdf = print_pdf(html, tmp_path / "report.pdf")
     data = pdf.read_bytes()
-    assert data.startswith(b"%PDF") and data.count(b"/Type /Page\n") + data.count(b"/Type /Page/") + data.count(b"/Type /Page ") >= 1
+    assert (
+        data.startswith(b"%PDF")
+        and data.count(b"/Type /Page\n") + data.count(b"/Type /Page/") + data.count(b"/Type /Page ") >= 1
+    )
 
 
 def test_diagnose_report_renders_the_html_again(diagnose_bin, defect_run):
     html = defect_run / "report.html"
     first = html.read_text()
     html.unlink()
-    done = subprocess.run([str(diagnose_bin), "report", str(defect_run), "-q"], capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [str(diagnose_bin), "report", str(defect_run), "-q"], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 1, done.stderr
     again = html.read_text()
     assert again == first
-

@@ -2,6 +2,7 @@
 with a planted cause: the diagnose binary runs each example's workflow.yaml with real
 PyTorch and real torch.compile, and the verdict must name the planted category and the op
 or rule (examples/*/README.md say what is planted and what to conclude)."""
+
 from __future__ import annotations
 
 import json
@@ -31,9 +32,13 @@ EXPECTED = [
 def run_workflow(diagnose_bin: Path, example: str, out: Path, cache: Path) -> tuple[dict, subprocess.CompletedProcess]:
     env = dict(os.environ, DIAGNOSE_PYTHON=sys.executable, TORCHINDUCTOR_CACHE_DIR=str(cache))
     started = time.monotonic()
-    done = subprocess.run([str(diagnose_bin), str(ROOT / "examples" / example / "workflow.yaml"),
-                           "--output-dir", str(out), "--quiet"],
-                          env=env, capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [str(diagnose_bin), str(ROOT / "examples" / example / "workflow.yaml"), "--output-dir", str(out), "--quiet"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     seconds = time.monotonic() - started
     runs = [p for p in out.iterdir() if p.is_dir()]
     assert len(runs) == 1, (done.stdout, done.stderr)
@@ -56,6 +61,7 @@ def test_standard_workflow_finds_the_planted_cause(diagnose_bin, tmp_path, induc
         assert all(step["status"] in ("pass", "skipped") for step in report["steps"]), summary
         return
     assert any(text in verdict["culprit"] for text in culprit), (verdict["culprit"], summary)
-    assert any(text in (finding.get("op") or "") + finding["message"]
-               for finding in verdict["findings"] for text in culprit), verdict["findings"]
+    assert any(
+        text in (finding.get("op") or "") + finding["message"] for finding in verdict["findings"] for text in culprit
+    ), verdict["findings"]
     assert verdict["reproduce"], "a verdict without the commands that reproduce it"

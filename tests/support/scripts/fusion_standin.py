@@ -8,6 +8,7 @@ and misbehaves as --faults says:
 --dump DIR writes the output as DIR/out.npy (float32); --log FILE appends one line per
 finished run (the working directory's name) so that tests can count runs.
 """
+
 import argparse
 import json
 import os
@@ -15,9 +16,16 @@ import struct
 import sys
 import time
 
-RULES = ["MatMulBiasAddFusionPass", "GeluFusionPass", "LayerNormFusionPass", "SoftmaxFusionPass",
-         "ConvBatchnormFusionPass", "TransposeReshapeFusionPass", "PadConv2dFusionPass",
-         "TbeEltwiseFusionPass"]
+RULES = [
+    "MatMulBiasAddFusionPass",
+    "GeluFusionPass",
+    "LayerNormFusionPass",
+    "SoftmaxFusionPass",
+    "ConvBatchnormFusionPass",
+    "TransposeReshapeFusionPass",
+    "PadConv2dFusionPass",
+    "TbeEltwiseFusionPass",
+]
 UB_RULES = {"TbeEltwiseFusionPass"}
 
 parser = argparse.ArgumentParser()
@@ -54,8 +62,9 @@ for kind, rule in faults:
         sys.stderr.flush()
         os.abort()
 
-wrong = any((kind == "wrong" and rule in fired) or
-            (kind == "pair" and set(rule.split("+")) <= fired) for kind, rule in faults)
+wrong = any(
+    (kind == "wrong" and rule in fired) or (kind == "pair" and set(rule.split("+")) <= fired) for kind, rule in faults
+)
 report = {"graph_fusion": {}, "ub_fusion": {}}
 for rule in RULES:
     if rule in fired:

@@ -3,6 +3,7 @@
 --perturb OP adds an error to that op's output and every op after it, like a
 graph-mode defect would. --fail-with-exception makes it crash like a broken script.
 """
+
 import argparse
 import os
 import sys
@@ -19,10 +20,12 @@ parser.add_argument("--fail-with-exception", action="store_true")
 parser.add_argument("--log", default="", help="append '<mode> start/end <time>' lines here")
 args = parser.parse_args()
 
+
 def log(event):
     if args.log:
         with open(args.log, "a") as f:
             f.write(f"{args.mode} {event} {time.time():.6f} {os.getpid()}\n")
+
 
 log("start")
 print(f"model: mode={args.mode} dump={args.dump}", flush=True)

@@ -1,4 +1,5 @@
 """Uses the explicit API instead of the runner: start, wrap, step, finish."""
+
 import sys
 
 import torch

@@ -1,5 +1,6 @@
 """Asks torch.compile for Inductor explicitly, with options, once as a decorator and once
 through nn.Module.compile(): the runner must still use the spec's backend."""
+
 import torch
 
 

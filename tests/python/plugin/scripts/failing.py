@@ -1,4 +1,5 @@
 """A model whose forward raises halfway: the run must report the error with its traceback."""
+
 import torch
 
 

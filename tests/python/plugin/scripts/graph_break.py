@@ -1,4 +1,5 @@
 """A compiled function with a graph break in the middle (two Dynamo graphs)."""
+
 import torch
 
 

@@ -1,4 +1,5 @@
 """Imported by endless.py from the script's own directory."""
+
 import runpy
 from pathlib import Path
 

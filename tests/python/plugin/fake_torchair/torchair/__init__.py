@@ -8,6 +8,7 @@ and fusion_result.json. The graph itself runs eagerly on the CPU.
 Knob for tests of the flowchart: FAKE_TORCHAIR_DEFECT="RuleName=0.01" makes every op matched by
 that fusion rule (when the rule is on) produce outputs scaled by (1 + 0.01), as a faulty GE
 fusion would."""
+
 from .configs.compiler_config import CompilerConfig
 from ._backend import get_npu_backend
 

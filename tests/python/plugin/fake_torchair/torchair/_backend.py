@@ -1,6 +1,7 @@
 """The stand-in NPU backend: AOT Autograd, then either TorchAir's FX npy dump
 (debug.data_dump) or a simulated GE graph (with graph txt, GE dump binaries and
 fusion_result.json), both executing the FX graph eagerly on the CPU."""
+
 from __future__ import annotations
 
 import datetime
@@ -31,7 +32,7 @@ _GRAPH_RULES = {  # graph fusion rule -> the aten op it rewrites
     "LayerNormFusionPass": "native_layer_norm",
     "ConvBatchnormFusionPass": "_native_batch_norm_legit_no_training",
 }
-_UB_RULE = "TbeEltwiseFusionPass"   # chains of element-wise ops become one fused op
+_UB_RULE = "TbeEltwiseFusionPass"  # chains of element-wise ops become one fused op
 _graph_ids = itertools.count()
 _ge_options: dict | None = None
 _dump_stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d%H%M%S")
@@ -39,38 +40,42 @@ _dump_stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d%H%M%
 
 def get_npu_backend(*, compiler_config=None):
     from .configs.compiler_config import CompilerConfig
+
     config = compiler_config or CompilerConfig()
 
     def backend(gm, example_inputs):
         from torch._dynamo.backends.common import aot_autograd
+
         _init_ge(config)
         graph_id = next(_graph_ids)
         if config.debug.data_dump.type.value == "npy":
             compiler = _fx_dump_compiler(config, graph_id)
         else:
             compiler = _ge_compiler(config, graph_id)
-        return aot_autograd(fw_compiler=compiler, keep_inference_input_mutations=True)(
-            gm, example_inputs)
+        return aot_autograd(fw_compiler=compiler, keep_inference_input_mutations=True)(gm, example_inputs)
+
     return backend
 
 
 def _init_ge(config) -> None:
     """GE's global options are fixed at its first initialisation in the process."""
     global _ge_options
-    options = {"ge.fusionSwitchFile": config.fusion_config.fusion_switch_file.value,
-               "ge.oo.level": config.ge_config.oo_level.value,
-               "ge.optimizationSwitch": config.ge_config.optimization_switch.value,
-               "ge.exportCompileStat": config.ge_config.export_compile_stat.value}
+    options = {
+        "ge.fusionSwitchFile": config.fusion_config.fusion_switch_file.value,
+        "ge.oo.level": config.ge_config.oo_level.value,
+        "ge.optimizationSwitch": config.ge_config.optimization_switch.value,
+        "ge.exportCompileStat": config.ge_config.export_compile_stat.value,
+    }
     if _ge_options is None:
         _ge_options = options
     elif options != _ge_options:
-        raise ValueError(f"Unsupport twice initialtion with different options {options} "
-                         f"(first initialised with {_ge_options})")
+        raise ValueError(
+            f"Unsupport twice initialtion with different options {options} (first initialised with {_ge_options})"
+        )
 
 
 def _rank_dir() -> str:
-    return (f"worldsize{int(os.environ.get('WORLD_SIZE', '1'))}"
-            f"_global_rank{int(os.environ.get('RANK', '0'))}")
+    return f"worldsize{int(os.environ.get('WORLD_SIZE', '1'))}_global_rank{int(os.environ.get('RANK', '0'))}"
 
 
 def _timestamp20() -> int:
@@ -83,8 +88,9 @@ def _fx_array(value) -> np.ndarray | None:
         if value.dtype == torch.bfloat16:
             value = value.float()
         return value.numpy()
-    if isinstance(value, (int, float, bool)) or (isinstance(value, (list, tuple))
-                                                   and all(isinstance(v, int) for v in value)):
+    if isinstance(value, (int, float, bool)) or (
+        isinstance(value, (list, tuple)) and all(isinstance(v, int) for v in value)
+    ):
         return np.array(value)
     return None
 
@@ -106,7 +112,7 @@ def _fx_dump_compiler(config, graph_id: int):
                 if not _converted(node) or (keep is not None and keep(node) is None):
                     return super().run_node(node)
                 key = f"{node.name}-{node.target}"
-                stamp = _timestamp20()      # one timestamp per node call, as TorchAir writes
+                stamp = _timestamp20()  # one timestamp per node call, as TorchAir writes
                 args, _ = self.fetch_args_kwargs_from_env(node)
                 for i, arg in enumerate(args):
                     if isinstance(arg, (list, tuple)) and any(isinstance(a, torch.Tensor) for a in arg):
@@ -128,8 +134,10 @@ def _fx_dump_compiler(config, graph_id: int):
             dumper = Dumper(fx_gm)
             dumper.step_dir = root / _rank_dir() / f"graph_{graph_id}" / str(next(steps))
             return dumper.boxed_run(args)
+
         run._boxed_call = True
         return run
+
     return compiler
 
 
@@ -138,9 +146,9 @@ def _fx_dump_compiler(config, graph_id: int):
 class _GeNode:
     name: str
     op_type: str
-    fx: list        # the FX nodes it executes (several for a UB-fused op)
+    fx: list  # the FX nodes it executes (several for a UB-fused op)
     rules: list[str] = field(default_factory=list)
-    parts: list[str] = field(default_factory=list)   # GE names of the ops fused into it
+    parts: list[str] = field(default_factory=list)  # GE names of the ops fused into it
 
 
 def _rule_states(config) -> dict[str, bool]:
@@ -200,8 +208,14 @@ def _plan(fx_gm, states) -> tuple[list[_GeNode], list[_GeNode], dict]:
     for op in ops:
         prev = fused[-1] if fused else None
         node = op.fx[0]
-        if (states[_UB_RULE] and prev is not None and _pointwise(node) and _pointwise(prev.fx[-1])
-                and prev.fx[-1] in node.all_input_nodes and len(prev.fx[-1].users) == 1):
+        if (
+            states[_UB_RULE]
+            and prev is not None
+            and _pointwise(node)
+            and _pointwise(prev.fx[-1])
+            and prev.fx[-1] in node.all_input_nodes
+            and len(prev.fx[-1].users) == 1
+        ):
             if len(prev.fx) == 1:
                 fired[_UB_RULE] = fired.get(_UB_RULE, 0) + 1
             prev.fx.append(node)
@@ -220,8 +234,7 @@ def _plan(fx_gm, states) -> tuple[list[_GeNode], list[_GeNode], dict]:
 def _meta(node):
     val = node.meta.get("val")
     vals = val if isinstance(val, (list, tuple)) else (val,)
-    return [(_SHORT_BY_TORCH.get(str(v.dtype), "fp32"), tuple(v.shape)) for v in vals
-            if isinstance(v, torch.Tensor)]
+    return [(_SHORT_BY_TORCH.get(str(v.dtype), "fp32"), tuple(v.shape)) for v in vals if isinstance(v, torch.Tensor)]
 
 
 def _write_graph_txt(config, graph_id, ops, fx_gm) -> None:
@@ -233,18 +246,29 @@ def _write_graph_txt(config, graph_id, ops, fx_gm) -> None:
         node = op.fx[0]
         inputs = []
         for arg in node.all_input_nodes:
-            if arg.op == "call_function" and not _converted(arg):   # getitem: output i of its source
+            if arg.op == "call_function" and not _converted(arg):  # getitem: output i of its source
                 inputs.append(f"{ge_name[arg.args[0]]}:{arg.args[1]}")
             elif arg in ge_name:
                 inputs.append(f"{ge_name[arg]}:0")
-        links = [None] * len(_meta(node)) if op.op_type == "Data" else [
-            f"{node.name}-{node.target}.OUTPUT.{k}" for k in range(len(_meta(node)))]
-        graph_ops.append(GraphOp(op.name, op.op_type, inputs,
-                                 [m for a in node.all_input_nodes for m in _meta(a)[:1]],
-                                 [(d, s, "ND", link) for (d, s), link in zip(_meta(node), links)]))
+        links = (
+            [None] * len(_meta(node))
+            if op.op_type == "Data"
+            else [f"{node.name}-{node.target}.OUTPUT.{k}" for k in range(len(_meta(node)))]
+        )
+        graph_ops.append(
+            GraphOp(
+                op.name,
+                op.op_type,
+                inputs,
+                [m for a in node.all_input_nodes for m in _meta(a)[:1]],
+                [(d, s, "ND", link) for (d, s), link in zip(_meta(node), links)],
+            )
+        )
     directory = Path(config.debug.graph_dump._path.value)
-    name = (f"dynamo_original_graph_{graph_id}_rank_{int(os.environ.get('RANK', '0'))}"
-            f"_pid_{os.getpid()}_ts_{_timestamp20()}.txt")
+    name = (
+        f"dynamo_original_graph_{graph_id}_rank_{int(os.environ.get('RANK', '0'))}"
+        f"_pid_{os.getpid()}_ts_{_timestamp20()}.txt"
+    )
     write_graph_txt(directory / name, f"graph_{graph_id}", graph_ops)
 
 
@@ -260,8 +284,8 @@ def _write_fusion_result(config, graph_id, fired) -> None:
     counts = lambda n: {"effect_times": str(n), "match_times": str(n)}  # noqa: E731
     result[f"session_and_graph_id_0_{graph_id}"] = {
         "graph_fusion": {r: counts(n) for r, n in fired.items() if r != _UB_RULE},
-        "ub_fusion": {r: {**counts(n), "repository_hit_times": "0"}
-                      for r, n in fired.items() if r == _UB_RULE}}
+        "ub_fusion": {r: {**counts(n), "repository_hit_times": "0"} for r, n in fired.items() if r == _UB_RULE},
+    }
     path.write_text(json.dumps(result, indent=1))
 
 
@@ -300,8 +324,13 @@ def _ge_compiler(config, graph_id: int):
         ops, fused, fired = _plan(fx_gm, states)
         _write_graph_txt(config, graph_id, ops, fx_gm)
         _write_fusion_result(config, graph_id, fired)
-        scaled = {node: 1.0 + scale for op in fused for rule, scale in defects.items()
-                  if rule in op.rules for node in op.fx[-1:]}
+        scaled = {
+            node: 1.0 + scale
+            for op in fused
+            for rule, scale in defects.items()
+            if rule in op.rules
+            for node in op.fx[-1:]
+        }
         tokens = itertools.count()
 
         class Runner(torch.fx.Interpreter):
@@ -322,8 +351,10 @@ def _ge_compiler(config, graph_id: int):
             if config.dump_config.enable_dump.value:
                 _write_ge_dump(config, graph_id, token, fused, runner.seen)
             return out
+
         run._boxed_call = True
         return run
+
     return compiler
 
 
@@ -334,8 +365,7 @@ def _write_ge_dump(config, graph_id, token, fused, seen) -> None:
         return
     layers = set((dump.dump_layer.value or "").split()) or None
     mode = dump.dump_mode.value
-    directory = (Path(dump.dump_path.value) / _rank_dir() / _dump_stamp / "0"
-                 / f"graph_{graph_id}" / "1" / str(token))
+    directory = Path(dump.dump_path.value) / _rank_dir() / _dump_stamp / "0" / f"graph_{graph_id}" / "1" / str(token)
     stamp = int(time.time() * 1e6)
     for order, op in enumerate(op for op in fused if op.op_type != "Data"):
         if layers is not None and op.name not in layers:
@@ -352,5 +382,4 @@ def _write_ge_dump(config, graph_id, token, fused, seen) -> None:
                         tensor.original_op = op.parts[-1]
                         tensor.original_output_index = k
                     outputs.append(tensor)
-        write_ge_dump(directory, GeOp(op.op_type, op.name, inputs, outputs, task_id=order + 1,
-                                      timestamp=stamp + order))
+        write_ge_dump(directory, GeOp(op.op_type, op.name, inputs, outputs, task_id=order + 1, timestamp=stamp + order))

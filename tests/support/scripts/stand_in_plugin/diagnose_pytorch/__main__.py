@@ -12,6 +12,7 @@ files, with behaviour chosen by environment variables, for the step kinds' focus
                     $STAND_IN_WRONG_OPS give a wrong graph result, $STAND_IN_ERROR_OPS a
                     compile error; appends each op's events to $STAND_IN_LOG
 """
+
 import json
 import os
 import signal
@@ -35,9 +36,18 @@ class Dump:
     def write(self, op, op_key, value, kind="op"):
         name = f"tensors/{self.seq:07d}.output.0.npy"
         np.save(os.path.join(self.directory, name), value)
-        record = {"type": "tensor", "seq": self.seq, "kind": kind, "op_key": op_key, "op": op,
-                  "io": "output", "index": 0, "file": name, "dtype": "torch.float32",
-                  "shape": list(value.shape)}
+        record = {
+            "type": "tensor",
+            "seq": self.seq,
+            "kind": kind,
+            "op_key": op_key,
+            "op": op,
+            "io": "output",
+            "index": 0,
+            "file": name,
+            "dtype": "torch.float32",
+            "shape": list(value.shape),
+        }
         self.manifest.write(json.dumps(record) + "\n")
         self.manifest.flush()
         self.seq += 1
@@ -56,8 +66,11 @@ def run(argv):
     if compiled_backend and compiled_backend == os.environ.get("STAND_IN_FAIL_BACKEND"):
         print("stand-in: backend fails on purpose", file=sys.stderr)
         return 1
-    wrong = (compiled_backend is not None and compiled_backend == os.environ.get("STAND_IN_WRONG_BACKEND")
-             and spec.get("dump", {}).get("level") != "fx")
+    wrong = (
+        compiled_backend is not None
+        and compiled_backend == os.environ.get("STAND_IN_WRONG_BACKEND")
+        and spec.get("dump", {}).get("level") != "fx"
+    )
     result = value((1.5 if wrong else 1.0) * float(os.environ.get("STAND_IN_SCALE", "1")))
     if spec.get("dump", {}).get("level") != "none":
         Dump(os.path.join(out, "dump")).write("aten.mul.Tensor", "mul-aten.mul.Tensor", result)
@@ -66,8 +79,12 @@ def run(argv):
         with open(os.path.join(out, "meta_check.json"), "w") as f:
             json.dump({"ops": json.loads(os.environ.get("STAND_IN_META", "[]"))}, f)
     breaks = env_list("STAND_IN_BREAKS") if compiled_backend else []
-    status = {"state": "ok", "spec": spec, "argv": argv,
-              "graphs": {"count": 1 + len(breaks), "graph_breaks": len(breaks), "graph_break_reasons": breaks}}
+    status = {
+        "state": "ok",
+        "spec": spec,
+        "argv": argv,
+        "graphs": {"count": 1 + len(breaks), "graph_breaks": len(breaks), "graph_break_reasons": breaks},
+    }
     with open(os.path.join(out, "status.json"), "w") as f:
         json.dump(status, f)
     return 0

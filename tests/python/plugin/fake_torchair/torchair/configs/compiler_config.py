@@ -1,5 +1,6 @@
 """CompilerConfig as torchair shapes it: option objects whose assignment is validated, grouped
 in sub-configs; reading a field gives the option object, its `.value` the setting."""
+
 from __future__ import annotations
 
 
