@@ -371,7 +371,7 @@ def main(argv=None) -> int:
         results.append((f"diagnose compare ({threads} threads), best of {REPEATS}", wall, rss, cpu))
         diag_wall, diag_rss = wall, rss
 
-        print(f"page cache: files were read once before timing; every tool reads them from memory")
+        print("page cache: files were read once before timing; every tool reads them from memory")
         load = os.getloadavg()[0]
         print(
             f"load average {load:.1f} on {os.cpu_count()} cores"

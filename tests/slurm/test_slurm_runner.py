@@ -7,7 +7,6 @@ import json
 import re
 import shlex
 import signal
-import subprocess
 import time
 from datetime import datetime
 from pathlib import Path
@@ -223,12 +222,17 @@ def test_resume_reattaches_to_a_job_that_outlived_its_engine(cluster, diagnose_b
 
 def test_job_killed_by_slurm_is_reported_and_retried(cluster, diagnose_bin, tmp_path, start_diagnose):
     marker = tmp_path / "first-attempt"
+    # sleeps on its first attempt only (the marker file says whether there was one)
+    flaky = (
+        "import os, sys, time; m = sys.argv[1]; first = not os.path.exists(m); open(m, 'a').close(); "
+        "time.sleep(120 if first else 0)"
+    )
     write_workflow(
         tmp_path,
         f"""\
         name: retry
         model:
-          argv: [{PYTHON}, -c, "import os, sys, time; m = sys.argv[1]; first = not os.path.exists(m); open(m, 'a').close(); time.sleep(120 if first else 0)", {marker}]
+          argv: [{PYTHON}, -c, "{flaky}", {marker}]
           retries: 1
         steps:
           - id: flaky
@@ -258,12 +262,18 @@ def test_job_killed_by_slurm_is_reported_and_retried(cluster, diagnose_bin, tmp_
 
 
 def test_ranks_run_through_srun_with_their_rank(cluster, diagnose_bin, tmp_path):
+    # each rank writes its RANK, WORLD_SIZE and LOCAL_RANK into its own dump directory
+    write_env = (
+        "import os, pathlib; d = pathlib.Path(os.environ['DIAGNOSE_DUMP_DIR'], 'rank' + os.environ['RANK']); "
+        "d.mkdir(parents=True); "
+        "(d / 'env').write_text(os.environ['RANK'] + ' ' + os.environ['WORLD_SIZE'] + ' ' + os.environ['LOCAL_RANK'])"
+    )
     write_workflow(
         tmp_path,
         f"""\
         name: ranks
         model:
-          argv: [{PYTHON}, -c, "import os, pathlib; d = pathlib.Path(os.environ['DIAGNOSE_DUMP_DIR'], 'rank' + os.environ['RANK']); d.mkdir(parents=True); (d / 'env').write_text(os.environ['RANK'] + ' ' + os.environ['WORLD_SIZE'] + ' ' + os.environ['LOCAL_RANK'])"]
+          argv: [{PYTHON}, -c, "{write_env}"]
         steps:
           - id: multi
             kind: run

@@ -10,8 +10,8 @@ import collections
 import contextlib
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils import _pytree as pytree
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from .call_args import encode_call
 

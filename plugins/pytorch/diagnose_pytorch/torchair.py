@@ -54,7 +54,7 @@ def get_ge_dump_config(
     config.debug.graph_dump.type = "txt"
     # torchair renamed graph_dump.path to a private _path (8.0.RC1); set whichever exists.
     if hasattr(config.debug.graph_dump, "_path"):
-        setattr(config.debug.graph_dump, "_path", path)
+        config.debug.graph_dump._path = path
     else:
         config.debug.graph_dump.path = path
     if fusion_switch_file is not None:
@@ -95,6 +95,7 @@ def set_field(config, dotted: str, value) -> None:
 
 def npu_backend(session):
     import torchair
+
     from .backends import counted
 
     spec = session.spec

@@ -1,10 +1,10 @@
 """The fusion_bisect step end to end on real models: the example backend with named fusion rules
 (examples/fusion_rules: one wrong rule, a pair wrong only together, a rule whose trial crashes,
 a rule that does not switch off), judge_ops naming ops the trials' dumps do not hold, and a
-bf16 Inductor model whose difference from eager is Inductor's fused precision. Every trial is a real plugin run with a real torch.compile; each
-answer is checked: the trial that ran the model with exactly the written switch file passed
-(and for one scenario and the Inductor case the model is run once more with the workaround and
-compared with eager).
+bf16 Inductor model whose difference from eager is Inductor's fused precision. Every trial is
+a real plugin run with a real torch.compile; each answer is checked: the trial that ran the
+model with exactly the written switch file passed (and for one scenario and the Inductor case
+the model is run once more with the workaround and compared with eager).
 
 The scenarios run side by side (two diagnose processes, one slot each: two cores) and share
 one Inductor cache."""

@@ -10,8 +10,8 @@ import subprocess
 import numpy as np
 import pytest
 
-from fixtures.compare_cli import path_parts, run_compare
 from fixtures import ge_proto
+from fixtures.compare_cli import path_parts, run_compare
 from fixtures.ge_dump import GeOp, GeTensor, encode_ge_dump, ge_file_name
 from fixtures.scenarios import make_torchair_case
 

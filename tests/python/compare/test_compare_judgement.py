@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fixtures.compare_cli import check_metrics, run_compare
 from fixtures.chains import make_chain, write_chain_manifests, write_chain_npy_dirs
+from fixtures.compare_cli import check_metrics, run_compare
 
 PLANTED = 3
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import time
 from datetime import datetime, timedelta, timezone
 
 import numpy as np

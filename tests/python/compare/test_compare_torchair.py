@@ -44,7 +44,7 @@ def _check_case(run, case, ranks, graphs):
         for graph in graphs:
             group = run.group(rank, graph)
             got_order = []
-            for (r, gph, token), expected in sorted(case.rows.items()):
+            for (r, gph, _token), expected in sorted(case.rows.items()):
                 if (r, gph) != (rank, graph):
                     continue
                 for exp in expected:
@@ -250,6 +250,7 @@ def test_referee_for_ge_vs_fx(diagnose_bin, tmp_path):
     """--referee with an fp64 FX dump laid out like the golden one: referee RMSE columns for
     every FX-golden row, from the fp64 values."""
     import numpy as np
+
     from fixtures.fx_dump import fx_step_dir
 
     case = make_torchair_case(tmp_path / "case", graphs=(0,), tokens=(0,), planted=PLANTED, noise=1e-3)

@@ -3,8 +3,8 @@ and the first op whose output diverges while its inputs agree is the custom RMSN
 
 import numpy as np
 
-from fixtures.dump_reader import read_dump
 from example_runs import example_cache, example_runs, needs  # noqa: F401
+from fixtures.dump_reader import read_dump
 
 
 def tensors(run):

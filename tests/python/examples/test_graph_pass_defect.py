@@ -4,8 +4,8 @@ buffer computing `sub` is exactly the negated eager value."""
 
 import numpy as np
 
-from fixtures.dump_reader import read_dump
 from example_runs import example_cache, example_runs, needs  # noqa: F401
+from fixtures.dump_reader import read_dump
 
 
 def by_key(run, kind="op"):

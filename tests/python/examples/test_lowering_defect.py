@@ -6,8 +6,8 @@ import json
 
 import numpy as np
 
-from fixtures.dump_reader import read_dump
 from example_runs import HERE, example_cache, example_runs, needs, run_module  # noqa: F401
+from fixtures.dump_reader import read_dump
 
 SOFTPLUS = "diagnose_example.softplus.default"
 OPS = ["aten.t.default", "aten.addmm.default", "aten.tanh.default", "aten.div.Tensor", SOFTPLUS, "aten.mean.dim"]

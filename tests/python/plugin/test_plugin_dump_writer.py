@@ -65,5 +65,5 @@ def test_byte_budget_stops_tensor_files_and_says_so(tmp_path):
     assert [("file" in r) for r in dump.tensors] == [True, True, False, False, False]
     assert dump.budget == {"type": "budget", "limit_bytes": 150, "written_bytes": 128}
     assert all("stats" in r for r in dump.tensors)
-    lines = [json.loads(l)["type"] for l in (tmp_path / "manifest.jsonl").read_text().splitlines()]
+    lines = [json.loads(line)["type"] for line in (tmp_path / "manifest.jsonl").read_text().splitlines()]
     assert lines == ["header", "tensor", "tensor", "budget", "tensor", "tensor", "tensor", "end"]

@@ -11,7 +11,7 @@ from conftest import ok_run, uses
 @uses("explicit-backend/user-backend")
 def test_runner_redirects_explicit_backend_and_options_of_an_unmodified_script(plugin_runs):
     run = ok_run(plugin_runs, "explicit-backend/user-backend")
-    graphs = [json.loads(l) for l in (run.run_dir / "user_backend.jsonl").read_text().splitlines()]
+    graphs = [json.loads(line) for line in (run.run_dir / "user_backend.jsonl").read_text().splitlines()]
     assert len(graphs) == 2, "both compiled callables must reach the spec's backend"
     ops = " ".join(op for g in graphs for op in g["ops"])
     assert "relu" in ops and "tanh" in ops

@@ -1,7 +1,6 @@
 """TorchAir: msit's two config helpers against the stand-in module, and what a run with
 `backend: torchair` leaves behind (FX npy dump, GE dump + graph txt, fusion_result.json)."""
 
-import json
 import re
 import struct
 import sys
@@ -16,10 +15,10 @@ if str(FAKE_TORCHAIR) not in sys.path:
     sys.path.insert(0, str(FAKE_TORCHAIR))
 
 from google.protobuf import text_format  # noqa: E402
+from torchair import CompilerConfig  # noqa: E402  (the stand-in)
 
 from diagnose_pytorch import get_fx_dump_config, get_ge_dump_config  # noqa: E402
 from fixtures import ge_proto  # noqa: E402
-from torchair import CompilerConfig  # noqa: E402  (the stand-in)
 
 
 def test_ge_dump_config_sets_msit_fields(tmp_path):

@@ -1,7 +1,8 @@
 """report.html opened in a real headless Chromium (Debian's package): a passing run and a
 diagnosed fusion defect (the bundled example dumps, whose planted error is at
 add-aten.add.Tensor, and a real `diagnose bisect` of a stand-in with a faulty rule), checked
-in the DOM Chromium parsed, in what it laid out, and printed to PDF. Screenshots are kept under build/test-results/report/ ($DIAGNOSE_TEST_RESULTS)."""
+in the DOM Chromium parsed, in what it laid out, and printed to PDF. Screenshots are kept
+under build/test-results/report/ ($DIAGNOSE_TEST_RESULTS)."""
 
 from __future__ import annotations
 

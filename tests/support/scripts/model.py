@@ -30,7 +30,7 @@ def log(event):
 log("start")
 print(f"model: mode={args.mode} dump={args.dump}", flush=True)
 time.sleep(args.sleep)
-import numpy as np  # after "start": the timing tests should not measure numpy's import
+import numpy as np  # noqa: E402  (after "start": the timing tests should not measure numpy's import)
 
 if args.fail_with_exception:
     print("Traceback (most recent call last):", file=sys.stderr)

@@ -10,5 +10,5 @@ if __name__ == "__main__":
     torch.manual_seed(0)
     model = torch.compile(MLP().eval())
     with torch.no_grad():
-        for step in itertools.count():
+        for _step in itertools.count():
             model(torch.randn(8, 32))

@@ -5,7 +5,7 @@ import torch
 
 class Broken(torch.nn.Module):
     def forward(self, x):
-        y = x * 2
+        _doubled = x * 2  # an op before the failure
         raise RuntimeError("planted failure in forward")
 
 

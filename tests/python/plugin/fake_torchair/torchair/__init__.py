@@ -9,7 +9,7 @@ Knob for tests of the flowchart: FAKE_TORCHAIR_DEFECT="RuleName=0.01" makes ever
 that fusion rule (when the rule is on) produce outputs scaled by (1 + 0.01), as a faulty GE
 fusion would."""
 
-from .configs.compiler_config import CompilerConfig
 from ._backend import get_npu_backend
+from .configs.compiler_config import CompilerConfig
 
 __all__ = ["CompilerConfig", "get_npu_backend"]
