@@ -28,6 +28,16 @@ stage_times+=("setup and build: $SECONDS s")
 rm -rf "$RESULTS"
 mkdir -p "$RESULTS"
 
+# ruff.toml's lint rules and formatting over all of the project's Python (seconds); both run
+# even when the first fails, so one pass lists everything to fix.
+lint() {
+  local status=0
+  .venv/bin/ruff check . || status=1
+  .venv/bin/ruff format --check . || status=1
+  return $status
+}
+stage "Python lint (ruff)" lint
+
 stage "C++ tests" ctest --test-dir build --output-on-failure -j2 --output-junit "$RESULTS/ctest.xml"
 
 # Two workers: most tests wait on model processes. One OpenMP thread per model process, so
