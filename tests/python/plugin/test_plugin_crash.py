@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import RunConfig, launch
+from fixtures.compare_cli import run_compare
 from fixtures.dump_reader import read_dump
 
 ENDLESS = str(Path(__file__).resolve().parent / "scripts" / "endless.py")
@@ -56,24 +57,8 @@ def test_partial_dump_is_readable(killed_run):
 
 def test_partial_dump_is_readable_by_diagnose_compare(killed_run, diagnose_bin, tmp_path):
     dump = killed_run / "dump"
-    proc = subprocess.run(
-        [
-            str(diagnose_bin),
-            "compare",
-            "-gp",
-            str(dump),
-            "-mp",
-            str(dump),
-            "-o",
-            str(tmp_path),
-            "--json",
-            str(tmp_path / "result.json"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    result = json.loads((tmp_path / "result.json").read_text())
+    run = run_compare(diagnose_bin, dump, dump, tmp_path, timeout=120)
+    assert run.rc == 0 and run.result is not None, run.describe()
+    result = run.result
     assert result["summary"]["compared"] == len(read_dump(dump).tensors)
     assert any("partial" in w for w in result["summary"]["warnings"]), result["summary"]["warnings"]
