@@ -23,6 +23,11 @@ def single_op(eager, out, backend, ops, cache, env=None):
     return proc
 
 
+def probe(eager, out, backend, ops, cache):
+    """The single-op check with one of probe_backends.py's backends (found through PYTHONPATH)."""
+    return single_op(eager, out, f"probe_backends:{backend}", ops, cache, {"PYTHONPATH": str(HERE)})
+
+
 def outputs_by_key(dump):
     return {(r["op_key"], r["index"]): np.load(dump / r["file"]) for r in read_dump(dump).tensors}
 
@@ -66,13 +71,8 @@ def test_single_op_check_catches_the_wrong_lowering_on_recorded_inputs(example_r
 def test_a_compile_error_is_recorded_and_the_other_ops_still_run(example_runs, example_cache, tmp_path):
     eager = example_runs.get("lowering/eager")
     out = tmp_path / "refused"
-    proc = single_op(
-        eager,
-        out,
-        "probe_backends:refusing_backend",
-        ["aten.tanh.default", "aten.div.Tensor", "aten.addmm.default"],
-        example_cache,
-        {"PYTHONPATH": str(HERE)},
+    proc = probe(
+        eager, out, "refusing_backend", ["aten.tanh.default", "aten.div.Tensor", "aten.addmm.default"], example_cache
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     ops = {o["op"]: o for o in json.loads((out / "single_op.json").read_text())["ops"]}
@@ -86,13 +86,8 @@ def test_a_compile_error_is_recorded_and_the_other_ops_still_run(example_runs, e
 def test_progress_names_the_op_that_was_running_when_the_process_died(example_runs, example_cache, tmp_path):
     eager = example_runs.get("lowering/eager")
     out = tmp_path / "aborted"
-    proc = single_op(
-        eager,
-        out,
-        "probe_backends:aborting_backend",
-        ["aten.div.Tensor", "aten.tanh.default", "aten.mean.dim"],
-        example_cache,
-        {"PYTHONPATH": str(HERE)},
+    proc = probe(
+        eager, out, "aborting_backend", ["aten.div.Tensor", "aten.tanh.default", "aten.mean.dim"], example_cache
     )
     assert proc.returncode < 0
     events = [json.loads(line) for line in (out / "progress.jsonl").read_text().splitlines()]
