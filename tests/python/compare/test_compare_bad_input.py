@@ -23,6 +23,19 @@ def _write_npy_with_header(path, header: str, data: bytes = b""):
     path.write_bytes(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h + data)
 
 
+# The mine side's files npy_bad_run spoils, one way each (the golden side's are good).
+UNREADABLE_NPY = [
+    "corrupt_header",
+    "object_dtype",
+    "truncated",
+    "dir_in_place",
+    "symlink_loop",
+    "unknown_descr",
+    "bad_magic",
+    "huge_shape",
+]
+
+
 @pytest.fixture(scope="module")
 def npy_bad_run(diagnose_bin, tmp_path_factory):
     root = tmp_path_factory.mktemp("npybad")
@@ -40,17 +53,7 @@ def npy_bad_run(diagnose_bin, tmp_path_factory):
     for name, (a, b) in good.items():
         np.save(g / f"{name}.npy", a)
         np.save(m / f"{name}.npy", b)
-    for name in (
-        "corrupt_header",
-        "object_dtype",
-        "truncated",
-        "dir_in_place",
-        "symlink_loop",
-        "unknown_descr",
-        "bad_magic",
-        "missing_partner",
-        "huge_shape",
-    ):
+    for name in (*UNREADABLE_NPY, "missing_partner"):
         np.save(g / f"{name}.npy", x)
     _write_npy_with_header(m / "corrupt_header.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4")
     np.save(m / "object_dtype.npy", np.array([None, 1], dtype=object), allow_pickle=True)
@@ -88,19 +91,7 @@ def test_npy_bad_files_do_not_stop_the_run(npy_bad_run):
     assert rows["ok"]["verdict"] == "pass" and rows["ok"]["cosine_similarity"] == 1.0
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "corrupt_header",
-        "object_dtype",
-        "truncated",
-        "dir_in_place",
-        "symlink_loop",
-        "unknown_descr",
-        "bad_magic",
-        "huge_shape",
-    ],
-)
+@pytest.mark.parametrize("name", UNREADABLE_NPY)
 def test_npy_unreadable_file_becomes_not_comparable(npy_bad_run, name):
     rows = _by_name(npy_bad_run)
     if name == "symlink_loop" and name not in rows:
