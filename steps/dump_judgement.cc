@@ -23,7 +23,7 @@ std::vector<Property> comparison_properties() {
   return {optional("tolerances", map_schema("Tolerance overrides for this step, by preset name.", preset_fields)),
           optional("preset", string_schema("Use this tolerance preset for every row instead of choosing by dtype.")),
           optional("rank", integer_schema("Compare only this rank.", 0)),
-          optional("worst_rows", integer_schema("How many failing rows the evidence table lists (default 5).", 0))};
+          optional("worst_rows", defaulted(integer_schema("How many failing rows the evidence table lists.", 0), 5))};
 }
 
 void check_comparison_keys(const StepSpec& step, Diagnostics& diagnostics) {
@@ -144,7 +144,7 @@ DumpJudgement judge_dumps(const StepContext& context, const std::string& golden,
       divergences.empty() ? nlohmann::json() : nlohmann::json(divergences.front().first_failing_op);
   result.metrics["source_ops"] = source_ops;
   for (const auto& [name, reason] : s.unmatched) result.findings.push_back({"not matched: " + name + " (" + reason + ")", ""});
-  size_t limit = node["worst_rows"] ? node["worst_rows"].as<size_t>() : 5;
+  size_t limit = context.option<size_t>("worst_rows");
   nlohmann::json worst = worst_rows(compared, limit);
   if (!worst.empty()) result.evidence.push_back({"table", prefix + "worst rows", "", worst});
 

@@ -41,7 +41,7 @@ class DynamoMetaCheckStep : public StepKind {
         optional("backends", array_schema("Backends compared with eager (default: eager, aot_eager, "
                                           "aot_eager_decomp_partition).",
                                           string_schema("backend", {"eager", "aot_eager", "aot_eager_decomp_partition"}))),
-        optional("meta_check", boolean_schema("Run the per-op meta check (default true).")),
+        optional("meta_check", defaulted(boolean_schema("Run the per-op meta check."), true)),
         optional("fail_on_graph_breaks", boolean_schema("Graph breaks make the step fail (default: only reported).")),
     };
     for (Property& p : comparison_properties()) properties.push_back(std::move(p));
@@ -57,7 +57,7 @@ class DynamoMetaCheckStep : public StepKind {
 
   StepResult evaluate(const StepContext& context) const override {
     const YAML::Node& node = context.step().node;
-    bool meta = !node["meta_check"] || node["meta_check"].as<bool>();
+    bool meta = context.option<bool>("meta_check");
     std::vector<std::string> backends = kDefaultBackends;
     if (node["backends"]) backends = node["backends"].as<std::vector<std::string>>();
 
@@ -129,9 +129,7 @@ class DynamoMetaCheckStep : public StepKind {
         if (!in) throw std::runtime_error("the eager run wrote no " + path);
         meta_summary = summarize_meta_check(document);
       } catch (const std::exception& e) {
-        result.status = StepStatus::Error;
-        result.summary = std::string("cannot read the meta check: ") + e.what();
-        return result;
+        return error_result(std::string("cannot read the meta check: ") + e.what(), std::move(result));
       }
       result.evidence.push_back({"file", "meta check", path, nullptr});
       if (!meta_summary.table.empty()) result.evidence.push_back({"table", "meta mismatches", "", meta_summary.table});

@@ -2,13 +2,10 @@
 // running the target with rules switched off, one fresh process per trial, judged against
 // the golden run (orchestrator/bisector.h for the search, trial_oracle.h for the trials).
 #include <boost/filesystem.hpp>
-#include <fstream>
 
-#include "orchestrator/bisect/bisector.h"
+#include "orchestrator/bisect/driver.h"
 #include "orchestrator/exec/command_line.h"
-#include "orchestrator/engine/engine.h"
 #include "orchestrator/engine/step.h"
-#include "orchestrator/bisect/trial_oracle.h"
 #include "orchestrator/workflow/validate.h"
 #include "orchestrator/workflow/workflow_schema.h"
 #include "steps/plugin_run.h"
@@ -18,7 +15,18 @@ namespace diagnose {
 namespace {
 
 namespace fs = boost::filesystem;
-using namespace diagnose::bisect;
+using bisect::Bisection;
+using bisect::BisectionOutcome;
+using bisect::BisectionPlan;
+using bisect::Conclusion;
+using bisect::Confidence;
+using bisect::Config;
+using bisect::CulpritSet;
+using bisect::JudgeKind;
+using bisect::Result;
+using bisect::Trial;
+using bisect::TrialLog;
+using bisect::TrialSetup;
 
 std::vector<std::string> strings(const YAML::Node& node) {
   std::vector<std::string> out;
@@ -49,51 +57,6 @@ YAML::Node with_switch_file(const YAML::Node& node, const std::string& path) {
     for (const auto& entry : node) copy[entry.first.Scalar()] = with_switch_file(entry.second, path);
   }
   return copy;
-}
-
-// Arguments that name a file or directory relative to the model's working directory keep
-// naming it when the trial runs in its own directory.
-void anchor_relative_paths(RunRequest& request, const std::string& model_cwd) {
-  for (std::string& arg : request.argv) {
-    if (arg.empty() || arg[0] == '-' || fs::path(arg).is_absolute()) continue;
-    boost::system::error_code error;
-    if (fs::exists(fs::path(model_cwd) / arg, error)) arg = absolute_path(arg, model_cwd);
-  }
-}
-
-struct SavedLog {
-  std::vector<std::string> candidates;
-  std::map<std::string, torchair::FusionSection> sections;
-  std::vector<TrialRecord> trials;
-};
-
-void save_log(const std::string& path, const std::string& fingerprint, const std::vector<std::string>& candidates,
-              const std::map<std::string, torchair::FusionSection>& sections, const std::vector<TrialRecord>& trials) {
-  nlohmann::json ub = nlohmann::json::array();
-  for (const auto& [rule, section] : sections)
-    if (section == torchair::FusionSection::UB) ub.push_back(rule);
-  nlohmann::json doc = {{"fingerprint", fingerprint}, {"candidates", candidates}, {"ub_fusion_rules", ub},
-                        {"trials", trial_log_to_json(trials)}};
-  write_file_atomically(path, doc.dump(1) + "\n");
-}
-
-// The log of an interrupted invocation of this same step, if any.
-std::optional<SavedLog> load_log(const std::string& path, const std::string& fingerprint) {
-  if (!fs::exists(path)) return std::nullopt;
-  try {
-    std::ifstream in(path);
-    nlohmann::json doc = nlohmann::json::parse(in);
-    if (doc.value("fingerprint", "") != fingerprint) return std::nullopt;
-    SavedLog log;
-    log.candidates = doc.at("candidates").get<std::vector<std::string>>();
-    for (const std::string& rule : log.candidates) log.sections[rule] = torchair::FusionSection::Graph;
-    for (const std::string& rule : doc.value("ub_fusion_rules", std::vector<std::string>{}))
-      log.sections[rule] = torchair::FusionSection::UB;
-    log.trials = trial_log_from_json(doc.at("trials"));
-    return log;
-  } catch (const std::exception&) {
-    return std::nullopt;  // unreadable: the bisection starts over
-  }
 }
 
 std::string rule_names(const std::vector<std::string>& rules, const std::string& separator = ", ") {
@@ -141,10 +104,13 @@ class FusionBisectStep : public StepKind {
         optional("tolerances", map_schema("Tolerance overrides by preset name.", any_schema("preset fields"))),
         optional("preset", string_schema("Tolerance preset for every row.")),
         optional("slots", integer_schema("Trials at the same time (default: defaults.slots).", 1)),
-        optional("max_trials", integer_schema("Trial budget (default 200).", 2)),
-        optional("crash_is_failure", boolean_schema("A crashing trial counts as a failure (default false).")),
-        optional("baseline_repeats", integer_schema("Extra runs of the all-on configuration (default 1).", 0)),
-        optional("confirmations", integer_schema("Agreeing runs behind each confirmation (default 2).", 1)),
+        optional("max_trials", defaulted(integer_schema("Trial budget.", 2), bisect::Options{}.max_trials)),
+        optional("crash_is_failure", defaulted(boolean_schema("A crashing trial counts as a failure."),
+                                               bisect::Options{}.crash_is_failure)),
+        optional("baseline_repeats", defaulted(integer_schema("Extra runs of the all-on configuration.", 0),
+                                               bisect::Options{}.baseline_repeats)),
+        optional("confirmations", defaulted(integer_schema("Agreeing runs behind each confirmation.", 1),
+                                            bisect::Options{}.confirmations)),
     };
   }
   std::vector<std::string> result_fields() const override {
@@ -217,13 +183,13 @@ class FusionBisectStep : public StepKind {
       }
       if (!switch_env.empty()) request.env[switch_env] = trial.switch_file;
       request.cwd = trial.dir;  // GE writes fusion_result.json into the working directory
-      anchor_relative_paths(request, model_cwd);
+      bisect::anchor_relative_paths(request, model_cwd);
       return request;
     };
 
     // The golden side.
+    BisectionPlan plan;
     std::string judge_kind = node["judge"] ? node["judge"].Scalar() : "compare";
-    std::vector<RunRequest> first_round;
     if (judge_kind == "exit_code") {
       setup.judge.kind = JudgeKind::ExitCode;
     } else {
@@ -240,100 +206,74 @@ class FusionBisectStep : public StepKind {
       } else if (plugin) {
         nlohmann::json defaults = {{"mode", "eager"}, {"dump", {{"level", "none"}}}};
         if (!judge_ops.empty()) defaults["dump"] = {{"level", "aten"}, {"include", judge_ops}};
-        first_round.push_back(plugin_run(context, "golden", side_spec(context, golden, defaults), golden));
-        setup.judge.golden = first_round.back().dir + "/" + compared;
+        plan.alongside.push_back(plugin_run(context, "golden", side_spec(context, golden, defaults), golden));
+        setup.judge.golden = plan.alongside.back().dir + "/" + compared;
       } else {
-        first_round.push_back(context.model_run("golden", golden));
-        setup.judge.golden = golden["dump"] ? context.path(golden["dump"].Scalar(), "golden") : first_round.back().dump_dir;
+        plan.alongside.push_back(context.model_run("golden", golden));
+        setup.judge.golden =
+            golden["dump"] ? context.path(golden["dump"].Scalar(), "golden") : plan.alongside.back().dump_dir;
       }
       setup.judge.dump = plugin ? compared : (target && target["dump"] ? target["dump"].Scalar() : "dump");
     }
-
-    // Candidates: listed, or what fired in the all-on run; a log of an interrupted
-    // invocation of this step brings its own (and its trials).
-    std::string log_path = context.step_dir() + "/trial_log.json";
-    std::string fingerprint = step_fingerprint(workflow, context.step());
-    std::optional<SavedLog> saved = load_log(log_path, fingerprint);
-    std::vector<std::string> candidates = saved ? saved->candidates : strings(node["candidates"]);
-    std::vector<TrialRecord> previous = saved ? saved->trials : std::vector<TrialRecord>{};
-    if (saved) setup.sections = saved->sections;
-    TrialOracle oracle(setup, previous);
-    bool discover = !saved && candidates.empty();
-    std::optional<Trial> baseline;
-    if (discover) {
-      baseline = oracle.prepare({}, 0);
-      first_round.push_back(setup.make_request(*baseline));
-    }
-    std::vector<RunRecord> records = context.run(first_round);
-    if (!first_round.empty() && first_round.front().name == "golden" && records.front().status != RunStatus::Succeeded)
-      return *error_from_runs({records.front()});
-    if (discover) {
-      const RunRequest& request = first_round.back();
-      TrialOutcome outcome = oracle.judge(*baseline, request, records.back());
-      bool ran_to_the_end = outcome.outcome == Outcome::Pass || outcome.outcome == Outcome::Fail;
-      if (ran_to_the_end && (!outcome.fired_rules || outcome.fired_rules->empty()))
-        return no_rule_fired(request.name, outcome.fired_rules ? "an empty report at " + setup.fired_report
-                                                                : "no fired-rule report at " + setup.fired_report);
-      if (!outcome.fired_rules)
-        return error_result("cannot list the candidates: the all-on run (" + request.name + ", " +
-                            outcome_name(outcome.outcome) + (outcome.detail.empty() ? "" : ": " + outcome.detail) +
-                            ") left no fired-rule report at " + setup.fired_report +
-                            "; list the rules under candidates:");
-      candidates = *outcome.fired_rules;
-      setup.sections = report_sections(absolute_path(setup.fired_report, request.cwd));
-      previous.push_back(candidate_listing_record(outcome));
-    }
-    if (!saved) candidates = select_rules(candidates, strings(node["include"]), strings(node["exclude"]));
-    if (candidates.empty())
-      return error_result("no candidate rules" + std::string(discover ? " fired in the all-on run" : "") +
-                          " (after include/exclude)");
-    save_log(log_path, fingerprint, candidates, setup.sections, previous);
-
-    TrialOracle trials(setup, previous);
-    Options options;
-    options.slots = node["slots"] ? node["slots"].as<int>() : workflow.defaults.slots;
-    options.max_trials = node["max_trials"] ? node["max_trials"].as<int>() : 200;
-    options.crash_is_failure = node["crash_is_failure"] && node["crash_is_failure"].as<bool>();
-    options.baseline_repeats = node["baseline_repeats"] ? node["baseline_repeats"].as<int>() : 1;
-    options.confirmations = node["confirmations"] ? node["confirmations"].as<int>() : 2;
-    options.max_votes = std::max(5, options.confirmations);
-    options.after_round = [&](const std::vector<TrialRecord>& all) {
-      save_log(log_path, fingerprint, candidates, setup.sections, all);
+    std::optional<StepResult> golden_error;
+    plan.check_alongside = [&](const std::vector<RunRecord>& records) {
+      golden_error = error_from_runs(records);
+      return golden_error ? golden_error->summary : std::string();
     };
-    Result bisection = bisect::bisect(candidates, trials, options, previous);
-    return report(context, bisection, trials, candidates, knob, std::move(result));
+
+    // Candidates: listed, or what fired in the all-on run; the log of an interrupted
+    // invocation of this same step brings its own (and its trials).
+    plan.dir = context.step_dir();
+    plan.fingerprint = context.fingerprint();
+    try {
+      std::optional<TrialLog> saved = bisect::read_trial_log(bisect::trial_log_path(plan.dir));
+      if (saved && saved->fingerprint == plan.fingerprint) plan.resume = saved;
+    } catch (const std::exception&) {
+      // unreadable: the bisection starts over
+    }
+    plan.candidates = strings(node["candidates"]);
+    plan.include = strings(node["include"]);
+    plan.exclude = strings(node["exclude"]);
+    plan.options.slots = node["slots"] ? node["slots"].as<int>() : workflow.defaults.slots;
+    plan.options.max_trials = context.option<int>("max_trials");
+    plan.options.crash_is_failure = context.option<bool>("crash_is_failure");
+    plan.options.baseline_repeats = context.option<int>("baseline_repeats");
+    plan.options.confirmations = context.option<int>("confirmations");
+
+    Bisection bisection(setup);
+    BisectionOutcome outcome = bisection.run(plan, {{"knob", knob}});
+    switch (outcome.status) {
+      case BisectionOutcome::Status::NoRuleFired:
+        return no_rule_fired(outcome.message);
+      case BisectionOutcome::Status::Failed:
+        if (golden_error) return *golden_error;
+        return error_result(outcome.message + "; list the rules under candidates:");
+      case BisectionOutcome::Status::NoCandidates:
+        return error_result(outcome.message);
+      case BisectionOutcome::Status::Bisected:
+        break;
+    }
+    return report(bisection, outcome, knob, std::move(result));
   }
 
  private:
   // A graph-mode run that fused nothing cannot owe its failure to a fusion rule: the flowchart
   // goes on with the other causes (a backend without fusion rules writes no report at all).
-  static StepResult no_rule_fired(const std::string& run_name, const std::string& what) {
+  static StepResult no_rule_fired(const std::string& what) {
     StepResult result;
     result.status = StepStatus::Pass;
-    result.summary = "no fusion rule fired in the all-on run (" + run_name + " left " + what +
-                     "): the failure does not come from a fusion rule";
+    result.summary = "no fusion rule fired: " + what + ": the failure does not come from a fusion rule";
     result.metrics["conclusion"] = conclusion_name(Conclusion::NotFusion);
     result.metrics["culprits"] = nlohmann::json::array();
     return result;
   }
 
-  static StepResult error_result(const std::string& summary) {
-    StepResult result;
-    result.status = StepStatus::Error;
-    result.summary = summary;
-    return result;
-  }
-
-  StepResult report(const StepContext& context, const Result& bisection, const TrialOracle& trials,
-                    const std::vector<std::string>& candidates, const std::string& knob, StepResult result) const {
-    std::string dir = context.step_dir();
-    nlohmann::json doc = bisection.to_json();
-    doc["candidates"] = candidates;
-    doc["knob"] = knob;
-    write_file_atomically(dir + "/bisection.json", doc.dump(1) + "\n");
+  StepResult report(const Bisection& driver, const BisectionOutcome& outcome, const std::string& knob,
+                    StepResult result) const {
+    const Result& bisection = outcome.result;
     result.evidence.push_back({"table", "bisection trials", "", trial_table(bisection)});
-    result.evidence.push_back({"file", "bisection (JSON)", dir + "/bisection.json", nullptr});
-    result.evidence.push_back({"file", "trial log", dir + "/trial_log.json", nullptr});
+    result.evidence.push_back({"file", "bisection (JSON)", outcome.json_path, nullptr});
+    result.evidence.push_back({"file", "trial log", driver.log_path(), nullptr});
 
     Config culprits = bisection.culprits_off();
     result.metrics["conclusion"] = conclusion_name(bisection.conclusion);
@@ -347,8 +287,7 @@ class FusionBisectStep : public StepKind {
     result.summary = bisection.summary;
 
     auto command_of = [&](const Config& off) {
-      Trial trial = trials.prepare(off, 0);
-      RunRequest request = trials.setup().make_request(trial);
+      RunRequest request = driver.replay(off);
       return reproduce_command(request.cwd, request.env, request.argv);
     };
     for (const CulpritSet& set : bisection.culprit_sets) {
@@ -371,9 +310,8 @@ class FusionBisectStep : public StepKind {
       case Conclusion::CulpritsFound: {
         result.status = StepStatus::Fail;
         result.metrics["culprit"] = rule_names(culprits, "+");
-        std::string workaround = dir + "/fusion_switch.json";
-        torchair::write_fusion_switch_file(workaround, switch_for(culprits, trials.sections()));
-        result.evidence.push_back({"file", "workaround: switch file turning only the culprits off", workaround, nullptr});
+        result.evidence.push_back(
+            {"file", "workaround: switch file turning only the culprits off", outcome.workaround_path, nullptr});
         if (knob == "inductor")
           result.evidence.push_back({"metric", "workaround: run spec switches.inductor_off", "", culprits});
         result.reproduce.push_back("# the workaround (culprits off)");

@@ -96,7 +96,7 @@ class GateStep : public StepKind {
                                                 "${env.DIAGNOSE_MODEL_VERSION}, else unknown.")),
         optional("diagnose_workflow", string_schema("A diagnostic workflow run on the failing version when the gate "
                                                     "fails; its verdict is attached.")),
-        optional("history", boolean_schema("Draw the outputs' trend from the history database (default true)."))};
+        optional("history", defaulted(boolean_schema("Draw the outputs' trend from the history database."), true))};
   }
   std::vector<std::string> result_fields() const override {
     return {"outputs_compared", "passed", "failed", "model_version", "baseline_model_version", "worst_relative_l2",
@@ -149,9 +149,7 @@ class GateStep : public StepKind {
       target_dir = side_dir("target", {{"mode", "compiled"}, {"dump", dump}});
       if (node["referee"]) referee_dir = side_dir("referee", {{"mode", "eager"}, {"dtype", "float64"}, {"dump", dump}});
     } catch (const std::exception& e) {
-      result.status = StepStatus::Error;
-      result.summary = e.what();
-      return result;
+      return error_result(e.what(), std::move(result));
     }
     std::vector<RunRecord> runs = context.run(requests);
     for (const RunRecord& run : runs) result.reproduce.push_back(reproduce_command(run.cwd, run.env, run.argv));
@@ -171,9 +169,7 @@ class GateStep : public StepKind {
     std::string tolerance_error;
     compare::Tolerances tolerances = context.tolerances(tolerance_assignments(node["tolerances"]), &tolerance_error);
     if (!tolerance_error.empty()) {
-      result.status = StepStatus::Error;
-      result.summary = "bad tolerances: " + tolerance_error;
-      return result;
+      return error_result("bad tolerances: " + tolerance_error, std::move(result));
     }
     if (node["preset"]) tolerances.forced_preset = node["preset"].Scalar();
 
@@ -235,9 +231,7 @@ class GateStep : public StepKind {
       }
     }
     if (!compare_error.empty()) {
-      result.status = StepStatus::Error;
-      result.summary = "cannot compare with the baseline: " + compare_error;
-      return result;
+      return error_result("cannot compare with the baseline: " + compare_error, std::move(result));
     }
 
     size_t failed = 0;
@@ -277,17 +271,15 @@ class GateStep : public StepKind {
       result.status = StepStatus::Fail;
       result.summary = std::to_string(failed) + " of " + std::to_string(outputs.size()) + " output(s) regressed (" + versions + ")";
     }
-    if (!node["history"] || node["history"].as<bool>(true)) record_trend(context, result, out_dir);
+    if (context.option<bool>("history")) record_trend(context, result, out_dir);
     if (failed && node["diagnose_workflow"]) diagnose(context, result, model_version, target_dir, baseline.dir);
     return result;
   }
 
  private:
   static StepResult baseline_problem(StepResult& result, const std::string& message) {
-    result.status = StepStatus::Error;
-    result.summary = message;
     result.metrics["baseline_problem"] = message;
-    return result;
+    return error_result(message, std::move(result));
   }
 
   // The trend of this workflow's worst output across earlier runs, plus this one.

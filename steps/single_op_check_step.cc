@@ -101,9 +101,7 @@ class SingleOpCheckStep : public StepKind {
     std::string inventory_error;
     std::optional<std::vector<OpCount>> inventory = parse_op_inventory(read_text(listing[0].stdout_path), &inventory_error);
     if (!inventory) {
-      result.status = StepStatus::Error;
-      result.summary = "cannot read the op inventory of " + eager_dir + ": " + inventory_error;
-      return result;
+      return error_result("cannot read the op inventory of " + eager_dir + ": " + inventory_error, std::move(result));
     }
     std::vector<std::string> ops;
     nlohmann::json inventory_table = nlohmann::json::array();
@@ -113,9 +111,7 @@ class SingleOpCheckStep : public StepKind {
     }
     result.evidence.push_back({"table", "op inventory", "", inventory_table});
     if (ops.empty()) {
-      result.status = StepStatus::Error;
-      result.summary = "the eager run recorded no ops";
-      return result;
+      return error_result("the eager run recorded no ops", std::move(result));
     }
 
     nlohmann::json target = side_spec(context, node["target"], nlohmann::json::object());
@@ -178,9 +174,7 @@ class SingleOpCheckStep : public StepKind {
       DumpJudgement j = judge_dumps(context, out_dirs[i] + "/eager", out_dirs[i] + "/graph", std::nullopt,
                                     context.step_dir() + "/compare/" + label, label);
       if (!j.compared) {
-        result.status = StepStatus::Error;
-        result.summary = j.result.summary;
-        return result;
+        return error_result(j.result.summary, std::move(result));
       }
       for (const Evidence& e : j.result.evidence)
         if (e.kind == "file") result.evidence.push_back(e);
@@ -194,7 +188,7 @@ class SingleOpCheckStep : public StepKind {
     }
 
     nlohmann::json failed_ops = nlohmann::json::array();
-    size_t worst_limit = node["worst_rows"] ? node["worst_rows"].as<size_t>() : 5;
+    size_t worst_limit = context.option<size_t>("worst_rows");
     std::vector<std::string> in_order = ops;  // inventory order, then rows named otherwise
     for (const auto& [op, count] : failing_rows)
       if (std::find(ops.begin(), ops.end(), op) == ops.end()) in_order.push_back(op);

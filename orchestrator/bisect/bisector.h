@@ -89,18 +89,21 @@ nlohmann::json trial_log_to_json(const std::vector<TrialRecord>& trials);
 // Throws std::runtime_error naming the entry on malformed input.
 std::vector<TrialRecord> trial_log_from_json(const nlohmann::json& log);
 
+// The settings of a bisection, with the defaults of `diagnose bisect` and the fusion_bisect
+// step (their help, the workflow schema and docs/workflow.md print these).
 struct Options {
-  int slots = 1;             // trials run at the same time
+  int slots = 2;             // trials run at the same time
   int baseline_repeats = 1;  // extra runs of the all-on configuration, to detect nondeterminism
-  // Runs each configuration that confirms the answer needs, all agreeing. A wrong answer
-  // reported with high confidence needs all of them to be wrong: p^4 for a trial wrong with
-  // probability p. Lower it only for an oracle known to be deterministic.
-  int confirmations = 4;
+  // Runs of each configuration that confirms the answer, all agreeing: a wrong answer reported
+  // with high confidence needs every one of them wrong (p^confirmations for a trial wrong with
+  // probability p). Raise it for an oracle known to be flaky.
+  int confirmations = 2;
   // Most runs of one configuration once the oracle is known to be nondeterministic (majority
   // vote); also the runs behind a conclusion that stops the bisection at the sanity step.
+  // At least `confirmations`.
   int max_votes = 5;
   bool crash_is_failure = false;  // a crash counts as a (precision) failure instead of no evidence
-  int max_trials = 1000;
+  int max_trials = 200;
   // Called after every parallel round with every trial so far (to save the log for a resume).
   std::function<void(const std::vector<TrialRecord>&)> after_round;
 };

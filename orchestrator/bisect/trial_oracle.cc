@@ -30,6 +30,14 @@ std::string trial_name(const Config& off, int occurrence) {
   return text;
 }
 
+void anchor_relative_paths(RunRequest& request, const std::string& cwd) {
+  for (std::string& arg : request.argv) {
+    if (arg.empty() || arg[0] == '-' || fs::path(arg).is_absolute()) continue;
+    boost::system::error_code error;
+    if (fs::exists(fs::path(cwd) / arg, error)) arg = absolute_path(arg, cwd);
+  }
+}
+
 std::optional<std::vector<std::string>> read_fired_report(const std::string& path) {
   if (!fs::exists(path)) return std::nullopt;
   std::string text = torchair::read_fusion_file(path);

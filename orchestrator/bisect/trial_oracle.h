@@ -54,6 +54,10 @@ struct TrialSetup {
   std::string fired_report = "fusion_result.json";
 };
 
+// Arguments that name an existing file or directory relative to `cwd` made absolute, so that
+// they keep naming it when the trial runs in its own directory.
+void anchor_relative_paths(RunRequest& request, const std::string& cwd);
+
 // "t" + 8 hex digits of the configuration + "-" + occurrence: the k-th trial of a configuration.
 std::string trial_name(const Config& off, int occurrence);
 

@@ -4,7 +4,7 @@
 #include <fstream>
 #include <iostream>
 
-#include "orchestrator/bisect/bisector.h"
+#include "orchestrator/bisect/driver.h"
 #include "orchestrator/cli/arguments.h"
 #include "orchestrator/cli/commands.h"
 #include "orchestrator/exec/command_line.h"
@@ -21,12 +21,22 @@ namespace diagnose {
 namespace {
 
 namespace fs = boost::filesystem;
-using namespace diagnose::bisect;
+using bisect::Bisection;
+using bisect::BisectionOutcome;
+using bisect::BisectionPlan;
+using bisect::Conclusion;
+using bisect::Config;
+using bisect::CulpritSet;
+using bisect::JudgeKind;
+using bisect::Result;
+using bisect::Trial;
+using bisect::TrialSetup;
 
 struct Arguments {
   std::string output, candidates_from, switch_env, fired_report = "fusion_result.json", golden, dump = "dump", preset;
   std::vector<std::string> rules, include, exclude, tolerance_overrides, command;
-  int slots = 2, max_trials = 200, baseline_repeats = 1, confirmations = 2;
+  int slots = bisect::Options{}.slots, max_trials = bisect::Options{}.max_trials,
+      baseline_repeats = bisect::Options{}.baseline_repeats, confirmations = bisect::Options{}.confirmations;
   double timeout_s = 0;
   bool crash_is_failure = false, resume = false;
 };
@@ -58,19 +68,57 @@ std::vector<std::string> trial_argv(const std::vector<std::string>& command, con
   return argv;
 }
 
-// The bisection's identity: a log written for another command or other candidates is not replayed.
-nlohmann::json identity(const Arguments& a, const std::vector<std::string>& candidates) {
-  return {{"command", a.command}, {"candidates", candidates}, {"golden", a.golden}, {"dump", a.dump},
-          {"switch_env", a.switch_env}, {"fired_report", a.fired_report}};
+// The bisection's identity: a log written for another command or other options is not replayed.
+nlohmann::json fingerprint(const Arguments& a) {
+  return {{"command", a.command}, {"golden", a.golden}, {"dump", a.dump}, {"switch_env", a.switch_env},
+          {"fired_report", a.fired_report}};
 }
 
-void save(const std::string& path, const nlohmann::json& id, const std::vector<TrialRecord>& trials) {
-  write_file_atomically(path, nlohmann::json({{"bisection", id}, {"trials", trial_log_to_json(trials)}}).dump(1) + "\n");
+int report(const Bisection& bisection, const BisectionOutcome& outcome) {
+  switch (outcome.status) {
+    case BisectionOutcome::Status::NoRuleFired:
+      if (!outcome.no_report) {
+        std::cerr << "diagnose bisect: no candidate rules: " << outcome.message << "\n";
+        return kExitUsage;
+      }
+      [[fallthrough]];
+    case BisectionOutcome::Status::Failed:
+      std::cerr << "diagnose bisect: " << outcome.message << "; give the candidates with --rules or --candidates-from\n";
+      return kExitInfrastructure;
+    case BisectionOutcome::Status::NoCandidates:
+      std::cerr << "diagnose bisect: " << outcome.message << "\n";
+      return kExitUsage;
+    case BisectionOutcome::Status::Bisected:
+      break;
+  }
+  const Result& result = outcome.result;
+  std::cout << result.summary << "\n";
+  std::cout << "trials: " << result.trials.size() << " (" << result.new_trials << " run now, "
+            << result.replayed_trials << " from the log), " << result.rounds << " rounds\n";
+  for (const CulpritSet& set : result.culprit_sets) {
+    auto replay = [&](const char* what, const Config& off) {
+      RunRequest request = bisection.replay(off);
+      std::cout << what << ": " << reproduce_command(request.cwd, request.env, request.argv) << "\n";
+    };
+    replay("last passing", set.last_passing);
+    replay("first failing", set.first_failing);
+  }
+  std::cout << "json: " << outcome.json_path << "\n";
+  switch (result.conclusion) {
+    case Conclusion::CulpritsFound:
+      std::cout << "switch file turning only the culprits off: " << outcome.workaround_path << "\n";
+      return kExitProblem;
+    case Conclusion::NoFailure:
+    case Conclusion::NotFusion:
+      return kExitNoProblem;
+    default:
+      return kExitInfrastructure;
+  }
 }
 
 int run(const Arguments& a) {
   fs::path out = fs::absolute(a.output).lexically_normal();
-  std::string log_path = (out / "trial_log.json").string();
+  std::string log_path = bisect::trial_log_path(out.string());
   std::string cwd = fs::current_path().string();
   bool has_log = fs::exists(log_path);
   if (has_log && !a.resume) {
@@ -102,9 +150,7 @@ int run(const Arguments& a) {
     request.name = trial.name;
     request.argv = trial_argv(a.command, trial);
     // Relative paths in the command keep meaning what they meant where diagnose was started.
-    for (std::string& arg : request.argv)
-      if (!arg.empty() && arg[0] != '-' && fs::path(arg).is_relative() && fs::exists(fs::path(cwd) / arg))
-        arg = absolute_path(arg, cwd);
+    bisect::anchor_relative_paths(request, cwd);
     request.cwd = request.dir = trial.dir;
     request.dump_dir = trial.dir + "/dump";
     request.timeout_s = a.timeout_s;
@@ -140,107 +186,46 @@ int run(const Arguments& a) {
     if (!a.preset.empty()) setup.judge.tolerances.forced_preset = a.preset;
   }
 
-  std::vector<std::string> candidates = a.rules;
-  std::vector<TrialRecord> previous;
+  BisectionPlan plan;
+  plan.dir = out.string();
+  plan.fingerprint = fingerprint(a);
+  plan.candidates = a.rules;
+  plan.include = a.include;
+  plan.exclude = a.exclude;
+  plan.options.slots = a.slots;
+  plan.options.max_trials = a.max_trials;
+  plan.options.crash_is_failure = a.crash_is_failure;
+  plan.options.baseline_repeats = a.baseline_repeats;
+  plan.options.confirmations = a.confirmations;
+  plan.on_candidates = [&](const std::vector<std::string>& candidates) {
+    std::cerr << "diagnose bisect: " << candidates.size() << " candidate rules, " << a.slots << " slot(s)\n";
+  };
+  BisectionOutcome outcome;
   try {
     if (!a.candidates_from.empty()) {
       std::vector<torchair::FusionRecord> records = torchair::read_fusion_result_file(a.candidates_from);
       std::vector<std::string> fired = torchair::fired_rules(records);
-      candidates.insert(candidates.end(), fired.begin(), fired.end());
+      plan.candidates.insert(plan.candidates.end(), fired.begin(), fired.end());
       setup.sections = torchair::rule_sections(records);
     }
     if (has_log) {
-      std::ifstream in(log_path);
-      nlohmann::json doc = nlohmann::json::parse(in);
-      candidates = doc.at("bisection").at("candidates").get<std::vector<std::string>>();
-      if (doc.at("bisection") != identity(a, candidates)) {
+      plan.resume = bisect::read_trial_log(log_path);
+      if (plan.resume->fingerprint != plan.fingerprint) {
         std::cerr << "diagnose bisect: " << log_path << " belongs to another bisection (command or options differ)\n";
         return kExitUsage;
       }
-      previous = trial_log_from_json(doc.at("trials"));
-      // The baseline's report (if it listed the candidates) gives the sections again.
-      std::string baseline_report = absolute_path(a.fired_report, setup.dir_of(trial_name({}, 0)));
-      if (a.candidates_from.empty()) setup.sections = report_sections(baseline_report);
-    } else if (candidates.empty()) {
-      // Candidates: the rules that fire with everything on.
-      TrialOracle oracle(setup, {});
-      Trial trial = oracle.prepare({}, 0);
-      RunRequest request = setup.make_request(trial);
+    } else if (plan.candidates.empty()) {
       std::cerr << "diagnose bisect: running the command with every rule on to list the candidates\n";
-      RunRecord record = setup.execute({request}).front();
-      TrialOutcome outcome = oracle.judge(trial, request, record);
-      if (!outcome.fired_rules) {
-        std::cerr << "diagnose bisect: the all-on run (" << outcome_name(outcome.outcome)
-                  << (outcome.detail.empty() ? "" : ": " + outcome.detail) << ") left no fired-rule report at "
-                  << a.fired_report << "; give the candidates with --rules or --candidates-from\n";
-        return kExitInfrastructure;
-      }
-      candidates = *outcome.fired_rules;
-      setup.sections = report_sections(absolute_path(a.fired_report, request.cwd));
-      previous.push_back(candidate_listing_record(outcome));
     }
+    Bisection bisection(setup);
+    outcome = bisection.run(plan);
+    return report(bisection, outcome);
   } catch (const RunsInterrupted&) {
-    std::cerr << "diagnose bisect: interrupted\n";
+    std::cerr << "diagnose bisect: interrupted; continue with the same command and --resume\n";
     return kExitInterrupted;
   } catch (const std::exception& e) {
     std::cerr << "diagnose bisect: " << e.what() << "\n";
     return kExitUsage;
-  }
-  if (!has_log) candidates = select_rules(candidates, a.include, a.exclude);
-  if (candidates.empty()) {
-    std::cerr << "diagnose bisect: no candidate rules (after --include/--exclude)\n";
-    return kExitUsage;
-  }
-  nlohmann::json id = identity(a, candidates);
-  save(log_path, id, previous);
-
-  Options options;
-  options.slots = a.slots;
-  options.max_trials = a.max_trials;
-  options.crash_is_failure = a.crash_is_failure;
-  options.baseline_repeats = a.baseline_repeats;
-  options.confirmations = a.confirmations;
-  options.max_votes = std::max(5, a.confirmations);
-  options.after_round = [&](const std::vector<TrialRecord>& trials) { save(log_path, id, trials); };
-  std::cerr << "diagnose bisect: " << candidates.size() << " candidate rules, " << a.slots << " slot(s)\n";
-  TrialOracle oracle(setup, previous);
-  Result result;
-  try {
-    result = bisect::bisect(candidates, oracle, options, previous);
-  } catch (const RunsInterrupted&) {
-    std::cerr << "diagnose bisect: interrupted; continue with the same command and --resume\n";
-    return kExitInterrupted;
-  }
-
-  nlohmann::json doc = result.to_json();
-  doc["candidates"] = candidates;
-  doc["trial_table"] = trial_table(result);
-  write_file_atomically((out / "bisection.json").string(), doc.dump(1) + "\n");
-  std::cout << result.summary << "\n";
-  std::cout << "trials: " << result.trials.size() << " (" << result.new_trials << " run now, "
-            << result.replayed_trials << " from the log), " << result.rounds << " rounds\n";
-  for (const CulpritSet& set : result.culprit_sets) {
-    auto replay = [&](const char* what, const Config& off) {
-      Trial trial = oracle.prepare(off, 0);
-      RunRequest request = setup.make_request(trial);
-      std::cout << what << ": " << reproduce_command(request.cwd, request.env, request.argv) << "\n";
-    };
-    replay("last passing", set.last_passing);
-    replay("first failing", set.first_failing);
-  }
-  std::cout << "json: " << (out / "bisection.json").string() << "\n";
-  switch (result.conclusion) {
-    case Conclusion::CulpritsFound: {
-      std::string workaround = (out / "fusion_switch.json").string();
-      torchair::write_fusion_switch_file(workaround, switch_for(result.culprits_off(), oracle.sections()));
-      std::cout << "switch file turning only the culprits off: " << workaround << "\n";
-      return kExitProblem;
-    }
-    case Conclusion::NoFailure:
-    case Conclusion::NotFusion:
-      return kExitNoProblem;
-    default:
-      return kExitInfrastructure;
   }
 }
 
@@ -268,11 +253,11 @@ int bisect_command(int argc, char** argv) {
   app.add_option("--dump", a.dump, "the trial's dump, relative to its directory (default: dump)");
   app.add_option("--preset", a.preset, "tolerance preset for every row");
   app.add_option("--tol", a.tolerance_overrides, "override a preset field, e.g. bf16.rtol=1e-2 (repeatable)")->allow_extra_args(false);
-  app.add_option("--slots", a.slots, "trials at the same time (default 2)")->check(CLI::PositiveNumber);
-  app.add_option("--max-trials", a.max_trials, "trial budget (default 200)")->check(CLI::PositiveNumber);
-  app.add_option("--baseline-repeats", a.baseline_repeats, "extra runs of the all-on configuration (default 1)")
+  app.add_option("--slots", a.slots, "trials at the same time (default " + std::to_string(a.slots) + ")")->check(CLI::PositiveNumber);
+  app.add_option("--max-trials", a.max_trials, "trial budget (default " + std::to_string(a.max_trials) + ")")->check(CLI::PositiveNumber);
+  app.add_option("--baseline-repeats", a.baseline_repeats, "extra runs of the all-on configuration (default " + std::to_string(a.baseline_repeats) + ")")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--confirmations", a.confirmations, "agreeing runs behind each confirmation (default 2)")
+  app.add_option("--confirmations", a.confirmations, "agreeing runs behind each confirmation (default " + std::to_string(a.confirmations) + ")")
       ->check(CLI::PositiveNumber);
   app.add_option("--timeout", a.timeout_s, "seconds per trial (default: none)")->check(CLI::NonNegativeNumber);
   app.add_flag("--crash-is-failure", a.crash_is_failure, "a crashing trial counts as a failure");

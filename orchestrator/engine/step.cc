@@ -4,6 +4,12 @@
 
 namespace diagnose {
 
+StepResult error_result(std::string summary, StepResult partial) {
+  partial.status = StepStatus::Error;
+  partial.summary = std::move(summary);
+  return partial;
+}
+
 std::optional<StepResult> error_from_runs(const std::vector<RunRecord>& runs) {
   StepResult result;
   std::string failed;
@@ -21,9 +27,7 @@ std::optional<StepResult> error_from_runs(const std::vector<RunRecord>& runs) {
     }
   }
   if (failed.empty()) return std::nullopt;
-  result.status = StepStatus::Error;
-  result.summary = "model run failed: " + failed;
-  return result;
+  return error_result("model run failed: " + failed, std::move(result));
 }
 
 }  // namespace diagnose

@@ -71,6 +71,17 @@ class StepContext {
   compare::Tolerances tolerances(const std::vector<std::string>& overrides, std::string* error) const;
   // The interpreter of the model's script: model.python, $DIAGNOSE_PYTHON, else python3.
   std::string model_python() const;
+  // What the step's result depends on (its spec and the workflow's model); --resume keeps a
+  // result only under the same fingerprint, and so may a step's own partial work.
+  std::string fingerprint() const;
+  // The step's key `name`, or the default its kind's schema declares (schema.h's defaulted);
+  // throws std::logic_error for a key without a declared default.
+  template <typename T>
+  T option(const std::string& name) const {
+    const YAML::Node value = step_.node[name];
+    return value ? value.as<T>() : option_default(name).get<T>();
+  }
+  nlohmann::json option_default(const std::string& name) const;
 
  private:
   const Workflow& workflow_;
@@ -106,6 +117,9 @@ class StepKind {
 
 // `path` made absolute against `base` and normalised ("." and ".." removed).
 std::string absolute_path(const std::string& path, const std::string& base);
+
+// A step that could not judge: `partial` (what it found so far) as an Error, with the reason.
+StepResult error_result(std::string summary, StepResult partial = {});
 
 // For kinds whose runs must all succeed: an Error result naming the runs that did not,
 // with their log tails as evidence; nullopt when every run succeeded.

@@ -1,7 +1,9 @@
 #include <boost/filesystem.hpp>
 #include <cstdlib>
 
+#include "orchestrator/engine/engine.h"
 #include "orchestrator/engine/result_lookup.h"
+#include "orchestrator/engine/step_registry.h"
 #include "orchestrator/engine/step.h"
 #include "orchestrator/workflow/template.h"
 #include "orchestrator/workflow/workflow_loader.h"
@@ -15,6 +17,15 @@ StepContext::StepContext(const Workflow& workflow, const StepSpec& step, const S
     : workflow_(workflow), step_(step), state_(state), run_dir_(std::move(run_dir)), executor_(std::move(executor)) {}
 
 std::string StepContext::step_dir() const { return run_dir_ + "/steps/" + step_.id; }
+
+nlohmann::json StepContext::option_default(const std::string& name) const {
+  if (const StepKind* kind = find_step_kind(step_.kind))
+    for (const Property& p : kind->parameters())
+      if (p.name == name && !p.schema.default_value.is_null()) return p.schema.default_value;
+  throw std::logic_error("step kind " + step_.kind + " declares no default for " + name);
+}
+
+std::string StepContext::fingerprint() const { return step_fingerprint(workflow_, step_); }
 
 std::string StepContext::model_python() const {
   if (!workflow_.model.python.empty()) return workflow_.model.python;

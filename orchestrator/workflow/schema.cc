@@ -88,6 +88,16 @@ Schema any_schema(std::string description) {
   return s;
 }
 
+Schema defaulted(Schema schema, nlohmann::json value) {
+  std::string shown = value.is_string() ? value.get<std::string>() : value.dump();
+  std::string& text = schema.description;
+  bool sentence = !text.empty() && text.back() == '.';
+  if (sentence) text.pop_back();
+  text += " (default " + shown + ")" + (sentence ? "." : "");
+  schema.default_value = std::move(value);
+  return schema;
+}
+
 Property optional(std::string name, Schema schema) { return {std::move(name), std::move(schema), false}; }
 Property required(std::string name, Schema schema) { return {std::move(name), std::move(schema), true}; }
 
@@ -272,6 +282,7 @@ void check_against_schema(const YAML::Node& node, const Schema& schema, const st
 nlohmann::json to_json_schema(const Schema& schema) {
   nlohmann::json out;
   if (!schema.description.empty()) out["description"] = schema.description;
+  if (!schema.default_value.is_null()) out["default"] = schema.default_value;
   switch (schema.type) {
     case Schema::Type::String:
       // YAML users write numbers and booleans in argv and env; they are strings to us.

@@ -40,6 +40,7 @@ struct Schema {
   std::shared_ptr<Schema> items;          // Array and Map values
   std::vector<Property> properties;       // Object
   std::vector<Schema> alternatives;       // AnyOf
+  nlohmann::json default_value;           // what an absent key means; null when it has no default
 };
 
 struct Property {
@@ -63,6 +64,9 @@ Schema map_schema(std::string description, Schema values);
 Schema any_of_schema(std::string description, std::vector<Schema> alternatives);
 Schema any_schema(std::string description);
 Property optional(std::string name, Schema schema);
+// `schema` whose absence means `value`: printed in the JSON Schema's "default" and in the
+// description, and read by StepContext::option.
+Schema defaulted(Schema schema, nlohmann::json value);
 Property required(std::string name, Schema schema);
 
 // What the check reports for every string it accepts, so that later passes can

@@ -77,7 +77,17 @@ class ModelOracle : public Oracle {
   SimulatedModel& model_;
 };
 
-Result run_bisect(SimulatedModel& model, Options options = {}, const std::vector<TrialRecord>& log = {}) {
+// The settings these tests were written for: one trial at a time, four confirmations, a
+// budget no search here reaches (the defaults are what the command and the step use).
+Options sequential_options() {
+  Options options;
+  options.slots = 1;
+  options.confirmations = 4;
+  options.max_trials = 1000;
+  return options;
+}
+
+Result run_bisect(SimulatedModel& model, Options options = sequential_options(), const std::vector<TrialRecord>& log = {}) {
   ModelOracle oracle(model);
   return bisect(model.candidates, oracle, options, log);
 }
@@ -224,7 +234,7 @@ TEST(Bisector, CrashCountsAsFailureOnlyWhenAsked) {
   EXPECT_NE(ignored.summary.find("crash_is_failure"), std::string::npos) << ignored.summary;
   EXPECT_EQ(ignored.confidence, Confidence::Low);
 
-  Options options;
+  Options options = sequential_options();
   options.crash_is_failure = true;
   SimulatedModel again{rules(16), {}};
   again.crashes = model.crashes;
@@ -299,7 +309,7 @@ TEST(Bisector, DisagreeingBaselineSwitchesToVotes) {
     if (++calls == 2) outcome.outcome = Outcome::Pass;  // the all-on repeat
     return outcome;
   });
-  Result result = bisect(model.candidates, oracle, Options{});
+  Result result = bisect(model.candidates, oracle, sequential_options());
   EXPECT_EQ(found_sets(result), (std::set<RuleSet>{{"Rule107"}}));
   EXPECT_TRUE(result.nondeterministic);
   EXPECT_EQ(result.confidence, Confidence::Low);
@@ -317,7 +327,7 @@ TEST(Bisector, VerificationCatchesALyingSearch) {
     if (++calls == 4) outcome.outcome = Outcome::Pass;  // the first prefix trial (Rule100..107 on) lies
     return outcome;
   });
-  Result result = bisect(model.candidates, oracle, Options{});
+  Result result = bisect(model.candidates, oracle, sequential_options());
   EXPECT_EQ(found_sets(result), (std::set<RuleSet>{{"Rule107"}})) << result.summary;
   EXPECT_EQ(result.confidence, Confidence::Low);
 }
@@ -331,7 +341,7 @@ TEST(Bisector, ContradictionsEndLowNotHigh) {
     bool fails = on("Rule101") && (on("Rule105") || !on("Rule100"));
     return TrialOutcome{fails ? Outcome::Fail : Outcome::Pass, 0, {}, {}, {}};
   });
-  Result result = bisect(candidates, oracle, Options{});
+  Result result = bisect(candidates, oracle, sequential_options());
   EXPECT_EQ(found_sets(result), (std::set<RuleSet>{{"Rule101", "Rule105"}}));
   EXPECT_FALSE(result.verified);
   EXPECT_EQ(result.confidence, Confidence::Low);
@@ -345,13 +355,13 @@ TEST(Bisector, ContradictionsEndLowNotHigh) {
 TEST(Bisector, ResumedFromItsLogRunsNothingAgain) {
   SimulatedModel model{rules(32), {{"Rule104", "Rule119"}, {"Rule127"}}};
   nlohmann::json saved;
-  Options options;
+  Options options = sequential_options();
   options.after_round = [&](const std::vector<TrialRecord>& trials) { saved = trial_log_to_json(trials); };
   Result first = run_bisect(model, options);
   ASSERT_EQ(first.conclusion, Conclusion::CulpritsFound);
 
   SimulatedModel fresh{model.candidates, model.culprits};
-  Result resumed = run_bisect(fresh, Options{}, trial_log_from_json(nlohmann::json::parse(saved.dump())));
+  Result resumed = run_bisect(fresh, sequential_options(), trial_log_from_json(nlohmann::json::parse(saved.dump())));
   EXPECT_EQ(fresh.trials, 0);
   EXPECT_EQ(resumed.new_trials, 0);
   EXPECT_EQ(resumed.rounds, 0);
@@ -368,13 +378,13 @@ TEST(Bisector, KilledMidwayResumesWhereItStopped) {
     if (++batches == 6) throw std::runtime_error("engine killed");
     return model.run(off);
   });
-  Options options;
+  Options options = sequential_options();
   options.after_round = [&](const std::vector<TrialRecord>& trials) { saved = trials; };
   EXPECT_THROW(bisect(model.candidates, dies_in_round_6, options), std::runtime_error);
   ASSERT_EQ(saved.size(), 5u);
 
   SimulatedModel fresh{model.candidates, model.culprits};
-  Result resumed = run_bisect(fresh, Options{}, trial_log_from_json(trial_log_to_json(saved)));
+  Result resumed = run_bisect(fresh, sequential_options(), trial_log_from_json(trial_log_to_json(saved)));
   EXPECT_EQ(found_sets(resumed), (std::set<RuleSet>{{"Rule150"}}));
   EXPECT_EQ(resumed.replayed_trials, 5);
   EXPECT_EQ(fresh.trials, resumed.new_trials);
@@ -396,7 +406,7 @@ TEST(Bisector, ParallelSlotsSplitKWaysInFewerRounds) {
   Result one = run_bisect(sequential);
 
   SimulatedModel parallel{rules(64), {{"Rule141"}}};
-  Options options;
+  Options options = sequential_options();
   options.slots = 4;
   Result four = run_bisect(parallel, options);
   EXPECT_EQ(found_sets(four), (std::set<RuleSet>{{"Rule141"}}));
@@ -417,7 +427,7 @@ TEST(Bisector, ParallelSlotsSplitKWaysInFewerRounds) {
 
 TEST(Bisector, InteractingCulpritsWithThreeSlots) {
   SimulatedModel model{rules(50), {{"Rule102", "Rule130", "Rule149"}, {"Rule120"}}};
-  Options options;
+  Options options = sequential_options();
   options.slots = 3;
   Result result = run_bisect(model, options);
   EXPECT_EQ(found_sets(result), (std::set<RuleSet>{{"Rule102", "Rule130", "Rule149"}, {"Rule120"}}));
@@ -427,7 +437,7 @@ TEST(Bisector, InteractingCulpritsWithThreeSlots) {
 
 TEST(Bisector, TrialBudgetStopsWithLowConfidence) {
   SimulatedModel model{rules(64), {{"Rule150"}}};
-  Options options;
+  Options options = sequential_options();
   options.max_trials = 6;
   Result result = run_bisect(model, options);
   EXPECT_EQ(result.conclusion, Conclusion::Inconclusive);

@@ -1,0 +1,133 @@
+#include "orchestrator/bisect/driver.h"
+
+#include <boost/filesystem.hpp>
+#include <fstream>
+
+#include "orchestrator/engine/state.h"
+#include "orchestrator/engine/step.h"
+#include "plugins/torchair/fusion_switch.h"
+
+namespace diagnose::bisect {
+
+namespace fs = boost::filesystem;
+
+std::string trial_log_path(const std::string& dir) { return dir + "/trial_log.json"; }
+
+std::optional<TrialLog> read_trial_log(const std::string& path) {
+  if (!fs::exists(path)) return std::nullopt;
+  try {
+    std::ifstream in(path);
+    nlohmann::json doc = nlohmann::json::parse(in);
+    TrialLog log;
+    log.fingerprint = doc.at("fingerprint");
+    log.candidates = doc.at("candidates").get<std::vector<std::string>>();
+    for (const std::string& rule : log.candidates) log.sections[rule] = torchair::FusionSection::Graph;
+    for (const std::string& rule : doc.value("ub_fusion_rules", std::vector<std::string>{}))
+      log.sections[rule] = torchair::FusionSection::UB;
+    log.trials = trial_log_from_json(doc.at("trials"));
+    return log;
+  } catch (const std::exception& e) {
+    throw std::runtime_error(path + ": not a trial log: " + e.what());
+  }
+}
+
+void write_trial_log(const std::string& path, const TrialLog& log) {
+  nlohmann::json ub = nlohmann::json::array();
+  for (const auto& [rule, section] : log.sections)
+    if (section == torchair::FusionSection::UB) ub.push_back(rule);
+  nlohmann::json doc = {{"fingerprint", log.fingerprint}, {"candidates", log.candidates}, {"ub_fusion_rules", ub},
+                        {"trials", trial_log_to_json(log.trials)}};
+  write_file_atomically(path, doc.dump(1) + "\n");
+}
+
+BisectionOutcome Bisection::run(const BisectionPlan& plan, const nlohmann::json& extra_json) {
+  BisectionOutcome outcome;
+  auto failed = [&](BisectionOutcome::Status status, std::string message) {
+    outcome.status = status;
+    outcome.message = std::move(message);
+    return outcome;
+  };
+  fs::create_directories(plan.dir);
+  TrialLog log;
+  log.fingerprint = plan.fingerprint;
+  if (plan.resume) {
+    log = *plan.resume;
+    log.fingerprint = plan.fingerprint;
+    setup_.sections = log.sections;
+  } else {
+    log.candidates = plan.candidates;
+    log.sections = setup_.sections;
+  }
+
+  // The first round: the runs alongside, and the all-on run when the candidates are to be listed.
+  bool list = !plan.resume && log.candidates.empty();
+  oracle_.emplace(setup_, log.trials);
+  std::vector<RunRequest> first_round = plan.alongside;
+  std::optional<Trial> all_on;
+  if (list) {
+    all_on = oracle_->prepare({}, 0);
+    first_round.push_back(setup_.make_request(*all_on));
+  }
+  std::vector<RunRecord> records = first_round.empty() ? std::vector<RunRecord>{} : setup_.execute(first_round);
+  if (plan.check_alongside) {
+    std::vector<RunRecord> alongside(records.begin(), records.begin() + plan.alongside.size());
+    std::string problem = plan.check_alongside(alongside);
+    if (!problem.empty()) return failed(BisectionOutcome::Status::Failed, problem);
+  }
+  if (list) {
+    const RunRequest& request = first_round.back();
+    TrialOutcome listing = oracle_->judge(*all_on, request, records.back());
+    bool ran_to_the_end = listing.outcome == Outcome::Pass || listing.outcome == Outcome::Fail;
+    std::string what = listing.fired_rules ? "an empty report at " + setup_.fired_report
+                                           : "no fired-rule report at " + setup_.fired_report;
+    if (ran_to_the_end && (!listing.fired_rules || listing.fired_rules->empty())) {
+      outcome.no_report = !listing.fired_rules;
+      return failed(BisectionOutcome::Status::NoRuleFired, "the all-on run (" + request.name + ") left " + what);
+    }
+    if (!listing.fired_rules)
+      return failed(BisectionOutcome::Status::Failed,
+                    "cannot list the candidates: the all-on run (" + request.name + ", " + outcome_name(listing.outcome) +
+                        (listing.detail.empty() ? "" : ": " + listing.detail) + ") left " + what);
+    log.candidates = *listing.fired_rules;
+    log.sections = setup_.sections = report_sections(absolute_path(setup_.fired_report, request.cwd));
+    log.trials.push_back(candidate_listing_record(listing));
+  }
+  if (!plan.resume) log.candidates = select_rules(log.candidates, plan.include, plan.exclude);
+  outcome.candidates = log.candidates;
+  if (log.candidates.empty())
+    return failed(BisectionOutcome::Status::NoCandidates,
+                  "no candidate rules" + std::string(list ? " fired in the all-on run" : "") + " (after include/exclude)");
+
+  log_path_ = trial_log_path(plan.dir);
+  write_trial_log(log_path_, log);
+  if (plan.on_candidates) plan.on_candidates(log.candidates);
+  Options options = plan.options;
+  options.max_votes = std::max(options.max_votes, options.confirmations);
+  options.after_round = [&](const std::vector<TrialRecord>& trials) {
+    log.trials = trials;
+    write_trial_log(log_path_, log);
+  };
+  oracle_.emplace(setup_, log.trials);
+  outcome.result = bisect(log.candidates, *oracle_, options, log.trials);
+  outcome.status = BisectionOutcome::Status::Bisected;
+
+  nlohmann::json doc = outcome.result.to_json();
+  doc["candidates"] = log.candidates;
+  doc["trial_table"] = trial_table(outcome.result);
+  doc.update(extra_json);
+  outcome.json_path = plan.dir + "/bisection.json";
+  write_file_atomically(outcome.json_path, doc.dump(1) + "\n");
+  if (outcome.result.conclusion == Conclusion::CulpritsFound) {
+    outcome.workaround_path = plan.dir + "/fusion_switch.json";
+    torchair::write_fusion_switch_file(outcome.workaround_path,
+                                       switch_for(outcome.result.culprits_off(), oracle_->sections()));
+  }
+  return outcome;
+}
+
+RunRequest Bisection::replay(const Config& off) const {
+  TrialOracle oracle = oracle_ ? *oracle_ : TrialOracle(setup_, {});
+  return setup_.make_request(oracle.prepare(off, 0));
+}
+
+}  // namespace diagnose::bisect

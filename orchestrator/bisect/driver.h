@@ -1,0 +1,91 @@
+// One bisection from start to finish, the same for `diagnose bisect`, the fusion_bisect step
+// and any later search over rules: the candidates (given, or the rules the all-on run
+// reports), the selection by include/exclude globs, the trial log (one format, tied to the
+// bisection's fingerprint so that a log of another bisection is never replayed), the search
+// (bisector.h) over real trials (trial_oracle.h), and the files it leaves: bisection.json and,
+// when culprits are found, the switch file that turns only them off.
+//
+// trial_log.json: {"fingerprint": <the caller's identity of the bisection>, "candidates": [...],
+//                  "ub_fusion_rules": [rules of the UB fusion section], "trials": [...]}.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "orchestrator/bisect/bisector.h"
+#include "orchestrator/bisect/trial_oracle.h"
+
+namespace diagnose::bisect {
+
+// A trial log as saved.
+struct TrialLog {
+  nlohmann::json fingerprint;
+  std::vector<std::string> candidates;
+  std::map<std::string, torchair::FusionSection> sections;
+  std::vector<TrialRecord> trials;
+};
+
+// <dir>/trial_log.json, where a bisection keeps its log.
+std::string trial_log_path(const std::string& dir);
+// The log at `path`; nullopt when there is none. Throws std::runtime_error naming the file
+// when it cannot be read.
+std::optional<TrialLog> read_trial_log(const std::string& path);
+void write_trial_log(const std::string& path, const TrialLog& log);
+
+struct BisectionPlan {
+  std::string dir;          // bisection.json, trial_log.json and fusion_switch.json go here
+  nlohmann::json fingerprint;
+  // Trials to replay: a log of this same bisection (its candidates and sections are used).
+  std::optional<TrialLog> resume;
+  std::vector<std::string> candidates;  // empty: the rules the all-on run reports
+  std::vector<std::string> include, exclude;
+  Options options;  // after_round is set by the driver
+  // Runs started in the same round as the all-on run that lists the candidates, or alone when
+  // nothing is to be listed (a golden run); `check_alongside` sees their records first and
+  // returns why the bisection cannot go on ("" to go on).
+  std::vector<RunRequest> alongside;
+  std::function<std::string(const std::vector<RunRecord>&)> check_alongside;
+  // Told the candidates once they are known, before the search starts.
+  std::function<void(const std::vector<std::string>&)> on_candidates;
+};
+
+struct BisectionOutcome {
+  enum class Status {
+    Bisected,      // the search ran: `result`
+    NoRuleFired,   // the all-on run ran to the end and its report lists no rule (or there is none)
+    NoCandidates,  // none given, listed, or left by include/exclude
+    Failed,        // the candidates could not be listed, or a run alongside failed: `message`
+  };
+  Status status = Status::Failed;
+  std::string message;
+  bool no_report = false;  // NoRuleFired: the all-on run left no fired-rule report at all
+  std::vector<std::string> candidates;
+  Result result;
+  std::string json_path;       // bisection.json (Bisected)
+  std::string workaround_path;  // the culprits-off switch file (CulpritsFound)
+};
+
+class Bisection {
+ public:
+  explicit Bisection(TrialSetup setup) : setup_(std::move(setup)) {}
+  // Runs the plan; RunsInterrupted passes through (the trial log is saved after every round).
+  // `extra_json` joins bisection.json.
+  BisectionOutcome run(const BisectionPlan& plan, const nlohmann::json& extra_json = nlohmann::json::object());
+  // The request that runs `off` once more (the reproduce lines: last passing, first failing,
+  // the workaround).
+  RunRequest replay(const Config& off) const;
+  const TrialSetup& setup() const { return setup_; }
+  const std::string& log_path() const { return log_path_; }
+
+ private:
+  TrialSetup setup_;
+  std::string log_path_;
+  std::optional<TrialOracle> oracle_;
+};
+
+}  // namespace diagnose::bisect
