@@ -8,6 +8,7 @@
 
 #include "orchestrator/exec/command_line.h"
 #include "orchestrator/engine/step.h"
+#include "orchestrator/exec/subprocess.h"
 #include "steps/dump_judgement.h"
 #include "steps/dynamo_findings.h"
 #include "steps/plugin_run.h"
@@ -17,14 +18,6 @@ namespace diagnose {
 namespace {
 
 const std::vector<std::string> kDefaultBackends = {"eager", "aot_eager", "aot_eager_decomp_partition"};
-
-std::string tail_of(const std::string& path, size_t limit = 1500) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string s = text.str();
-  return s.size() > limit ? "..." + s.substr(s.size() - limit) : s;
-}
 
 class DynamoMetaCheckStep : public StepKind {
  public:
@@ -92,7 +85,7 @@ class DynamoMetaCheckStep : public StepKind {
         // Eager ran; the same script failing under this backend is Dynamo/AOT's doing.
         failed_backends.push_back(backend);
         result.findings.push_back({"torch.compile with backend " + backend + " fails where eager runs: " + run.error, ""});
-        result.evidence.push_back({"log", backend + " run (stderr tail)", run.stderr_path, tail_of(run.stderr_path)});
+        result.evidence.push_back({"log", backend + " run (stderr tail)", run.stderr_path, log_tail(run.stderr_path, 40, 1500)});
         continue;
       }
       if (run.status != RunStatus::Succeeded) {
@@ -121,12 +114,10 @@ class DynamoMetaCheckStep : public StepKind {
     MetaCheckSummary meta_summary;
     if (meta) {
       std::string path = runs[0].dir + "/meta_check.json";
-      std::ifstream in(path);
-      std::stringstream text;
-      text << in.rdbuf();
-      nlohmann::json document = nlohmann::json::parse(text.str(), nullptr, false);
+      std::optional<std::string> text = read_file(path);
+      nlohmann::json document = nlohmann::json::parse(text.value_or(""), nullptr, false);
       try {
-        if (!in) throw std::runtime_error("the eager run wrote no " + path);
+        if (!text) throw std::runtime_error("the eager run wrote no " + path);
         meta_summary = summarize_meta_check(document);
       } catch (const std::exception& e) {
         return error_result(std::string("cannot read the meta check: ") + e.what(), std::move(result));

@@ -18,6 +18,7 @@
 #include "orchestrator/exec/command_line.h"
 #include "orchestrator/ci/history.h"
 #include "orchestrator/report/junit.h"
+#include "orchestrator/report/markup.h"
 #include "orchestrator/engine/step.h"
 #include "orchestrator/workflow/validate.h"
 #include "orchestrator/workflow/workflow_schema.h"
@@ -45,15 +46,15 @@ std::string gate_junit(const std::string& suite, const json& outputs, double sec
   for (const json& o : outputs) failures += !o.value("passed", true);
   std::ostringstream out;
   out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"diagnose gate\" tests=\"" << outputs.size()
-      << "\" failures=\"" << failures << "\" errors=\"0\">\n  <testsuite name=\"" << xml_escape(suite) << "\" tests=\""
+      << "\" failures=\"" << failures << "\" errors=\"0\">\n  <testsuite name=\"" << markup_escape(suite) << "\" tests=\""
       << outputs.size() << "\" failures=\"" << failures << "\" errors=\"0\" skipped=\"0\" time=\"" << seconds << "\">\n";
   for (const json& o : outputs) {
-    out << "    <testcase classname=\"" << xml_escape(suite) << "\" name=\"" << xml_escape(o.value("output", "")) << "\" time=\"0\">";
+    out << "    <testcase classname=\"" << markup_escape(suite) << "\" name=\"" << markup_escape(o.value("output", "")) << "\" time=\"0\">";
     if (!o.value("passed", true))
-      out << "\n      <failure type=\"precision_regression\" message=\"" << xml_escape(o.value("reason", ""))
+      out << "\n      <failure type=\"precision_regression\" message=\"" << markup_escape(o.value("reason", ""))
           << "\">cosine similarity " << compare::number_from_json(o.value("cosine_similarity", json())) << ", relative L2 "
           << compare::number_from_json(o.value("relative_l2", json())) << ", max relative error " << compare::number_from_json(o.value("max_relative_error", json()))
-          << " (" << xml_escape(o.value("judged_by", "")) << ")</failure>\n    ";
+          << " (" << markup_escape(o.value("judged_by", "")) << ")</failure>\n    ";
     out << "</testcase>\n";
   }
   out << "  </testsuite>\n</testsuites>\n";

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "orchestrator/engine/digest.h"
 #include "orchestrator/engine/run_dir.h"
 #include "orchestrator/engine/state.h"
 #include "orchestrator/workflow/workflow_schema.h"
@@ -22,15 +23,6 @@ const char* kSpecKeys[] = {"mode",     "backend", "device",        "dtype",    "
 const char* kPluginRunKeys[] = {"args", "env", "cwd", "timeout", "retries"};
 
 const std::vector<std::string> kDtypes = {"float32", "float64", "float16", "bfloat16"};
-
-// FNV-1a: a stable digest of the spec, so that --resume does not keep a run whose spec changed.
-std::string digest(const std::string& text) {
-  unsigned long long h = 1469598103934665603ULL;
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ULL;
-  char out[17];
-  std::snprintf(out, sizeof out, "%016llx", h);
-  return out;
-}
 
 }  // namespace
 
@@ -111,7 +103,7 @@ RunRequest plugin_run(const StepContext& context, const std::string& run_name, n
   std::string path = request.dir + "/spec.json";
   write_file_atomically(path, text);
   request.env["DIAGNOSE_RUN_SPEC"] = path;
-  request.env["DIAGNOSE_RUN_SPEC_DIGEST"] = digest(text);
+  request.env["DIAGNOSE_RUN_SPEC_DIGEST"] = hex_digest(fnv1a(text));  // --resume reruns a changed spec
   return request;
 }
 
@@ -129,11 +121,9 @@ RunRequest plugin_command(const StepContext& context, const std::string& run_nam
 std::string plugin_status_path(const RunRequest& run) { return run.dir + "/status.json"; }
 
 nlohmann::json read_plugin_status(const std::string& run_dir) {
-  std::ifstream in(run_dir + "/status.json");
-  if (!in) return nullptr;
-  std::stringstream text;
-  text << in.rdbuf();
-  nlohmann::json status = nlohmann::json::parse(text.str(), nullptr, false);
+  std::optional<std::string> text = read_file(run_dir + "/status.json");
+  if (!text) return nullptr;
+  nlohmann::json status = nlohmann::json::parse(*text, nullptr, false);
   return status.is_discarded() ? nlohmann::json() : status;
 }
 

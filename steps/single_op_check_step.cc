@@ -11,6 +11,7 @@
 
 #include "orchestrator/exec/command_line.h"
 #include "orchestrator/engine/step.h"
+#include "orchestrator/exec/subprocess.h"
 #include "steps/dump_judgement.h"
 #include "steps/plugin_run.h"
 #include "steps/single_op_batches.h"
@@ -21,23 +22,10 @@ namespace {
 
 namespace fs = boost::filesystem;
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 std::string joined(const std::vector<std::string>& items, const std::string& separator) {
   std::string out;
   for (const std::string& item : items) out += (out.empty() ? "" : separator) + item;
   return out;
-}
-
-std::string log_tail(const RunRecord& run) {
-  std::string text = read_text(run.stderr_path);
-  if (text.size() > 1500) text = "..." + text.substr(text.size() - 1500);
-  return text;
 }
 
 // The single-op command's options shared by every batch: backend, device, dtype, switches.
@@ -99,7 +87,7 @@ class SingleOpCheckStep : public StepKind {
     std::vector<RunRecord> listing = context.run({plugin_command(context, "ops", {"ops", "--from", eager_dir})});
     if (std::optional<StepResult> error = error_from_runs(listing)) return *error;
     std::string inventory_error;
-    std::optional<std::vector<OpCount>> inventory = parse_op_inventory(read_text(listing[0].stdout_path), &inventory_error);
+    std::optional<std::vector<OpCount>> inventory = parse_op_inventory(read_file(listing[0].stdout_path).value_or(""), &inventory_error);
     if (!inventory) {
       return error_result("cannot read the op inventory of " + eager_dir + ": " + inventory_error, std::move(result));
     }
@@ -146,12 +134,12 @@ class SingleOpCheckStep : public StepKind {
         const RunRecord& run = runs[b];
         std::string out = run.dir + "/out";
         bool ok = run.status == RunStatus::Succeeded;
-        BatchOutcome outcome = read_batch_progress(read_text(out + "/progress.jsonl"), pending[b], ok);
+        BatchOutcome outcome = read_batch_progress(read_file(out + "/progress.jsonl").value_or(""), pending[b], ok);
         if (!outcome.done.empty()) out_dirs.push_back(out);
         op_errors.insert(op_errors.end(), outcome.errors.begin(), outcome.errors.end());
         if (outcome.crashed) {
           crashed.push_back(*outcome.crashed);
-          crash_logs[*outcome.crashed] = run.error + "\n" + log_tail(run);
+          crash_logs[*outcome.crashed] = run.error + "\n" + log_tail(run.stderr_path, 40, 1500);
         }
         bool progressed = !outcome.done.empty() || !outcome.errors.empty() || outcome.crashed;
         if (!outcome.not_started.empty() && !progressed) {

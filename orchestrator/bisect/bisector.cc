@@ -47,9 +47,9 @@ Phase phase_from_name(const std::string& name) {
   throw std::invalid_argument("unknown bisection phase '" + name + "'");
 }
 
-class Bisection {
+class SearchState {
  public:
-  Bisection(const std::vector<std::string>& candidates, Oracle& oracle, const Options& options,
+  SearchState(const std::vector<std::string>& candidates, Oracle& oracle, const Options& options,
             const std::vector<TrialRecord>& previous_log)
       : candidates_(candidates), oracle_(oracle), options_(options) {
     std::set<std::string> seen;
@@ -673,7 +673,7 @@ nlohmann::json Result::to_json() const {
 
 Result bisect(const std::vector<std::string>& candidates, Oracle& oracle, const Options& options,
               const std::vector<TrialRecord>& previous_log) {
-  return Bisection(candidates, oracle, options, previous_log).run();
+  return SearchState(candidates, oracle, options, previous_log).run();
 }
 
 }  // namespace diagnose::bisect

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compare/compare.h"
+#include "orchestrator/engine/digest.h"
 #include "orchestrator/exec/subprocess.h"
 #include "plugins/torchair/fusion_result.h"
 
@@ -20,11 +21,8 @@ namespace diagnose::bisect {
 namespace fs = boost::filesystem;
 
 std::string trial_name(const Config& off, int occurrence) {
-  uint64_t hash = 1469598103934665603ull;  // FNV-1a
-  for (const std::string& rule : off) {
-    for (unsigned char c : rule) hash = (hash ^ c) * 1099511628211ull;
-    hash = (hash ^ '\n') * 1099511628211ull;
-  }
+  uint64_t hash = kFnv1aOffset;
+  for (const std::string& rule : off) hash = fnv1a(rule + '\n', hash);
   char text[32];
   std::snprintf(text, sizeof text, "t%08llx-%d", static_cast<unsigned long long>(hash & 0xffffffffull), occurrence);
   return text;

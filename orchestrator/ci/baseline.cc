@@ -1,5 +1,7 @@
 #include "orchestrator/ci/baseline.h"
 
+#include "orchestrator/engine/digest.h"
+
 #include <boost/filesystem.hpp>
 #include <cstdio>
 #include <fstream>
@@ -24,18 +26,13 @@ constexpr int kBaselineVersion = 1;
 std::string fnv1a64(const fs::path& file) {
   std::ifstream in(file.string(), std::ios::binary);
   if (!in) throw std::runtime_error("cannot read " + file.string());
-  unsigned long long hash = 1469598103934665603ULL;
+  uint64_t hash = kFnv1aOffset;
   std::vector<char> buffer(1 << 20);
   while (in) {
     in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-    for (std::streamsize i = 0; i < in.gcount(); ++i) {
-      hash ^= static_cast<unsigned char>(buffer[static_cast<size_t>(i)]);
-      hash *= 1099511628211ULL;
-    }
+    hash = fnv1a(std::string_view(buffer.data(), static_cast<size_t>(in.gcount())), hash);
   }
-  char text[17];
-  std::snprintf(text, sizeof text, "%016llx", hash);
-  return text;
+  return hex_digest(hash);
 }
 
 // Copies `from` into `to` (created), recording each file under `prefix` in `files`.

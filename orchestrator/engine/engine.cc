@@ -1,5 +1,7 @@
 #include "orchestrator/engine/engine.h"
 
+#include "orchestrator/engine/digest.h"
+
 #include <boost/filesystem.hpp>
 #include <cstdio>
 
@@ -20,14 +22,7 @@ namespace fs = boost::filesystem;
 std::string step_fingerprint(const Workflow& workflow, const StepSpec& step) {
   std::string text = YAML::Dump(step.node) + "\n--\n" + YAML::Dump(workflow.root["model"]) + "\n--\n" +
                      YAML::Dump(workflow.root["defaults"]);
-  uint64_t hash = 1469598103934665603ull;  // FNV-1a
-  for (unsigned char c : text) {
-    hash ^= c;
-    hash *= 1099511628211ull;
-  }
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
-  return hex;
+  return hex_digest(fnv1a(text));
 }
 
 namespace {

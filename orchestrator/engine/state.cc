@@ -192,12 +192,19 @@ void save_state(const State& state, const std::string& path) {
   write_file_atomically(path, to_json(state).dump(2) + "\n");
 }
 
-State load_state(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot read " + path);
+std::optional<std::string> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in || boost::filesystem::is_directory(path)) return std::nullopt;
   std::stringstream buffer;
   buffer << in.rdbuf();
-  nlohmann::json j = nlohmann::json::parse(buffer.str(), nullptr, false);
+  if (in.bad()) return std::nullopt;
+  return buffer.str();
+}
+
+State load_state(const std::string& path) {
+  std::optional<std::string> text = read_file(path);
+  if (!text) throw std::runtime_error("cannot read " + path);
+  nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
   if (j.is_discarded()) throw std::runtime_error(path + " is not valid JSON");
   try {
     return state_from_json(j);

@@ -93,6 +93,8 @@ StepResult step_result_from_json(const nlohmann::json& j);
 // Throws std::runtime_error on a file that is not a state of a known version.
 State state_from_json(const nlohmann::json& j);
 
+// The whole file; nullopt when it cannot be read (missing, a directory...).
+std::optional<std::string> read_file(const std::string& path);
 // Atomic: readers see the old or the new file, never half of one.
 void write_file_atomically(const std::string& path, const std::string& content);
 void save_state(const State& state, const std::string& path);

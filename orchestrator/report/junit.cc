@@ -1,32 +1,13 @@
 #include "orchestrator/report/junit.h"
 
+#include "orchestrator/report/markup.h"
+
 #include <sstream>
 
 #include "orchestrator/report/report_json.h"
 #include "orchestrator/exec/subprocess.h"
 
 namespace diagnose {
-
-std::string xml_escape(const std::string& text) {
-  std::string out;
-  for (unsigned char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      case '\n':
-      case '\t':
-      case '\r': out += static_cast<char>(c); break;
-      default:
-        // Control characters are not allowed in XML 1.0, even escaped.
-        if (c >= 0x20) out += static_cast<char>(c);
-        else out += "?";
-    }
-  }
-  return out;
-}
 
 std::string report_junit(const State& state, const Verdict& verdict) {
   size_t failures = 0, errors = 0, skipped = 0;
@@ -42,16 +23,16 @@ std::string report_junit(const State& state, const Verdict& verdict) {
   out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   out << "<testsuites name=\"diagnose\" tests=\"" << state.steps.size() << "\" failures=\"" << failures
       << "\" errors=\"" << errors << "\" skipped=\"" << skipped << "\">\n";
-  out << "  <testsuite name=\"" << xml_escape(state.workflow_name) << "\" tests=\"" << state.steps.size()
+  out << "  <testsuite name=\"" << markup_escape(state.workflow_name) << "\" tests=\"" << state.steps.size()
       << "\" failures=\"" << failures << "\" errors=\"" << errors << "\" skipped=\"" << skipped << "\" time=\""
       << seconds(state.started, state.finished) << "\"";
   nlohmann::json timestamp = iso_time(state.started);
   if (timestamp.is_string()) out << " timestamp=\"" << timestamp.get<std::string>() << "\"";
   out << ">\n";
-  out << "    <properties>\n      <property name=\"verdict\" value=\"" << xml_escape(verdict.category)
-      << "\"/>\n      <property name=\"run_dir\" value=\"" << xml_escape(state.run_dir) << "\"/>\n    </properties>\n";
+  out << "    <properties>\n      <property name=\"verdict\" value=\"" << markup_escape(verdict.category)
+      << "\"/>\n      <property name=\"run_dir\" value=\"" << markup_escape(state.run_dir) << "\"/>\n    </properties>\n";
   for (const StepResult& s : state.steps) {
-    out << "    <testcase classname=\"diagnose." << xml_escape(state.workflow_name) << "\" name=\"" << xml_escape(s.id)
+    out << "    <testcase classname=\"diagnose." << markup_escape(state.workflow_name) << "\" name=\"" << markup_escape(s.id)
         << "\" time=\"" << seconds(s.started, s.finished) << "\">\n";
     std::string details;
     for (const Finding& f : s.findings) details += f.message + "\n";
@@ -61,15 +42,15 @@ std::string report_junit(const State& state, const Verdict& verdict) {
       if (!tail.empty()) details += "--- " + r.name + " stderr (last lines) ---\n" + tail + "\n";
     }
     if (s.status == StepStatus::Fail) {
-      out << "      <failure message=\"" << xml_escape(s.summary) << "\" type=\"" << xml_escape(s.category) << "\">"
-          << xml_escape(details) << "</failure>\n";
+      out << "      <failure message=\"" << markup_escape(s.summary) << "\" type=\"" << markup_escape(s.category) << "\">"
+          << markup_escape(details) << "</failure>\n";
     } else if (s.status == StepStatus::Error || s.status == StepStatus::Pending) {
       std::string message = s.status == StepStatus::Pending ? "did not finish" : s.summary;
-      out << "      <error message=\"" << xml_escape(message) << "\">" << xml_escape(details) << "</error>\n";
+      out << "      <error message=\"" << markup_escape(message) << "\">" << markup_escape(details) << "</error>\n";
     } else if (s.status == StepStatus::Skipped) {
-      out << "      <skipped message=\"" << xml_escape(s.summary) << "\"/>\n";
+      out << "      <skipped message=\"" << markup_escape(s.summary) << "\"/>\n";
     }
-    out << "      <system-out>" << xml_escape(s.summary) << "</system-out>\n";
+    out << "      <system-out>" << markup_escape(s.summary) << "</system-out>\n";
     out << "    </testcase>\n";
   }
   out << "  </testsuite>\n</testsuites>\n";

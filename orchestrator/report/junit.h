@@ -10,7 +10,5 @@ namespace diagnose {
 
 std::string report_junit(const State& state, const Verdict& verdict);
 
-// Text escaped for XML character data and attribute values.
-std::string xml_escape(const std::string& text);
 
 }  // namespace diagnose

@@ -10,6 +10,7 @@
 #include "compare/json_number.h"
 #include "orchestrator/report/report_json.h"
 #include "orchestrator/exec/subprocess.h"
+#include "orchestrator/report/markup.h"
 #include "orchestrator/report/svg_plot.h"
 
 namespace diagnose {
@@ -18,7 +19,6 @@ namespace {
 
 namespace fs = boost::filesystem;
 using nlohmann::json;
-using svg::escape;
 using svg::short_number;
 
 constexpr size_t kMaxTableRows = 200;
@@ -113,7 +113,7 @@ class Page {
   std::string render() {
     out_ << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
          << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-         << "<title>diagnose: " << escape(state_.workflow_name) << " — " << escape(verdict_.title) << "</title>\n"
+         << "<title>diagnose: " << markup_escape(state_.workflow_name) << " — " << markup_escape(verdict_.title) << "</title>\n"
          << "<style>" << kStyle << "</style>\n</head>\n<body>\n";
     header();
     verdict();
@@ -135,14 +135,14 @@ class Page {
   }
 
   void anchor(const std::string& path, const std::string& text) {
-    out_ << "<a href=\"" << escape(link(path)) << "\">" << escape(text) << "</a>";
+    out_ << "<a href=\"" << markup_escape(link(path)) << "\">" << markup_escape(text) << "</a>";
   }
 
   void header() {
-    out_ << "<header>\n<h1>diagnose report: " << escape(state_.workflow_name) << "</h1>\n<p class=\"meta\">run <code>"
-         << escape(state_.run_dir) << "</code> · workflow <a href=\"workflow.yaml\"><code>" << escape(state_.workflow_path)
-         << "</code></a> · started " << escape(cell_text(iso_time(state_.started))) << " · "
-         << (state_.finished > 0 ? "finished " + escape(cell_text(iso_time(state_.finished))) : std::string("not finished"))
+    out_ << "<header>\n<h1>diagnose report: " << markup_escape(state_.workflow_name) << "</h1>\n<p class=\"meta\">run <code>"
+         << markup_escape(state_.run_dir) << "</code> · workflow <a href=\"workflow.yaml\"><code>" << markup_escape(state_.workflow_path)
+         << "</code></a> · started " << markup_escape(cell_text(iso_time(state_.started))) << " · "
+         << (state_.finished > 0 ? "finished " + markup_escape(cell_text(iso_time(state_.finished))) : std::string("not finished"))
          << (state_.finished > state_.started && state_.started > 0
                  ? " (" + short_number(state_.finished - state_.started) + " s)"
                  : std::string())
@@ -153,14 +153,14 @@ class Page {
     std::string kind = verdict_.category == "no_precision_problem" || verdict_.category == "inconclusive"
                            ? verdict_.category
                            : "problem";
-    out_ << "<section id=\"verdict\" class=\"" << kind << "\" data-category=\"" << escape(verdict_.category) << "\">\n"
-         << "<h2>Verdict: " << escape(verdict_.title) << "</h2>\n<p class=\"verdict-sentence\">" << escape(verdict_.summary)
+    out_ << "<section id=\"verdict\" class=\"" << kind << "\" data-category=\"" << markup_escape(verdict_.category) << "\">\n"
+         << "<h2>Verdict: " << markup_escape(verdict_.title) << "</h2>\n<p class=\"verdict-sentence\">" << markup_escape(verdict_.summary)
          << "</p>\n";
     if (!verdict_.step.empty())
-      out_ << "<p>Decided by step <a href=\"#step-" << escape(verdict_.step) << "\">" << escape(verdict_.step) << "</a>"
-           << (verdict_.culprit.empty() ? "" : "; culprit <code class=\"culprit\">" + escape(verdict_.culprit) + "</code>")
+      out_ << "<p>Decided by step <a href=\"#step-" << markup_escape(verdict_.step) << "\">" << markup_escape(verdict_.step) << "</a>"
+           << (verdict_.culprit.empty() ? "" : "; culprit <code class=\"culprit\">" + markup_escape(verdict_.culprit) + "</code>")
            << ".</p>\n";
-    if (!verdict_.advice.empty()) out_ << "<p><strong>What to do:</strong> " << escape(verdict_.advice) << "</p>\n";
+    if (!verdict_.advice.empty()) out_ << "<p><strong>What to do:</strong> " << markup_escape(verdict_.advice) << "</p>\n";
     findings(verdict_.findings);
     if (!verdict_.evidence.empty()) {
       out_ << "<h4>Evidence</h4>\n";
@@ -219,15 +219,15 @@ class Page {
       const StepResult& s = state_.steps[i];
       std::string status = status_class(step_status_name(s.status));
       int x = box_x(i), y = box_y(i);
-      out_ << "<a href=\"#step-" << escape(s.id) << "\"><g class=\"box " << status << "\" data-step=\"" << escape(s.id)
-           << "\" data-status=\"" << status << "\"><title>" << escape(s.id + ": " + s.summary) << "</title>"
+      out_ << "<a href=\"#step-" << markup_escape(s.id) << "\"><g class=\"box " << status << "\" data-step=\"" << markup_escape(s.id)
+           << "\" data-status=\"" << status << "\"><title>" << markup_escape(s.id + ": " + s.summary) << "</title>"
            << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"" << box_w << "\" height=\"" << box_h << "\" rx=\"8\"/>"
-           << "<text class=\"id\" x=\"" << x + 10 << "\" y=\"" << y + 20 << "\">" << escape(clip(s.id, 26)) << "</text>"
-           << "<text class=\"kind\" x=\"" << x + 10 << "\" y=\"" << y + 37 << "\">" << escape(clip(s.kind, 28)) << "</text>"
-           << "<text class=\"state\" x=\"" << x + 10 << "\" y=\"" << y + 56 << "\">" << escape(status) << "</text>";
+           << "<text class=\"id\" x=\"" << x + 10 << "\" y=\"" << y + 20 << "\">" << markup_escape(clip(s.id, 26)) << "</text>"
+           << "<text class=\"kind\" x=\"" << x + 10 << "\" y=\"" << y + 37 << "\">" << markup_escape(clip(s.kind, 28)) << "</text>"
+           << "<text class=\"state\" x=\"" << x + 10 << "\" y=\"" << y + 56 << "\">" << markup_escape(status) << "</text>";
       auto condition = when.find(s.id);
       if (condition != when.end())
-        out_ << "<text class=\"when\" x=\"" << x << "\" y=\"" << y - 5 << "\">when " << escape(clip(condition->second, 34))
+        out_ << "<text class=\"when\" x=\"" << x << "\" y=\"" << y - 5 << "\">when " << markup_escape(clip(condition->second, 34))
              << "</text>";
       out_ << "</g></a>\n";
     }
@@ -242,14 +242,14 @@ class Page {
   void findings(const std::vector<Finding>& list) {
     if (list.empty()) return;
     out_ << "<ul class=\"findings\">\n";
-    for (const Finding& f : list) out_ << "<li>" << escape(f.message) << "</li>\n";
+    for (const Finding& f : list) out_ << "<li>" << markup_escape(f.message) << "</li>\n";
     out_ << "</ul>\n";
   }
 
   void commands(const std::string& title, const std::vector<std::string>& list) {
     if (list.empty()) return;
-    out_ << "<h4>" << escape(title) << "</h4>\n<pre class=\"replay\">";
-    for (const std::string& c : list) out_ << escape(c) << "\n";
+    out_ << "<h4>" << markup_escape(title) << "</h4>\n<pre class=\"replay\">";
+    for (const std::string& c : list) out_ << markup_escape(c) << "\n";
     out_ << "</pre>\n";
   }
 
@@ -260,7 +260,7 @@ class Page {
       for (const auto& [key, value] : row.items())
         if (std::find(columns.begin(), columns.end(), key) == columns.end()) columns.push_back(key);
     out_ << "<table" << (css_class.empty() ? "" : " class=\"" + css_class + "\"") << ">\n<tr>";
-    for (const std::string& c : columns) out_ << "<th>" << escape(c) << "</th>";
+    for (const std::string& c : columns) out_ << "<th>" << markup_escape(c) << "</th>";
     out_ << "</tr>\n";
     size_t shown = std::min(rows.size(), kMaxTableRows);
     for (size_t i = 0; i < shown; ++i) {
@@ -268,10 +268,10 @@ class Page {
       std::string row_class;
       for (const char* key : {"verdict", "outcome", "status"})
         if (row.contains(key) && row[key].is_string()) row_class = status_class(row[key].get<std::string>());
-      out_ << "<tr" << (row_class.empty() ? "" : " class=\"" + escape(row_class) + "\"") << ">";
+      out_ << "<tr" << (row_class.empty() ? "" : " class=\"" + markup_escape(row_class) + "\"") << ">";
       for (const std::string& c : columns) {
         json value = row.value(c, json());
-        out_ << "<td" << (value.is_number() ? " class=\"num\"" : "") << ">" << escape(cell_text(value)) << "</td>";
+        out_ << "<td" << (value.is_number() ? " class=\"num\"" : "") << ">" << markup_escape(cell_text(value)) << "</td>";
       }
       out_ << "</tr>\n";
     }
@@ -288,7 +288,7 @@ class Page {
     if (!files.empty()) {
       out_ << "<ul class=\"links\">\n";
       for (const Evidence* e : files) {
-        out_ << "<li>" << escape(e->name) << ": ";
+        out_ << "<li>" << markup_escape(e->name) << ": ";
         anchor(e->path, link(e->path));
         out_ << "</li>\n";
       }
@@ -296,19 +296,19 @@ class Page {
     }
     if (!metrics.empty()) {
       out_ << "<ul class=\"metrics\">\n";
-      for (const Evidence* e : metrics) out_ << "<li>" << escape(e->name) << " = <code>" << escape(cell_text(e->value)) << "</code></li>\n";
+      for (const Evidence* e : metrics) out_ << "<li>" << markup_escape(e->name) << " = <code>" << markup_escape(cell_text(e->value)) << "</code></li>\n";
       out_ << "</ul>\n";
     }
     for (const Evidence& e : list) {
       if (e.kind == "table") {
-        out_ << "<h4>" << escape(e.name) << "</h4>\n";
+        out_ << "<h4>" << markup_escape(e.name) << "</h4>\n";
         table(e.value, "evidence");
       } else if (e.kind == "log") {
-        out_ << "<h4>" << escape(e.name) << " (";
+        out_ << "<h4>" << markup_escape(e.name) << " (";
         anchor(e.path, link(e.path));
-        out_ << ")</h4>\n<pre class=\"log\">" << escape(e.value.is_string() ? e.value.get<std::string>() : "") << "</pre>\n";
+        out_ << ")</h4>\n<pre class=\"log\">" << markup_escape(e.value.is_string() ? e.value.get<std::string>() : "") << "</pre>\n";
       } else if (e.kind != "file" && e.kind != "metric") {
-        out_ << "<h4>" << escape(e.name) << " (" << escape(e.kind) << ")</h4>\n<pre>" << escape(e.value.dump(2)) << "</pre>\n";
+        out_ << "<h4>" << markup_escape(e.name) << " (" << markup_escape(e.kind) << ")</h4>\n<pre>" << markup_escape(e.value.dump(2)) << "</pre>\n";
       }
     }
   }
@@ -319,7 +319,7 @@ class Page {
             "<th>files</th><th>why</th></tr>\n";
     for (const RunRecord& r : step.runs) {
       std::string status = status_class(run_status_name(r.status));
-      out_ << "<tr><td>" << escape(r.name) << "</td><td><span class=\"status " << status << "\">" << status
+      out_ << "<tr><td>" << markup_escape(r.name) << "</td><td><span class=\"status " << status << "\">" << status
            << "</span></td><td class=\"num\">" << (r.exit_code ? std::to_string(*r.exit_code) : r.signal ? "signal " + std::to_string(*r.signal) : "")
            << "</td><td class=\"num\">" << (r.finished >= r.started && r.started > 0 ? short_number(r.finished - r.started) : "")
            << "</td><td class=\"num\">" << r.attempts << "</td><td>";
@@ -333,7 +333,7 @@ class Page {
         anchor(path, name);
         first = false;
       }
-      out_ << "</td><td>" << escape(r.error) << "</td></tr>\n";
+      out_ << "</td><td>" << markup_escape(r.error) << "</td></tr>\n";
     }
     out_ << "</table>\n";
   }
@@ -345,7 +345,7 @@ class Page {
     for (const auto& [key, value] : step.metrics.items()) {
       bool table_like = value.is_array() && std::any_of(value.begin(), value.end(), [](const json& v) { return v.is_structured(); });
       if (value.is_object() || table_like || (value.is_array() && value.size() > 8)) continue;
-      out_ << (first ? "" : " · ") << "<code>" << escape(key) << "</code> = " << escape(cell_text(value));
+      out_ << (first ? "" : " · ") << "<code>" << markup_escape(key) << "</code> = " << markup_escape(cell_text(value));
       first = false;
     }
     out_ << "</p>\n";
@@ -382,10 +382,10 @@ class Page {
 
   void step_section(const StepResult& step) {
     std::string status = status_class(step_status_name(step.status));
-    out_ << "<section class=\"step\" id=\"step-" << escape(step.id) << "\" data-kind=\"" << escape(step.kind)
-         << "\" data-status=\"" << status << "\">\n<header><h3>" << escape(step.id) << " <span class=\"note\">("
-         << escape(step.kind) << ")</span> <span class=\"status " << status << "\">" << status << "</span></h3>\n<p>"
-         << escape(step.summary) << "</p></header>\n";
+    out_ << "<section class=\"step\" id=\"step-" << markup_escape(step.id) << "\" data-kind=\"" << markup_escape(step.kind)
+         << "\" data-status=\"" << status << "\">\n<header><h3>" << markup_escape(step.id) << " <span class=\"note\">("
+         << markup_escape(step.kind) << ")</span> <span class=\"status " << status << "\">" << status << "</span></h3>\n<p>"
+         << markup_escape(step.summary) << "</p></header>\n";
     metrics_list(step);
     findings(step.findings);
     runs(step);
@@ -470,11 +470,11 @@ class Page {
       out_ << svg::chart(error) << "<figcaption>Per-op error of ";
       anchor(path, link(path));
       if (divergence.is_object()) {
-        out_ << "; first divergence at <code class=\"first-divergence\">" << escape(divergence.value("first_failing_op", ""))
+        out_ << "; first divergence at <code class=\"first-divergence\">" << markup_escape(divergence.value("first_failing_op", ""))
              << "</code>";
         if (!sources.empty()) {
           out_ << ", error starts at";
-          for (const std::string& s : sources) out_ << " <code class=\"source-op\">" << escape(s) << "</code>";
+          for (const std::string& s : sources) out_ << " <code class=\"source-op\">" << markup_escape(s) << "</code>";
         }
       }
       out_ << ". Hover a point for its op and values.</figcaption>\n</figure>\n";
@@ -522,16 +522,16 @@ class Page {
 
   void bisection(const std::string& path, const json& result, bool with_table) {
     const json& trials = result["trials"];
-    out_ << "<div class=\"bisection\">\n<h4>Bisection: " << escape(result.value("conclusion", "")) << "</h4>\n<p>"
-         << escape(result.value("summary", "")) << "</p>\n";
+    out_ << "<div class=\"bisection\">\n<h4>Bisection: " << markup_escape(result.value("conclusion", "")) << "</h4>\n<p>"
+         << markup_escape(result.value("summary", "")) << "</p>\n";
     std::vector<std::string> culprits;
     for (const json& set : result.value("culprit_sets", json::array()))
       for (const json& rule : set.value("rules", json::array()))
         if (rule.is_string()) culprits.push_back(rule.get<std::string>());
     if (!culprits.empty()) {
       out_ << "<p>Culprit rule(s):";
-      for (const std::string& c : culprits) out_ << " <code class=\"culprit\">" << escape(c) << "</code>";
-      out_ << " · confidence " << escape(result.value("confidence", "")) << (result.value("verified", false) ? ", verified" : "")
+      for (const std::string& c : culprits) out_ << " <code class=\"culprit\">" << markup_escape(c) << "</code>";
+      out_ << " · confidence " << markup_escape(result.value("confidence", "")) << (result.value("verified", false) ? ", verified" : "")
            << "</p>\n";
     }
     // Candidates: as the bisection lists them, else every rule any trial switched off.
@@ -594,7 +594,7 @@ class Page {
         out_ << "<rect class=\"culprit-column\" x=\"" << x << "\" y=\"" << top - 4 << "\" width=\"" << cell_w << "\" height=\""
              << cell_h * static_cast<int>(trials.size()) + 8 << "\"/>\n";
       out_ << "<text" << (culprit ? " class=\"culprit-label\"" : "") << " transform=\"translate(" << x + cell_w / 2 + 4 << " "
-           << top - 8 << ") rotate(-60)\">" << escape(clip(rules[c], 20)) << "</text>\n";
+           << top - 8 << ") rotate(-60)\">" << markup_escape(clip(rules[c], 20)) << "</text>\n";
     }
     for (size_t i = 0; i < trials.size(); ++i) {
       const json& t = trials[i];
@@ -605,10 +605,10 @@ class Page {
       std::string outcome = t.value("outcome", "");
       std::string outcome_class = outcome == "pass" || outcome == "fail" ? outcome : "other";
       int y = top + static_cast<int>(i) * cell_h;
-      out_ << "<g class=\"trial\" data-outcome=\"" << escape(outcome) << "\"><title>trial " << i + 1 << " ("
-           << escape(t.value("phase", "")) << ", round " << t.value("round", 0) << "): " << off.size() << " rule(s) off → "
-           << escape(outcome) << "</title><text x=\"4\" y=\"" << y + 11 << "\">" << i + 1 << ". "
-           << escape(clip(t.value("phase", ""), 8)) << " → " << escape(outcome) << "</text>";
+      out_ << "<g class=\"trial\" data-outcome=\"" << markup_escape(outcome) << "\"><title>trial " << i + 1 << " ("
+           << markup_escape(t.value("phase", "")) << ", round " << t.value("round", 0) << "): " << off.size() << " rule(s) off → "
+           << markup_escape(outcome) << "</title><text x=\"4\" y=\"" << y + 11 << "\">" << i + 1 << ". "
+           << markup_escape(clip(t.value("phase", ""), 8)) << " → " << markup_escape(outcome) << "</text>";
       for (size_t c = 0; c < rules.size(); ++c)
         out_ << "<rect class=\"cell " << (off.count(rules[c]) ? "off" : "on " + outcome_class) << "\" x=\""
              << left + static_cast<int>(c) * cell_w + 1 << "\" y=\"" << y + 1 << "\" width=\"" << cell_w - 2
@@ -663,7 +663,7 @@ class Page {
     }
     chart.series = {cosine, rel_l2, max_rel};
     out_ << "<figure class=\"trend\">\n" << svg::chart(chart) << "<figcaption>Worst row of each run in the history ("
-         << escape(document.value("database", "")) << "); from ";
+         << markup_escape(document.value("database", "")) << "); from ";
     anchor(path, link(path));
     out_ << ".</figcaption>\n</figure>\n";
     table(rows, "trend-table");

@@ -1,5 +1,7 @@
 #include "orchestrator/report/svg_plot.h"
 
+#include "orchestrator/report/markup.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -34,23 +36,6 @@ std::vector<double> linear_ticks(double low, double high, int count) {
 }
 
 }  // namespace
-
-std::string escape(const std::string& text) {
-  std::string out;
-  for (unsigned char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default:
-        if (c >= 0x20 || c == '\n' || c == '\t') out += static_cast<char>(c);
-        else out += "?";
-    }
-  }
-  return out;
-}
 
 std::string short_number(double value) {
   if (std::isnan(value)) return "nan";
@@ -98,10 +83,10 @@ std::string chart(const Chart& c) {
   std::ostringstream out;
   out << "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\" role=\"img\" viewBox=\"0 0 " << c.width << " "
       << c.height << "\" width=\"" << c.width << "\" height=\"" << c.height << "\"";
-  if (!c.id.empty()) out << " id=\"" << escape(c.id) << "\"";
-  if (!c.kind.empty()) out << " data-chart=\"" << escape(c.kind) << "\"";
-  out << ">\n<title>" << escape(c.title) << "</title>\n";
-  out << "<text class=\"chart-title\" x=\"" << kLeft << "\" y=\"18\">" << escape(c.title) << "</text>\n";
+  if (!c.id.empty()) out << " id=\"" << markup_escape(c.id) << "\"";
+  if (!c.kind.empty()) out << " data-chart=\"" << markup_escape(c.kind) << "\"";
+  out << ">\n<title>" << markup_escape(c.title) << "</title>\n";
+  out << "<text class=\"chart-title\" x=\"" << kLeft << "\" y=\"18\">" << markup_escape(c.title) << "</text>\n";
   out << "<rect class=\"frame\" x=\"" << kLeft << "\" y=\"" << kTop << "\" width=\"" << coordinate(plot_w)
       << "\" height=\"" << coordinate(plot_h) << "\"/>\n";
 
@@ -131,7 +116,7 @@ std::string chart(const Chart& c) {
     size_t every = std::max<size_t>(1, n / 12 + (n % 12 ? 1 : 0));
     for (size_t i = 0; i < n; i += every)
       out << "<text class=\"tick\" text-anchor=\"middle\" x=\"" << coordinate(px(static_cast<double>(i))) << "\" y=\""
-          << coordinate(kTop + plot_h + 16) << "\">" << escape(c.x_tick_labels[i]) << "</text>\n";
+          << coordinate(kTop + plot_h + 16) << "\">" << markup_escape(c.x_tick_labels[i]) << "</text>\n";
   } else {
     bool integral = true;  // rows, versions: no ticks between them
     for (const Series& s : c.series)
@@ -142,20 +127,20 @@ std::string chart(const Chart& c) {
           << coordinate(kTop + plot_h + 16) << "\">" << short_number(t) << "</text>\n";
   }
   out << "<text class=\"axis-label\" text-anchor=\"middle\" x=\"" << coordinate(kLeft + plot_w / 2) << "\" y=\""
-      << coordinate(kTop + plot_h + 34) << "\">" << escape(c.x_label) << "</text>\n";
+      << coordinate(kTop + plot_h + 34) << "\">" << markup_escape(c.x_label) << "</text>\n";
   out << "<text class=\"axis-label\" text-anchor=\"middle\" transform=\"translate(14 " << coordinate(kTop + plot_h / 2)
-      << ") rotate(-90)\">" << escape(c.y_label) << "</text>\n";
+      << ") rotate(-90)\">" << markup_escape(c.y_label) << "</text>\n";
 
   for (const Marker& m : c.markers) {
-    out << "<g class=\"marker " << escape(m.css_class) << "\"><line x1=\"" << coordinate(px(m.x)) << "\" x2=\""
+    out << "<g class=\"marker " << markup_escape(m.css_class) << "\"><line x1=\"" << coordinate(px(m.x)) << "\" x2=\""
         << coordinate(px(m.x)) << "\" y1=\"" << kTop << "\" y2=\"" << coordinate(kTop + plot_h) << "\"/>"
-        << "<text x=\"" << coordinate(px(m.x) + 3) << "\" y=\"" << kTop + 12 << "\">" << escape(m.label)
-        << "</text><title>" << escape(m.label) << "</title></g>\n";
+        << "<text x=\"" << coordinate(px(m.x) + 3) << "\" y=\"" << kTop + 12 << "\">" << markup_escape(m.label)
+        << "</text><title>" << markup_escape(m.label) << "</title></g>\n";
   }
 
   auto point_y = [&](double y) { return std::isinf(y) ? (y > 0 ? py(y_high) : py(y_low)) : py(shown_y(y)); };
   for (const Series& s : c.series) {
-    out << "<g class=\"series " << escape(s.css_class) << "\" data-series=\"" << escape(s.name) << "\">\n";
+    out << "<g class=\"series " << markup_escape(s.css_class) << "\" data-series=\"" << markup_escape(s.name) << "\">\n";
     if (s.line && s.points.size() > 1) {
       out << "<polyline points=\"";
       for (const Point& p : s.points)
@@ -165,17 +150,17 @@ std::string chart(const Chart& c) {
     for (const Point& p : s.points) {
       if (!std::isfinite(p.x) || std::isnan(p.y)) continue;
       out << "<circle r=\"3\" cx=\"" << coordinate(px(p.x)) << "\" cy=\"" << coordinate(point_y(p.y)) << "\"";
-      if (!p.css_class.empty()) out << " class=\"" << escape(p.css_class) << "\"";
-      out << "><title>" << escape(p.tooltip) << "</title></circle>\n";
+      if (!p.css_class.empty()) out << " class=\"" << markup_escape(p.css_class) << "\"";
+      out << "><title>" << markup_escape(p.tooltip) << "</title></circle>\n";
     }
     out << "</g>\n";
   }
 
   double legend_x = kLeft;
   for (const Series& s : c.series) {
-    out << "<g class=\"legend " << escape(s.css_class) << "\"><line x1=\"" << coordinate(legend_x) << "\" x2=\""
+    out << "<g class=\"legend " << markup_escape(s.css_class) << "\"><line x1=\"" << coordinate(legend_x) << "\" x2=\""
         << coordinate(legend_x + 18) << "\" y1=\"" << c.height - 10 << "\" y2=\"" << c.height - 10 << "\"/>"
-        << "<text x=\"" << coordinate(legend_x + 22) << "\" y=\"" << c.height - 6 << "\">" << escape(s.name)
+        << "<text x=\"" << coordinate(legend_x + 22) << "\" y=\"" << c.height - 6 << "\">" << markup_escape(s.name)
         << "</text></g>\n";
     legend_x += 40 + 7.0 * s.name.size();
   }

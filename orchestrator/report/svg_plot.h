@@ -41,8 +41,6 @@ struct Chart {
 
 std::string chart(const Chart& chart);
 
-// Text escaped for SVG/HTML character data and attribute values.
-std::string escape(const std::string& text);
 // A number in few characters: 0.9999, 1.2e-05.
 std::string short_number(double value);
 

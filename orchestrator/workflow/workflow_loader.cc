@@ -166,14 +166,12 @@ CommandSpec parse_command(const YAML::Node& node) {
 }
 
 std::optional<Workflow> load_workflow(const std::string& path, Diagnostics& diagnostics) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in || fs::is_directory(path)) {
+  std::optional<std::string> text = read_file(path);
+  if (!text) {
     diagnostics.error_in_file("cannot read the workflow file");
     return std::nullopt;
   }
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return load_workflow_text(buffer.str(), path, diagnostics);
+  return load_workflow_text(*text, path, diagnostics);
 }
 
 std::optional<Workflow> load_workflow_text(const std::string& text, const std::string& path, Diagnostics& diagnostics) {

@@ -10,6 +10,7 @@
 #include "orchestrator/bisect/bisector.h"
 #include "orchestrator/ci/history.h"
 #include "orchestrator/report/report_html.h"
+#include "orchestrator/report/markup.h"
 #include "orchestrator/report/svg_plot.h"
 #include "tests/support/e2e_helpers.h"
 
@@ -88,7 +89,7 @@ TEST_F(ReportHtml, ADiagnosedDefectShowsVerdictFlowchartPlotsAndWorstRows) {
   Verdict verdict = compute_verdict({}, {}, state_);
   std::string html = report_html(state_, verdict);
 
-  EXPECT_NE(html.find("<p class=\"verdict-sentence\">" + svg::escape(verdict.summary)), std::string::npos);
+  EXPECT_NE(html.find("<p class=\"verdict-sentence\">" + markup_escape(verdict.summary)), std::string::npos);
   EXPECT_NE(html.find("add-aten.add.Tensor"), std::string::npos);
   EXPECT_NE(html.find("example &lt;&amp;&gt;"), std::string::npos);  // escaped
   EXPECT_EQ(html.find("example <&>"), std::string::npos);

@@ -7,6 +7,7 @@
 #include <boost/property_tree/xml_parser.hpp>
 
 #include "orchestrator/report/junit.h"
+#include "orchestrator/report/markup.h"
 #include "orchestrator/engine/run_dir.h"
 #include "tests/support/e2e_helpers.h"
 #include "tests/support/json_schema_check.h"
@@ -135,7 +136,7 @@ TEST_F(Reports, JunitParsesWithOneCasePerStep) {
 }
 
 TEST(Junit, EscapesWhatXmlForbids) {
-  EXPECT_EQ(xml_escape("a<b>&\"c'\x01"), "a&lt;b&gt;&amp;&quot;c&apos;?");
+  EXPECT_EQ(markup_escape("a<b>&\"c'\x01"), "a&lt;b&gt;&amp;&quot;c&#39;?");
 }
 
 TEST(WorkflowSchema, ExampleWorkflowValidatesAgainstTheSchemaCommandOutput) {
