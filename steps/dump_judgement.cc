@@ -77,11 +77,12 @@ nlohmann::json worst_rows(const compare::CompareResult& result, size_t limit, co
   return table;
 }
 
-DumpJudgement judge_dumps(const StepContext& context, const std::string& golden, const std::string& target,
-                          const std::optional<std::string>& referee, const std::string& out_dir,
-                          const std::string& what) {
+RecordedComparison compare_and_record(const StepContext& context, const std::string& golden, const std::string& target,
+                                      const std::optional<std::string>& referee, const std::string& out_dir,
+                                      const std::string& what) {
   const YAML::Node& node = context.step().node;
-  compare::CompareOptions options;
+  RecordedComparison record;
+  compare::CompareOptions& options = record.options;
   options.golden_path = golden;
   options.my_path = target;
   options.referee_path = referee;
@@ -91,36 +92,49 @@ DumpJudgement judge_dumps(const StepContext& context, const std::string& golden,
   options.tolerances = context.tolerances(overrides, &tolerance_error);
   if (node["preset"]) options.tolerances.forced_preset = node["preset"].Scalar();
 
-  DumpJudgement judgement;
-  StepResult& result = judgement.result;
-  std::string reproduce = "diagnose compare -gp " + shell_quote(golden) + " -mp " + shell_quote(target);
-  if (referee) reproduce += " --referee " + shell_quote(*referee);
-  if (options.rank) reproduce += " -r " + std::to_string(*options.rank);
-  if (node["preset"]) reproduce += " --preset " + shell_quote(node["preset"].Scalar());
+  record.reproduce = "diagnose compare -gp " + shell_quote(golden) + " -mp " + shell_quote(target);
+  if (referee) record.reproduce += " --referee " + shell_quote(*referee);
+  if (options.rank) record.reproduce += " -r " + std::to_string(*options.rank);
+  if (node["preset"]) record.reproduce += " --preset " + shell_quote(node["preset"].Scalar());
   std::vector<std::string> all_overrides = context.workflow().defaults.tolerance_overrides;
   all_overrides.insert(all_overrides.end(), overrides.begin(), overrides.end());
-  for (const std::string& assignment : all_overrides) reproduce += " --tol " + shell_quote(assignment);
-  result.reproduce.push_back(reproduce);
+  for (const std::string& assignment : all_overrides) record.reproduce += " --tol " + shell_quote(assignment);
   std::string prefix = what.empty() ? "" : what + ": ";
   if (!tolerance_error.empty()) {
-    result.status = StepStatus::Error;
-    result.summary = "bad tolerances: " + tolerance_error;
-    return judgement;
+    record.error = "bad tolerances: " + tolerance_error;
+    return record;
   }
 
   compare::CompareResult compared = compare::run_compare(options);
   if (!compared.fatal_error.empty()) {
-    result.status = StepStatus::Error;
-    result.summary = prefix + "cannot compare: " + compared.fatal_error;
-    return judgement;
+    record.error = prefix + "cannot compare: " + compared.fatal_error;
+    return record;
   }
-
   fs::create_directories(out_dir);
   std::vector<std::string> csv_paths = compare::write_csv_reports(compared, out_dir);
   std::string json_path = out_dir + "/result.json";
-  std::ofstream(json_path) << compare::result_to_json(compared, options, csv_paths).dump(2) << "\n";
-  for (const std::string& csv : csv_paths) result.evidence.push_back({"file", prefix + "comparison table", csv, nullptr});
-  result.evidence.push_back({"file", prefix + "comparison result (JSON)", json_path, nullptr});
+  record.document = compare::result_to_json(compared, options, csv_paths);
+  std::ofstream(json_path) << record.document.dump(2) << "\n";
+  for (const std::string& csv : csv_paths) record.evidence.push_back({"file", prefix + "comparison table", csv, nullptr});
+  record.evidence.push_back({"file", prefix + "comparison result (JSON)", json_path, nullptr});
+  record.compared = std::move(compared);
+  return record;
+}
+
+DumpJudgement judge_dumps(const StepContext& context, const std::string& golden, const std::string& target,
+                          const std::optional<std::string>& referee, const std::string& out_dir,
+                          const std::string& what) {
+  RecordedComparison record = compare_and_record(context, golden, target, referee, out_dir, what);
+  DumpJudgement judgement;
+  StepResult& result = judgement.result;
+  result.reproduce.push_back(record.reproduce);
+  if (!record.error.empty()) {
+    result = error_result(record.error, std::move(result));
+    return judgement;
+  }
+  result.evidence = std::move(record.evidence);
+  const compare::CompareResult& compared = *record.compared;
+  std::string prefix = what.empty() ? "" : what + ": ";
 
   const compare::CompareSummary& s = compared.summary;
   result.metrics = {{"rows", s.rows}, {"compared", s.compared}, {"passed", s.passed}, {"failed", s.failed},
@@ -161,7 +175,7 @@ DumpJudgement judge_dumps(const StepContext& context, const std::string& golden,
     result.status = StepStatus::Pass;
     result.summary = prefix + counts;
   }
-  judgement.compared = std::move(compared);
+  judgement.compared = std::move(record.compared);
   return judgement;
 }
 

@@ -20,6 +20,22 @@ namespace diagnose {
 std::vector<Property> comparison_properties();
 void check_comparison_keys(const StepSpec& step, Diagnostics& diagnostics);
 
+// One comparison as a step records it: options from the step's keys (tolerances, preset,
+// rank), the CSV tables and result.json written into out_dir and named as evidence, and the
+// `diagnose compare` command that reproduces it with the same tolerances.
+struct RecordedComparison {
+  std::string error;  // bad tolerances, or the comparison could not start: nothing was written
+  compare::CompareOptions options;
+  std::optional<compare::CompareResult> compared;
+  nlohmann::json document;  // result.json
+  std::string reproduce;
+  std::vector<Evidence> evidence;
+};
+// `what` names the comparison in the evidence and the error.
+RecordedComparison compare_and_record(const StepContext& context, const std::string& golden, const std::string& target,
+                                      const std::optional<std::string>& referee, const std::string& out_dir,
+                                      const std::string& what = "");
+
 struct DumpJudgement {
   StepResult result;  // status, summary, metrics, findings, evidence, reproduce (the compare command)
   std::optional<compare::CompareResult> compared;  // absent when the comparison could not start

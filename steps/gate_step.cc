@@ -22,6 +22,7 @@
 #include "orchestrator/engine/step.h"
 #include "orchestrator/workflow/validate.h"
 #include "orchestrator/workflow/workflow_schema.h"
+#include "steps/dump_judgement.h"
 #include "steps/plugin_run.h"
 
 namespace diagnose {
@@ -167,13 +168,6 @@ class GateStep : public StepKind {
 
     std::string out_dir = context.step_dir() + "/gate";
     fs::create_directories(out_dir);
-    std::string tolerance_error;
-    compare::Tolerances tolerances = context.tolerances(tolerance_assignments(node["tolerances"]), &tolerance_error);
-    if (!tolerance_error.empty()) {
-      return error_result("bad tolerances: " + tolerance_error, std::move(result));
-    }
-    if (node["preset"]) tolerances.forced_preset = node["preset"].Scalar();
-
     auto outputs_of = [](const std::string& dir) {
       return fs::is_directory(dir + "/outputs") ? dir + "/outputs" : dir;
     };
@@ -181,26 +175,16 @@ class GateStep : public StepKind {
     std::string compare_error;
     auto gate = [&](const std::string& golden, const std::string& mine, const std::string& referee, const std::string& label,
                     bool final_outputs) {
-      compare::CompareOptions options;
-      options.golden_path = golden;
-      options.my_path = mine;
-      if (!referee.empty()) options.referee_path = referee;
-      options.tolerances = tolerances;
-      compare::CompareResult compared = compare::run_compare(options);
-      if (!compared.fatal_error.empty()) {
-        compare_error = label + ": " + compared.fatal_error;
+      RecordedComparison record =
+          compare_and_record(context, golden, mine, referee.empty() ? std::nullopt : std::optional<std::string>(referee),
+                             out_dir + "/" + label, label);
+      if (!record.error.empty()) {
+        compare_error = record.error;
         return;
       }
-      std::string dir = out_dir + "/" + label;
-      fs::create_directories(dir);
-      std::vector<std::string> csv = compare::write_csv_reports(compared, dir);
-      json document = compare::result_to_json(compared, options, csv);
-      std::ofstream(dir + "/result.json") << document.dump(2) << "\n";
-      for (const std::string& c : csv) result.evidence.push_back({"file", label + " comparison table", c, nullptr});
-      result.evidence.push_back({"file", label + " comparison (JSON)", dir + "/result.json", nullptr});
-      std::string command = "diagnose compare -gp " + shell_quote(golden) + " -mp " + shell_quote(mine);
-      if (!referee.empty()) command += " --referee " + shell_quote(referee);
-      result.reproduce.push_back(command);
+      for (Evidence& e : record.evidence) result.evidence.push_back(std::move(e));
+      result.reproduce.push_back(record.reproduce);
+      const json& document = record.document;
       for (const json& group : document.value("groups", json::array()))
         for (const json& row : group.value("rows", json::array())) {
           std::string op = row.value("op_key", std::string());
