@@ -77,6 +77,13 @@ nlohmann::json worst_rows(const compare::CompareResult& result, size_t limit, co
   return table;
 }
 
+compare::Tolerances step_tolerances(const StepContext& context, std::string* error) {
+  const YAML::Node& node = context.step().node;
+  compare::Tolerances tolerances = context.tolerances(tolerance_assignments(node["tolerances"]), error);
+  if (node["preset"]) tolerances.forced_preset = node["preset"].Scalar();
+  return tolerances;
+}
+
 RecordedComparison compare_and_record(const StepContext& context, const std::string& golden, const std::string& target,
                                       const std::optional<std::string>& referee, const std::string& out_dir,
                                       const std::string& what) {
@@ -87,17 +94,15 @@ RecordedComparison compare_and_record(const StepContext& context, const std::str
   options.my_path = target;
   options.referee_path = referee;
   if (node["rank"]) options.rank = node["rank"].as<int>();
-  std::vector<std::string> overrides = tolerance_assignments(node["tolerances"]);
   std::string tolerance_error;
-  options.tolerances = context.tolerances(overrides, &tolerance_error);
-  if (node["preset"]) options.tolerances.forced_preset = node["preset"].Scalar();
+  options.tolerances = step_tolerances(context, &tolerance_error);
 
   record.reproduce = "diagnose compare -gp " + shell_quote(golden) + " -mp " + shell_quote(target);
   if (referee) record.reproduce += " --referee " + shell_quote(*referee);
   if (options.rank) record.reproduce += " -r " + std::to_string(*options.rank);
   if (node["preset"]) record.reproduce += " --preset " + shell_quote(node["preset"].Scalar());
   std::vector<std::string> all_overrides = context.workflow().defaults.tolerance_overrides;
-  all_overrides.insert(all_overrides.end(), overrides.begin(), overrides.end());
+  for (const std::string& assignment : tolerance_assignments(node["tolerances"])) all_overrides.push_back(assignment);
   for (const std::string& assignment : all_overrides) record.reproduce += " --tol " + shell_quote(assignment);
   std::string prefix = what.empty() ? "" : what + ": ";
   if (!tolerance_error.empty()) {

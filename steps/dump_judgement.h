@@ -20,6 +20,10 @@ namespace diagnose {
 std::vector<Property> comparison_properties();
 void check_comparison_keys(const StepSpec& step, Diagnostics& diagnostics);
 
+// The tolerances under the step's tolerances: and preset: keys (and the workflow's); an error
+// message in *error when an override is rejected.
+compare::Tolerances step_tolerances(const StepContext& context, std::string* error);
+
 // One comparison as a step records it: options from the step's keys (tolerances, preset,
 // rank), the CSV tables and result.json written into out_dir and named as evidence, and the
 // `diagnose compare` command that reproduces it with the same tolerances.

@@ -8,6 +8,7 @@
 #include "orchestrator/engine/step.h"
 #include "orchestrator/workflow/validate.h"
 #include "orchestrator/workflow/workflow_schema.h"
+#include "steps/dump_judgement.h"
 #include "steps/plugin_run.h"
 
 namespace diagnose {
@@ -78,8 +79,13 @@ class FusionBisectStep : public StepKind {
     for (const Property& p : command_properties())
       if (std::none_of(side.begin(), side.end(), [&](const Property& q) { return q.name == p.name; }))
         side.push_back(p);
-    side.push_back(optional("dump", string_schema("Where a command run leaves its dump, relative to its directory "
-                                                  "(default: dump).")));
+    // A plugin run says what it dumps; a command run, where it leaves its dump.
+    for (Property& p : side)
+      if (p.name == "dump")
+        p.schema = any_of_schema(p.schema.description,
+                                 {string_schema("A command run: where it leaves its dump, relative to its directory "
+                                                "(default: dump)."),
+                                  p.schema});
     Schema side_run = object_schema("A run of the model.", side);
     return {
         optional("golden", any_of_schema("The reference: a dump path, or a run of the model (default: the model in "
@@ -195,9 +201,8 @@ class FusionBisectStep : public StepKind {
     } else {
       setup.judge.kind = JudgeKind::Compare;
       std::string tolerance_error;
-      setup.judge.tolerances = context.tolerances(tolerance_assignments(node["tolerances"]), &tolerance_error);
+      setup.judge.tolerances = step_tolerances(context, &tolerance_error);
       if (!tolerance_error.empty()) return error_result("bad tolerances: " + tolerance_error);
-      if (node["preset"]) setup.judge.tolerances.forced_preset = node["preset"].Scalar();
       setup.judge.ops = judge_ops;
       std::string compared = judge_ops.empty() ? "outputs" : "dump";
       YAML::Node golden = node["golden"];
