@@ -24,8 +24,8 @@ struct Scenario {
   int sets;  // culprit sets
   int size;  // rules per set (> 1: they fail only together)
 };
-const Scenario kScenarios[] = {{"1", 1, 1},           {"2 independent", 2, 1}, {"3 independent", 3, 1},
-                               {"2 interacting", 1, 2}, {"3 interacting", 1, 3}};
+const Scenario kScenarios[] = {
+    {"1", 1, 1}, {"2 independent", 2, 1}, {"3 independent", 3, 1}, {"2 interacting", 1, 2}, {"3 interacting", 1, 3}};
 const int kSizes[] = {8, 32, 128, 512};
 const int kSlots[] = {1, 2, 4};
 constexpr double kFlakeRate = 0.10;
@@ -62,8 +62,8 @@ Cell run_cell(int n, int scenario_index, int slots, bool flaky) {
     std::shuffle(shuffled.begin(), shuffled.end(), placement);
     RuleSets culprits;
     for (int s = 0; s < scenario.sets; ++s)
-      culprits.insert(std::set<std::string>(shuffled.begin() + s * scenario.size,
-                                            shuffled.begin() + (s + 1) * scenario.size));
+      culprits.insert(
+          std::set<std::string>(shuffled.begin() + s * scenario.size, shuffled.begin() + (s + 1) * scenario.size));
 
     std::mt19937 noise(seed * 104729 + n * 31 + scenario_index * 7 + slots);
     std::bernoulli_distribution flip(flaky ? kFlakeRate : 0.0);
@@ -91,7 +91,8 @@ Cell run_cell(int n, int scenario_index, int slots, bool flaky) {
     cell.high += high;
     if (high && !right) {
       ++cell.wrong_high;
-      std::printf("wrong answer with high confidence: N=%d, %s, slots %d, seed %d: truth", n, scenario.name, slots, seed);
+      std::printf("wrong answer with high confidence: N=%d, %s, slots %d, seed %d: truth", n, scenario.name, slots,
+                  seed);
       for (const auto& set : culprits) std::printf(" {%s}", join(set).c_str());
       std::printf(", answer: %s\n", result.summary.c_str());
     }
@@ -108,8 +109,8 @@ Cell run_cell(int n, int scenario_index, int slots, bool flaky) {
 
 int main() {
   std::vector<std::string> missed;
-  std::printf("%5s  %-14s %5s  %-9s %4s  %14s  %11s  %14s  %7s  %7s  %10s\n", "N", "culprits", "slots", "oracle", "runs",
-              "trials avg/max", "sanity+srch", "rounds avg/max", "right", "high", "wrong+high");
+  std::printf("%5s  %-14s %5s  %-9s %4s  %14s  %11s  %14s  %7s  %7s  %10s\n", "N", "culprits", "slots", "oracle",
+              "runs", "trials avg/max", "sanity+srch", "rounds avg/max", "right", "high", "wrong+high");
   for (bool flaky : {false, true})
     for (int n : kSizes)
       for (int scenario_index = 0; scenario_index < int(std::size(kScenarios)); ++scenario_index)
@@ -123,16 +124,18 @@ int main() {
           std::string where = "N=" + std::to_string(n) + " " + scenario.name + " slots=" + std::to_string(slots);
           int budget = static_cast<int>(std::ceil(std::log2(n))) + 3;
           if (!flaky && scenario.sets == 1 && scenario.size == 1 && slots == 1 && c.max_to_answer > budget)
-            missed.push_back(where + ": " + std::to_string(c.max_to_answer) + " trials to the answer > ceil(log2 N) + 3 = " +
-                             std::to_string(budget));
+            missed.push_back(where + ": " + std::to_string(c.max_to_answer) +
+                             " trials to the answer > ceil(log2 N) + 3 = " + std::to_string(budget));
           if (!flaky && (c.right != c.runs || c.high != c.runs))
             missed.push_back(where + ": exact oracle, " + std::to_string(c.runs - c.right) + " wrong, " +
                              std::to_string(c.runs - c.high) + " not high confidence");
           if (flaky && c.wrong_high > 0)
-            missed.push_back(where + ": flaky oracle, " + std::to_string(c.wrong_high) + " wrong answers with high confidence");
+            missed.push_back(where + ": flaky oracle, " + std::to_string(c.wrong_high) +
+                             " wrong answers with high confidence");
         }
-  std::printf("\nsanity+srch: worst trials until the first answer (all-on, its repeat, all-off, searches), before\n"
-              "the checks and confirmations counted in 'trials'.\n");
+  std::printf(
+      "\nsanity+srch: worst trials until the first answer (all-on, its repeat, all-off, searches), before\n"
+      "the checks and confirmations counted in 'trials'.\n");
   if (missed.empty()) {
     std::printf("targets: all met\n");
     return 0;

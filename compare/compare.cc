@@ -18,7 +18,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-
 // Counts .npy files below `dir` (stopping early at `limit`), without following symlinks.
 size_t count_npy(const fs::path& dir, size_t limit) {
   size_t n = 0;
@@ -124,8 +123,7 @@ CompareResult run_compare(const CompareOptions& options) {
   } else if (g_file && m_file) {
     match = match_files(options.golden_path, options.my_path);
   } else {
-    result.fatal_error = "cannot compare a " + dump_kind_name(g) + " (golden) with a " +
-                         dump_kind_name(m) + " (mine)";
+    result.fatal_error = "cannot compare a " + dump_kind_name(g) + " (golden) with a " + dump_kind_name(m) + " (mine)";
     return result;
   }
   result.summary.unmatched = std::move(match.unmatched);

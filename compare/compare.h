@@ -30,9 +30,9 @@ struct CompareOptions {
   std::string golden_path;
   std::string my_path;
   std::optional<std::string> referee_path;  // float64 dump for three-way judgement
-  std::optional<int> rank;                   // only this rank
-  Tolerances tolerances;                     // presets by dtype + overrides
-  int threads = 0;                           // 0: all cores
+  std::optional<int> rank;                  // only this rank
+  Tolerances tolerances;                    // presets by dtype + overrides
+  int threads = 0;                          // 0: all cores
 };
 
 // A group of rows that share (rank, graph): one CSV file each.

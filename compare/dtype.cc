@@ -182,8 +182,7 @@ void decode(DType t, const uint8_t* src, size_t n, bool swap, Out* out) {
       return;
     case DType::Float32:
     case DType::Complex64:
-      for (size_t i = 0; i < n * scalars_per_element(t); ++i)
-        out[i] = static_cast<Out>(load<float>(src + 4 * i, swap));
+      for (size_t i = 0; i < n * scalars_per_element(t); ++i) out[i] = static_cast<Out>(load<float>(src + 4 * i, swap));
       return;
     case DType::Float64:
     case DType::Complex128:
@@ -219,8 +218,7 @@ uint64_t bytes_for_elements(DType t, uint64_t n) {
 
 DType dtype_from_numpy(char kind, int itemsize) {
   switch (kind) {
-    case 'b':
-      return itemsize == 1 ? DType::Bool : DType::Unknown;
+    case 'b': return itemsize == 1 ? DType::Bool : DType::Unknown;
     case 'i':
       switch (itemsize) {
         case 1: return DType::Int8;
@@ -270,11 +268,11 @@ DType dtype_from_ge(int code, std::string* unsupported_reason) {
     case 12: return DType::Float64;
     case 16: return DType::Complex64;
     case 17: return DType::Complex128;
-    case 18: return DType::Int8;   // QINT8: quantized values, compared as stored integers
-    case 19: return DType::Int16;  // QINT16
-    case 20: return DType::Int32;  // QINT32
-    case 21: return DType::UInt8;  // QUINT8
-    case 22: return DType::UInt16; // QUINT16
+    case 18: return DType::Int8;    // QINT8: quantized values, compared as stored integers
+    case 19: return DType::Int16;   // QINT16
+    case 20: return DType::Int32;   // QINT32
+    case 21: return DType::UInt8;   // QUINT8
+    case 22: return DType::UInt16;  // QUINT16
     case 27: return DType::BFloat16;
     case 28: return DType::Int4;
     case 29: return DType::UInt1;
@@ -283,18 +281,19 @@ DType dtype_from_ge(int code, std::string* unsupported_reason) {
     case 35: return DType::Float8E4M3FN;
   }
   static const char* const kNames[] = {
-      "DT_UNDEFINED", "DT_FLOAT", "DT_FLOAT16", "DT_INT8", "DT_UINT8", "DT_INT16", "DT_UINT16",
-      "DT_INT32", "DT_INT64", "DT_UINT32", "DT_UINT64", "DT_BOOL", "DT_DOUBLE", "DT_STRING",
-      "DT_DUAL_SUB_INT8", "DT_DUAL_SUB_UINT8", "DT_COMPLEX64", "DT_COMPLEX128", "DT_QINT8",
-      "DT_QINT16", "DT_QINT32", "DT_QUINT8", "DT_QUINT16", "DT_RESOURCE", "DT_STRING_REF",
-      "DT_DUAL", "DT_VARIANT", "DT_BF16", "DT_INT4", "DT_UINT1", "DT_INT2", "DT_UINT2",
-      "DT_COMPLEX32", "DT_HIFLOAT8", "DT_FLOAT8_E5M2", "DT_FLOAT8_E4M3FN", "DT_FLOAT8_E8M0",
-      "DT_FLOAT6_E3M2", "DT_FLOAT6_E2M3", "DT_FLOAT4_E2M1", "DT_FLOAT4_E1M2", "DT_HIFLOAT4",
-      "DT_HIFLOAT4_SCALE"};
+      "DT_UNDEFINED",      "DT_FLOAT",       "DT_FLOAT16",       "DT_INT8",        "DT_UINT8",
+      "DT_INT16",          "DT_UINT16",      "DT_INT32",         "DT_INT64",       "DT_UINT32",
+      "DT_UINT64",         "DT_BOOL",        "DT_DOUBLE",        "DT_STRING",      "DT_DUAL_SUB_INT8",
+      "DT_DUAL_SUB_UINT8", "DT_COMPLEX64",   "DT_COMPLEX128",    "DT_QINT8",       "DT_QINT16",
+      "DT_QINT32",         "DT_QUINT8",      "DT_QUINT16",       "DT_RESOURCE",    "DT_STRING_REF",
+      "DT_DUAL",           "DT_VARIANT",     "DT_BF16",          "DT_INT4",        "DT_UINT1",
+      "DT_INT2",           "DT_UINT2",       "DT_COMPLEX32",     "DT_HIFLOAT8",    "DT_FLOAT8_E5M2",
+      "DT_FLOAT8_E4M3FN",  "DT_FLOAT8_E8M0", "DT_FLOAT6_E3M2",   "DT_FLOAT6_E2M3", "DT_FLOAT4_E2M1",
+      "DT_FLOAT4_E1M2",    "DT_HIFLOAT4",    "DT_HIFLOAT4_SCALE"};
   if (unsupported_reason) {
     const int count = static_cast<int>(sizeof(kNames) / sizeof(kNames[0]));
-    *unsupported_reason = "unsupported dtype " +
-        (code >= 0 && code < count ? std::string(kNames[code]) : "code " + std::to_string(code));
+    *unsupported_reason =
+        "unsupported dtype " + (code >= 0 && code < count ? std::string(kNames[code]) : "code " + std::to_string(code));
   }
   return DType::Unknown;
 }
@@ -303,18 +302,38 @@ DType dtype_from_name(const std::string& raw) {
   std::string name = raw;
   if (name.rfind("torch.", 0) == 0) name = name.substr(6);
   static const std::pair<const char*, DType> kAliases[] = {
-      {"float32", DType::Float32},   {"float", DType::Float32},     {"fp32", DType::Float32},
-      {"float16", DType::Float16},   {"half", DType::Float16},      {"fp16", DType::Float16},
-      {"bfloat16", DType::BFloat16}, {"bf16", DType::BFloat16},     {"float64", DType::Float64},
-      {"double", DType::Float64},    {"fp64", DType::Float64},      {"int8", DType::Int8},
-      {"uint8", DType::UInt8},       {"int16", DType::Int16},       {"short", DType::Int16},
-      {"uint16", DType::UInt16},     {"int32", DType::Int32},       {"int", DType::Int32},
-      {"uint32", DType::UInt32},     {"int64", DType::Int64},       {"long", DType::Int64},
-      {"uint64", DType::UInt64},     {"bool", DType::Bool},         {"int4", DType::Int4},
-      {"uint1", DType::UInt1},       {"float8_e4m3fn", DType::Float8E4M3FN},
-      {"fp8_e4m3fn", DType::Float8E4M3FN}, {"float8_e5m2", DType::Float8E5M2},
-      {"fp8_e5m2", DType::Float8E5M2}, {"hifloat8", DType::HiFloat8},
-      {"complex64", DType::Complex64}, {"complex128", DType::Complex128},
+      {"float32", DType::Float32},
+      {"float", DType::Float32},
+      {"fp32", DType::Float32},
+      {"float16", DType::Float16},
+      {"half", DType::Float16},
+      {"fp16", DType::Float16},
+      {"bfloat16", DType::BFloat16},
+      {"bf16", DType::BFloat16},
+      {"float64", DType::Float64},
+      {"double", DType::Float64},
+      {"fp64", DType::Float64},
+      {"int8", DType::Int8},
+      {"uint8", DType::UInt8},
+      {"int16", DType::Int16},
+      {"short", DType::Int16},
+      {"uint16", DType::UInt16},
+      {"int32", DType::Int32},
+      {"int", DType::Int32},
+      {"uint32", DType::UInt32},
+      {"int64", DType::Int64},
+      {"long", DType::Int64},
+      {"uint64", DType::UInt64},
+      {"bool", DType::Bool},
+      {"int4", DType::Int4},
+      {"uint1", DType::UInt1},
+      {"float8_e4m3fn", DType::Float8E4M3FN},
+      {"fp8_e4m3fn", DType::Float8E4M3FN},
+      {"float8_e5m2", DType::Float8E5M2},
+      {"fp8_e5m2", DType::Float8E5M2},
+      {"hifloat8", DType::HiFloat8},
+      {"complex64", DType::Complex64},
+      {"complex128", DType::Complex128},
   };
   for (const auto& [alias, type] : kAliases)
     if (name == alias) return type;
@@ -373,19 +392,29 @@ void decode_to_float(DType t, const uint8_t* src, size_t n, bool swap, float* ou
   decode(t, src, n, swap, out);
 }
 
-void decode_to_double(DType t, const uint8_t* src, size_t n, bool swap, double* out) {
-  decode(t, src, n, swap, out);
-}
+void decode_to_double(DType t, const uint8_t* src, size_t n, bool swap, double* out) { decode(t, src, n, swap, out); }
 
 double ulp_at(DType t, double x) {
   int mantissa_bits, min_exponent;
   switch (t) {
-    case DType::Float16: mantissa_bits = 10; min_exponent = -14; break;
-    case DType::BFloat16: mantissa_bits = 7; min_exponent = -126; break;
+    case DType::Float16:
+      mantissa_bits = 10;
+      min_exponent = -14;
+      break;
+    case DType::BFloat16:
+      mantissa_bits = 7;
+      min_exponent = -126;
+      break;
     case DType::Float32:
-    case DType::Complex64: mantissa_bits = 23; min_exponent = -126; break;
+    case DType::Complex64:
+      mantissa_bits = 23;
+      min_exponent = -126;
+      break;
     case DType::Float64:
-    case DType::Complex128: mantissa_bits = 52; min_exponent = -1022; break;
+    case DType::Complex128:
+      mantissa_bits = 52;
+      min_exponent = -1022;
+      break;
     case DType::Float8E4M3FN:
     case DType::Float8E5M2:
     case DType::HiFloat8: return byte_float_ulp(t, x);

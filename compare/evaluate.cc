@@ -12,8 +12,8 @@ namespace diagnose::compare {
 
 namespace {
 
-constexpr uint64_t kChunk = 1 << 15;        // scalars read per side per step
-constexpr uint64_t kSplit = 1 << 23;        // rows larger than this are split across threads
+constexpr uint64_t kChunk = 1 << 15;  // scalars read per side per step
+constexpr uint64_t kSplit = 1 << 23;  // rows larger than this are split across threads
 
 // A slice of one row's scalars, computed by one worker.
 struct Task {
@@ -30,8 +30,8 @@ struct Partial {
 };
 
 struct Plan {
-  bool recorded = false;  // both sides recorded statistics only
-  bool compute = false;   // metrics over both sides
+  bool recorded = false;    // both sides recorded statistics only
+  bool compute = false;     // metrics over both sides
   bool stats_only = false;  // counts differ: each side's statistics alone
   uint64_t scalars = 0;
   DType target = DType::Unknown;
@@ -44,8 +44,8 @@ uint64_t scalar_count(const TensorRef& t) { return t.elements() * scalars_per_el
 
 // Reads scalars [begin, end) of `ref` chunk by chunk and hands each chunk to `use`.
 template <typename T, typename Use>
-bool stream_range(const TensorRef& ref, uint64_t begin, uint64_t end, std::vector<T>& buffer,
-                  std::string* error, Use use) {
+bool stream_range(const TensorRef& ref, uint64_t begin, uint64_t end, std::vector<T>& buffer, std::string* error,
+                  Use use) {
   auto stream = TensorStream::open(ref, error);
   if (!stream || !stream->seek(begin, error)) return false;
   for (uint64_t at = begin; at < end;) {
@@ -135,8 +135,7 @@ class Worker {
 
   std::unique_ptr<PairAccumulator> side_alone(const TensorRef& ref, const Plan& plan, std::string* error) {
     auto acc = std::make_unique<PairAccumulator>(plan.target, plan.tolerance);
-    if (!stream_range(ref, 0, scalar_count(ref), g_, error,
-                      [&](const float* v, uint64_t n) { acc->add(v, v, n); }))
+    if (!stream_range(ref, 0, scalar_count(ref), g_, error, [&](const float* v, uint64_t n) { acc->add(v, v, n); }))
       return nullptr;
     return acc;
   }
@@ -213,8 +212,10 @@ void judge_recorded(Row& row, const Tolerances& tolerances) {
   for (auto field : {&RecordedStats::min, &RecordedStats::max, &RecordedStats::mean, &RecordedStats::l2}) {
     const auto& a = g.*field;
     const auto& b = m.*field;
-    if (a.has_value() != b.has_value()) pass = false;
-    else if (a && std::fabs(*b - *a) > preset.atol + preset.max_relative_l2 * std::fabs(*a)) pass = false;
+    if (a.has_value() != b.has_value())
+      pass = false;
+    else if (a && std::fabs(*b - *a) > preset.atol + preset.max_relative_l2 * std::fabs(*a))
+      pass = false;
   }
   row.verdict = pass ? Verdict::Pass : Verdict::Fail;
   row.judged_by = preset.name + " statistics";
@@ -276,8 +277,8 @@ std::vector<Row> evaluate_rows(std::vector<RowSpec> specs, const Tolerances& tol
       tasks.push_back({i, 0, 0, true});
     } else if (plan.compute) {
       const RowSpec& s = rows[i].spec;
-      const bool splittable = streams_in_place(*s.golden) && streams_in_place(*s.mine) &&
-                              (!s.referee || streams_in_place(*s.referee));
+      const bool splittable =
+          streams_in_place(*s.golden) && streams_in_place(*s.mine) && (!s.referee || streams_in_place(*s.referee));
       const uint64_t step = splittable ? kSplit : std::max<uint64_t>(plan.scalars, 1);
       for (uint64_t b = 0; b < plan.scalars || b == 0; b += step)
         tasks.push_back({i, b, std::min(plan.scalars, b + step), false});

@@ -15,7 +15,6 @@ bool parse_number(const std::string& s, int64_t* out, size_t max_digits = 18) {
   return true;
 }
 
-
 struct Entry {
   std::string name;
   std::string path;
@@ -231,8 +230,8 @@ bool is_fx_dump(const std::string& path, std::string* detail) {
   for (const auto& r : l.ranks) groups += r.groups.size();
   if (detail) {
     *detail = std::string(l.older_layout ? "older data_dump/{step}/gm_*_dump layout" : "current layout") + ", " +
-              (l.ranks[0].rank >= 0 ? std::to_string(l.ranks.size()) + " rank(s), " : "") +
-              std::to_string(groups) + " graph(s), " + std::to_string(steps) + " step dir(s)";
+              (l.ranks[0].rank >= 0 ? std::to_string(l.ranks.size()) + " rank(s), " : "") + std::to_string(groups) +
+              " graph(s), " + std::to_string(steps) + " step dir(s)";
   }
   return true;
 }

@@ -21,7 +21,7 @@ struct FxFileName {
   std::string target;  // "aten.add.Tensor"
   bool input = false;
   int index = 0;
-  int item = -1;       // element of a list argument, -1 when the argument is a tensor
+  int item = -1;  // element of a list argument, -1 when the argument is a tensor
   std::string timestamp;
 };
 

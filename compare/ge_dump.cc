@@ -48,7 +48,6 @@ bool is_timestamp(const std::string& s) {
   return s.size() == 16 && parse_int(s, &unused);
 }
 
-
 std::string join(const std::vector<std::string>& parts, size_t begin, size_t end) {
   std::string out;
   for (size_t i = begin; i < end; ++i) out += (i > begin ? "." : "") + parts[i];
@@ -101,8 +100,7 @@ bool walk_fields(const uint8_t* begin, const uint8_t* end, Visit visit) {
         if (end - p < 4) return false;
         p += 4;
         break;
-      default:
-        return false;
+      default: return false;
     }
     visit(field, wire, value, p);
   }
@@ -114,8 +112,8 @@ struct Span {
 };
 
 // Offsets (from `base`) of the `data_field` bytes inside each `field` submessage.
-bool locate_data(const uint8_t* base, const uint8_t* begin, const uint8_t* end, uint64_t field,
-                 uint64_t data_field, std::vector<Span>* out) {
+bool locate_data(const uint8_t* base, const uint8_t* begin, const uint8_t* end, uint64_t field, uint64_t data_field,
+                 std::vector<Span>* out) {
   bool ok = true;
   const bool walked = walk_fields(begin, end, [&](uint64_t f, int wire, const uint8_t* b, const uint8_t* e) {
     if (f != field || wire != 2) return;
@@ -157,9 +155,9 @@ bool element_count_fits(const Shape& s) {
 }
 
 // A dumped input or output. `label` names it in messages ("input 0").
-TensorRef make_tensor(const std::string& path, uint64_t offset, uint64_t byte_size, int data_type,
-                      int format, const toolkit::dump::Shape& shape,
-                      const toolkit::dump::Shape& original_shape, const std::string& label) {
+TensorRef make_tensor(const std::string& path, uint64_t offset, uint64_t byte_size, int data_type, int format,
+                      const toolkit::dump::Shape& shape, const toolkit::dump::Shape& original_shape,
+                      const std::string& label) {
   TensorRef t;
   t.path = path;
   t.offset = offset;
@@ -191,9 +189,8 @@ TensorRef make_tensor(const std::string& path, uint64_t offset, uint64_t byte_si
   }
   const uint64_t needed = bytes_for_elements(t.dtype, element_count(t.stored_shape));
   if (byte_size < needed) {
-    t.error = label + " holds " + std::to_string(byte_size) + " bytes, but " +
-              shape_to_string(t.stored_shape) + " of " + t.source_dtype + " needs " +
-              std::to_string(needed);
+    t.error = label + " holds " + std::to_string(byte_size) + " bytes, but " + shape_to_string(t.stored_shape) +
+              " of " + t.source_dtype + " needs " + std::to_string(needed);
   }
   return t;
 }
@@ -246,8 +243,7 @@ bool add_size(uint64_t* total, uint64_t size) {
   return true;
 }
 
-bool parse_header_form(const uint8_t* bytes, size_t size, uint64_t file_size, GeDump* d,
-                       std::string* error) {
+bool parse_header_form(const uint8_t* bytes, size_t size, uint64_t file_size, GeDump* d, std::string* error) {
   if (file_size <= 8) {
     *error = "file is " + std::to_string(file_size) + " bytes, too small for a GE dump";
     return false;
@@ -268,8 +264,7 @@ bool parse_header_form(const uint8_t* bytes, size_t size, uint64_t file_size, Ge
     return false;
   }
   if (size - 8 < header_len) {
-    *error = "only " + std::to_string(size - 8) + " of the " + std::to_string(header_len) +
-             " header bytes were read";
+    *error = "only " + std::to_string(size - 8) + " of the " + std::to_string(header_len) + " header bytes were read";
     return false;
   }
   toolkit::dump::DumpData dd;
@@ -291,13 +286,14 @@ bool parse_header_form(const uint8_t* bytes, size_t size, uint64_t file_size, Ge
     return false;
   }
   if (total < available) {
-    d->warnings.push_back(std::to_string(available - total) + " bytes after the last tensor are not described by the header");
+    d->warnings.push_back(std::to_string(available - total) +
+                          " bytes after the last tensor are not described by the header");
   }
   uint64_t offset = 8 + header_len;
   for (int i = 0; i < dd.input_size(); ++i) {
     const auto& t = dd.input(i);
-    d->inputs.push_back(make_tensor(d->path, offset, t.size(), t.data_type(), t.format(), t.shape(),
-                                    t.original_shape(), "input " + std::to_string(i)));
+    d->inputs.push_back(make_tensor(d->path, offset, t.size(), t.data_type(), t.format(), t.shape(), t.original_shape(),
+                                    "input " + std::to_string(i)));
     offset += t.size();
   }
   for (int i = 0; i < dd.output_size(); ++i) {
@@ -337,14 +333,13 @@ bool parse_whole_file_form(const uint8_t* bytes, size_t size, GeDump* d) {
   }
   for (int i = 0; i < dd.input_size(); ++i) {
     const auto& t = dd.input(i);
-    d->inputs.push_back(make_tensor(d->path, inputs[i].offset, inputs[i].size, t.data_type(), t.format(),
-                                    t.shape(), t.original_shape(), "input " + std::to_string(i)));
+    d->inputs.push_back(make_tensor(d->path, inputs[i].offset, inputs[i].size, t.data_type(), t.format(), t.shape(),
+                                    t.original_shape(), "input " + std::to_string(i)));
   }
   for (int i = 0; i < dd.output_size(); ++i) {
     const auto& t = dd.output(i);
-    d->outputs.push_back(make_tensor(d->path, outputs[i].offset, outputs[i].size, t.data_type(),
-                                     t.format(), t.shape(), t.original_shape(),
-                                     "output " + std::to_string(i)));
+    d->outputs.push_back(make_tensor(d->path, outputs[i].offset, outputs[i].size, t.data_type(), t.format(), t.shape(),
+                                     t.original_shape(), "output " + std::to_string(i)));
   }
   fill_original_ops(dd, d);
   d->whole_file_format = true;
@@ -397,12 +392,15 @@ std::optional<GeDumpName> parse_ge_dump_name(const std::string& file_name, std::
     parse_int(parts[n - 5], &name.timestamp);
     name.task_type = parts[n - 4];
     size_t name_end = n - 6;
-    if (n >= 9 && parse_int(parts[n - 7], &name.stream_id)) name_end = n - 7;
-    else name.stream_id = -1;
+    if (n >= 9 && parse_int(parts[n - 7], &name.stream_id))
+      name_end = n - 7;
+    else
+      name.stream_id = -1;
     name.op_type = parts[0];
     name.op_name = join(parts, 1, name_end);
   } else {
-    set_why(why, "not a GE dump name ({op_type}.{op_name}.{task_id}.{stream_id}.{16-digit timestamp} or its FFTS+ form)");
+    set_why(why,
+            "not a GE dump name ({op_type}.{op_name}.{task_id}.{stream_id}.{16-digit timestamp} or its FFTS+ form)");
     return std::nullopt;
   }
   if (name.op_type.empty() || name.op_name.empty()) {

@@ -25,14 +25,13 @@ struct GeDumpName {
   int64_t stream_id = -1;  // -1 when the FFTS+ name has none
   int64_t timestamp = 0;   // 16 digits, microseconds
   bool ffts = false;
-  std::string task_type;   // FFTS+ only
+  std::string task_type;  // FFTS+ only
   int64_t context_id = -1, thread_id = -1, device_id = -1;
 };
 
 // nullopt (with *why) for names that are not GE dump names, including files ending
 // in .txt, .npy or .bin.
-std::optional<GeDumpName> parse_ge_dump_name(const std::string& file_name,
-                                             std::string* why = nullptr);
+std::optional<GeDumpName> parse_ge_dump_name(const std::string& file_name, std::string* why = nullptr);
 
 // GE's file-name sanitising of an op name ('.', '/', '\\', ' ' -> '_').
 std::string sanitize_ge_name(const std::string& name);
@@ -60,8 +59,7 @@ struct GeDump {
 // Parses a GE dump from its first `size` bytes (`file_size` is the whole file's
 // size). The header form needs 8 + header_len bytes; the whole-file form is tried
 // only when all bytes are given. Never throws; problems land in `error`.
-GeDump parse_ge_dump(const uint8_t* bytes, size_t size, uint64_t file_size,
-                     const std::string& path);
+GeDump parse_ge_dump(const uint8_t* bytes, size_t size, uint64_t file_size, const std::string& path);
 
 // Reads only what parse_ge_dump needs (the header, or the whole file for the old
 // form when it is small enough).

@@ -37,8 +37,7 @@ GeGraphInput parse_input(const std::string& text) {
   return in;
 }
 
-std::string attr_string(const google::protobuf::Map<std::string, ge::proto::AttrDef>& attrs,
-                        const std::string& key) {
+std::string attr_string(const google::protobuf::Map<std::string, ge::proto::AttrDef>& attrs, const std::string& key) {
   const auto it = attrs.find(key);
   return it != attrs.end() && it->second.value_case() == ge::proto::AttrDef::kS ? it->second.s() : "";
 }
@@ -68,8 +67,7 @@ std::optional<FxLink> parse_fx_tensor_name(const std::string& text) {
   return FxLink{text.substr(0, pos), std::stoi(index)};
 }
 
-std::optional<GeGraph> parse_ge_graph(const std::string& text, const std::string& path,
-                                      std::string* error) {
+std::optional<GeGraph> parse_ge_graph(const std::string& text, const std::string& path, std::string* error) {
   ge::proto::GraphDef def;
   google::protobuf::TextFormat::Parser parser;
   FirstError errors;
@@ -112,8 +110,8 @@ std::optional<GeGraph> read_ge_graph(const std::string& path, std::string* error
   return parse_ge_graph(text.str(), path, error);
 }
 
-std::optional<std::vector<std::string>> split_fused_name(
-    const std::string& fused, const std::function<bool(const std::string&)>& known) {
+std::optional<std::vector<std::string>> split_fused_name(const std::string& fused,
+                                                         const std::function<bool(const std::string&)>& known) {
   // dead[i]: the suffix starting at i cannot be split.
   std::vector<bool> dead(fused.size() + 1, false);
   std::vector<std::string> parts;

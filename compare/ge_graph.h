@@ -52,14 +52,13 @@ struct GeGraph {
 std::optional<FxLink> parse_fx_tensor_name(const std::string& text);
 
 // Parses graph text; on malformed text returns nullopt with "path:line:col: message".
-std::optional<GeGraph> parse_ge_graph(const std::string& text, const std::string& path,
-                                      std::string* error);
+std::optional<GeGraph> parse_ge_graph(const std::string& text, const std::string& path, std::string* error);
 std::optional<GeGraph> read_ge_graph(const std::string& path, std::string* error);
 
 // Splits a fused op name (AutomaticBufferFusionOp names concatenate the names of the
 // ops they replace, "Add_2Cast_9ConcatV2") into names `known` accepts, preferring the
 // longest name at each step and backtracking when the rest cannot be split.
-std::optional<std::vector<std::string>> split_fused_name(
-    const std::string& fused, const std::function<bool(const std::string&)>& known);
+std::optional<std::vector<std::string>> split_fused_name(const std::string& fused,
+                                                         const std::function<bool(const std::string&)>& known);
 
 }  // namespace diagnose::compare

@@ -24,7 +24,6 @@ constexpr int kMaxGraphFileDepth = 3;
 const char kGraphPrefix[] = "dynamo_original_graph_";
 const char kFusedType[] = "AutomaticBufferFusionOp";
 
-
 std::optional<int64_t> number(const std::string& s) {
   if (s.empty() || s.size() > 18 || s.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
   return std::stoll(s);
@@ -205,9 +204,9 @@ void pair_rows(GroupContext& ctx, int64_t token, const std::string& op_key, int6
     r.golden_op_type = golden.op_type;
     r.my_op_type = mine.op_type;
     if (golden.size() != mine.size()) {
-      r.match_note = std::string(d == Direction::Input ? "inputs" : "outputs") + " count differs: " +
-                     mine.description + " has " + std::to_string(mine.size()) + ", " + golden.description +
-                     " has " + std::to_string(golden.size());
+      r.match_note = std::string(d == Direction::Input ? "inputs" : "outputs") + " count differs: " + mine.description +
+                     " has " + std::to_string(mine.size()) + ", " + golden.description + " has " +
+                     std::to_string(golden.size());
     }
     ctx.out->rows.push_back(std::move(r));
   }
@@ -231,8 +230,8 @@ struct FxStepIndex {
   std::set<std::string> used;
 };
 
-void output_row_fx(GroupContext& ctx, int64_t token, int64_t order, FxStepIndex& fx, const FxLink& link,
-                   size_t k, const GeDump& dump, const GeOpFile& file) {
+void output_row_fx(GroupContext& ctx, int64_t token, int64_t order, FxStepIndex& fx, const FxLink& link, size_t k,
+                   const GeDump& dump, const GeOpFile& file) {
   RowSpec r = ctx.row(token, link.prefix, Direction::Output, static_cast<int>(k), order);
   r.golden_op_type = target_of(link.prefix);
   r.mine = dump.outputs[k];
@@ -284,9 +283,8 @@ void self_compare_rows(GroupContext& ctx, int64_t token, int64_t order, const Ge
 std::vector<const GeOpFile*> by_time(const std::map<std::string, GeOpFile>& files) {
   std::vector<const GeOpFile*> out;
   for (const auto& [name, f] : files) out.push_back(&f);
-  std::stable_sort(out.begin(), out.end(), [](const GeOpFile* a, const GeOpFile* b) {
-    return a->name.timestamp < b->name.timestamp;
-  });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const GeOpFile* a, const GeOpFile* b) { return a->name.timestamp < b->name.timestamp; });
   return out;
 }
 
@@ -326,22 +324,22 @@ void match_op_fx(GroupContext& ctx, const GeGraph& graph, int64_t token, FxStepI
     if (is_self_compared_type(file.name.op_type)) {
       self_compare_rows(ctx, token, order, dump, file, op_name);
     } else {
-      ctx.unmatched(op_name, file.name.op_type == kFusedType
-                                 ? "fused op name cannot be split into ops of the graph txt"
-                                 : "GE op not found in the graph txt");
+      ctx.unmatched(op_name, file.name.op_type == kFusedType ? "fused op name cannot be split into ops of the graph txt"
+                                                             : "GE op not found in the graph txt");
     }
     return;
   }
   // Fused op: the first constituent's FX inputs against the fused inputs; each output
   // against the FX output its OriginalOp names, else the last constituent's.
   if (!fused.from_name) {
-    ctx.unmatched(op_name + " (inputs)", "fused op name cannot be split into ops of the graph txt; "
-                                         "only outputs are matched, through OriginalOp");
+    ctx.unmatched(op_name + " (inputs)",
+                  "fused op name cannot be split into ops of the graph txt; "
+                  "only outputs are matched, through OriginalOp");
   } else if (const auto prefix = parts.front()->fx_prefix()) {
     input_rows_fx(ctx, token, order, fx, *prefix, dump, file);
   } else {
-    ctx.unmatched(op_name + " (inputs)", "first op of the fused op (" + parts.front()->name +
-                                             ") has no _fx_tensor_name link");
+    ctx.unmatched(op_name + " (inputs)",
+                  "first op of the fused op (" + parts.front()->name + ") has no _fx_tensor_name link");
   }
   for (size_t k = 0; k < dump.outputs.size(); ++k) {
     std::optional<FxLink> link;
@@ -383,18 +381,23 @@ std::vector<std::pair<const A*, const B*>> pair_ranks(const std::vector<A>& gold
   if (rank) {
     const A* g = pick(golden, *rank);
     const B* m = pick(mine, *rank);
-    if (!g || !m) out.fatal_error = "rank " + std::to_string(*rank) + " is not in both dumps";
-    else pairs.emplace_back(g, m);
+    if (!g || !m)
+      out.fatal_error = "rank " + std::to_string(*rank) + " is not in both dumps";
+    else
+      pairs.emplace_back(g, m);
     return pairs;
   }
   if (ranked(golden) && ranked(mine)) {
     for (const auto& m : mine) {
       const A* g = pick(golden, m.rank);
-      if (g) pairs.emplace_back(g, &m);
-      else out.warnings.push_back("rank " + std::to_string(m.rank) + " has no golden dump; skipped");
+      if (g)
+        pairs.emplace_back(g, &m);
+      else
+        out.warnings.push_back("rank " + std::to_string(m.rank) + " has no golden dump; skipped");
     }
     for (const auto& g : golden)
-      if (!pick(mine, g.rank)) out.warnings.push_back("golden rank " + std::to_string(g.rank) + " has no counterpart; skipped");
+      if (!pick(mine, g.rank))
+        out.warnings.push_back("golden rank " + std::to_string(g.rank) + " has no counterpart; skipped");
     return pairs;
   }
   if (golden.size() == 1 && mine.size() == 1) {
@@ -527,7 +530,8 @@ GeDumpLayout scan_ge_dump_dir(const std::string& path) {
   for (fs::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
     std::error_code type_ec;
     if (!it->is_directory(type_ec)) continue;
-    if (const auto r = rank_of_dir_name(it->path().filename().string())) rank_dirs.emplace_back(*r, it->path().string());
+    if (const auto r = rank_of_dir_name(it->path().filename().string()))
+      rank_dirs.emplace_back(*r, it->path().string());
   }
   std::sort(rank_dirs.begin(), rank_dirs.end());
   for (const auto& [rank, dir] : rank_dirs) {

@@ -22,8 +22,7 @@ float hifloat8_to_float(uint8_t v) {
   const bool negative = (v & 0x80) != 0;
   const uint8_t magnitude_bits = v & 0x7F;
   if (magnitude_bits == 0x6F) {
-    return negative ? -std::numeric_limits<float>::infinity()
-                    : std::numeric_limits<float>::infinity();
+    return negative ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
   }
 
   int exponent_bits = 0;  // stored exponent bits, sign included

@@ -9,8 +9,8 @@ namespace diagnose::compare {
 
 namespace {
 
-TolerancePreset make(const char* name, double atol, double rtol, double min_cosine,
-                     double max_relative_l2, double referee_multiplier) {
+TolerancePreset make(const char* name, double atol, double rtol, double min_cosine, double max_relative_l2,
+                     double referee_multiplier) {
   TolerancePreset p;
   p.name = name;
   p.atol = atol;
@@ -37,12 +37,18 @@ std::string preset_for(DType t) {
 }
 
 std::string set_field(TolerancePreset& p, const std::string& field, double value) {
-  if (field == "atol") p.atol = value;
-  else if (field == "rtol") p.rtol = value;
-  else if (field == "min_cosine") p.min_cosine = value;
-  else if (field == "max_relative_l2") p.max_relative_l2 = value;
-  else if (field == "referee_multiplier") p.referee_multiplier = value;
-  else if (field == "exact") p.exact = value != 0;
+  if (field == "atol")
+    p.atol = value;
+  else if (field == "rtol")
+    p.rtol = value;
+  else if (field == "min_cosine")
+    p.min_cosine = value;
+  else if (field == "max_relative_l2")
+    p.max_relative_l2 = value;
+  else if (field == "referee_multiplier")
+    p.referee_multiplier = value;
+  else if (field == "exact")
+    p.exact = value != 0;
   else
     return "unknown tolerance field '" + field +
            "' (known: atol, rtol, min_cosine, max_relative_l2, referee_multiplier, exact)";
@@ -110,8 +116,7 @@ std::string Tolerances::load_overrides(const std::string& json_path) {
       return json_path + ": unknown tolerance preset '" + name + "' (known: " + known_presets(*this) + ")";
     if (!fields.is_object()) return json_path + ": preset '" + name + "' must be an object";
     for (const auto& [field, value] : fields.items()) {
-      if (!value.is_number() && !value.is_boolean())
-        return json_path + ": " + name + "." + field + " must be a number";
+      if (!value.is_number() && !value.is_boolean()) return json_path + ": " + name + "." + field + " must be a number";
       std::string error = set_field(it->second, field, value.get<double>());
       if (!error.empty()) return json_path + ": " + name + ": " + error;
     }
@@ -120,8 +125,7 @@ std::string Tolerances::load_overrides(const std::string& json_path) {
 }
 
 Judgement judge(const TolerancePreset& preset, const PairMetrics& m, bool has_special,
-                std::optional<double> rmse_golden_vs_referee,
-                std::optional<double> rmse_mine_vs_referee) {
+                std::optional<double> rmse_golden_vs_referee, std::optional<double> rmse_mine_vs_referee) {
   Judgement j;
   const std::string& name = preset.name;
   if (m.elements == 0) {
@@ -149,8 +153,7 @@ Judgement judge(const TolerancePreset& preset, const PairMetrics& m, bool has_sp
     return j;
   }
   if (rmse_golden_vs_referee && rmse_mine_vs_referee) {
-    j.pass = *rmse_mine_vs_referee <=
-             preset.referee_multiplier * *rmse_golden_vs_referee + preset.atol / 10;
+    j.pass = *rmse_mine_vs_referee <= preset.referee_multiplier * *rmse_golden_vs_referee + preset.atol / 10;
     j.rule = name + " referee";
     return j;
   }

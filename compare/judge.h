@@ -47,7 +47,6 @@ struct Judgement {
 // element-wise rules apply (NaN matches NaN, Inf the same Inf), as the metrics are
 // not computed for such rows. Both sides empty passes.
 Judgement judge(const TolerancePreset& preset, const PairMetrics& m, bool has_special,
-                std::optional<double> rmse_golden_vs_referee,
-                std::optional<double> rmse_mine_vs_referee);
+                std::optional<double> rmse_golden_vs_referee, std::optional<double> rmse_mine_vs_referee);
 
 }  // namespace diagnose::compare

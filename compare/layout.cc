@@ -35,8 +35,8 @@ bool fail(std::string* reason, const std::string& text) {
 }
 
 std::string describe(int format, const Shape& stored, const Shape& original) {
-  return "no conversion from " + ge_format_name(format) + " " + shape_to_string(stored) +
-         " to original shape " + shape_to_string(original);
+  return "no conversion from " + ge_format_name(format) + " " + shape_to_string(stored) + " to original shape " +
+         shape_to_string(original);
 }
 
 bool plan_nz(const Shape& s, const Shape& o, Shape* logical, std::string* why) {
@@ -68,7 +68,8 @@ bool plan_fractal_z(const Shape& s, const Shape& o, Shape* logical, std::string*
   const int64_t hw = mul_sat(o[2], o[3]);
   if (hw == 0 || s[0] % hw != 0) return fail(why, "first stored dim is not a multiple of H*W");
   const int64_t c1 = s[0] / hw;
-  if (mul_sat(s[1], s[2]) < o[0] || mul_sat(c1, s[3]) < o[1]) return fail(why, "stored blocks are smaller than the original");
+  if (mul_sat(s[1], s[2]) < o[0] || mul_sat(c1, s[3]) < o[1])
+    return fail(why, "stored blocks are smaller than the original");
   *logical = o;
   return true;
 }
@@ -76,16 +77,56 @@ bool plan_fractal_z(const Shape& s, const Shape& o, Shape* logical, std::string*
 }  // namespace
 
 std::string ge_format_name(int format) {
-  static const char* const kNames[] = {
-      "NCHW", "NHWC", "ND", "NC1HWC0", "FRACTAL_Z", "NC1C0HWPAD", "NHWC1C0", "FSR_NCHW",
-      "FRACTAL_DECONV", "C1HWNC0", "FRACTAL_DECONV_TRANSPOSE", "FRACTAL_DECONV_SP_STRIDE_TRANS",
-      "NC1HWC0_C04", "FRACTAL_Z_C04", "CHWN", "FRACTAL_DECONV_SP_STRIDE8_TRANS", "HWCN",
-      "NC1KHKWHWC0", "BN_WEIGHT", "FILTER_HWCK", "HASHTABLE_LOOKUP_LOOKUPS",
-      "HASHTABLE_LOOKUP_KEYS", "HASHTABLE_LOOKUP_VALUE", "HASHTABLE_LOOKUP_OUTPUT",
-      "HASHTABLE_LOOKUP_HITS", "C1HWNCoC0", "MD", "NDHWC", "FRACTAL_ZZ", "FRACTAL_NZ", "NCDHW",
-      "DHWCN", "NDC1HWC0", "FRACTAL_Z_3D", "CN", "NC", "DHWNC", "FRACTAL_Z_3D_TRANSPOSE",
-      "FRACTAL_ZN_LSTM", "FRACTAL_Z_G", "RESERVED", "ALL", "NULL", "ND_RNN_BIAS",
-      "FRACTAL_ZN_RNN", "NYUV", "NYUV_A", "NCL", "FRACTAL_Z_WINO", "C1HWC0"};
+  static const char* const kNames[] = {"NCHW",
+                                       "NHWC",
+                                       "ND",
+                                       "NC1HWC0",
+                                       "FRACTAL_Z",
+                                       "NC1C0HWPAD",
+                                       "NHWC1C0",
+                                       "FSR_NCHW",
+                                       "FRACTAL_DECONV",
+                                       "C1HWNC0",
+                                       "FRACTAL_DECONV_TRANSPOSE",
+                                       "FRACTAL_DECONV_SP_STRIDE_TRANS",
+                                       "NC1HWC0_C04",
+                                       "FRACTAL_Z_C04",
+                                       "CHWN",
+                                       "FRACTAL_DECONV_SP_STRIDE8_TRANS",
+                                       "HWCN",
+                                       "NC1KHKWHWC0",
+                                       "BN_WEIGHT",
+                                       "FILTER_HWCK",
+                                       "HASHTABLE_LOOKUP_LOOKUPS",
+                                       "HASHTABLE_LOOKUP_KEYS",
+                                       "HASHTABLE_LOOKUP_VALUE",
+                                       "HASHTABLE_LOOKUP_OUTPUT",
+                                       "HASHTABLE_LOOKUP_HITS",
+                                       "C1HWNCoC0",
+                                       "MD",
+                                       "NDHWC",
+                                       "FRACTAL_ZZ",
+                                       "FRACTAL_NZ",
+                                       "NCDHW",
+                                       "DHWCN",
+                                       "NDC1HWC0",
+                                       "FRACTAL_Z_3D",
+                                       "CN",
+                                       "NC",
+                                       "DHWNC",
+                                       "FRACTAL_Z_3D_TRANSPOSE",
+                                       "FRACTAL_ZN_LSTM",
+                                       "FRACTAL_Z_G",
+                                       "RESERVED",
+                                       "ALL",
+                                       "NULL",
+                                       "ND_RNN_BIAS",
+                                       "FRACTAL_ZN_RNN",
+                                       "NYUV",
+                                       "NYUV_A",
+                                       "NCL",
+                                       "FRACTAL_Z_WINO",
+                                       "C1HWC0"};
   const int count = static_cast<int>(sizeof(kNames) / sizeof(kNames[0]));
   if (format >= 0 && format < count) return kNames[format];
   return "format " + std::to_string(format);
@@ -100,8 +141,7 @@ bool needs_layout_conversion(const TensorRef& t) {
          (t.format == kNHWC && t.stored_shape.size() == 4);
 }
 
-std::optional<Shape> plan_logical_shape(int format, const Shape& stored, const Shape& original,
-                                        std::string* reason) {
+std::optional<Shape> plan_logical_shape(int format, const Shape& stored, const Shape& original, std::string* reason) {
   if (!checked_product(stored, 0, stored.size())) {
     if (reason) *reason = "bad stored shape " + shape_to_string(stored);
     return std::nullopt;
@@ -132,8 +172,8 @@ std::optional<Shape> plan_logical_shape(int format, const Shape& stored, const S
 }
 
 template <typename T>
-bool convert_to_logical(int format, const Shape& stored, const Shape& logical,
-                        const std::vector<T>& in, std::vector<T>* out, std::string* error) {
+bool convert_to_logical(int format, const Shape& stored, const Shape& logical, const std::vector<T>& in,
+                        std::vector<T>* out, std::string* error) {
   std::string reason;
   const auto planned = plan_logical_shape(format, stored, logical, &reason);
   if (!planned) {
@@ -146,9 +186,8 @@ bool convert_to_logical(int format, const Shape& stored, const Shape& logical,
   }
   if (in.size() != static_cast<size_t>(element_count(stored))) {
     if (error) {
-      *error = ge_format_name(format) + " tensor holds " + std::to_string(in.size()) +
-               " elements, stored shape " + shape_to_string(stored) + " needs " +
-               std::to_string(element_count(stored));
+      *error = ge_format_name(format) + " tensor holds " + std::to_string(in.size()) + " elements, stored shape " +
+               shape_to_string(stored) + " needs " + std::to_string(element_count(stored));
     }
     return false;
   }
@@ -176,8 +215,7 @@ bool convert_to_logical(int format, const Shape& stored, const Shape& logical,
       const int64_t batch = element_count(Shape(s.begin(), s.end() - 4));
       for (int64_t h = 0; h < batch; ++h)
         for (int64_t n = 0; n < N; ++n)
-          for (int64_t c = 0; c < C; ++c)
-            *dst++ = in[(((h * C1 + c / C0) * No + n / Ni) * Ni + n % Ni) * C0 + c % C0];
+          for (int64_t c = 0; c < C; ++c) *dst++ = in[(((h * C1 + c / C0) * No + n / Ni) * Ni + n % Ni) * C0 + c % C0];
       break;
     }
     case kNC1HWC0: {
@@ -186,8 +224,7 @@ bool convert_to_logical(int format, const Shape& stored, const Shape& logical,
       for (int64_t n = 0; n < N; ++n)
         for (int64_t c = 0; c < C; ++c)
           for (int64_t h = 0; h < H; ++h)
-            for (int64_t w = 0; w < W; ++w)
-              *dst++ = in[(((n * C1 + c / C0) * H + h) * W + w) * C0 + c % C0];
+            for (int64_t w = 0; w < W; ++w) *dst++ = in[(((n * C1 + c / C0) * H + h) * W + w) * C0 + c % C0];
       break;
     }
     case kFractalZ: {
@@ -204,10 +241,9 @@ bool convert_to_logical(int format, const Shape& stored, const Shape& logical,
   return true;
 }
 
-template bool convert_to_logical<float>(int, const Shape&, const Shape&, const std::vector<float>&,
-                                        std::vector<float>*, std::string*);
-template bool convert_to_logical<double>(int, const Shape&, const Shape&,
-                                         const std::vector<double>&, std::vector<double>*,
-                                         std::string*);
+template bool convert_to_logical<float>(int, const Shape&, const Shape&, const std::vector<float>&, std::vector<float>*,
+                                        std::string*);
+template bool convert_to_logical<double>(int, const Shape&, const Shape&, const std::vector<double>&,
+                                         std::vector<double>*, std::string*);
 
 }  // namespace diagnose::compare

@@ -28,13 +28,12 @@ bool is_plain_format(int format);
 
 // The logical shape a tensor stored as `stored` in `format` converts to, given the
 // dump's original_shape. nullopt with *reason when no conversion applies.
-std::optional<Shape> plan_logical_shape(int format, const Shape& stored, const Shape& original,
-                                        std::string* reason);
+std::optional<Shape> plan_logical_shape(int format, const Shape& stored, const Shape& original, std::string* reason);
 
 // Reorders `in` (stored elements, row-major in `stored`) into `out` in `logical`
 // order. `logical` must be what plan_logical_shape gives for these shapes.
 template <typename T>
-bool convert_to_logical(int format, const Shape& stored, const Shape& logical,
-                        const std::vector<T>& in, std::vector<T>* out, std::string* error);
+bool convert_to_logical(int format, const Shape& stored, const Shape& logical, const std::vector<T>& in,
+                        std::vector<T>* out, std::string* error);
 
 }  // namespace diagnose::compare

@@ -75,7 +75,8 @@ Manifest read_manifest(const std::string& dir) {
     const std::string type = j.value("type", std::string());
     if (line_no == 1 || type == "header") {
       if (type != "header" || j.value("format", std::string()) != "diagnose-dump") {
-        m.error = where + "not a diagnose dump (first record must be {\"type\": \"header\", \"format\": \"diagnose-dump\"})";
+        m.error =
+            where + "not a diagnose dump (first record must be {\"type\": \"header\", \"format\": \"diagnose-dump\"})";
         return m;
       }
       const int version = j.value("version", 0);
@@ -150,8 +151,7 @@ TensorRef manifest_tensor(const Manifest& manifest, const ManifestRecord& record
       ref.declared_dtype = declared;
   }
   if (!record.shape.empty() && element_count(record.shape) != element_count(ref.shape))
-    ref.error = "manifest says shape " + shape_to_string(record.shape) + ", file holds " +
-                shape_to_string(ref.shape);
+    ref.error = "manifest says shape " + shape_to_string(record.shape) + ", file holds " + shape_to_string(ref.shape);
   return ref;
 }
 

@@ -38,9 +38,9 @@ struct Manifest {
   std::string dir;
   nlohmann::json header;
   std::vector<ManifestRecord> records;
-  bool complete = false;               // an `end` record was seen
+  bool complete = false;                // an `end` record was seen
   std::optional<int64_t> budget_limit;  // a `budget` record was seen
-  std::vector<std::string> warnings;   // torn lines, bad records
+  std::vector<std::string> warnings;    // torn lines, bad records
   std::string error;                    // unreadable manifest or unknown version
 };
 

@@ -25,9 +25,7 @@ class MappedRange {
   uint64_t offset() const { return offset_; }
   uint64_t size() const { return size_; }
   const uint8_t* data() const { return data_; }  // the byte at offset()
-  bool covers(uint64_t offset, uint64_t size) const {
-    return offset >= offset_ && offset - offset_ + size <= size_;
-  }
+  bool covers(uint64_t offset, uint64_t size) const { return offset >= offset_ && offset - offset_ + size <= size_; }
 
  private:
   MappedRange(void* base, uint64_t length, uint64_t offset, uint64_t size, const uint8_t* data)

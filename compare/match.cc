@@ -133,8 +133,7 @@ void match_one_manifest(const Manifest& golden, const Manifest& mine, int rank, 
     }
     out.rows.push_back(std::move(s));
   }
-  for (const auto& [id, record] : golden_by_id)
-    out.unmatched.emplace_back(id, "only in the golden dump " + golden.dir);
+  for (const auto& [id, record] : golden_by_id) out.unmatched.emplace_back(id, "only in the golden dump " + golden.dir);
 }
 
 RowSpec file_row(const std::string& golden_label, const TensorRef& golden, const std::string& my_label,
@@ -159,9 +158,8 @@ MatchResult match_npy_dirs(const std::string& golden_dir, const std::string& my_
   std::vector<const NpyEntry*> ordered;
   for (const auto& [key, e] : mine) ordered.push_back(&e);
   // Execution order: call timestamps when the files have them, else names.
-  std::stable_sort(ordered.begin(), ordered.end(), [](const NpyEntry* a, const NpyEntry* b) {
-    return a->key.timestamp < b->key.timestamp;
-  });
+  std::stable_sort(ordered.begin(), ordered.end(),
+                   [](const NpyEntry* a, const NpyEntry* b) { return a->key.timestamp < b->key.timestamp; });
   int64_t order = 0;
   for (const NpyEntry* e : ordered) {
     RowSpec s;
@@ -223,8 +221,7 @@ MatchResult match_files(const std::string& golden_file, const std::string& my_fi
   const bool golden_npy = fs::path(golden_file).extension() == ".npy";
   const bool my_npy = fs::path(my_file).extension() == ".npy";
   if (golden_npy && my_npy) {
-    out.rows.push_back(file_row(golden_file, read_npy(golden_file), my_file, read_npy(my_file),
-                                Direction::Output, 0));
+    out.rows.push_back(file_row(golden_file, read_npy(golden_file), my_file, read_npy(my_file), Direction::Output, 0));
     return out;
   }
   GeDump mine = my_npy ? GeDump{} : read_ge_dump(my_file);
@@ -243,8 +240,9 @@ MatchResult match_files(const std::string& golden_file, const std::string& my_fi
       return out;
     }
     const std::string ge_label = ge.path + ",outputs,0";
-    out.rows.push_back(golden_npy ? file_row(golden_file, read_npy(golden_file), ge_label, ge.outputs[0], Direction::Output, 0)
-                                  : file_row(ge_label, ge.outputs[0], my_file, read_npy(my_file), Direction::Output, 0));
+    out.rows.push_back(golden_npy
+                           ? file_row(golden_file, read_npy(golden_file), ge_label, ge.outputs[0], Direction::Output, 0)
+                           : file_row(ge_label, ge.outputs[0], my_file, read_npy(my_file), Direction::Output, 0));
     return out;
   }
   for (auto [direction, g, m, label] :
@@ -262,16 +260,16 @@ MatchResult match_files(const std::string& golden_file, const std::string& my_fi
       if (i < g->size()) s.golden = (*g)[i];
       if (i < m->size()) s.mine = (*m)[i];
       if (g->size() != m->size())
-        s.match_note = std::string(label) + " count differs: golden has " + std::to_string(g->size()) +
-                       ", mine has " + std::to_string(m->size());
+        s.match_note = std::string(label) + " count differs: golden has " + std::to_string(g->size()) + ", mine has " +
+                       std::to_string(m->size());
       out.rows.push_back(std::move(s));
     }
   }
   return out;
 }
 
-void attach_referee(const std::string& golden_root, const std::string& referee_root,
-                    std::vector<RowSpec>& rows, std::vector<std::string>& warnings) {
+void attach_referee(const std::string& golden_root, const std::string& referee_root, std::vector<RowSpec>& rows,
+                    std::vector<std::string>& warnings) {
   std::error_code ec;
   const bool single_file = fs::is_regular_file(golden_root, ec);
   size_t missing = 0;
@@ -279,9 +277,8 @@ void attach_referee(const std::string& golden_root, const std::string& referee_r
     if (!row.golden || row.golden->path.size() < 4 ||
         row.golden->path.compare(row.golden->path.size() - 4, 4, ".npy") != 0)
       continue;
-    const fs::path referee = single_file
-        ? fs::path(referee_root)
-        : fs::path(referee_root) / fs::relative(row.golden->path, golden_root, ec);
+    const fs::path referee =
+        single_file ? fs::path(referee_root) : fs::path(referee_root) / fs::relative(row.golden->path, golden_root, ec);
     TensorRef ref = read_npy(referee.string());
     if (!ref.ok()) {
       ++missing;

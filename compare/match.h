@@ -21,23 +21,20 @@ struct MatchResult {
 };
 
 // TorchAir: GE dump directory (mine) against an FX npy dump (golden).  ge_match.cc
-MatchResult match_ge_vs_fx(const std::string& fx_dir, const std::string& ge_dir,
-                           std::optional<int> rank);
+MatchResult match_ge_vs_fx(const std::string& fx_dir, const std::string& ge_dir, std::optional<int> rank);
 // TorchAir: GE dump against GE dump (fusion on vs fusion off).  ge_match.cc
-MatchResult match_ge_vs_ge(const std::string& golden_ge_dir, const std::string& my_ge_dir,
-                           std::optional<int> rank);
+MatchResult match_ge_vs_ge(const std::string& golden_ge_dir, const std::string& my_ge_dir, std::optional<int> rank);
 // Two directories of .npy files, by relative path without extension.  match.cc
 MatchResult match_npy_dirs(const std::string& golden_dir, const std::string& my_dir);
 // Two of the project's own dumps, by record key.  match.cc
-MatchResult match_manifests(const std::string& golden_dir, const std::string& my_dir,
-                            std::optional<int> rank);
+MatchResult match_manifests(const std::string& golden_dir, const std::string& my_dir, std::optional<int> rank);
 // Single file against single file (npy or GE dump binary).  match.cc
 MatchResult match_files(const std::string& golden_file, const std::string& my_file);
 
 // Attaches referee tensors to rows: the referee dump has the golden dump's layout,
 // so each golden tensor's counterpart sits at the same relative path (or, for
 // manifests, under the same key).  match.cc
-void attach_referee(const std::string& golden_root, const std::string& referee_root,
-                    std::vector<RowSpec>& rows, std::vector<std::string>& warnings);
+void attach_referee(const std::string& golden_root, const std::string& referee_root, std::vector<RowSpec>& rows,
+                    std::vector<std::string>& warnings);
 
 }  // namespace diagnose::compare

@@ -71,9 +71,17 @@ bool float_errors_block(const float* g, const float* m, size_t len, BlockSums& o
     sum_rel += rel;
     sum_abs += abs_masked;
   }
-  out.g_max = g_max; out.g_min = g_min; out.m_max = m_max; out.m_min = m_min;
-  out.max_rel = max_rel; out.sum_rel = sum_rel; out.max_abs = max_abs; out.sum_abs = sum_abs;
-  out.d_max = d_max; out.d_min = d_min; out.max_diff = std::max<double>(d_max, -d_min);
+  out.g_max = g_max;
+  out.g_min = g_min;
+  out.m_max = m_max;
+  out.m_min = m_min;
+  out.max_rel = max_rel;
+  out.sum_rel = sum_rel;
+  out.max_abs = max_abs;
+  out.sum_abs = sum_abs;
+  out.d_max = d_max;
+  out.d_min = d_min;
+  out.max_diff = std::max<double>(d_max, -d_min);
   return max_rel < INFINITY && out.max_diff < INFINITY;
 }
 
@@ -166,8 +174,14 @@ void sum_float_block(const float* g, const float* m, size_t len, double atol, do
   }
   out.allclose_bad = static_cast<uint64_t>(allclose_bad);
   if (specials) count_special_values(g, m, len, atol, rtol, out);
-  out.g_sum = g_sum; out.m_sum = m_sum; out.gg = gg; out.mm = mm; out.gm = gm; out.dd = dd;
-  out.max_ulp = max_ulp; out.sum_ulp = sum_ulp;
+  out.g_sum = g_sum;
+  out.m_sum = m_sum;
+  out.gg = gg;
+  out.mm = mm;
+  out.gm = gm;
+  out.dd = dd;
+  out.max_ulp = max_ulp;
+  out.sum_ulp = sum_ulp;
 }
 
 void widen(StoredValues values, size_t index, size_t count, float* out) {
@@ -195,7 +209,10 @@ void count_special_values(const float* g, const float* m, size_t len, double ato
     allclose_non_finite += !both_finite && std::fabs(mv - gv) > atol + rtol * ag ? 1.0 : 0.0;
   }
   const auto count = [](double c) { return static_cast<uint64_t>(c); };
-  out.g_nan = count(g_nan); out.g_inf = count(g_inf); out.m_nan = count(m_nan); out.m_inf = count(m_inf);
+  out.g_nan = count(g_nan);
+  out.g_inf = count(g_inf);
+  out.m_nan = count(m_nan);
+  out.m_inf = count(m_inf);
   out.special_bad = count(special_bad);
   out.allclose_bad -= count(allclose_non_finite);
 }
@@ -214,20 +231,38 @@ void double_errors_block(const float* g, const float* m, size_t len, BlockSums& 
     sum_rel += rel;
     sum_abs += abs_masked;
   }
-  out.max_rel = max_rel; out.sum_rel = sum_rel; out.max_abs = max_abs; out.sum_abs = sum_abs; out.max_diff = max_diff;
+  out.max_rel = max_rel;
+  out.sum_rel = sum_rel;
+  out.max_abs = max_abs;
+  out.sum_abs = sum_abs;
+  out.max_diff = max_diff;
 }
 
 void merge_block_sums(BlockSums& into, const BlockSums& t) {
-  into.g_nan += t.g_nan; into.g_inf += t.g_inf; into.m_nan += t.m_nan; into.m_inf += t.m_inf;
-  into.special_bad += t.special_bad; into.allclose_bad += t.allclose_bad;
-  into.g_max = std::max(into.g_max, t.g_max); into.g_min = std::min(into.g_min, t.g_min);
-  into.m_max = std::max(into.m_max, t.m_max); into.m_min = std::min(into.m_min, t.m_min);
-  into.g_sum += t.g_sum; into.m_sum += t.m_sum;
-  into.gg += t.gg; into.mm += t.mm; into.gm += t.gm; into.dd += t.dd;
-  into.max_rel = std::max(into.max_rel, t.max_rel); into.sum_rel += t.sum_rel;
-  into.max_abs = std::max(into.max_abs, t.max_abs); into.sum_abs += t.sum_abs;
-  into.max_ulp = std::max(into.max_ulp, t.max_ulp); into.sum_ulp += t.sum_ulp;
-  into.d_min = std::min(into.d_min, t.d_min); into.d_max = std::max(into.d_max, t.d_max);
+  into.g_nan += t.g_nan;
+  into.g_inf += t.g_inf;
+  into.m_nan += t.m_nan;
+  into.m_inf += t.m_inf;
+  into.special_bad += t.special_bad;
+  into.allclose_bad += t.allclose_bad;
+  into.g_max = std::max(into.g_max, t.g_max);
+  into.g_min = std::min(into.g_min, t.g_min);
+  into.m_max = std::max(into.m_max, t.m_max);
+  into.m_min = std::min(into.m_min, t.m_min);
+  into.g_sum += t.g_sum;
+  into.m_sum += t.m_sum;
+  into.gg += t.gg;
+  into.mm += t.mm;
+  into.gm += t.gm;
+  into.dd += t.dd;
+  into.max_rel = std::max(into.max_rel, t.max_rel);
+  into.sum_rel += t.sum_rel;
+  into.max_abs = std::max(into.max_abs, t.max_abs);
+  into.sum_abs += t.sum_abs;
+  into.max_ulp = std::max(into.max_ulp, t.max_ulp);
+  into.sum_ulp += t.sum_ulp;
+  into.d_min = std::min(into.d_min, t.d_min);
+  into.d_max = std::max(into.d_max, t.d_max);
   into.max_diff = std::max(into.max_diff, t.max_diff);
 }
 

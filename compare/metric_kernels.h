@@ -82,10 +82,21 @@ void double_errors_block(const float* g, const float* m, size_t len, BlockSums& 
 void merge_block_sums(BlockSums& into, const BlockSums& tail);
 
 // 1/k!, for the Taylor series of exp in both implementations.
-constexpr double kInverseFactorial[] = {1.0,           1.0,           1.0 / 2,         1.0 / 6,
-                                        1.0 / 24,      1.0 / 120,     1.0 / 720,       1.0 / 5040,
-                                        1.0 / 40320,   1.0 / 362880,  1.0 / 3628800,   1.0 / 39916800,
-                                        1.0 / 479001600, 1.0 / 6227020800, 1.0 / 87178291200};
+constexpr double kInverseFactorial[] = {1.0,
+                                        1.0,
+                                        1.0 / 2,
+                                        1.0 / 6,
+                                        1.0 / 24,
+                                        1.0 / 120,
+                                        1.0 / 720,
+                                        1.0 / 5040,
+                                        1.0 / 40320,
+                                        1.0 / 362880,
+                                        1.0 / 3628800,
+                                        1.0 / 39916800,
+                                        1.0 / 479001600,
+                                        1.0 / 6227020800,
+                                        1.0 / 87178291200};
 
 // How exp(x), x <= 0, is computed in each precision: 2^k e^r with |r| <= ln 2 / 2, e^r from its
 // Taylor series to r^degree, ln 2 in two parts (Cody-Waite). Inputs below `lowest` give

@@ -288,8 +288,8 @@ DIAGNOSE_AVX2 inline __m256 exp_nonpositive_lanes(__m256 x) {
   __m256 p = _mm256_set1_ps(static_cast<float>(kInverseFactorial[Form::kDegree]));
   for (int i = Form::kDegree - 1; i >= 0; --i)
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(static_cast<float>(kInverseFactorial[i])));
-  const __m256i scale = _mm256_slli_epi32(_mm256_add_epi32(_mm256_castps_si256(shifted), _mm256_set1_epi32(Form::kBias)),
-                                          Form::kMantissaBits);
+  const __m256i scale = _mm256_slli_epi32(
+      _mm256_add_epi32(_mm256_castps_si256(shifted), _mm256_set1_epi32(Form::kBias)), Form::kMantissaBits);
   return _mm256_mul_ps(p, _mm256_castsi256_ps(scale));
 }
 

@@ -34,8 +34,7 @@ inline void rescale(double& running_max, double block_max, Sums&... sums) {
 
 }  // namespace
 
-PairAccumulator::PairAccumulator(DType target_dtype, AllcloseTolerance tol)
-    : target_(target_dtype), tol_(tol) {}
+PairAccumulator::PairAccumulator(DType target_dtype, AllcloseTolerance tol) : target_(target_dtype), tol_(tol) {}
 
 void PairAccumulator::add(const float* golden, const float* mine, size_t n) {
   add(StoredValues{golden, DType::Float32}, StoredValues{mine, DType::Float32}, n);
@@ -63,14 +62,28 @@ void PairAccumulator::add(StoredValues golden, StoredValues mine, size_t n) {
     // sums, and the merge rescales the softmax sums to the running maxima.
     PairAccumulator block(target_, tol_);
     block.n_ = len;
-    block.g_nan_ = b.g_nan; block.g_inf_ = b.g_inf; block.m_nan_ = b.m_nan; block.m_inf_ = b.m_inf;
+    block.g_nan_ = b.g_nan;
+    block.g_inf_ = b.g_inf;
+    block.m_nan_ = b.m_nan;
+    block.m_inf_ = b.m_inf;
     block.special_bad_ = b.special_bad;
     block.allclose_bad_ = b.allclose_bad;
-    block.g_max_ = b.g_max; block.g_min_ = b.g_min; block.m_max_ = b.m_max; block.m_min_ = b.m_min;
-    block.g_sum_ = b.g_sum; block.m_sum_ = b.m_sum;
-    block.gg_ = b.gg; block.mm_ = b.mm; block.gm_ = b.gm; block.dd_ = b.dd;
-    block.max_rel_ = b.max_rel; block.sum_rel_ = b.sum_rel; block.max_abs_ = b.max_abs; block.sum_abs_ = b.sum_abs;
-    block.max_ulp_ = b.max_ulp; block.sum_ulp_ = b.sum_ulp;
+    block.g_max_ = b.g_max;
+    block.g_min_ = b.g_min;
+    block.m_max_ = b.m_max;
+    block.m_min_ = b.m_min;
+    block.g_sum_ = b.g_sum;
+    block.m_sum_ = b.m_sum;
+    block.gg_ = b.gg;
+    block.mm_ = b.mm;
+    block.gm_ = b.gm;
+    block.dd_ = b.dd;
+    block.max_rel_ = b.max_rel;
+    block.sum_rel_ = b.sum_rel;
+    block.max_abs_ = b.max_abs;
+    block.sum_abs_ = b.sum_abs;
+    block.max_ulp_ = b.max_ulp;
+    block.sum_ulp_ = b.sum_ulp;
     block.kl_mg_ = b.g_max;
     if (b.max_diff < 1.0) {
       const KlSums kl = kernels.kl_close(g, m, len, b);
@@ -87,22 +100,37 @@ void PairAccumulator::add(StoredValues golden, StoredValues mine, size_t n) {
 
 void PairAccumulator::merge(const PairAccumulator& o) {
   n_ += o.n_;
-  g_nan_ += o.g_nan_; g_inf_ += o.g_inf_; m_nan_ += o.m_nan_; m_inf_ += o.m_inf_;
+  g_nan_ += o.g_nan_;
+  g_inf_ += o.g_inf_;
+  m_nan_ += o.m_nan_;
+  m_inf_ += o.m_inf_;
   special_bad_ += o.special_bad_;
   allclose_bad_ += o.allclose_bad_;
-  g_max_ = std::max(g_max_, o.g_max_); g_min_ = std::min(g_min_, o.g_min_);
-  m_max_ = std::max(m_max_, o.m_max_); m_min_ = std::min(m_min_, o.m_min_);
-  g_sum_ += o.g_sum_; m_sum_ += o.m_sum_;
-  gg_ += o.gg_; mm_ += o.mm_; gm_ += o.gm_; dd_ += o.dd_;
-  max_rel_ = std::max(max_rel_, o.max_rel_); sum_rel_ += o.sum_rel_;
-  max_abs_ = std::max(max_abs_, o.max_abs_); sum_abs_ += o.sum_abs_;
-  max_ulp_ = std::max(max_ulp_, o.max_ulp_); sum_ulp_ += o.sum_ulp_;
+  g_max_ = std::max(g_max_, o.g_max_);
+  g_min_ = std::min(g_min_, o.g_min_);
+  m_max_ = std::max(m_max_, o.m_max_);
+  m_min_ = std::min(m_min_, o.m_min_);
+  g_sum_ += o.g_sum_;
+  m_sum_ += o.m_sum_;
+  gg_ += o.gg_;
+  mm_ += o.mm_;
+  gm_ += o.gm_;
+  dd_ += o.dd_;
+  max_rel_ = std::max(max_rel_, o.max_rel_);
+  sum_rel_ += o.sum_rel_;
+  max_abs_ = std::max(max_abs_, o.max_abs_);
+  sum_abs_ += o.sum_abs_;
+  max_ulp_ = std::max(max_ulp_, o.max_ulp_);
+  sum_ulp_ += o.sum_ulp_;
 
   PairAccumulator other = o;  // its KL sums, rescaled to the common maxima below
   rescale(kl_mg_, other.kl_mg_, kl_sg_, kl_ta_, kl_tb_, kl_far_sg_, kl_far_ta_);
   rescale(other.kl_mg_, kl_mg_, other.kl_sg_, other.kl_ta_, other.kl_tb_, other.kl_far_sg_, other.kl_far_ta_);
-  kl_sg_ += other.kl_sg_; kl_ta_ += other.kl_ta_; kl_tb_ += other.kl_tb_;
-  kl_far_sg_ += other.kl_far_sg_; kl_far_ta_ += other.kl_far_ta_;
+  kl_sg_ += other.kl_sg_;
+  kl_ta_ += other.kl_ta_;
+  kl_tb_ += other.kl_tb_;
+  kl_far_sg_ += other.kl_far_sg_;
+  kl_far_ta_ += other.kl_far_ta_;
   rescale(kl_mm_, other.kl_mm_, kl_sm_);
   rescale(other.kl_mm_, kl_mm_, other.kl_sm_);
   kl_sm_ += other.kl_sm_;
@@ -145,13 +173,9 @@ SideStats side_stats(uint64_t n, uint64_t nan, uint64_t inf, double max, double 
 
 }  // namespace
 
-SideStats PairAccumulator::golden_stats() const {
-  return side_stats(n_, g_nan_, g_inf_, g_max_, g_min_, g_sum_);
-}
+SideStats PairAccumulator::golden_stats() const { return side_stats(n_, g_nan_, g_inf_, g_max_, g_min_, g_sum_); }
 
-SideStats PairAccumulator::my_stats() const {
-  return side_stats(n_, m_nan_, m_inf_, m_max_, m_min_, m_sum_);
-}
+SideStats PairAccumulator::my_stats() const { return side_stats(n_, m_nan_, m_inf_, m_max_, m_min_, m_sum_); }
 
 PairMetrics PairAccumulator::metrics() const {
   PairMetrics r;
@@ -206,8 +230,6 @@ void RefereeAccumulator::merge(const RefereeAccumulator& o) {
   n_ += o.n_;
 }
 
-double RefereeAccumulator::rmse() const {
-  return n_ == 0 ? 0.0 : std::sqrt(sum_sq_ / static_cast<double>(n_));
-}
+double RefereeAccumulator::rmse() const { return n_ == 0 ? 0.0 : std::sqrt(sum_sq_ / static_cast<double>(n_)); }
 
 }  // namespace diagnose::compare

@@ -32,9 +32,9 @@ struct PairMetrics {
   // diagnose
   double cosine_unrounded = 0;
   double rmse = 0;
-  double max_ulp_error = 0;   // in the target (mine) dtype
+  double max_ulp_error = 0;  // in the target (mine) dtype
   double mean_ulp_error = 0;
-  double snr_db = 0;          // +inf when identical
+  double snr_db = 0;  // +inf when identical
   // Among elements finite on both sides: |m-g| > atol + rtol*|g|.
   uint64_t allclose_violations = 0;
   // Elements where a NaN or Inf on one side is not matched by the same value on

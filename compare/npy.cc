@@ -115,8 +115,7 @@ class HeaderParser {
       *out = dims;
       return true;
     }
-    if (pos_ < s_.size() && s_[pos_] == '[')
-      return fail("structured dtypes (a list descr) are not supported", error);
+    if (pos_ < s_.size() && s_[pos_] == '[') return fail("structured dtypes (a list descr) are not supported", error);
     return fail("unexpected value", error);
   }
 
@@ -159,8 +158,7 @@ bool decode_descr(const std::string& descr, TensorRef* ref) {
 
 }  // namespace
 
-TensorRef parse_npy_header(const uint8_t* bytes, size_t size, uint64_t file_size,
-                           const std::string& path) {
+TensorRef parse_npy_header(const uint8_t* bytes, size_t size, uint64_t file_size, const std::string& path) {
   TensorRef ref;
   ref.path = path;
   if (size < 10 || std::memcmp(bytes, kMagic, sizeof(kMagic)) != 0) {
@@ -177,8 +175,8 @@ TensorRef parse_npy_header(const uint8_t* bytes, size_t size, uint64_t file_size
       ref.error = "npy header truncated";
       return ref;
     }
-    header_len = bytes[8] | (static_cast<size_t>(bytes[9]) << 8) |
-                 (static_cast<size_t>(bytes[10]) << 16) | (static_cast<size_t>(bytes[11]) << 24);
+    header_len = bytes[8] | (static_cast<size_t>(bytes[9]) << 8) | (static_cast<size_t>(bytes[10]) << 16) |
+                 (static_cast<size_t>(bytes[11]) << 24);
     prefix = 12;
   } else {
     ref.error = "npy format version " + std::to_string(major) + " is not supported";
@@ -198,9 +196,9 @@ TensorRef parse_npy_header(const uint8_t* bytes, size_t size, uint64_t file_size
   const auto descr = fields.find("descr");
   const auto fortran = fields.find("fortran_order");
   const auto shape = fields.find("shape");
-  if (descr == fields.end() || !std::holds_alternative<std::string>(descr->second) ||
-      fortran == fields.end() || !std::holds_alternative<bool>(fortran->second) ||
-      shape == fields.end() || !std::holds_alternative<std::vector<int64_t>>(shape->second)) {
+  if (descr == fields.end() || !std::holds_alternative<std::string>(descr->second) || fortran == fields.end() ||
+      !std::holds_alternative<bool>(fortran->second) || shape == fields.end() ||
+      !std::holds_alternative<std::vector<int64_t>>(shape->second)) {
     ref.error = "corrupt npy header: needs 'descr' (string), 'fortran_order' (bool) and 'shape' (tuple)";
     return ref;
   }
@@ -219,8 +217,8 @@ TensorRef parse_npy_header(const uint8_t* bytes, size_t size, uint64_t file_size
   }
   const uint64_t needed = bytes_for_elements(ref.dtype, elements);
   if (needed > ref.byte_size) {
-    ref.error = "npy data truncated: shape " + shape_to_string(ref.shape) + " needs " +
-                std::to_string(needed) + " bytes, file has " + std::to_string(ref.byte_size);
+    ref.error = "npy data truncated: shape " + shape_to_string(ref.shape) + " needs " + std::to_string(needed) +
+                " bytes, file has " + std::to_string(ref.byte_size);
   }
   return ref;
 }
@@ -246,8 +244,8 @@ TensorRef read_npy(const std::string& path) {
     // Headers may be longer than the first read.
     size_t len = 10 + (head[8] | (static_cast<size_t>(head[9]) << 8));
     if (head[6] >= 2 && got >= 12)
-      len = 12 + (head[8] | (static_cast<size_t>(head[9]) << 8) |
-                  (static_cast<size_t>(head[10]) << 16) | (static_cast<size_t>(head[11]) << 24));
+      len = 12 + (head[8] | (static_cast<size_t>(head[9]) << 8) | (static_cast<size_t>(head[10]) << 16) |
+                  (static_cast<size_t>(head[11]) << 24));
     if (len > head.size() && len <= kMaxHeader + 12 && len <= static_cast<uint64_t>(st.st_size)) {
       head.resize(len);
       got = ::pread(fd, head.data(), head.size(), 0);

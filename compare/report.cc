@@ -21,17 +21,49 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::vector<std::string> kMsitColumns = {
-    "token_id", "data_id", "golden_data_path", "golden_op_type", "golden_dtype", "golden_shape",
-    "golden_max_value", "golden_min_value", "golden_mean_value", "my_data_path", "my_op_type",
-    "my_dtype", "my_shape", "my_max_value", "my_min_value", "my_mean_value", "cosine_similarity",
-    "max_relative_error", "mean_relative_error", "max_absolute_error", "mean_absolute_error",
-    "kl_divergence", "relative_euclidean_distance", "cmp_fail_reason"};
+const std::vector<std::string> kMsitColumns = {"token_id",
+                                               "data_id",
+                                               "golden_data_path",
+                                               "golden_op_type",
+                                               "golden_dtype",
+                                               "golden_shape",
+                                               "golden_max_value",
+                                               "golden_min_value",
+                                               "golden_mean_value",
+                                               "my_data_path",
+                                               "my_op_type",
+                                               "my_dtype",
+                                               "my_shape",
+                                               "my_max_value",
+                                               "my_min_value",
+                                               "my_mean_value",
+                                               "cosine_similarity",
+                                               "max_relative_error",
+                                               "mean_relative_error",
+                                               "max_absolute_error",
+                                               "mean_absolute_error",
+                                               "kl_divergence",
+                                               "relative_euclidean_distance",
+                                               "cmp_fail_reason"};
 
-const std::vector<std::string> kExtraColumns = {
-    "verdict", "judged_by", "op_key", "io", "index", "elements", "shape_mismatch", "rmse",
-    "max_ulp_error", "mean_ulp_error", "snr_db", "allclose_violations", "golden_nan_count",
-    "golden_inf_count", "my_nan_count", "my_inf_count", "referee_rmse_golden", "referee_rmse_mine"};
+const std::vector<std::string> kExtraColumns = {"verdict",
+                                                "judged_by",
+                                                "op_key",
+                                                "io",
+                                                "index",
+                                                "elements",
+                                                "shape_mismatch",
+                                                "rmse",
+                                                "max_ulp_error",
+                                                "mean_ulp_error",
+                                                "snr_db",
+                                                "allclose_violations",
+                                                "golden_nan_count",
+                                                "golden_inf_count",
+                                                "my_nan_count",
+                                                "my_inf_count",
+                                                "referee_rmse_golden",
+                                                "referee_rmse_mine"};
 
 // msit's reasons first, then the project's own.
 std::string reason_text(const Row& row) {
@@ -64,9 +96,7 @@ std::vector<std::pair<std::string, Cell>> row_cells(const Row& row) {
   side(s.golden, row.golden_stats, "golden", s.golden_path, s.golden_op_type);
   side(s.mine, row.my_stats, "my", s.my_path, s.my_op_type);
   const PairMetrics* m = row.metrics ? &*row.metrics : nullptr;
-  const auto metric = [&](double PairMetrics::*field) {
-    return m && row.metrics_valid ? Cell(m->*field) : Cell();
-  };
+  const auto metric = [&](double PairMetrics::*field) { return m && row.metrics_valid ? Cell(m->*field) : Cell(); };
   c.emplace_back("cosine_similarity", metric(&PairMetrics::cosine_similarity));
   c.emplace_back("max_relative_error", metric(&PairMetrics::max_relative_error));
   c.emplace_back("mean_relative_error", metric(&PairMetrics::mean_relative_error));
@@ -214,8 +244,8 @@ void write_all(int fd, const std::string& text, const std::string& path) {
 
 }  // namespace
 
-std::string write_unique_file(const std::string& out_dir, const std::string& stem,
-                              const std::string& ext, const std::string& text) {
+std::string write_unique_file(const std::string& out_dir, const std::string& stem, const std::string& ext,
+                              const std::string& text) {
   std::error_code ec;
   fs::create_directories(out_dir, ec);
   if (ec) throw std::runtime_error("cannot create output directory " + out_dir + ": " + ec.message());
@@ -252,20 +282,26 @@ nlohmann::json result_to_json(const CompareResult& result, const CompareOptions&
   nlohmann::json j;
   j["format"] = "diagnose-compare-result";
   j["version"] = 1;
-  j["golden"] = {{"path", options.golden_path}, {"kind", dump_kind_name(result.golden_kind)},
-                 {"detail", result.golden_detail}};
-  j["mine"] = {{"path", options.my_path}, {"kind", dump_kind_name(result.my_kind)},
-               {"detail", result.my_detail}};
+  j["golden"] = {
+      {"path", options.golden_path}, {"kind", dump_kind_name(result.golden_kind)}, {"detail", result.golden_detail}};
+  j["mine"] = {{"path", options.my_path}, {"kind", dump_kind_name(result.my_kind)}, {"detail", result.my_detail}};
   j["referee"] = options.referee_path ? nlohmann::json({{"path", *options.referee_path}}) : nlohmann::json();
   const CompareSummary& s = result.summary;
-  nlohmann::json summary = {{"rows", s.rows}, {"compared", s.compared}, {"passed", s.passed},
-                            {"failed", s.failed}, {"not_comparable", s.not_comparable}};
+  nlohmann::json summary = {{"rows", s.rows},
+                            {"compared", s.compared},
+                            {"passed", s.passed},
+                            {"failed", s.failed},
+                            {"not_comparable", s.not_comparable}};
   summary["divergences"] = nlohmann::json::array();
   for (const Divergence& d : s.divergences) {
     summary["divergences"].push_back(
-        {{"rank", d.rank}, {"graph", d.graph}, {"token_id", d.token_id},
-         {"first_failing_data_id", d.first_failing_data_id ? nlohmann::json(*d.first_failing_data_id) : nlohmann::json()},
-         {"first_failing_op", d.first_failing_op}, {"source_ops", d.source_ops}});
+        {{"rank", d.rank},
+         {"graph", d.graph},
+         {"token_id", d.token_id},
+         {"first_failing_data_id",
+          d.first_failing_data_id ? nlohmann::json(*d.first_failing_data_id) : nlohmann::json()},
+         {"first_failing_op", d.first_failing_op},
+         {"source_ops", d.source_ops}});
   }
   summary["unmatched"] = nlohmann::json::array();
   for (const auto& [name, reason] : s.unmatched) summary["unmatched"].push_back({{"name", name}, {"reason", reason}});
@@ -280,10 +316,12 @@ nlohmann::json result_to_json(const CompareResult& result, const CompareOptions&
       nlohmann::json r;
       for (const auto& [name, cell] : row_cells(row)) r[name] = json_value(cell);
       r["reasons"] = row.reasons;
-      r["cosine_unrounded"] = row.metrics && row.metrics_valid ? json_number(row.metrics->cosine_unrounded) : nlohmann::json();
+      r["cosine_unrounded"] =
+          row.metrics && row.metrics_valid ? json_number(row.metrics->cosine_unrounded) : nlohmann::json();
       rows.push_back(std::move(r));
     }
-    j["groups"].push_back({{"rank", group.rank}, {"graph", group.graph},
+    j["groups"].push_back({{"rank", group.rank},
+                           {"graph", group.graph},
                            {"csv", g < csv_paths.size() ? nlohmann::json(csv_paths[g]) : nlohmann::json()},
                            {"rows", std::move(rows)}});
   }
@@ -312,8 +350,8 @@ void print_summary(const CompareResult& result, std::ostream& out) {
     out << "first divergence";
     if (d.rank >= 0) out << " rank " << d.rank;
     if (d.graph >= 0) out << " graph " << d.graph;
-    out << " token " << d.token_id << ": " << d.first_failing_op << " (data_id "
-        << d.first_failing_data_id.value_or(-1) << ")\n";
+    out << " token " << d.token_id << ": " << d.first_failing_op << " (data_id " << d.first_failing_data_id.value_or(-1)
+        << ")\n";
     if (!d.source_ops.empty()) {
       out << "  source ops:";
       for (const auto& op : d.source_ops) out << " " << op;

@@ -23,8 +23,8 @@ std::vector<std::string> write_csv_reports(const CompareResult& result, const st
 // Writes `text` to out_dir/{stem}_{UTC %Y%m%d%H%M%S}{ext}, appending _1, _2...
 // when that name is taken (created with O_EXCL, so concurrent runs never share a
 // file). Returns the path; throws std::runtime_error when it cannot write.
-std::string write_unique_file(const std::string& out_dir, const std::string& stem,
-                              const std::string& ext, const std::string& text);
+std::string write_unique_file(const std::string& out_dir, const std::string& stem, const std::string& ext,
+                              const std::string& text);
 
 // The JSON result (format "diagnose-compare-result", version 1).
 nlohmann::json result_to_json(const CompareResult& result, const CompareOptions& options,

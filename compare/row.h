@@ -23,23 +23,23 @@ struct RecordedStats {
 // The pair of tensors to compare and where they came from. Matchers fill this;
 // nothing here is computed from tensor values.
 struct RowSpec {
-  int rank = -1;          // -1 when the layout has no ranks
-  int graph = -1;         // graph id (TorchAir graph_N), -1 when none
-  int64_t token_id = 0;   // token / step
+  int rank = -1;         // -1 when the layout has no ranks
+  int graph = -1;        // graph id (TorchAir graph_N), -1 when none
+  int64_t token_id = 0;  // token / step
 
   // Identity of the op the row belongs to, stable across the two sides
   // (FX node name when known, GE op name otherwise). Rows with the same op_key
   // form one op for first-divergence / source-op analysis.
   std::string op_key;
   Direction direction = Direction::Output;
-  int index = 0;          // input/output index within the op
+  int index = 0;  // input/output index within the op
   // Execution order of the op (GE timestamp, manifest sequence...). Rows sort by
   // (order, inputs before outputs, index).
   int64_t order = 0;
 
-  std::string golden_path;     // msit's golden_data_path text
+  std::string golden_path;  // msit's golden_data_path text
   std::string golden_op_type;
-  std::string my_path;         // msit's my_data_path text ("{file},outputs,{i}")
+  std::string my_path;  // msit's my_data_path text ("{file},outputs,{i}")
   std::string my_op_type;
   std::optional<TensorRef> golden;  // absent: nothing to compare against
   std::optional<TensorRef> mine;
@@ -73,7 +73,7 @@ struct Row {
   std::vector<std::string> reasons;  // msit's cmp_fail_reason parts, then ours
   bool shape_differs = false;        // equal element count, different shape
   Verdict verdict = Verdict::NotComparable;
-  std::string judged_by;             // tolerance preset / rule that decided
+  std::string judged_by;  // tolerance preset / rule that decided
 };
 
 }  // namespace diagnose::compare

@@ -66,9 +66,7 @@ class File {
   int fd_;
 };
 
-std::string open_error(const std::string& path) {
-  return "cannot open " + path + ": " + std::strerror(errno);
-}
+std::string open_error(const std::string& path) { return "cannot open " + path + ": " + std::strerror(errno); }
 
 // Checks that the file exists, is a regular file and holds the bytes the ref claims.
 bool check_extent(const TensorRef& ref, std::string* error) {
@@ -81,16 +79,14 @@ bool check_extent(const TensorRef& ref, std::string* error) {
     *error = ref.path + " is not a regular file";
     return false;
   }
-  const uint64_t needed = bytes_for_elements(ref.dtype, element_count(
-      needs_layout_conversion(ref) ? ref.stored_shape : ref.shape));
+  const uint64_t needed =
+      bytes_for_elements(ref.dtype, element_count(needs_layout_conversion(ref) ? ref.stored_shape : ref.shape));
   if (needed > ref.byte_size) {
-    *error = "tensor needs " + std::to_string(needed) + " bytes, only " +
-             std::to_string(ref.byte_size) + " available";
+    *error = "tensor needs " + std::to_string(needed) + " bytes, only " + std::to_string(ref.byte_size) + " available";
     return false;
   }
   if (ref.offset + needed > static_cast<uint64_t>(st.st_size)) {
-    *error = "file has " + std::to_string(st.st_size) + " bytes, tensor needs " +
-             std::to_string(ref.offset + needed);
+    *error = "file has " + std::to_string(st.st_size) + " bytes, tensor needs " + std::to_string(ref.offset + needed);
     return false;
   }
   return true;
@@ -100,8 +96,7 @@ bool check_extent(const TensorRef& ref, std::string* error) {
 class PlainStream : public TensorStream {
  public:
   PlainStream(const TensorRef& ref, std::unique_ptr<File> file)
-      : ref_(ref), file_(std::move(file)),
-        scalars_(element_count(ref.shape) * scalars_per_element(ref.dtype)) {}
+      : ref_(ref), file_(std::move(file)), scalars_(element_count(ref.shape) * scalars_per_element(ref.dtype)) {}
 
   uint64_t scalar_count() const override { return scalars_; }
 
@@ -131,8 +126,8 @@ class PlainStream : public TensorStream {
       if (!window_) return TensorStream::view(max, values, count, error);
     }
     const uint8_t* src = window_->data() + (byte_offset - window_->offset());
-    const bool kernels_read_it = ref_.dtype == DType::Float32 || ref_.dtype == DType::Float16 ||
-                                 ref_.dtype == DType::BFloat16;
+    const bool kernels_read_it =
+        ref_.dtype == DType::Float32 || ref_.dtype == DType::Float16 || ref_.dtype == DType::BFloat16;
     if (kernels_read_it && !ref_.big_endian && reinterpret_cast<uintptr_t>(src) % (bit_width(ref_.dtype) / 8) == 0) {
       *values = {src, ref_.dtype};
     } else {
@@ -254,8 +249,7 @@ std::unique_ptr<TensorStream> open_in_memory(const TensorRef& ref, const File& f
   if (ref.fortran_order) values = fortran_to_c_order(values, ref.shape, per);
   if (convert) {
     std::vector<T> logical;
-    if (!convert_to_logical<T>(ref.format, ref.stored_shape, ref.shape, values, &logical, error))
-      return nullptr;
+    if (!convert_to_logical<T>(ref.format, ref.stored_shape, ref.shape, values, &logical, error)) return nullptr;
     values = std::move(logical);
   }
   return std::make_unique<MemoryStream<T>>(std::move(values));
@@ -287,10 +281,9 @@ std::unique_ptr<TensorStream> TensorStream::open(const TensorRef& ref, std::stri
     *error = open_error(ref.path);
     return nullptr;
   }
-  if (!ref.fortran_order && !needs_layout_conversion(ref))
-    return std::make_unique<PlainStream>(ref, std::move(file));
-  const bool wide = ref.dtype == DType::Float64 || ref.dtype == DType::Complex128 ||
-                    ref.dtype == DType::Int64 || ref.dtype == DType::UInt64;
+  if (!ref.fortran_order && !needs_layout_conversion(ref)) return std::make_unique<PlainStream>(ref, std::move(file));
+  const bool wide = ref.dtype == DType::Float64 || ref.dtype == DType::Complex128 || ref.dtype == DType::Int64 ||
+                    ref.dtype == DType::UInt64;
   return wide ? open_in_memory<double>(ref, *file, error) : open_in_memory<float>(ref, *file, error);
 }
 

@@ -17,7 +17,7 @@ namespace diagnose::compare {
 using Shape = std::vector<int64_t>;
 
 std::string shape_to_string(const Shape& s);  // "[1, 128, 4096]"
-uint64_t element_count(const Shape& s);        // product; 1 for a scalar
+uint64_t element_count(const Shape& s);       // product; 1 for a scalar
 
 // Device (private) layouts a GE tensor can be stored in. Values are GE's
 // OutputFormat numbers.
@@ -31,9 +31,9 @@ enum class Layout : int {
 };
 
 struct TensorRef {
-  std::string path;           // file holding the bytes
-  uint64_t offset = 0;        // byte offset of the first element
-  uint64_t byte_size = 0;     // bytes available for this tensor
+  std::string path;              // file holding the bytes
+  uint64_t offset = 0;           // byte offset of the first element
+  uint64_t byte_size = 0;        // bytes available for this tensor
   DType dtype = DType::Unknown;  // how the bytes are stored
   // The dtype the producer says the tensor had, when it was stored widened
   // (bf16 saved as float32 in npy). Unknown: same as `dtype`.

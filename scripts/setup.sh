@@ -10,7 +10,7 @@ APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   libyaml-cpp-dev libboost-dev libboost-filesystem-dev nlohmann-json3-dev libcli11-dev
   libprotobuf-dev protobuf-compiler libgtest-dev libgmock-dev libsqlite3-dev
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev clang-format
   python3 python3-venv
   chromium
   slurm-wlm munge

@@ -28,15 +28,16 @@ stage_times+=("setup and build: $SECONDS s")
 rm -rf "$RESULTS"
 mkdir -p "$RESULTS"
 
-# ruff.toml's lint rules and formatting over all of the project's Python (seconds); both run
-# even when the first fails, so one pass lists everything to fix.
+# Style (seconds): ruff.toml's lint rules and formatting over all of the project's Python, and
+# .clang-format over its C++; all run even when one fails, so one pass lists everything to fix.
 lint() {
   local status=0
   .venv/bin/ruff check . || status=1
   .venv/bin/ruff format --check . || status=1
+  git ls-files -z '*.cc' '*.h' | xargs -0 clang-format --dry-run -Werror || status=1
   return $status
 }
-stage "Python lint (ruff)" lint
+stage "Lint (ruff, clang-format)" lint
 
 stage "C++ tests" ctest --test-dir build --output-on-failure -j2 --output-junit "$RESULTS/ctest.xml"
 

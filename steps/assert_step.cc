@@ -1,8 +1,8 @@
 // `assert`: fails when a condition on earlier steps' results holds, e.g.
 //   fail_if: steps.compare.failed > 3
-#include "orchestrator/workflow/condition.h"
 #include "orchestrator/engine/result_lookup.h"
 #include "orchestrator/engine/step.h"
+#include "orchestrator/workflow/condition.h"
 #include "orchestrator/workflow/template.h"
 
 namespace diagnose {

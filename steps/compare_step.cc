@@ -1,7 +1,7 @@
 // `compare`: the comparison core on two dump locations. Each side is a path, or a
 // run of the model (with its own args/env) whose dump is compared once it ends.
-#include "orchestrator/exec/command_line.h"
 #include "orchestrator/engine/step.h"
+#include "orchestrator/exec/command_line.h"
 #include "orchestrator/workflow/validate.h"
 #include "orchestrator/workflow/workflow_schema.h"
 #include "steps/dump_judgement.h"
@@ -64,8 +64,8 @@ class CompareStep : public StepKind {
 
     std::optional<std::string> referee;
     if (node["referee"]) referee = side_path("referee");
-    DumpJudgement judgement = judge_dumps(context, side_path("golden"), side_path("target"), referee,
-                                          context.step_dir() + "/compare");
+    DumpJudgement judgement =
+        judge_dumps(context, side_path("golden"), side_path("target"), referee, context.step_dir() + "/compare");
     StepResult& result = judgement.result;
     std::vector<std::string> reproduce;
     for (const RunRecord& run : runs) reproduce.push_back(reproduce_command(run.cwd, run.env, run.argv));

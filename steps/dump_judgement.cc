@@ -13,13 +13,14 @@ namespace diagnose {
 namespace fs = boost::filesystem;
 
 std::vector<Property> comparison_properties() {
-  Schema preset_fields = object_schema(
-      "Fields of one tolerance preset.",
-      {optional("atol", number_schema("absolute tolerance", 0)), optional("rtol", number_schema("relative tolerance", 0)),
-       optional("min_cosine", number_schema("minimum cosine similarity", -1)),
-       optional("max_relative_l2", number_schema("relative euclidean distance bound", 0)),
-       optional("exact", boolean_schema("any difference fails")),
-       optional("referee_multiplier", number_schema("three-way rule multiplier", 0))});
+  Schema preset_fields =
+      object_schema("Fields of one tolerance preset.",
+                    {optional("atol", number_schema("absolute tolerance", 0)),
+                     optional("rtol", number_schema("relative tolerance", 0)),
+                     optional("min_cosine", number_schema("minimum cosine similarity", -1)),
+                     optional("max_relative_l2", number_schema("relative euclidean distance bound", 0)),
+                     optional("exact", boolean_schema("any difference fails")),
+                     optional("referee_multiplier", number_schema("three-way rule multiplier", 0))});
   return {optional("tolerances", map_schema("Tolerance overrides for this step, by preset name.", preset_fields)),
           optional("preset", string_schema("Use this tolerance preset for every row instead of choosing by dtype.")),
           optional("rank", integer_schema("Compare only this rank.", 0)),
@@ -47,8 +48,7 @@ nlohmann::json worst_rows(const compare::CompareResult& result, size_t limit, co
   std::vector<const compare::Row*> failing;
   for (const compare::RowGroup& group : result.groups)
     for (const compare::Row& row : group.rows)
-      if (row.verdict == compare::Verdict::Fail && (only_op.empty() || row_op(row) == only_op))
-        failing.push_back(&row);
+      if (row.verdict == compare::Verdict::Fail && (only_op.empty() || row_op(row) == only_op)) failing.push_back(&row);
   auto worse = [](const compare::Row* a, const compare::Row* b) {
     if (!a->metrics || !b->metrics) return !a->metrics && b->metrics.has_value();
     if (a->metrics->max_absolute_error != b->metrics->max_absolute_error)
@@ -120,7 +120,8 @@ RecordedComparison compare_and_record(const StepContext& context, const std::str
   std::string json_path = out_dir + "/result.json";
   record.document = compare::result_to_json(compared, options, csv_paths);
   std::ofstream(json_path) << record.document.dump(2) << "\n";
-  for (const std::string& csv : csv_paths) record.evidence.push_back({"file", prefix + "comparison table", csv, nullptr});
+  for (const std::string& csv : csv_paths)
+    record.evidence.push_back({"file", prefix + "comparison table", csv, nullptr});
   record.evidence.push_back({"file", prefix + "comparison result (JSON)", json_path, nullptr});
   record.compared = std::move(compared);
   return record;
@@ -142,13 +143,18 @@ DumpJudgement judge_dumps(const StepContext& context, const std::string& golden,
   std::string prefix = what.empty() ? "" : what + ": ";
 
   const compare::CompareSummary& s = compared.summary;
-  result.metrics = {{"rows", s.rows}, {"compared", s.compared}, {"passed", s.passed}, {"failed", s.failed},
-                    {"not_comparable", s.not_comparable}, {"unmatched", s.unmatched.size()}};
+  result.metrics = {{"rows", s.rows},
+                    {"compared", s.compared},
+                    {"passed", s.passed},
+                    {"failed", s.failed},
+                    {"not_comparable", s.not_comparable},
+                    {"unmatched", s.unmatched.size()}};
   // Op-level divergences (inside a graph) before the final outputs' one, which has no graph
   // and whose "source" is the output itself: the culprit is the op where the error starts.
   std::vector<compare::Divergence> divergences = s.divergences;
-  std::stable_sort(divergences.begin(), divergences.end(),
-                   [](const compare::Divergence& a, const compare::Divergence& b) { return a.graph >= 0 && b.graph < 0; });
+  std::stable_sort(
+      divergences.begin(), divergences.end(),
+      [](const compare::Divergence& a, const compare::Divergence& b) { return a.graph >= 0 && b.graph < 0; });
   nlohmann::json source_ops = nlohmann::json::array();
   for (const compare::Divergence& d : divergences) {
     std::string where = (d.rank >= 0 ? " rank " + std::to_string(d.rank) : "") +
@@ -162,7 +168,8 @@ DumpJudgement judge_dumps(const StepContext& context, const std::string& golden,
   result.metrics["first_failing_op"] =
       divergences.empty() ? nlohmann::json() : nlohmann::json(divergences.front().first_failing_op);
   result.metrics["source_ops"] = source_ops;
-  for (const auto& [name, reason] : s.unmatched) result.findings.push_back({"not matched: " + name + " (" + reason + ")", ""});
+  for (const auto& [name, reason] : s.unmatched)
+    result.findings.push_back({"not matched: " + name + " (" + reason + ")", ""});
   size_t limit = context.option<size_t>("worst_rows");
   nlohmann::json worst = worst_rows(compared, limit);
   if (!worst.empty()) result.evidence.push_back({"table", prefix + "worst rows", "", worst});

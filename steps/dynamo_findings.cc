@@ -18,7 +18,8 @@ MetaCheckSummary summarize_meta_check(const nlohmann::json& document) {
     if (!entry.is_object() || !entry.contains("op") || !entry["op"].is_string())
       throw std::runtime_error("meta_check.json: an entry without an op name: " + entry.dump());
     std::string op = entry["op"].get<std::string>();
-    std::string where = entry.contains("op_key") && entry["op_key"].is_string() ? entry["op_key"].get<std::string>() : op;
+    std::string where =
+        entry.contains("op_key") && entry["op_key"].is_string() ? entry["op_key"].get<std::string>() : op;
     std::string status = entry.value("status", "");
     if (status == "ok") {
       ++summary.ok;
@@ -36,15 +37,18 @@ MetaCheckSummary summarize_meta_check(const nlohmann::json& document) {
           std::string fake = m.contains("fake") ? text_of(m["fake"]) : "?";
           fields += (fields.empty() ? "" : "; ") + std::string("output ") + output + " " + field + ": eager " + eager +
                     ", meta " + fake;
-          summary.table.push_back({{"op", where}, {"output", m.value("output", nlohmann::json())}, {"field", field},
-                                   {"eager", eager}, {"fake", fake}});
+          summary.table.push_back({{"op", where},
+                                   {"output", m.value("output", nlohmann::json())},
+                                   {"field", field},
+                                   {"eager", eager},
+                                   {"fake", fake}});
         }
       }
       bool seen = false;
       for (const std::string& known : summary.mismatched_ops) seen = seen || known == op;
       if (!seen) summary.mismatched_ops.push_back(op);
-      summary.findings.push_back({"meta (fake) result of " + op + " (" + where + ") differs from eager: " +
-                                      (fields.empty() ? "no detail" : fields),
+      summary.findings.push_back({"meta (fake) result of " + op + " (" + where +
+                                      ") differs from eager: " + (fields.empty() ? "no detail" : fields),
                                   op});
     } else if (status == "error") {
       ++summary.errors;
@@ -61,14 +65,17 @@ GraphBreaks graph_breaks_of(const nlohmann::json& status) {
   GraphBreaks breaks;
   if (!status.is_object() || !status.contains("graphs") || !status["graphs"].is_object()) return breaks;
   const nlohmann::json& graphs = status["graphs"];
-  if (graphs.contains("graph_breaks") && graphs["graph_breaks"].is_number()) breaks.count = graphs["graph_breaks"].get<long long>();
+  if (graphs.contains("graph_breaks") && graphs["graph_breaks"].is_number())
+    breaks.count = graphs["graph_breaks"].get<long long>();
   for (const char* key : {"graph_break_reasons", "break_reasons"}) {
     if (!graphs.contains(key) || !graphs[key].is_array()) continue;
     for (const nlohmann::json& reason : graphs[key])
-      breaks.reasons.push_back(reason.is_object() && reason.contains("reason") ? text_of(reason["reason"]) : text_of(reason));
+      breaks.reasons.push_back(reason.is_object() && reason.contains("reason") ? text_of(reason["reason"])
+                                                                               : text_of(reason));
     break;
   }
-  if (breaks.count < static_cast<long long>(breaks.reasons.size())) breaks.count = static_cast<long long>(breaks.reasons.size());
+  if (breaks.count < static_cast<long long>(breaks.reasons.size()))
+    breaks.count = static_cast<long long>(breaks.reasons.size());
   return breaks;
 }
 

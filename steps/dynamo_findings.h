@@ -15,7 +15,7 @@ namespace diagnose {
 
 struct MetaCheckSummary {
   int ok = 0, mismatched = 0, errors = 0, skipped = 0;
-  std::vector<Finding> findings;  // one per mismatching op (naming it), one per op that errored
+  std::vector<Finding> findings;                   // one per mismatching op (naming it), one per op that errored
   nlohmann::json table = nlohmann::json::array();  // op, output, field, eager, fake
   std::vector<std::string> mismatched_ops;
 };

@@ -6,8 +6,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "orchestrator/exec/command_line.h"
 #include "orchestrator/engine/step.h"
+#include "orchestrator/exec/command_line.h"
 #include "orchestrator/exec/subprocess.h"
 #include "steps/dump_judgement.h"
 #include "steps/dynamo_findings.h"
@@ -30,10 +30,12 @@ class DynamoMetaCheckStep : public StepKind {
   std::vector<Property> parameters() const override {
     std::vector<Property> properties = {
         optional("eager", plugin_side_schema("Overrides of the eager run (which also runs the meta check).")),
-        optional("compiled", plugin_side_schema("Overrides shared by the compiled runs (their backend is set per run).")),
-        optional("backends", array_schema("Backends compared with eager (default: eager, aot_eager, "
-                                          "aot_eager_decomp_partition).",
-                                          string_schema("backend", {"eager", "aot_eager", "aot_eager_decomp_partition"}))),
+        optional("compiled",
+                 plugin_side_schema("Overrides shared by the compiled runs (their backend is set per run).")),
+        optional("backends",
+                 array_schema("Backends compared with eager (default: eager, aot_eager, "
+                              "aot_eager_decomp_partition).",
+                              string_schema("backend", {"eager", "aot_eager", "aot_eager_decomp_partition"}))),
         optional("meta_check", defaulted(boolean_schema("Run the per-op meta check."), true)),
         optional("fail_on_graph_breaks", boolean_schema("Graph breaks make the step fail (default: only reported).")),
     };
@@ -84,8 +86,10 @@ class DynamoMetaCheckStep : public StepKind {
       if (run.status == RunStatus::Failed || run.status == RunStatus::Crashed) {
         // Eager ran; the same script failing under this backend is Dynamo/AOT's doing.
         failed_backends.push_back(backend);
-        result.findings.push_back({"torch.compile with backend " + backend + " fails where eager runs: " + run.error, ""});
-        result.evidence.push_back({"log", backend + " run (stderr tail)", run.stderr_path, log_tail(run.stderr_path, 40, 1500)});
+        result.findings.push_back(
+            {"torch.compile with backend " + backend + " fails where eager runs: " + run.error, ""});
+        result.evidence.push_back(
+            {"log", backend + " run (stderr tail)", run.stderr_path, log_tail(run.stderr_path, 40, 1500)});
         continue;
       }
       if (run.status != RunStatus::Succeeded) {
@@ -95,7 +99,8 @@ class DynamoMetaCheckStep : public StepKind {
       }
       GraphBreaks breaks = graph_breaks_of(read_plugin_status(run.dir));
       graph_breaks = std::max(graph_breaks, breaks.count);
-      for (const std::string& reason : breaks.reasons) break_table.push_back({{"backend", backend}, {"reason", reason}});
+      for (const std::string& reason : breaks.reasons)
+        break_table.push_back({{"backend", backend}, {"reason", reason}});
       DumpJudgement j = judge_dumps(context, runs[0].dir + "/outputs", run.dir + "/outputs", std::nullopt,
                                     context.step_dir() + "/compare/" + backend, "eager vs " + backend);
       for (const Evidence& e : j.result.evidence) result.evidence.push_back(e);
@@ -106,7 +111,8 @@ class DynamoMetaCheckStep : public StepKind {
       }
       if (j.result.status == StepStatus::Fail) {
         failed_backends.push_back(backend);
-        result.findings.push_back({"final outputs with backend " + backend + " differ from eager (" + j.result.summary + ")", ""});
+        result.findings.push_back(
+            {"final outputs with backend " + backend + " differ from eager (" + j.result.summary + ")", ""});
       }
     }
     if (!break_table.empty()) result.evidence.push_back({"table", "graph breaks", "", break_table});
@@ -127,7 +133,8 @@ class DynamoMetaCheckStep : public StepKind {
       result.findings.insert(result.findings.begin(), meta_summary.findings.begin(), meta_summary.findings.end());
       if (!meta_summary.mismatched_ops.empty()) first_culprit = meta_summary.mismatched_ops.front();
     }
-    if (first_culprit.empty() && !failed_backends.empty()) first_culprit = "backend " + failed_backends[0].get<std::string>();
+    if (first_culprit.empty() && !failed_backends.empty())
+      first_culprit = "backend " + failed_backends[0].get<std::string>();
 
     bool fail_on_breaks = node["fail_on_graph_breaks"] && node["fail_on_graph_breaks"].as<bool>();
     result.metrics = {{"graph_breaks", graph_breaks},
@@ -138,8 +145,7 @@ class DynamoMetaCheckStep : public StepKind {
                       {"culprit", first_culprit.empty() ? nlohmann::json() : nlohmann::json(first_culprit)}};
     std::string counts = std::to_string(backends.size()) + " backends against eager, " + std::to_string(graph_breaks) +
                          " graph break(s)";
-    if (meta)
-      counts += ", " + std::to_string(meta_summary.ok + meta_summary.mismatched) + " ops meta-checked";
+    if (meta) counts += ", " + std::to_string(meta_summary.ok + meta_summary.mismatched) + " ops meta-checked";
     std::vector<std::string> problems;
     if (meta_summary.mismatched > 0) problems.push_back("meta differs for " + first_culprit);
     for (const auto& b : failed_backends) problems.push_back(b.get<std::string>() + " diverges");

@@ -1,10 +1,10 @@
 // `eager_device_vs_cpu`: the model in eager mode on the device / dtype / configuration under
 // test against eager on CPU in float32 (and, optionally, a float64 CPU referee), op by op.
 // A failure here means the problem exists without graph mode.
-#include "orchestrator/exec/command_line.h"
-#include "orchestrator/engine/step.h"
-#include "steps/dump_judgement.h"
 #include "orchestrator/engine/run_dir.h"
+#include "orchestrator/engine/step.h"
+#include "orchestrator/exec/command_line.h"
+#include "steps/dump_judgement.h"
 #include "steps/plugin_run.h"
 
 namespace diagnose {

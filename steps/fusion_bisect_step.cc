@@ -4,8 +4,8 @@
 #include <boost/filesystem.hpp>
 
 #include "orchestrator/bisect/driver.h"
-#include "orchestrator/exec/command_line.h"
 #include "orchestrator/engine/step.h"
+#include "orchestrator/exec/command_line.h"
 #include "orchestrator/workflow/validate.h"
 #include "orchestrator/workflow/workflow_schema.h"
 #include "steps/dump_judgement.h"
@@ -40,7 +40,8 @@ std::vector<std::string> strings(const YAML::Node& node) {
 void put_switch_file(std::string& text, const std::string& path) {
   std::string escaped;
   for (char c : path) escaped += c == '$' ? std::string("$$") : std::string(1, c);
-  for (size_t at = text.find("${switch_file}"); at != std::string::npos; at = text.find("${switch_file}", at + escaped.size()))
+  for (size_t at = text.find("${switch_file}"); at != std::string::npos;
+       at = text.find("${switch_file}", at + escaped.size()))
     text.replace(at, 14, escaped);
 }
 
@@ -120,8 +121,8 @@ class FusionBisectStep : public StepKind {
     };
   }
   std::vector<std::string> result_fields() const override {
-    return {"conclusion", "culprit", "culprits", "trials", "new_trials", "replayed_trials", "rounds", "verified",
-            "confidence"};
+    return {"conclusion",      "culprit", "culprits", "trials",    "new_trials",
+            "replayed_trials", "rounds",  "verified", "confidence"};
   }
   std::string default_category() const override { return "fusion_defect"; }
 
@@ -132,13 +133,17 @@ class FusionBisectStep : public StepKind {
     std::string judge = node["judge"] ? node["judge"].Scalar() : "compare";
     std::string where = "steps." + step.id;
     if (!plugin && (knob == "fusion_switch_file" || knob == "inductor"))
-      diagnostics.error(node["knob"].Mark(), where + ".knob: '" + knob + "' runs the model through the plugin; "
-                                                                         "give model.script, or use switch_file");
+      diagnostics.error(node["knob"].Mark(), where + ".knob: '" + knob +
+                                                 "' runs the model through the plugin; "
+                                                 "give model.script, or use switch_file");
     if (!plugin && judge == "compare" && !node["golden"])
-      diagnostics.error(node.Mark(), where + ": a command model needs golden: (a dump path or a run) to compare with, "
-                                             "or judge: exit_code");
-    if (node["target"] && node["target"].IsMap()) check_command_form(node["target"], where + ".target", false, diagnostics);
-    if (node["golden"] && node["golden"].IsMap()) check_command_form(node["golden"], where + ".golden", false, diagnostics);
+      diagnostics.error(node.Mark(), where +
+                                         ": a command model needs golden: (a dump path or a run) to compare with, "
+                                         "or judge: exit_code");
+    if (node["target"] && node["target"].IsMap())
+      check_command_form(node["target"], where + ".target", false, diagnostics);
+    if (node["golden"] && node["golden"].IsMap())
+      check_command_form(node["golden"], where + ".golden", false, diagnostics);
     check_tolerances(node["tolerances"], diagnostics);
     check_regexes(node["judge_ops"], where + ".judge_ops", diagnostics);
   }
@@ -152,10 +157,10 @@ class FusionBisectStep : public StepKind {
     std::vector<std::string> judge_ops = strings(node["judge_ops"]);
     if (!judge_ops.empty()) target_defaults["dump"] = {{"level", "compiled"}, {"include", judge_ops}};
     nlohmann::json target_spec = plugin ? side_spec(context, target, target_defaults) : nlohmann::json();
-    std::string knob = node["knob"] ? node["knob"].Scalar()
-                       : !plugin    ? "switch_file"
+    std::string knob = node["knob"]                                     ? node["knob"].Scalar()
+                       : !plugin                                        ? "switch_file"
                        : target_spec.value("backend", "") == "inductor" ? "inductor"
-                                                                         : "fusion_switch_file";
+                                                                        : "fusion_switch_file";
     StepResult result;
     result.metrics["knob"] = knob;
 
@@ -248,15 +253,12 @@ class FusionBisectStep : public StepKind {
     Bisection bisection(setup);
     BisectionOutcome outcome = bisection.run(plan, {{"knob", knob}});
     switch (outcome.status) {
-      case BisectionOutcome::Status::NoRuleFired:
-        return no_rule_fired(outcome.message);
+      case BisectionOutcome::Status::NoRuleFired: return no_rule_fired(outcome.message);
       case BisectionOutcome::Status::Failed:
         if (golden_error) return *golden_error;
         return error_result(outcome.message + "; list the rules under candidates:");
-      case BisectionOutcome::Status::NoCandidates:
-        return error_result(outcome.message);
-      case BisectionOutcome::Status::Bisected:
-        break;
+      case BisectionOutcome::Status::NoCandidates: return error_result(outcome.message);
+      case BisectionOutcome::Status::Bisected: break;
     }
     return report(bisection, outcome, knob, std::move(result));
   }
@@ -297,11 +299,15 @@ class FusionBisectStep : public StepKind {
     };
     for (const CulpritSet& set : bisection.culprit_sets) {
       if (set.rules.size() == 1)
-        result.findings.push_back({"fusion rule " + set.rules.front() + " breaks precision: with it on the target "
-                                   "fails, with only it switched off it passes", set.rules.front()});
+        result.findings.push_back({"fusion rule " + set.rules.front() +
+                                       " breaks precision: with it on the target "
+                                       "fails, with only it switched off it passes",
+                                   set.rules.front()});
       else
-        result.findings.push_back({"fusion rules " + rule_names(set.rules, " + ") + " break precision only together "
-                                   "(each without the others passes)", rule_names(set.rules, "+")});
+        result.findings.push_back({"fusion rules " + rule_names(set.rules, " + ") +
+                                       " break precision only together "
+                                       "(each without the others passes)",
+                                   rule_names(set.rules, "+")});
       result.reproduce.push_back("# last passing configuration (off: " + rule_names(set.last_passing) + ")");
       result.reproduce.push_back(command_of(set.last_passing));
       result.reproduce.push_back("# first failing configuration (off: " + rule_names(set.first_failing) + ")");
@@ -324,9 +330,7 @@ class FusionBisectStep : public StepKind {
         break;
       }
       case Conclusion::NoFailure:
-      case Conclusion::NotFusion:
-        result.status = StepStatus::Pass;
-        break;
+      case Conclusion::NotFusion: result.status = StepStatus::Pass; break;
       default:
         result.status = StepStatus::Error;
         if (!bisection.unresolved.empty())

@@ -15,11 +15,11 @@
 #include "compare/json_number.h"
 #include "compare/report.h"
 #include "orchestrator/ci/baseline.h"
-#include "orchestrator/exec/command_line.h"
 #include "orchestrator/ci/history.h"
+#include "orchestrator/engine/step.h"
+#include "orchestrator/exec/command_line.h"
 #include "orchestrator/report/junit.h"
 #include "orchestrator/report/markup.h"
-#include "orchestrator/engine/step.h"
 #include "orchestrator/workflow/validate.h"
 #include "orchestrator/workflow/workflow_schema.h"
 #include "steps/dump_judgement.h"
@@ -47,15 +47,18 @@ std::string gate_junit(const std::string& suite, const json& outputs, double sec
   for (const json& o : outputs) failures += !o.value("passed", true);
   std::ostringstream out;
   out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"diagnose gate\" tests=\"" << outputs.size()
-      << "\" failures=\"" << failures << "\" errors=\"0\">\n  <testsuite name=\"" << markup_escape(suite) << "\" tests=\""
-      << outputs.size() << "\" failures=\"" << failures << "\" errors=\"0\" skipped=\"0\" time=\"" << seconds << "\">\n";
+      << "\" failures=\"" << failures << "\" errors=\"0\">\n  <testsuite name=\"" << markup_escape(suite)
+      << "\" tests=\"" << outputs.size() << "\" failures=\"" << failures << "\" errors=\"0\" skipped=\"0\" time=\""
+      << seconds << "\">\n";
   for (const json& o : outputs) {
-    out << "    <testcase classname=\"" << markup_escape(suite) << "\" name=\"" << markup_escape(o.value("output", "")) << "\" time=\"0\">";
+    out << "    <testcase classname=\"" << markup_escape(suite) << "\" name=\"" << markup_escape(o.value("output", ""))
+        << "\" time=\"0\">";
     if (!o.value("passed", true))
       out << "\n      <failure type=\"precision_regression\" message=\"" << markup_escape(o.value("reason", ""))
-          << "\">cosine similarity " << compare::number_from_json(o.value("cosine_similarity", json())) << ", relative L2 "
-          << compare::number_from_json(o.value("relative_l2", json())) << ", max relative error " << compare::number_from_json(o.value("max_relative_error", json()))
-          << " (" << markup_escape(o.value("judged_by", "")) << ")</failure>\n    ";
+          << "\">cosine similarity " << compare::number_from_json(o.value("cosine_similarity", json()))
+          << ", relative L2 " << compare::number_from_json(o.value("relative_l2", json())) << ", max relative error "
+          << compare::number_from_json(o.value("max_relative_error", json())) << " ("
+          << markup_escape(o.value("judged_by", "")) << ")</failure>\n    ";
     out << "</testcase>\n";
   }
   out << "  </testsuite>\n</testsuites>\n";
@@ -101,8 +104,14 @@ class GateStep : public StepKind {
         optional("history", defaulted(boolean_schema("Draw the outputs' trend from the history database."), true))};
   }
   std::vector<std::string> result_fields() const override {
-    return {"outputs_compared", "passed", "failed", "model_version", "baseline_model_version", "worst_relative_l2",
-            "diagnosis_verdict", "baseline_problem"};
+    return {"outputs_compared",
+            "passed",
+            "failed",
+            "model_version",
+            "baseline_model_version",
+            "worst_relative_l2",
+            "diagnosis_verdict",
+            "baseline_problem"};
   }
   std::string default_category() const override { return "precision_problem"; }
 
@@ -118,11 +127,15 @@ class GateStep : public StepKind {
       for (const auto& layer : node["layers"]) layers.push_back(layer.Scalar());
 
     StepResult result;
-    std::string model_version = context.expand(node["model_version"] ? node["model_version"].Scalar() : "${env.DIAGNOSE_MODEL_VERSION}");
+    std::string model_version =
+        context.expand(node["model_version"] ? node["model_version"].Scalar() : "${env.DIAGNOSE_MODEL_VERSION}");
     if (model_version.empty()) model_version = "unknown";
     result.metrics["model_version"] = model_version;
-    std::string baseline_dir = context.expand(node["baseline"] ? node["baseline"].Scalar() : "${env.DIAGNOSE_BASELINE}");
-    if (baseline_dir.empty()) return baseline_problem(result, "no baseline given: set the step's baseline: or run 'diagnose gate --baseline DIR'");
+    std::string baseline_dir =
+        context.expand(node["baseline"] ? node["baseline"].Scalar() : "${env.DIAGNOSE_BASELINE}");
+    if (baseline_dir.empty())
+      return baseline_problem(result,
+                              "no baseline given: set the step's baseline: or run 'diagnose gate --baseline DIR'");
     baseline_dir = absolute_path(baseline_dir, context.workflow().dir);
     // A damaged baseline stops the gate before anything runs; a missing one only after the
     // model ran, so that this run's outputs can become the baseline.
@@ -160,10 +173,11 @@ class GateStep : public StepKind {
       return *error;
     }
     if (baseline_missing)
-      return baseline_problem(result, "no baseline at " + baseline_dir +
-                                          "; to accept this version's outputs as the baseline: diagnose baseline save " +
-                                          shell_quote(context.run_dir()) + " --run " +
-                                          shell_quote(context.step().id + "/target") + " --to " + shell_quote(baseline_dir));
+      return baseline_problem(
+          result, "no baseline at " + baseline_dir +
+                      "; to accept this version's outputs as the baseline: diagnose baseline save " +
+                      shell_quote(context.run_dir()) + " --run " + shell_quote(context.step().id + "/target") +
+                      " --to " + shell_quote(baseline_dir));
     result.metrics["baseline_model_version"] = baseline.metadata.value("model_version", "unknown");
 
     std::string out_dir = context.step_dir() + "/gate";
@@ -173,11 +187,11 @@ class GateStep : public StepKind {
     };
     json outputs = json::array();
     std::string compare_error;
-    auto gate = [&](const std::string& golden, const std::string& mine, const std::string& referee, const std::string& label,
-                    bool final_outputs) {
-      RecordedComparison record =
-          compare_and_record(context, golden, mine, referee.empty() ? std::nullopt : std::optional<std::string>(referee),
-                             out_dir + "/" + label, label);
+    auto gate = [&](const std::string& golden, const std::string& mine, const std::string& referee,
+                    const std::string& label, bool final_outputs) {
+      RecordedComparison record = compare_and_record(
+          context, golden, mine, referee.empty() ? std::nullopt : std::optional<std::string>(referee),
+          out_dir + "/" + label, label);
       if (!record.error.empty()) {
         compare_error = record.error;
         return;
@@ -196,23 +210,30 @@ class GateStep : public StepKind {
           std::string verdict = row.value("verdict", std::string());
           std::string reason = row.value("cmp_fail_reason", std::string());
           if (verdict == "not_comparable" && reason.empty()) reason = "not comparable";
-          outputs.push_back({{"output", row_name(row, final_outputs)},
-                             {"dtype", row.value("my_dtype", json())},
-                             {"cosine_similarity", compare::json_number_or_null(compare::number_from_json(row.value("cosine_unrounded", json())))},
-                             {"relative_l2", compare::json_number_or_null(compare::number_from_json(row.value("relative_euclidean_distance", json())))},
-                             {"max_relative_error", compare::json_number_or_null(compare::number_from_json(row.value("max_relative_error", json())))},
-                             {"max_absolute_error", compare::json_number_or_null(compare::number_from_json(row.value("max_absolute_error", json())))},
-                             {"judged_by", row.value("judged_by", json())},
-                             {"reason", reason},
-                             {"passed", verdict == "pass"}});
+          outputs.push_back(
+              {{"output", row_name(row, final_outputs)},
+               {"dtype", row.value("my_dtype", json())},
+               {"cosine_similarity",
+                compare::json_number_or_null(compare::number_from_json(row.value("cosine_unrounded", json())))},
+               {"relative_l2", compare::json_number_or_null(
+                                   compare::number_from_json(row.value("relative_euclidean_distance", json())))},
+               {"max_relative_error",
+                compare::json_number_or_null(compare::number_from_json(row.value("max_relative_error", json())))},
+               {"max_absolute_error",
+                compare::json_number_or_null(compare::number_from_json(row.value("max_absolute_error", json())))},
+               {"judged_by", row.value("judged_by", json())},
+               {"reason", reason},
+               {"passed", verdict == "pass"}});
         }
     };
-    gate(baseline.outputs_dir(), outputs_of(target_dir), referee_dir.empty() ? "" : outputs_of(referee_dir), "outputs", true);
+    gate(baseline.outputs_dir(), outputs_of(target_dir), referee_dir.empty() ? "" : outputs_of(referee_dir), "outputs",
+         true);
     if (!layers.empty() && compare_error.empty()) {
       if (!baseline.has_dump()) {
         compare_error = "layers: the baseline has no op dump (save it from a run that dumped the layers)";
       } else {
-        gate(baseline.dump_dir(), target_dir + "/dump", referee_dir.empty() ? "" : referee_dir + "/dump", "layers", false);
+        gate(baseline.dump_dir(), target_dir + "/dump", referee_dir.empty() ? "" : referee_dir + "/dump", "layers",
+             false);
       }
     }
     if (!compare_error.empty()) {
@@ -228,7 +249,8 @@ class GateStep : public StepKind {
       if (!o.value("passed", true))
         result.findings.push_back({"regression in " + o.value("output", "") + ": cosine " +
                                        (o["cosine_similarity"].is_null() ? "n/a" : o["cosine_similarity"].dump()) +
-                                       ", relative L2 " + (o["relative_l2"].is_null() ? "n/a" : o["relative_l2"].dump()) +
+                                       ", relative L2 " +
+                                       (o["relative_l2"].is_null() ? "n/a" : o["relative_l2"].dump()) +
                                        (o.value("reason", "").empty() ? "" : " (" + o.value("reason", "") + ")"),
                                    o.value("output", "")});
     }
@@ -239,22 +261,29 @@ class GateStep : public StepKind {
     result.metrics["worst_relative_l2"] = worst;
     json table = json::array();
     for (const json& o : outputs)
-      table.push_back({{"output", o["output"]}, {"dtype", o["dtype"]}, {"verdict", o.value("passed", true) ? "pass" : "fail"},
-                       {"cosine", o["cosine_similarity"]}, {"relative L2", o["relative_l2"]},
-                       {"max relative", o["max_relative_error"]}, {"max abs", o["max_absolute_error"]},
+      table.push_back({{"output", o["output"]},
+                       {"dtype", o["dtype"]},
+                       {"verdict", o.value("passed", true) ? "pass" : "fail"},
+                       {"cosine", o["cosine_similarity"]},
+                       {"relative L2", o["relative_l2"]},
+                       {"max relative", o["max_relative_error"]},
+                       {"max abs", o["max_absolute_error"]},
                        {"judged by", o["judged_by"]}});
     result.evidence.push_back({"table", "outputs against the baseline", "", table});
     write_file_atomically(out_dir + "/junit.xml", gate_junit("gate." + context.workflow().name, outputs, 0));
     result.evidence.push_back({"file", "gate JUnit (one test case per output)", out_dir + "/junit.xml", nullptr});
     result.evidence.push_back({"file", "baseline", baseline.dir + "/baseline.json", nullptr});
 
-    std::string versions = "model " + model_version + " against baseline " + result.metrics["baseline_model_version"].get<std::string>();
+    std::string versions =
+        "model " + model_version + " against baseline " + result.metrics["baseline_model_version"].get<std::string>();
     if (failed == 0) {
       result.status = StepStatus::Pass;
-      result.summary = std::to_string(outputs.size()) + " output(s) within tolerance of the baseline (" + versions + ")";
+      result.summary =
+          std::to_string(outputs.size()) + " output(s) within tolerance of the baseline (" + versions + ")";
     } else {
       result.status = StepStatus::Fail;
-      result.summary = std::to_string(failed) + " of " + std::to_string(outputs.size()) + " output(s) regressed (" + versions + ")";
+      result.summary =
+          std::to_string(failed) + " of " + std::to_string(outputs.size()) + " output(s) regressed (" + versions + ")";
     }
     if (context.option<bool>("history")) record_trend(context, result, out_dir);
     if (failed && node["diagnose_workflow"]) diagnose(context, result, model_version, target_dir, baseline.dir);
@@ -326,15 +355,16 @@ class GateStep : public StepKind {
       break;
     }
     if (!report.is_object() || !report.contains("verdict")) {
-      result.findings.push_back({"the diagnostic workflow " + workflow + " gave no verdict (" + run_status_name(run.status) +
-                                     (run.error.empty() ? "" : ": " + run.error) + ")",
+      result.findings.push_back({"the diagnostic workflow " + workflow + " gave no verdict (" +
+                                     run_status_name(run.status) + (run.error.empty() ? "" : ": " + run.error) + ")",
                                  ""});
       return;
     }
     const json& verdict = report["verdict"];
     result.metrics["diagnosis_verdict"] = verdict.value("category", "");
-    result.findings.push_back({"diagnosis (" + fs::path(workflow).filename().string() + "): " + verdict.value("summary", ""),
-                               verdict.value("culprit", "")});
+    result.findings.push_back(
+        {"diagnosis (" + fs::path(workflow).filename().string() + "): " + verdict.value("summary", ""),
+         verdict.value("culprit", "")});
     result.summary += "; diagnosis: " + verdict.value("title", std::string());
   }
 };

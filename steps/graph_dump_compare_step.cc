@@ -5,10 +5,10 @@
 // elsewhere (a TorchAir GE dump directory, an FX npy dump), so that an Ascend user can
 // bring their own. With a float64 referee, a row where the graph is no further from the
 // truth than eager is not a failure.
-#include "orchestrator/exec/command_line.h"
-#include "orchestrator/engine/step.h"
-#include "steps/dump_judgement.h"
 #include "orchestrator/engine/run_dir.h"
+#include "orchestrator/engine/step.h"
+#include "orchestrator/exec/command_line.h"
+#include "steps/dump_judgement.h"
 #include "steps/plugin_run.h"
 
 namespace diagnose {
@@ -83,8 +83,7 @@ class GraphDumpCompareStep : public StepKind {
     std::vector<RunRecord> runs = context.run(requests);
     if (std::optional<StepResult> error = error_from_runs(runs)) return *error;
 
-    return judge_run_dumps(context, runs, golden, target, referee,
-                           "the compiled graph diverges from eager: ");
+    return judge_run_dumps(context, runs, golden, target, referee, "the compiled graph diverges from eager: ");
   }
 };
 

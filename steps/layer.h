@@ -3,5 +3,6 @@
 #pragma once
 
 #ifdef DIAGNOSE_ENGINE_LAYER
-#error "a steps/ header included from the engine layer: the engine knows step kinds only through orchestrator/engine/step_registry.h"
+#error \
+    "a steps/ header included from the engine layer: the engine knows step kinds only through orchestrator/engine/step_registry.h"
 #endif

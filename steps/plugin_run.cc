@@ -18,8 +18,8 @@ namespace {
 
 namespace fs = boost::filesystem;
 
-const char* kSpecKeys[] = {"mode",     "backend", "device",        "dtype",    "autocast", "dynamic",
-                           "fullgraph", "seed",   "deterministic", "switches", "dump",     "checks"};
+const char* kSpecKeys[] = {"mode",      "backend", "device",        "dtype",    "autocast", "dynamic",
+                           "fullgraph", "seed",    "deterministic", "switches", "dump",     "checks"};
 const char* kPluginRunKeys[] = {"args", "env", "cwd", "timeout", "retries"};
 
 const std::vector<std::string> kDtypes = {"float32", "float64", "float16", "bfloat16"};
@@ -30,7 +30,8 @@ std::vector<Property> plugin_side_properties() {
   Schema switches = object_schema(
       "Graph-mode switches of the run.",
       {optional("inductor", map_schema("torch._inductor.config overrides.", any_schema("value"))),
-       optional("fusion_switch_file", string_schema("GE fusion switch file (TorchAir), relative to the workflow file.")),
+       optional("fusion_switch_file",
+                string_schema("GE fusion switch file (TorchAir), relative to the workflow file.")),
        optional("inductor_off", array_schema("Named Inductor rules turned off (plugins/pytorch inductor_rules).",
                                              string_schema("rule"))),
        optional("torchair", map_schema("TorchAir CompilerConfig fields by dotted path.", any_schema("value")))});

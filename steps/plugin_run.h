@@ -23,11 +23,11 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
+#include <nlohmann/json.hpp>
 
-#include "orchestrator/workflow/schema.h"
 #include "orchestrator/engine/step.h"
+#include "orchestrator/workflow/schema.h"
 
 namespace diagnose {
 

@@ -2,8 +2,8 @@
 // parallel, and checks that the declared outputs exist.
 #include <boost/filesystem.hpp>
 
-#include "orchestrator/exec/command_line.h"
 #include "orchestrator/engine/step.h"
+#include "orchestrator/exec/command_line.h"
 #include "orchestrator/workflow/validate.h"
 #include "orchestrator/workflow/workflow_schema.h"
 
@@ -44,9 +44,9 @@ class RunStep : public StepKind {
   }
   std::vector<Property> parameters() const override {
     std::vector<Property> properties = command_properties();
-    properties.push_back(optional(
-        "runs", map_schema("Named runs executed in parallel; each may override the step's command keys.",
-                           object_schema("One run.", command_properties()))));
+    properties.push_back(
+        optional("runs", map_schema("Named runs executed in parallel; each may override the step's command keys.",
+                                    object_schema("One run.", command_properties()))));
     properties.push_back(optional(
         "fail_exit_code",
         integer_schema("An exit status that means 'the check failed' (a finding) rather than 'the run broke'.", 1)));
@@ -59,10 +59,11 @@ class RunStep : public StepKind {
     if (YAML::Node runs = step.node["runs"]) {
       for (const auto& run : runs) {
         std::string run_name = run.first.Scalar();
-        bool valid = !run_name.empty() && run_name.find_first_not_of(
-                                               "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") ==
-                                               std::string::npos;
-        if (!valid) diagnostics.error(run.first.Mark(), "run name '" + run_name + "' may only hold letters, digits, '_' and '-'");
+        bool valid = !run_name.empty() &&
+                     run_name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") ==
+                         std::string::npos;
+        if (!valid)
+          diagnostics.error(run.first.Mark(), "run name '" + run_name + "' may only hold letters, digits, '_' and '-'");
         check_command_form(run.second, "steps." + step.id + ".runs." + run_name, false, diagnostics);
       }
       if (runs.size() == 0) diagnostics.error(runs.Mark(), "steps." + step.id + ".runs: name at least one run");
@@ -96,7 +97,8 @@ class RunStep : public StepKind {
     result.metrics["duration_s"] = duration;
     if (!error) {
       result.status = StepStatus::Pass;
-      result.summary = runs.size() == 1 ? "the run succeeded" : "all " + std::to_string(runs.size()) + " runs succeeded";
+      result.summary =
+          runs.size() == 1 ? "the run succeeded" : "all " + std::to_string(runs.size()) + " runs succeeded";
       return result;
     }
     bool only_check_failures = fail_exit_code.has_value();

@@ -18,7 +18,8 @@ std::optional<std::vector<OpCount>> parse_op_inventory(const std::string& text, 
   std::vector<OpCount> ops;
   std::set<std::string> seen;
   for (const nlohmann::json& entry : list) {
-    if (!entry.is_object() || !entry.contains("op") || !entry["op"].is_string() || entry["op"].get<std::string>().empty()) {
+    if (!entry.is_object() || !entry.contains("op") || !entry["op"].is_string() ||
+        entry["op"].get<std::string>().empty()) {
       *error = "op inventory entry without an op name: " + entry.dump();
       return std::nullopt;
     }
@@ -54,15 +55,19 @@ BatchOutcome read_batch_progress(const std::string& progress_text, const std::ve
     if (kind != "start" && kind != "done" && kind != "error") continue;
     last_event[op] = kind;
     if (kind == "start") last_started = op;
-    if (kind == "error") message[op] = event.contains("message") && event["message"].is_string() ? event["message"].get<std::string>() : "";
+    if (kind == "error")
+      message[op] =
+          event.contains("message") && event["message"].is_string() ? event["message"].get<std::string>() : "";
   }
 
   BatchOutcome outcome;
   for (const std::string& op : batch) {
     auto event = last_event.find(op);
     if (event == last_event.end()) {
-      if (process_ok) outcome.errors.push_back({op, "the single-op run ended without checking it"});
-      else outcome.not_started.push_back(op);
+      if (process_ok)
+        outcome.errors.push_back({op, "the single-op run ended without checking it"});
+      else
+        outcome.not_started.push_back(op);
     } else if (event->second == "done") {
       outcome.done.push_back(op);
     } else if (event->second == "error") {

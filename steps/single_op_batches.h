@@ -25,10 +25,10 @@ std::optional<std::vector<OpCount>> parse_op_inventory(const std::string& text, 
 std::vector<std::vector<std::string>> split_into_batches(const std::vector<std::string>& ops, size_t count);
 
 struct BatchOutcome {
-  std::vector<std::string> done;                               // checked (compared later)
-  std::vector<std::pair<std::string, std::string>> errors;     // op, message (compile error...)
-  std::optional<std::string> crashed;                          // started, never finished, process died
-  std::vector<std::string> not_started;                        // to run again in a new batch
+  std::vector<std::string> done;                            // checked (compared later)
+  std::vector<std::pair<std::string, std::string>> errors;  // op, message (compile error...)
+  std::optional<std::string> crashed;                       // started, never finished, process died
+  std::vector<std::string> not_started;                     // to run again in a new batch
 };
 
 // Reads progress.jsonl lines {"op", "event": "start"|"done"|"error", "message"} of a batch

@@ -9,8 +9,8 @@
 #include <set>
 #include <sstream>
 
-#include "orchestrator/exec/command_line.h"
 #include "orchestrator/engine/step.h"
+#include "orchestrator/exec/command_line.h"
 #include "orchestrator/exec/subprocess.h"
 #include "steps/dump_judgement.h"
 #include "steps/plugin_run.h"
@@ -87,7 +87,8 @@ class SingleOpCheckStep : public StepKind {
     std::vector<RunRecord> listing = context.run({plugin_command(context, "ops", {"ops", "--from", eager_dir})});
     if (std::optional<StepResult> error = error_from_runs(listing)) return *error;
     std::string inventory_error;
-    std::optional<std::vector<OpCount>> inventory = parse_op_inventory(read_file(listing[0].stdout_path).value_or(""), &inventory_error);
+    std::optional<std::vector<OpCount>> inventory =
+        parse_op_inventory(read_file(listing[0].stdout_path).value_or(""), &inventory_error);
     if (!inventory) {
       return error_result("cannot read the op inventory of " + eager_dir + ": " + inventory_error, std::move(result));
     }
@@ -111,7 +112,8 @@ class SingleOpCheckStep : public StepKind {
     }
     std::vector<std::string> options = target_options(target, switches_file);
 
-    size_t batch_count = node["batches"] ? node["batches"].as<size_t>() : static_cast<size_t>(context.workflow().defaults.slots);
+    size_t batch_count =
+        node["batches"] ? node["batches"].as<size_t>() : static_cast<size_t>(context.workflow().defaults.slots);
     std::vector<std::vector<std::string>> pending = split_into_batches(ops, batch_count);
     std::vector<std::string> out_dirs, crashed;
     std::vector<std::pair<std::string, std::string>> op_errors;
@@ -170,8 +172,7 @@ class SingleOpCheckStep : public StepKind {
       compared += j.compared->summary.compared;
       for (const compare::RowGroup& group : j.compared->groups)
         for (const compare::Row& row : group.rows)
-          if (row.verdict == compare::Verdict::Fail)
-            ++failing_rows[row_op(row)];
+          if (row.verdict == compare::Verdict::Fail) ++failing_rows[row_op(row)];
       judged.push_back({std::move(*j.compared), label});
     }
 
@@ -192,9 +193,8 @@ class SingleOpCheckStep : public StepKind {
         detail = ", worst max abs error " + worst[0]["max_absolute_error"].dump();
       else if (!worst.empty() && !worst[0].value("judged_by", "").empty())
         detail = ", " + worst[0]["judged_by"].get<std::string>();  // inf/NaN: no finite error to quote
-      result.findings.push_back({op + " is wrong when compiled alone (" + std::to_string(rows->second) +
-                                     " failing rows" + detail + ")",
-                                 op});
+      result.findings.push_back(
+          {op + " is wrong when compiled alone (" + std::to_string(rows->second) + " failing rows" + detail + ")", op});
       result.evidence.push_back({"table", "worst rows of " + op, "", worst});
       result.reproduce.push_back(reproduce_command(
           context.workflow().dir, {},
@@ -205,14 +205,19 @@ class SingleOpCheckStep : public StepKind {
       result.findings.push_back({op + " crashed its single-op process", op});
       result.evidence.push_back({"log", "crash of " + op, "", crash_logs[op]});
     }
-    for (const auto& [op, message] : op_errors) result.findings.push_back({op + " could not be checked alone: " + message, ""});
+    for (const auto& [op, message] : op_errors)
+      result.findings.push_back({op + " could not be checked alone: " + message, ""});
     for (const std::string& op : crashed) failed_ops.push_back(op);
     nlohmann::json crashed_json = crashed;
 
-    result.metrics = {{"ops", ops.size()},       {"checked", ops.size() - op_errors.size() - crashed.size()},
-                      {"failed", failed_ops.size()}, {"failed_ops", failed_ops},
-                      {"crashed_ops", crashed_json},  {"op_errors", op_errors.size()},
-                      {"rounds", rounds},             {"compared", compared},
+    result.metrics = {{"ops", ops.size()},
+                      {"checked", ops.size() - op_errors.size() - crashed.size()},
+                      {"failed", failed_ops.size()},
+                      {"failed_ops", failed_ops},
+                      {"crashed_ops", crashed_json},
+                      {"op_errors", op_errors.size()},
+                      {"rounds", rounds},
+                      {"compared", compared},
                       {"culprit", failed_ops.empty() ? nlohmann::json() : failed_ops[0]}};
     std::string counts = std::to_string(ops.size()) + " ops checked alone in " + std::to_string(rounds) + " round(s)";
     if (!op_errors.empty()) counts += ", " + std::to_string(op_errors.size()) + " could not be checked";

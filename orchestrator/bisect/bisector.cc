@@ -50,7 +50,7 @@ Phase phase_from_name(const std::string& name) {
 class SearchState {
  public:
   SearchState(const std::vector<std::string>& candidates, Oracle& oracle, const Options& options,
-            const std::vector<TrialRecord>& previous_log)
+              const std::vector<TrialRecord>& previous_log)
       : candidates_(candidates), oracle_(oracle), options_(options) {
     std::set<std::string> seen;
     for (const auto& rule : candidates_) {
@@ -278,8 +278,8 @@ class SearchState {
       for (size_t i : batch) batch_configs.push_back(configs[i]);
       std::vector<TrialOutcome> outcomes = oracle_.run_batch(batch_configs);
       if (outcomes.size() != batch.size())
-        throw std::runtime_error("bisect: the oracle returned " + std::to_string(outcomes.size()) +
-                                 " outcomes for " + std::to_string(batch.size()) + " configurations");
+        throw std::runtime_error("bisect: the oracle returned " + std::to_string(outcomes.size()) + " outcomes for " +
+                                 std::to_string(batch.size()) + " configurations");
       std::vector<std::string> touched;
       for (size_t j = 0; j < batch.size(); ++j) {
         record(new_record(batch_configs[j], outcomes[j], phase));
@@ -361,7 +361,8 @@ class SearchState {
         } else if (verdicts[i] == ConfigVerdict::Fails) {
           if (!first_fail) first_fail = points[i];
         } else if (first_fail) {
-          contradiction("rules " + rule_list(with_prefix(fixed, pool, points[i])) + " on passed, a subset of them failed");
+          contradiction("rules " + rule_list(with_prefix(fixed, pool, points[i])) +
+                        " on passed, a subset of them failed");
         }
       }
       if (first_fail) hi = *first_fail;
@@ -370,8 +371,8 @@ class SearchState {
     }
     // Only the premise failed. If the premise was a fluke, every later search would land here
     // too and peel the pool one rule at a time: run it again first.
-    if (hi == pool.size() &&
-        judge_one(with_prefix(fixed, pool, hi), Phase::Check, voting_ ? options_.max_votes : 2) != ConfigVerdict::Fails) {
+    if (hi == pool.size() && judge_one(with_prefix(fixed, pool, hi), Phase::Check, voting_ ? options_.max_votes : 2) !=
+                                 ConfigVerdict::Fails) {
       contradiction("rules " + rule_list(with_prefix(fixed, pool, hi)) + " on failed before, not when run again");
       unresolved_ = with_prefix(fixed, pool, hi);
       return std::nullopt;
@@ -422,25 +423,26 @@ class SearchState {
     std::vector<ConfigVerdict> sanity = judge({{all_on, baseline_runs}, {all_off, 1}}, Phase::Sanity);
     // Stopping here ends the whole diagnosis with one or two runs behind it: be sure first.
     if (sanity[0] == ConfigVerdict::Passes || sanity[1] == ConfigVerdict::Fails)
-      sanity = judge({{all_on, std::max(baseline_runs, options_.max_votes)}, {all_off, options_.max_votes}},
-                     Phase::Sanity);
+      sanity =
+          judge({{all_on, std::max(baseline_runs, options_.max_votes)}, {all_off, options_.max_votes}}, Phase::Sanity);
     for (int i = 0; i < 2; ++i)
       if (sanity[i] == ConfigVerdict::Unusable) return baseline_unusable(i == 0 ? all_on : all_off, i == 0);
     if (sanity[0] == ConfigVerdict::Passes)
-      return make_result(Conclusion::NoFailure,
-                         "no failure to bisect: the trial with every candidate rule on passes");
+      return make_result(Conclusion::NoFailure, "no failure to bisect: the trial with every candidate rule on passes");
     if (sanity[1] == ConfigVerdict::Fails) {
       std::string summary = "not a fusion problem: the failure does not depend on these rules (it remains with all " +
                             std::to_string(active_.size()) + " of them switched off)";
-      if (!unswitchable_.empty()) summary += "; " + rule_list(unswitchable_) + " could not be switched off and may cause it";
+      if (!unswitchable_.empty())
+        summary += "; " + rule_list(unswitchable_) + " could not be switched off and may cause it";
       return make_result(Conclusion::NotFusion, summary);
     }
 
     std::vector<std::string> remaining = active_;
     while (true) {
       std::optional<CulpritSet> set = minimise(remaining);
-      if (!set) return make_result(Conclusion::Inconclusive, "stopped: the culprit could not be narrowed below " +
-                                                                 rule_list(unresolved_));
+      if (!set)
+        return make_result(Conclusion::Inconclusive,
+                           "stopped: the culprit could not be narrowed below " + rule_list(unresolved_));
       found_.push_back(*set);
       remaining = without(remaining, set->rules);
       ConfigVerdict rest = judge_one(remaining, Phase::Check);
@@ -469,10 +471,12 @@ class SearchState {
     std::vector<Expectation> expectations;
     int runs = options_.confirmations;
     for (const auto& set : found_) {
-      expectations.push_back({{set.rules, runs}, ConfigVerdict::Fails, rule_list(set.rules) + " alone (others off) fails"});
+      expectations.push_back(
+          {{set.rules, runs}, ConfigVerdict::Fails, rule_list(set.rules) + " alone (others off) fails"});
       if (set.rules.size() > 1)
         for (const auto& member : set.rules)
-          expectations.push_back({{without(set.rules, {member}), runs}, ConfigVerdict::Passes,
+          expectations.push_back({{without(set.rules, {member}), runs},
+                                  ConfigVerdict::Passes,
                                   rule_list(set.rules) + " without " + member + " passes"});
     }
     expectations.push_back({{rest_on, runs}, ConfigVerdict::Passes, "everything on but the culprits passes"});
@@ -484,7 +488,9 @@ class SearchState {
       if (verdicts[i] != expectations[i].expected) {
         verified_ = false;
         contradiction("verification: expected " + expectations[i].what + ", it " +
-                      (verdicts[i] == ConfigVerdict::Fails ? "failed" : verdicts[i] == ConfigVerdict::Passes ? "passed" : "gave no evidence"));
+                      (verdicts[i] == ConfigVerdict::Fails    ? "failed"
+                       : verdicts[i] == ConfigVerdict::Passes ? "passed"
+                                                              : "gave no evidence"));
       }
   }
 
@@ -502,7 +508,9 @@ class SearchState {
   Result baseline_unusable(const std::vector<std::string>& on, bool all_on) {
     const auto& trials = observations_.at(key_of(config_for(on)));
     Outcome outcome = trials_[trials.back()].outcome;
-    std::string what = outcome == Outcome::Invalid ? "was invalid" : outcome == Outcome::Timeout ? "timed out" : "crashed";
+    std::string what = outcome == Outcome::Invalid   ? "was invalid"
+                       : outcome == Outcome::Timeout ? "timed out"
+                                                     : "crashed";
     const std::string& detail = trials_[trials.back()].detail;
     if (!detail.empty()) what += " (" + detail + ")";
     std::string summary = all_on ? "the trial with every candidate rule on " + what + ": precision cannot be judged" +

@@ -25,7 +25,7 @@ namespace diagnose::bisect {
 
 enum class Outcome {
   Pass,
-  Fail,     // the precision check failed
+  Fail,  // the precision check failed
   Crash,
   Timeout,
   Invalid,  // a rule switched off still fired: the trial did not test its configuration
@@ -138,7 +138,7 @@ struct Result {
   bool nondeterministic = false;              // the same configuration gave both pass and fail
   std::vector<TrialRecord> trials;            // every trial the answer rests on, replayed ones included
   int new_trials = 0, replayed_trials = 0;
-  int rounds = 0;  // parallel rounds run by this invocation
+  int rounds = 0;                        // parallel rounds run by this invocation
   std::map<Phase, int> trials_by_phase;  // replayed ones included
 
   // The configuration that turns only the culprits off (the workaround).

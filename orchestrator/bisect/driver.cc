@@ -35,7 +35,9 @@ void write_trial_log(const std::string& path, const TrialLog& log) {
   nlohmann::json ub = nlohmann::json::array();
   for (const auto& [rule, section] : log.sections)
     if (section == torchair::FusionSection::UB) ub.push_back(rule);
-  nlohmann::json doc = {{"fingerprint", log.fingerprint}, {"candidates", log.candidates}, {"ub_fusion_rules", ub},
+  nlohmann::json doc = {{"fingerprint", log.fingerprint},
+                        {"candidates", log.candidates},
+                        {"ub_fusion_rules", ub},
                         {"trials", trial_log_to_json(log.trials)}};
   write_file_atomically(path, doc.dump(1) + "\n");
 }
@@ -85,9 +87,10 @@ BisectionOutcome Bisection::run(const BisectionPlan& plan, const nlohmann::json&
       return failed(BisectionOutcome::Status::NoRuleFired, "the all-on run (" + request.name + ") left " + what);
     }
     if (!listing.fired_rules)
-      return failed(BisectionOutcome::Status::Failed,
-                    "cannot list the candidates: the all-on run (" + request.name + ", " + outcome_name(listing.outcome) +
-                        (listing.detail.empty() ? "" : ": " + listing.detail) + ") left " + what);
+      return failed(BisectionOutcome::Status::Failed, "cannot list the candidates: the all-on run (" + request.name +
+                                                          ", " + outcome_name(listing.outcome) +
+                                                          (listing.detail.empty() ? "" : ": " + listing.detail) +
+                                                          ") left " + what);
     log.candidates = *listing.fired_rules;
     log.sections = setup_.sections = report_sections(absolute_path(setup_.fired_report, request.cwd));
     log.trials.push_back(candidate_listing_record(listing));
@@ -95,8 +98,9 @@ BisectionOutcome Bisection::run(const BisectionPlan& plan, const nlohmann::json&
   if (!plan.resume) log.candidates = select_rules(log.candidates, plan.include, plan.exclude);
   outcome.candidates = log.candidates;
   if (log.candidates.empty())
-    return failed(BisectionOutcome::Status::NoCandidates,
-                  "no candidate rules" + std::string(list ? " fired in the all-on run" : "") + " (after include/exclude)");
+    return failed(
+        BisectionOutcome::Status::NoCandidates,
+        "no candidate rules" + std::string(list ? " fired in the all-on run" : "") + " (after include/exclude)");
 
   log_path_ = trial_log_path(plan.dir);
   write_trial_log(log_path_, log);

@@ -38,7 +38,7 @@ std::optional<TrialLog> read_trial_log(const std::string& path);
 void write_trial_log(const std::string& path, const TrialLog& log);
 
 struct BisectionPlan {
-  std::string dir;          // bisection.json, trial_log.json and fusion_switch.json go here
+  std::string dir;  // bisection.json, trial_log.json and fusion_switch.json go here
   nlohmann::json fingerprint;
   // Trials to replay: a log of this same bisection (its candidates and sections are used).
   std::optional<TrialLog> resume;
@@ -66,7 +66,7 @@ struct BisectionOutcome {
   bool no_report = false;  // NoRuleFired: the all-on run left no fired-rule report at all
   std::vector<std::string> candidates;
   Result result;
-  std::string json_path;       // bisection.json (Bisected)
+  std::string json_path;        // bisection.json (Bisected)
   std::string workaround_path;  // the culprits-off switch file (CulpritsFound)
 };
 

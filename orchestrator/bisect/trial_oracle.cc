@@ -179,8 +179,9 @@ void judge_by_comparison(const TrialJudge& judge, const std::string& dump, Trial
     outcome.outcome = Outcome::Crash;
     outcome.detail = "cannot compare with the golden dump: no comparable rows";
     if (!ops.empty())
-      outcome.detail += " of the ops judge_ops names (the golden and the trial's dump may name them differently: "
-                        "an eager aten-level dump and a compiled one do)";
+      outcome.detail +=
+          " of the ops judge_ops names (the golden and the trial's dump may name them differently: "
+          "an eager aten-level dump and a compiled one do)";
     return;
   }
   outcome.metrics = {{"max_abs_error", max_abs},
@@ -217,8 +218,7 @@ TrialOutcome TrialOracle::judge(const Trial& trial, const RunRequest& request, c
       break;
     case RunStatus::Interrupted:
     case RunStatus::Pending:
-    case RunStatus::Running:
-      throw RunsInterrupted();
+    case RunStatus::Running: throw RunsInterrupted();
     default:  // crashed, could not start, outputs missing
       outcome.outcome = Outcome::Crash;
       outcome.detail = why;

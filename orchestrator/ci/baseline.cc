@@ -2,17 +2,17 @@
 
 #include "orchestrator/engine/digest.h"
 
+#include <sys/utsname.h>
+#include <unistd.h>
 #include <boost/filesystem.hpp>
 #include <cstdio>
 #include <fstream>
 #include <stdexcept>
-#include <sys/utsname.h>
 #include <thread>
-#include <unistd.h>
 
-#include "orchestrator/report/report_json.h"
 #include "orchestrator/engine/state.h"
 #include "orchestrator/exec/subprocess.h"
+#include "orchestrator/report/report_json.h"
 
 namespace diagnose {
 
@@ -44,7 +44,8 @@ void copy_tree(const fs::path& from, const fs::path& to, const std::string& pref
       fs::create_directories(to / relative);
     } else if (fs::is_regular_file(it->path())) {
       fs::copy_file(it->path(), to / relative);
-      files[prefix + "/" + relative.generic_string()] = {{"size", fs::file_size(it->path())}, {"fnv1a64", fnv1a64(it->path())}};
+      files[prefix + "/" + relative.generic_string()] = {{"size", fs::file_size(it->path())},
+                                                         {"fnv1a64", fnv1a64(it->path())}};
     }
   }
 }
@@ -69,9 +70,9 @@ json read_json(const fs::path& path) {
 
 // The plugin run directory (status.json + outputs/) a source names, and the model version it carries.
 struct ResolvedSource {
-  fs::path run_dir;       // empty for a bare dump
-  fs::path outputs_dir;   // final outputs
-  fs::path dump_dir;      // op dump, may be absent
+  fs::path run_dir;      // empty for a bare dump
+  fs::path outputs_dir;  // final outputs
+  fs::path dump_dir;     // op dump, may be absent
   std::string model_version;
   std::string description;
 };
@@ -87,7 +88,8 @@ ResolvedSource resolve(const BaselineSource& source) {
     std::string step_id = source.run.substr(0, source.run.find('/'));
     std::string run_name = source.run.find('/') == std::string::npos ? "" : source.run.substr(source.run.find('/') + 1);
     for (const StepResult& step : state.steps) {
-      if (r.model_version.empty() && step.metrics.contains("model_version") && step.metrics["model_version"].is_string())
+      if (r.model_version.empty() && step.metrics.contains("model_version") &&
+          step.metrics["model_version"].is_string())
         r.model_version = step.metrics["model_version"].get<std::string>();
       if (!step_id.empty() && step.id != step_id) continue;
       for (const RunRecord& run : step.runs) {
@@ -99,7 +101,8 @@ ResolvedSource resolve(const BaselineSource& source) {
       }
     }
     if (r.run_dir.empty())
-      throw std::runtime_error(source.path + ": no succeeded run " + (source.run.empty() ? "" : "'" + source.run + "' ") +
+      throw std::runtime_error(source.path + ": no succeeded run " +
+                               (source.run.empty() ? "" : "'" + source.run + "' ") +
                                "left the plugin's outputs (status.json and outputs/)" +
                                (source.run.empty() ? "; name one with --run STEP/RUN" : ""));
   } else if (is_plugin_run(path)) {
@@ -132,7 +135,8 @@ Baseline save_baseline(const BaselineSource& source, const std::string& dir, boo
     std::string what = existing.is_object() ? " (model version " + existing.value("model_version", std::string("?")) +
                                                   ", saved " + existing.value("created", std::string("?")) + ")"
                                             : "";
-    return std::runtime_error("baseline " + target.string() + " exists already" + what + "; pass --force to replace it");
+    return std::runtime_error("baseline " + target.string() + " exists already" + what +
+                              "; pass --force to replace it");
   };
   if (occupied() && !force) throw refusal();
 
@@ -164,7 +168,8 @@ Baseline save_baseline(const BaselineSource& source, const std::string& dir, boo
     if (!from.dump_dir.empty()) copy_tree(from.dump_dir, staging / "dump", "dump", files);
     if (!from.run_dir.empty() && fs::exists(from.run_dir / "status.json")) {
       fs::copy_file(from.run_dir / "status.json", staging / "status.json");
-      files["status.json"] = {{"size", fs::file_size(staging / "status.json")}, {"fnv1a64", fnv1a64(staging / "status.json")}};
+      files["status.json"] = {{"size", fs::file_size(staging / "status.json")},
+                              {"fnv1a64", fnv1a64(staging / "status.json")}};
     }
     metadata["files"] = files;
     write_file_atomically((staging / "baseline.json").string(), metadata.dump(2) + "\n");
@@ -200,7 +205,8 @@ Baseline load_baseline(const std::string& dir) {
   fs::path path = fs::absolute(dir).lexically_normal();
   auto bad = [&](const std::string& what) { return std::runtime_error("baseline " + path.string() + ": " + what); };
   if (!fs::is_directory(path)) throw bad("no such directory");
-  if (!fs::exists(path / "baseline.json")) throw bad("not a baseline (no baseline.json); save one with 'diagnose baseline save'");
+  if (!fs::exists(path / "baseline.json"))
+    throw bad("not a baseline (no baseline.json); save one with 'diagnose baseline save'");
   std::ifstream in((path / "baseline.json").string());
   json metadata;
   try {
@@ -211,8 +217,8 @@ Baseline load_baseline(const std::string& dir) {
   if (!metadata.is_object() || metadata.value("format", json()) != "diagnose-baseline")
     throw bad("baseline.json is not a diagnose baseline (format is not \"diagnose-baseline\")");
   if (metadata.value("version", 0) != kBaselineVersion)
-    throw bad("baseline.json has version " + metadata.value("version", json()).dump() + ", this diagnose reads version " +
-              std::to_string(kBaselineVersion));
+    throw bad("baseline.json has version " + metadata.value("version", json()).dump() +
+              ", this diagnose reads version " + std::to_string(kBaselineVersion));
   if (!metadata.contains("files") || !metadata["files"].is_object()) throw bad("baseline.json lists no files");
   for (const auto& [name, expected] : metadata["files"].items()) {
     fs::path file = path / name;

@@ -2,16 +2,16 @@
 
 #include "compare/json_number.h"
 
+#include <sqlite3.h>
+#include <unistd.h>
 #include <boost/filesystem.hpp>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <map>
 #include <random>
-#include <sqlite3.h>
 #include <stdexcept>
 #include <thread>
-#include <unistd.h>
 
 namespace diagnose {
 
@@ -64,8 +64,10 @@ class Statement {
     return *this;
   }
   Statement& bind(int i, double v) {
-    if (std::isnan(v)) sqlite3_bind_null(statement_, i);
-    else sqlite3_bind_double(statement_, i, v);
+    if (std::isnan(v))
+      sqlite3_bind_null(statement_, i);
+    else
+      sqlite3_bind_double(statement_, i, v);
     return *this;
   }
   Statement& bind(int i, long long v) {
@@ -123,7 +125,8 @@ RunSummary summarize_run(const State& state, const Verdict& verdict) {
   run.started = state.started;
   run.duration_s = state.finished > state.started ? state.finished - state.started : 0;
   for (const StepResult& s : state.steps) {
-    run.steps.push_back({{"id", s.id}, {"kind", s.kind}, {"status", step_status_name(s.status)}, {"summary", s.summary}});
+    run.steps.push_back(
+        {{"id", s.id}, {"kind", s.kind}, {"status", step_status_name(s.status)}, {"summary", s.summary}});
     if (run.model_version.empty() && s.metrics.contains("model_version") && s.metrics["model_version"].is_string())
       run.model_version = s.metrics["model_version"].get<std::string>();
     if (!s.metrics.contains("outputs") || !s.metrics["outputs"].is_array()) continue;
@@ -152,8 +155,8 @@ History::History(const std::string& path) : path_(path) {
   boost::system::error_code ec;
   fs::path parent = fs::path(path).parent_path();
   if (!parent.empty()) fs::create_directories(parent, ec);
-  if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr) !=
-      SQLITE_OK)
+  if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                      nullptr) != SQLITE_OK)
     fail("cannot open");
   sqlite3_busy_timeout(db_, kBusyTimeoutMs);
   // Two processes creating the same new database can deadlock while one switches it to WAL;
@@ -173,10 +176,11 @@ History::History(const std::string& path) : path_(path) {
       std::string what = e.what();
       sqlite3_close(db_);
       db_ = nullptr;
-      throw std::runtime_error("history database " + path + ": " + what +
-                               (what.find("not a database") != std::string::npos || what.find("malformed") != std::string::npos
-                                    ? " (the file is damaged or not a diagnose history: move it away, or pass another --db)"
-                                    : ""));
+      throw std::runtime_error(
+          "history database " + path + ": " + what +
+          (what.find("not a database") != std::string::npos || what.find("malformed") != std::string::npos
+               ? " (the file is damaged or not a diagnose history: move it away, or pass another --db)"
+               : ""));
     }
   }
 }
@@ -307,7 +311,8 @@ std::vector<TrendPoint> History::trend(const std::string& output, const std::str
         OutputMetrics& kept = points.back().metrics;
         double kept_error = std::isnan(kept.relative_l2) ? -1 : kept.relative_l2;
         double error = std::isnan(p.metrics.relative_l2) ? -1 : p.metrics.relative_l2;
-        if ((kept.passed && !p.metrics.passed) || (kept.passed == p.metrics.passed && error > kept_error)) kept = p.metrics;
+        if ((kept.passed && !p.metrics.passed) || (kept.passed == p.metrics.passed && error > kept_error))
+          kept = p.metrics;
         continue;
       }
       points.push_back(std::move(p));
@@ -346,7 +351,11 @@ json trend_json(const std::vector<TrendPoint>& points, const std::string& output
                     {"max_relative_error", compare::json_number_or_null(p.metrics.max_relative_error)},
                     {"max_absolute_error", compare::json_number_or_null(p.metrics.max_absolute_error)},
                     {"passed", p.metrics.passed}});
-  return {{"format", "diagnose-history-trend"}, {"version", 1}, {"output", output}, {"database", database}, {"points", list}};
+  return {{"format", "diagnose-history-trend"},
+          {"version", 1},
+          {"output", output},
+          {"database", database},
+          {"points", list}};
 }
 
 }  // namespace diagnose

@@ -85,6 +85,7 @@ std::string history_path(const std::string& output_dir);
 std::string record_run_history(const State& state, const Verdict& verdict);
 
 // A trend as the JSON document report.html draws ("format": "diagnose-history-trend").
-nlohmann::json trend_json(const std::vector<TrendPoint>& points, const std::string& output, const std::string& database);
+nlohmann::json trend_json(const std::vector<TrendPoint>& points, const std::string& output,
+                          const std::string& database);
 
 }  // namespace diagnose

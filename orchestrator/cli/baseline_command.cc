@@ -17,9 +17,11 @@ int baseline_command(int argc, char** argv) {
   std::string to, dir;
   bool force = false;
   CLI::App* save = app.add_subcommand("save", "record a baseline from a run directory, a plugin run or a dump");
-  save->add_option("source", source.path, "run directory (runs/...), plugin run directory or diagnose dump")->required();
+  save->add_option("source", source.path, "run directory (runs/...), plugin run directory or diagnose dump")
+      ->required();
   save->add_option("--to", to, "baseline directory to create")->required();
-  save->add_option("--run", source.run, "in a run directory: the run to take, STEP or STEP/RUN (default: the first with outputs)");
+  save->add_option("--run", source.run,
+                   "in a run directory: the run to take, STEP or STEP/RUN (default: the first with outputs)");
   save->add_option("--model-version", source.model_version, "version recorded with the baseline (default: the run's)");
   save->add_flag("--force", force, "replace an existing baseline");
   CLI::App* show = app.add_subcommand("show", "verify a baseline and print its metadata");

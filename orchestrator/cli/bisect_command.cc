@@ -5,15 +5,15 @@
 #include <iostream>
 
 #include "orchestrator/bisect/driver.h"
+#include "orchestrator/bisect/trial_oracle.h"
 #include "orchestrator/cli/arguments.h"
 #include "orchestrator/cli/commands.h"
-#include "orchestrator/exec/command_line.h"
-#include "orchestrator/exec/interrupt.h"
 #include "orchestrator/engine/scheduler.h"
 #include "orchestrator/engine/step.h"
-#include "orchestrator/workflow/template.h"
-#include "orchestrator/bisect/trial_oracle.h"
 #include "orchestrator/engine/verdict.h"
+#include "orchestrator/exec/command_line.h"
+#include "orchestrator/exec/interrupt.h"
+#include "orchestrator/workflow/template.h"
 #include "plugins/torchair/fusion_result.h"
 
 namespace diagnose {
@@ -70,7 +70,10 @@ std::vector<std::string> trial_argv(const std::vector<std::string>& command, con
 
 // The bisection's identity: a log written for another command or other options is not replayed.
 nlohmann::json fingerprint(const Arguments& a) {
-  return {{"command", a.command}, {"golden", a.golden}, {"dump", a.dump}, {"switch_env", a.switch_env},
+  return {{"command", a.command},
+          {"golden", a.golden},
+          {"dump", a.dump},
+          {"switch_env", a.switch_env},
           {"fired_report", a.fired_report}};
 }
 
@@ -83,18 +86,18 @@ int report(const Bisection& bisection, const BisectionOutcome& outcome) {
       }
       [[fallthrough]];
     case BisectionOutcome::Status::Failed:
-      std::cerr << "diagnose bisect: " << outcome.message << "; give the candidates with --rules or --candidates-from\n";
+      std::cerr << "diagnose bisect: " << outcome.message
+                << "; give the candidates with --rules or --candidates-from\n";
       return kExitInfrastructure;
     case BisectionOutcome::Status::NoCandidates:
       std::cerr << "diagnose bisect: " << outcome.message << "\n";
       return kExitUsage;
-    case BisectionOutcome::Status::Bisected:
-      break;
+    case BisectionOutcome::Status::Bisected: break;
   }
   const Result& result = outcome.result;
   std::cout << result.summary << "\n";
-  std::cout << "trials: " << result.trials.size() << " (" << result.new_trials << " run now, "
-            << result.replayed_trials << " from the log), " << result.rounds << " rounds\n";
+  std::cout << "trials: " << result.trials.size() << " (" << result.new_trials << " run now, " << result.replayed_trials
+            << " from the log), " << result.rounds << " rounds\n";
   for (const CulpritSet& set : result.culprit_sets) {
     auto replay = [&](const char* what, const Config& off) {
       RunRequest request = bisection.replay(off);
@@ -109,10 +112,8 @@ int report(const Bisection& bisection, const BisectionOutcome& outcome) {
       std::cout << "switch file turning only the culprits off: " << outcome.workaround_path << "\n";
       return kExitProblem;
     case Conclusion::NoFailure:
-    case Conclusion::NotFusion:
-      return kExitNoProblem;
-    default:
-      return kExitInfrastructure;
+    case Conclusion::NotFusion: return kExitNoProblem;
+    default: return kExitInfrastructure;
   }
 }
 
@@ -122,7 +123,8 @@ int run(const Arguments& a) {
   std::string cwd = fs::current_path().string();
   bool has_log = fs::exists(log_path);
   if (has_log && !a.resume) {
-    std::cerr << "diagnose bisect: " << log_path << " exists: add --resume to continue it, or choose another --output\n";
+    std::cerr << "diagnose bisect: " << log_path
+              << " exists: add --resume to continue it, or choose another --output\n";
     return kExitUsage;
   }
   bool names_switch_file = !a.switch_env.empty();
@@ -232,11 +234,12 @@ int run(const Arguments& a) {
 }  // namespace
 
 int bisect_command(int argc, char** argv) {
-  CLI::App app{"Find the fusion rule(s) that make a command fail, by running it with rules switched off "
-               "(one fresh process per trial, in parallel). The command gets the trial's TorchAir switch file "
-               "as ${switch_file} in its arguments or in the variable --switch-env names; it is run directly, "
-               "never through a shell.",
-               "diagnose bisect"};
+  CLI::App app{
+      "Find the fusion rule(s) that make a command fail, by running it with rules switched off "
+      "(one fresh process per trial, in parallel). The command gets the trial's TorchAir switch file "
+      "as ${switch_file} in its arguments or in the variable --switch-env names; it is run directly, "
+      "never through a shell.",
+      "diagnose bisect"};
   Arguments a;
   app.add_option("-o,--output", a.output, "directory for the trials, the trial log, the JSON and the switch file")
       ->required();
@@ -252,12 +255,17 @@ int bisect_command(int argc, char** argv) {
   app.add_option("--golden", a.golden, "judge by comparing the trial's dump with this dump (default: by exit status)");
   app.add_option("--dump", a.dump, "the trial's dump, relative to its directory (default: dump)");
   app.add_option("--preset", a.preset, "tolerance preset for every row");
-  app.add_option("--tol", a.tolerance_overrides, "override a preset field, e.g. bf16.rtol=1e-2 (repeatable)")->allow_extra_args(false);
-  app.add_option("--slots", a.slots, "trials at the same time (default " + std::to_string(a.slots) + ")")->check(CLI::PositiveNumber);
-  app.add_option("--max-trials", a.max_trials, "trial budget (default " + std::to_string(a.max_trials) + ")")->check(CLI::PositiveNumber);
-  app.add_option("--baseline-repeats", a.baseline_repeats, "extra runs of the all-on configuration (default " + std::to_string(a.baseline_repeats) + ")")
+  app.add_option("--tol", a.tolerance_overrides, "override a preset field, e.g. bf16.rtol=1e-2 (repeatable)")
+      ->allow_extra_args(false);
+  app.add_option("--slots", a.slots, "trials at the same time (default " + std::to_string(a.slots) + ")")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-trials", a.max_trials, "trial budget (default " + std::to_string(a.max_trials) + ")")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--baseline-repeats", a.baseline_repeats,
+                 "extra runs of the all-on configuration (default " + std::to_string(a.baseline_repeats) + ")")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--confirmations", a.confirmations, "agreeing runs behind each confirmation (default " + std::to_string(a.confirmations) + ")")
+  app.add_option("--confirmations", a.confirmations,
+                 "agreeing runs behind each confirmation (default " + std::to_string(a.confirmations) + ")")
       ->check(CLI::PositiveNumber);
   app.add_option("--timeout", a.timeout_s, "seconds per trial (default: none)")->check(CLI::NonNegativeNumber);
   app.add_flag("--crash-is-failure", a.crash_is_failure, "a crashing trial counts as a failure");

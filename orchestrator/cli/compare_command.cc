@@ -22,8 +22,10 @@ std::vector<std::string> msit_flags_to_long(int argc, char** argv) {
   std::vector<std::string> args;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "-gp" || a.rfind("-gp=", 0) == 0) a.replace(0, 3, "--golden-path");
-    else if (a == "-mp" || a.rfind("-mp=", 0) == 0) a.replace(0, 3, "--my-path");
+    if (a == "-gp" || a.rfind("-gp=", 0) == 0)
+      a.replace(0, 3, "--golden-path");
+    else if (a == "-mp" || a.rfind("-mp=", 0) == 0)
+      a.replace(0, 3, "--my-path");
     args.push_back(a);
   }
   std::reverse(args.begin(), args.end());  // CLI11 takes the arguments in reverse order

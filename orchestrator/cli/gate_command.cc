@@ -19,12 +19,14 @@ int gate_command(int argc, char** argv) {
   bool quiet = false;
   app.add_option("workflow", workflow_path, "workflow with a gate step (e.g. workflows/ci-gate.yaml)")->required();
   app.add_option("--baseline", baseline, "baseline directory (diagnose baseline save)")->required();
-  app.add_option("--model-version", model_version, "version under test, recorded in the history (default: $DIAGNOSE_MODEL_VERSION)");
+  app.add_option("--model-version", model_version,
+                 "version under test, recorded in the history (default: $DIAGNOSE_MODEL_VERSION)");
   app.add_option("--junit", junit, "also write the gate's JUnit (one test case per output) here");
   app.add_option("--output-dir", output_dir, "where to create the run directory (default: defaults.output_dir)");
   app.add_option("--slots", slots, "model runs at the same time")->check(CLI::PositiveNumber);
   app.add_flag("-q,--quiet", quiet, "print only the verdict");
-  app.add_option("--log-format", log_format, "progress as human text or JSON lines")->check(CLI::IsMember({"human", "json"}));
+  app.add_option("--log-format", log_format, "progress as human text or JSON lines")
+      ->check(CLI::IsMember({"human", "json"}));
   if (int code = parse_arguments(app, argc, argv); code != kArgumentsParsed) return code;
 
   std::optional<Workflow> workflow = load_or_report(workflow_path);
@@ -42,7 +44,8 @@ int gate_command(int argc, char** argv) {
 
   install_interrupt_handlers();
   LogFormat format = log_format == "json" ? LogFormat::Json : LogFormat::Human;
-  Progress progress(format == LogFormat::Json ? std::cout : std::cerr, quiet ? Verbosity::Quiet : Verbosity::Normal, format);
+  Progress progress(format == LogFormat::Json ? std::cout : std::cerr, quiet ? Verbosity::Quiet : Verbosity::Normal,
+                    format);
   EngineOutcome outcome;
   try {
     EngineOptions options;

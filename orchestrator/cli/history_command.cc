@@ -42,7 +42,8 @@ int history_command(int argc, char** argv) {
   app.add_flag("--json", as_json, "print JSON");
   if (int code = parse_arguments(app, argc, argv); code != kArgumentsParsed) return code;
   if (!fs::exists(db)) {
-    std::cerr << "diagnose history: no history database at " << db << " (runs record one in their output directory; pass --db)\n";
+    std::cerr << "diagnose history: no history database at " << db
+              << " (runs record one in their output directory; pass --db)\n";
     return kExitUsage;
   }
   try {
@@ -68,9 +69,10 @@ int history_command(int argc, char** argv) {
                   "relative L2", "max relative", "change L2");
       double previous = NAN;
       for (const TrendPoint& p : points) {
-        std::string change = std::isnan(previous) || std::isnan(p.metrics.relative_l2)
-                                 ? "-"
-                                 : (p.metrics.relative_l2 >= previous ? "+" : "") + cell(p.metrics.relative_l2 - previous);
+        std::string change =
+            std::isnan(previous) || std::isnan(p.metrics.relative_l2)
+                ? "-"
+                : (p.metrics.relative_l2 >= previous ? "+" : "") + cell(p.metrics.relative_l2 - previous);
         std::printf("%-20s %-20s %-6s %-14s %-14s %-14s %-14s\n", p.model_version.c_str(), date(p.started).c_str(),
                     p.metrics.passed ? "pass" : "FAIL", cell(p.metrics.cosine_similarity).c_str(),
                     cell(p.metrics.relative_l2).c_str(), cell(p.metrics.max_relative_error).c_str(), change.c_str());
@@ -84,11 +86,23 @@ int history_command(int argc, char** argv) {
       for (const RunSummary& r : runs) {
         nlohmann::json outputs = nlohmann::json::array();
         for (const OutputMetrics& m : r.outputs)
-          outputs.push_back({{"step", m.step}, {"output", m.output}, {"dtype", m.dtype}, {"passed", m.passed},
-                             {"relative_l2", std::isnan(m.relative_l2) ? nlohmann::json() : nlohmann::json(m.relative_l2)}});
-        list.push_back({{"id", r.id}, {"run_dir", r.run_dir}, {"workflow", r.workflow}, {"model_version", r.model_version},
-                        {"verdict", r.verdict}, {"summary", r.summary}, {"exit_code", r.exit_code},
-                        {"started", date(r.started)}, {"duration_s", r.duration_s}, {"steps", r.steps}, {"outputs", outputs}});
+          outputs.push_back(
+              {{"step", m.step},
+               {"output", m.output},
+               {"dtype", m.dtype},
+               {"passed", m.passed},
+               {"relative_l2", std::isnan(m.relative_l2) ? nlohmann::json() : nlohmann::json(m.relative_l2)}});
+        list.push_back({{"id", r.id},
+                        {"run_dir", r.run_dir},
+                        {"workflow", r.workflow},
+                        {"model_version", r.model_version},
+                        {"verdict", r.verdict},
+                        {"summary", r.summary},
+                        {"exit_code", r.exit_code},
+                        {"started", date(r.started)},
+                        {"duration_s", r.duration_s},
+                        {"steps", r.steps},
+                        {"outputs", outputs}});
       }
       std::cout << list.dump(2) << "\n";
       return 0;
@@ -98,7 +112,9 @@ int history_command(int argc, char** argv) {
     for (const RunSummary& r : runs) {
       size_t failed = 0;
       for (const OutputMetrics& m : r.outputs) failed += !m.passed;
-      std::string outputs = r.outputs.empty() ? "-" : std::to_string(r.outputs.size() - failed) + "/" + std::to_string(r.outputs.size()) + " ok";
+      std::string outputs = r.outputs.empty() ? "-"
+                                              : std::to_string(r.outputs.size() - failed) + "/" +
+                                                    std::to_string(r.outputs.size()) + " ok";
       std::printf("%-5lld %-20s %-16s %-14s %-22s %4d %9.1f %-9s\n", r.id, date(r.started).c_str(), r.workflow.c_str(),
                   r.model_version.c_str(), r.verdict.c_str(), r.exit_code, r.duration_s, outputs.c_str());
     }

@@ -43,8 +43,10 @@ int report_command(int argc, char** argv) {
     std::cerr << "diagnose: cannot write the reports: " << e.what() << "\n";
     return kExitInfrastructure;
   }
-  if (quiet) std::cout << "verdict: " << verdict.summary << "\n";
-  else print_terminal_summary(std::cout, state, verdict, reports);
+  if (quiet)
+    std::cout << "verdict: " << verdict.summary << "\n";
+  else
+    print_terminal_summary(std::cout, state, verdict, reports);
   return verdict.exit_code;
 }
 

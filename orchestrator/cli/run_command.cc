@@ -22,7 +22,8 @@ int run_command(int argc, char** argv) {
   app.add_option("--resume", resume_dir, "continue this run directory, re-running only what did not complete");
   app.add_option("--output-dir", output_dir, "where to create the run directory (default: defaults.output_dir)");
   app.add_option("--slots", slots, "model runs at the same time (default: defaults.slots)")->check(CLI::PositiveNumber);
-  app.add_option("--runner", runner.kind, "run the models here (local) or as Slurm jobs (slurm), whatever the workflow says")
+  app.add_option("--runner", runner.kind,
+                 "run the models here (local) or as Slurm jobs (slurm), whatever the workflow says")
       ->check(CLI::IsMember({"local", "slurm"}));
   app.add_option("--partition", runner.partition, "Slurm partition for every step");
   auto* quiet_flag = app.add_flag("-q,--quiet", quiet, "print only the verdict");

@@ -31,8 +31,10 @@ FinishedRun finish_run(const Workflow& workflow, const EngineOutcome& outcome, P
 }
 
 void print_verdict(const EngineOutcome& outcome, const FinishedRun& run, bool quiet) {
-  if (quiet) std::cout << "verdict: " << run.verdict.summary << "\n";
-  else print_terminal_summary(std::cout, outcome.state, run.verdict, run.reports);
+  if (quiet)
+    std::cout << "verdict: " << run.verdict.summary << "\n";
+  else
+    print_terminal_summary(std::cout, outcome.state, run.verdict, run.reports);
 }
 
 }  // namespace diagnose

@@ -5,15 +5,15 @@
 #include <boost/filesystem.hpp>
 #include <cstdio>
 
-#include "orchestrator/workflow/condition.h"
-#include "orchestrator/exec/interrupt.h"
 #include "orchestrator/engine/result_lookup.h"
 #include "orchestrator/engine/run_dir.h"
-#include "orchestrator/exec/runner.h"
 #include "orchestrator/engine/scheduler.h"
 #include "orchestrator/engine/step.h"
-#include "orchestrator/exec/subprocess.h"
 #include "orchestrator/engine/step_registry.h"
+#include "orchestrator/exec/interrupt.h"
+#include "orchestrator/exec/runner.h"
+#include "orchestrator/exec/subprocess.h"
+#include "orchestrator/workflow/condition.h"
 
 namespace diagnose {
 
@@ -150,10 +150,9 @@ class Engine {
     save();
     progress_.step_started(step.id, index, workflow_.steps.size());
 
-    StepContext context(workflow_, step, state_, run_dir_,
-                        [&](const std::vector<RunRequest>& requests) {
-                          return execute(step, result, earlier_runs, requests);
-                        });
+    StepContext context(workflow_, step, state_, run_dir_, [&](const std::vector<RunRequest>& requests) {
+      return execute(step, result, earlier_runs, requests);
+    });
     StepResult evaluated;
     try {
       evaluated = kind.evaluate(context);

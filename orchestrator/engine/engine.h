@@ -4,8 +4,8 @@
 #include <string>
 
 #include "orchestrator/engine/progress.h"
-#include "orchestrator/exec/runner.h"
 #include "orchestrator/engine/state.h"
+#include "orchestrator/exec/runner.h"
 #include "orchestrator/workflow/workflow.h"
 
 namespace diagnose {

@@ -12,8 +12,11 @@ namespace diagnose {
 namespace {
 std::string seconds_text(double s) {
   std::ostringstream out;
-  if (s < 60) out << std::fixed << std::setprecision(1) << s << "s";
-  else out << static_cast<long long>(s) / 60 << "m" << std::setw(2) << std::setfill('0') << static_cast<long long>(s) % 60 << "s";
+  if (s < 60)
+    out << std::fixed << std::setprecision(1) << s << "s";
+  else
+    out << static_cast<long long>(s) / 60 << "m" << std::setw(2) << std::setfill('0') << static_cast<long long>(s) % 60
+        << "s";
   return out.str();
 }
 }  // namespace
@@ -46,8 +49,8 @@ void Progress::emit(const nlohmann::json& event, const std::string& human, bool 
 std::string Progress::step_progress_line() {
   double elapsed = now_seconds() - step_started_;
   std::ostringstream line;
-  line << "  " << step_ << ": " << runs_done_ << "/" << runs_total_ << " runs done, " << runs_running_
-       << " running, " << seconds_text(elapsed) << " elapsed";
+  line << "  " << step_ << ": " << runs_done_ << "/" << runs_total_ << " runs done, " << runs_running_ << " running, "
+       << seconds_text(elapsed) << " elapsed";
   if (runs_done_ > 0 && runs_done_ < runs_total_) {
     double per_run = run_seconds_ / static_cast<double>(runs_done_);
     double parallel = std::max<double>(1, static_cast<double>(runs_running_));
@@ -62,7 +65,10 @@ void Progress::heartbeat_loop() {
     wake_.wait_for(guard, std::chrono::duration<double>(heartbeat_s_));
     if (stopping_) break;
     if (step_.empty() || runs_total_ == 0 || now_seconds() - step_started_ < heartbeat_s_) continue;
-    emit({{"event", "heartbeat"}, {"step", step_}, {"runs_done", runs_done_}, {"runs_total", runs_total_},
+    emit({{"event", "heartbeat"},
+          {"step", step_},
+          {"runs_done", runs_done_},
+          {"runs_total", runs_total_},
           {"elapsed", now_seconds() - step_started_}},
          step_progress_line());
   }
@@ -70,8 +76,9 @@ void Progress::heartbeat_loop() {
 
 void Progress::workflow_started(const std::string& name, const std::string& run_dir, bool resumed, size_t steps) {
   std::lock_guard<std::mutex> guard(lock_);
-  emit({{"event", "workflow_started"}, {"workflow", name}, {"run_dir", run_dir}, {"resumed", resumed}, {"steps", steps}},
-       std::string(resumed ? "resuming " : "running ") + name + " (" + std::to_string(steps) + " steps) in " + run_dir);
+  emit(
+      {{"event", "workflow_started"}, {"workflow", name}, {"run_dir", run_dir}, {"resumed", resumed}, {"steps", steps}},
+      std::string(resumed ? "resuming " : "running ") + name + " (" + std::to_string(steps) + " steps) in " + run_dir);
 }
 
 void Progress::step_started(const std::string& id, size_t index, size_t total) {
@@ -117,25 +124,37 @@ void Progress::run_finished(const std::string& step, const RunRecord& run) {
                       seconds_text(run.finished - run.started);
   if (!run.error.empty() && run.status != RunStatus::Succeeded) human += " (" + run.error + ")";
   if (runs_total_ > 1) human += "  [" + std::to_string(runs_done_) + "/" + std::to_string(runs_total_) + "]";
-  emit({{"event", "run_finished"}, {"step", step}, {"run", run.name}, {"status", run_status_name(run.status)},
+  emit({{"event", "run_finished"},
+        {"step", step},
+        {"run", run.name},
+        {"status", run_status_name(run.status)},
         {"exit_code", run.exit_code ? nlohmann::json(*run.exit_code) : nlohmann::json()},
         {"signal", run.signal ? nlohmann::json(*run.signal) : nlohmann::json()},
-        {"seconds", run.finished - run.started}, {"runs_done", runs_done_}, {"runs_total", runs_total_}},
+        {"seconds", run.finished - run.started},
+        {"runs_done", runs_done_},
+        {"runs_total", runs_total_}},
        human);
 }
 
 void Progress::run_output(const std::string& step, const std::string& run, const std::string& line, bool from_stderr) {
   std::lock_guard<std::mutex> guard(lock_);
   if (verbosity_ != Verbosity::Verbose) return;
-  emit({{"event", "output"}, {"step", step}, {"run", run}, {"stream", from_stderr ? "stderr" : "stdout"}, {"line", line}},
+  emit({{"event", "output"},
+        {"step", step},
+        {"run", run},
+        {"stream", from_stderr ? "stderr" : "stdout"},
+        {"line", line}},
        "    " + step + "/" + run + (from_stderr ? " ! " : " | ") + line);
 }
 
 void Progress::step_finished(const StepResult& result) {
   std::lock_guard<std::mutex> guard(lock_);
   step_.clear();
-  emit({{"event", "step_finished"}, {"step", result.id}, {"status", step_status_name(result.status)},
-        {"summary", result.summary}, {"seconds", result.finished - result.started}},
+  emit({{"event", "step_finished"},
+        {"step", result.id},
+        {"status", step_status_name(result.status)},
+        {"summary", result.summary},
+        {"seconds", result.finished - result.started}},
        "  " + result.id + ": " + step_status_name(result.status) + " - " + result.summary);
 }
 

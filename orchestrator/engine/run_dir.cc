@@ -19,7 +19,8 @@ std::string create_run_directory(const std::string& output_dir, const std::strin
   char stamp[32];
   std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &utc);
   std::string safe_name;
-  for (char c : workflow_name) safe_name += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' ? c : '_';
+  for (char c : workflow_name)
+    safe_name += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' ? c : '_';
   boost::system::error_code error;
   fs::create_directories(output_dir, error);
   if (error) throw std::runtime_error("cannot create " + output_dir + ": " + error.message());

@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
+#include <nlohmann/json.hpp>
 
 #include "orchestrator/workflow/workflow.h"
 

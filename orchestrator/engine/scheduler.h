@@ -12,8 +12,8 @@ namespace diagnose {
 
 struct SchedulerCallbacks {
   // All callbacks are called one at a time (under the scheduler's lock).
-  std::function<void(size_t index, const RunRecord& record)> on_started;   // status Running, pid known
-  std::function<void(size_t index, const RunRecord& record)> on_finished;  // final status
+  std::function<void(size_t index, const RunRecord& record)> on_started;                   // status Running, pid known
+  std::function<void(size_t index, const RunRecord& record)> on_finished;                  // final status
   std::function<void(size_t index, const std::string& line, bool from_stderr)> on_output;  // live tail
 };
 

@@ -15,10 +15,14 @@ namespace diagnose {
 namespace {
 
 const std::pair<RunStatus, const char*> kRunStatusNames[] = {
-    {RunStatus::Pending, "pending"},       {RunStatus::Running, "running"},
-    {RunStatus::Succeeded, "succeeded"},   {RunStatus::Failed, "failed"},
-    {RunStatus::Crashed, "crashed"},       {RunStatus::TimedOut, "timed_out"},
-    {RunStatus::Interrupted, "interrupted"}, {RunStatus::NotStarted, "not_started"},
+    {RunStatus::Pending, "pending"},
+    {RunStatus::Running, "running"},
+    {RunStatus::Succeeded, "succeeded"},
+    {RunStatus::Failed, "failed"},
+    {RunStatus::Crashed, "crashed"},
+    {RunStatus::TimedOut, "timed_out"},
+    {RunStatus::Interrupted, "interrupted"},
+    {RunStatus::NotStarted, "not_started"},
     {RunStatus::MissingOutputs, "missing_outputs"},
 };
 
@@ -75,14 +79,21 @@ StepResult* State::find(const std::string& id) {
 const StepResult* State::find(const std::string& id) const { return const_cast<State*>(this)->find(id); }
 
 nlohmann::json to_json(const RunRecord& r) {
-  nlohmann::json j = {{"name", r.name},       {"status", run_status_name(r.status)},
-          {"argv", r.argv},       {"cwd", r.cwd},
-          {"env", r.env},         {"dir", r.dir},
-          {"dump_dir", r.dump_dir}, {"stdout", r.stdout_path},
-          {"stderr", r.stderr_path}, {"exit_code", optional_json(r.exit_code)},
-          {"signal", optional_json(r.signal)}, {"started", r.started},
-          {"finished", r.finished}, {"attempts", r.attempts},
-          {"error", r.error}};
+  nlohmann::json j = {{"name", r.name},
+                      {"status", run_status_name(r.status)},
+                      {"argv", r.argv},
+                      {"cwd", r.cwd},
+                      {"env", r.env},
+                      {"dir", r.dir},
+                      {"dump_dir", r.dump_dir},
+                      {"stdout", r.stdout_path},
+                      {"stderr", r.stderr_path},
+                      {"exit_code", optional_json(r.exit_code)},
+                      {"signal", optional_json(r.signal)},
+                      {"started", r.started},
+                      {"finished", r.finished},
+                      {"attempts", r.attempts},
+                      {"error", r.error}};
   if (!r.job_id.empty()) j["job_id"] = r.job_id;
   return j;
 }
@@ -109,16 +120,23 @@ RunRecord run_record_from_json(const nlohmann::json& j) {
 }
 
 nlohmann::json to_json(const StepResult& s) {
-  nlohmann::json findings = nlohmann::json::array(), evidence = nlohmann::json::array(),
-                 runs = nlohmann::json::array();
+  nlohmann::json findings = nlohmann::json::array(), evidence = nlohmann::json::array(), runs = nlohmann::json::array();
   for (const Finding& f : s.findings) findings.push_back({{"message", f.message}, {"op", f.op}});
   for (const Evidence& e : s.evidence)
     evidence.push_back({{"kind", e.kind}, {"name", e.name}, {"path", e.path}, {"value", e.value}});
   for (const RunRecord& r : s.runs) runs.push_back(to_json(r));
-  return {{"id", s.id},           {"kind", s.kind},         {"status", step_status_name(s.status)},
-          {"summary", s.summary}, {"category", s.category}, {"findings", findings},
-          {"evidence", evidence}, {"metrics", s.metrics},   {"reproduce", s.reproduce},
-          {"runs", runs},         {"fingerprint", s.fingerprint}, {"started", s.started},
+  return {{"id", s.id},
+          {"kind", s.kind},
+          {"status", step_status_name(s.status)},
+          {"summary", s.summary},
+          {"category", s.category},
+          {"findings", findings},
+          {"evidence", evidence},
+          {"metrics", s.metrics},
+          {"reproduce", s.reproduce},
+          {"runs", runs},
+          {"fingerprint", s.fingerprint},
+          {"started", s.started},
           {"finished", s.finished}};
 }
 
@@ -132,7 +150,8 @@ StepResult step_result_from_json(const nlohmann::json& j) {
   for (const auto& f : j.value("findings", nlohmann::json::array()))
     s.findings.push_back({f.value("message", ""), f.value("op", "")});
   for (const auto& e : j.value("evidence", nlohmann::json::array()))
-    s.evidence.push_back({e.value("kind", ""), e.value("name", ""), e.value("path", ""), e.value("value", nlohmann::json())});
+    s.evidence.push_back(
+        {e.value("kind", ""), e.value("name", ""), e.value("path", ""), e.value("value", nlohmann::json())});
   s.metrics = j.value("metrics", nlohmann::json::object());
   s.reproduce = j.value("reproduce", std::vector<std::string>{});
   for (const auto& r : j.value("runs", nlohmann::json::array())) s.runs.push_back(run_record_from_json(r));
@@ -145,10 +164,9 @@ StepResult step_result_from_json(const nlohmann::json& j) {
 nlohmann::json to_json(const State& s) {
   nlohmann::json steps = nlohmann::json::array();
   for (const StepResult& r : s.steps) steps.push_back(to_json(r));
-  return {{"format", "diagnose-state"}, {"version", State::kVersion},
-          {"workflow_name", s.workflow_name}, {"workflow_path", s.workflow_path},
-          {"run_dir", s.run_dir}, {"started", s.started}, {"finished", s.finished},
-          {"interrupted", s.interrupted}, {"steps", steps}};
+  return {{"format", "diagnose-state"},       {"version", State::kVersion},   {"workflow_name", s.workflow_name},
+          {"workflow_path", s.workflow_path}, {"run_dir", s.run_dir},         {"started", s.started},
+          {"finished", s.finished},           {"interrupted", s.interrupted}, {"steps", steps}};
 }
 
 State state_from_json(const nlohmann::json& j) {

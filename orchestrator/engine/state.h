@@ -13,11 +13,11 @@
 namespace diagnose {
 
 enum class RunStatus {
-  Pending,      // not started, or started by an engine that died
+  Pending,  // not started, or started by an engine that died
   Running,
-  Succeeded,    // exit status 0 and declared outputs present
-  Failed,       // non-zero exit status
-  Crashed,      // killed by a signal it did not get from us
+  Succeeded,  // exit status 0 and declared outputs present
+  Failed,     // non-zero exit status
+  Crashed,    // killed by a signal it did not get from us
   TimedOut,
   Interrupted,  // stopped by Ctrl-C
   NotStarted,   // could not be started (no such program, bad directory)
@@ -39,7 +39,7 @@ struct RunRecord {
   std::optional<int> signal;
   double started = 0, finished = 0;  // seconds since the epoch
   int attempts = 0;
-  std::string error;  // why it did not succeed, in words
+  std::string error;   // why it did not succeed, in words
   std::string job_id;  // the Slurm job of the last attempt; empty for local runs
 };
 
@@ -56,19 +56,19 @@ struct Finding {
 struct Evidence {
   std::string kind;  // "file", "table", "metric", "log"
   std::string name;
-  std::string path;        // file, log
-  nlohmann::json value;    // table (list of objects), metric (number/string), log (tail text)
+  std::string path;      // file, log
+  nlohmann::json value;  // table (list of objects), metric (number/string), log (tail text)
 };
 
 struct StepResult {
   std::string id, kind;
   StepStatus status = StepStatus::Pending;
-  std::string summary;  // one line
+  std::string summary;   // one line
   std::string category;  // verdict category this step diagnoses when it fails
   std::vector<Finding> findings;
   std::vector<Evidence> evidence;
   nlohmann::json metrics = nlohmann::json::object();  // readable by conditions as steps.<id>.<name>
-  std::vector<std::string> reproduce;  // commands that reproduce the result
+  std::vector<std::string> reproduce;                 // commands that reproduce the result
   std::vector<RunRecord> runs;
   std::string fingerprint;  // of the step's definition; a changed step is run again on resume
   double started = 0, finished = 0;

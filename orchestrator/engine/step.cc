@@ -15,11 +15,10 @@ std::optional<StepResult> error_from_runs(const std::vector<RunRecord>& runs) {
   std::string failed;
   for (const RunRecord& run : runs) {
     if (run.status == RunStatus::Succeeded) continue;
-    failed += (failed.empty() ? "" : "; ") + run.name + ": " +
-              (run.error.empty() ? run_status_name(run.status) : run.error);
-    result.findings.push_back({"run '" + run.name + "' " + run_status_name(run.status) +
-                                   (run.error.empty() ? "" : ": " + run.error),
-                               ""});
+    failed +=
+        (failed.empty() ? "" : "; ") + run.name + ": " + (run.error.empty() ? run_status_name(run.status) : run.error);
+    result.findings.push_back(
+        {"run '" + run.name + "' " + run_status_name(run.status) + (run.error.empty() ? "" : ": " + run.error), ""});
     for (const auto& [path, stream] : {std::pair<std::string, std::string>{run.stderr_path, "stderr"},
                                        std::pair<std::string, std::string>{run.stdout_path, "stdout"}}) {
       std::string tail = log_tail(path);

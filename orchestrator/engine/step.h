@@ -12,9 +12,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include "compare/judge.h"
+#include "orchestrator/engine/state.h"
 #include "orchestrator/workflow/diagnostics.h"
 #include "orchestrator/workflow/schema.h"
-#include "orchestrator/engine/state.h"
 #include "orchestrator/workflow/workflow.h"
 
 namespace diagnose {

@@ -3,8 +3,8 @@
 
 #include "orchestrator/engine/engine.h"
 #include "orchestrator/engine/result_lookup.h"
-#include "orchestrator/engine/step_registry.h"
 #include "orchestrator/engine/step.h"
+#include "orchestrator/engine/step_registry.h"
 #include "orchestrator/workflow/template.h"
 #include "orchestrator/workflow/workflow_loader.h"
 
@@ -53,7 +53,8 @@ std::optional<std::string> json_text(const nlohmann::json& v) {
   if (v.is_string()) return v.get<std::string>();
   if (v.is_array()) {
     std::string joined;
-    for (const auto& item : v) joined += (joined.empty() ? "" : ",") + (item.is_string() ? item.get<std::string>() : item.dump());
+    for (const auto& item : v)
+      joined += (joined.empty() ? "" : ",") + (item.is_string() ? item.get<std::string>() : item.dump());
     return joined;
   }
   return v.dump();
@@ -77,8 +78,11 @@ std::string StepContext::expand(const std::string& text, const std::string& run_
     }
     if (name.rfind("steps.", 0) == 0) {
       std::optional<std::string> value = json_text(result_value(state_, run_dir_, name));
-      if (!value) throw TemplateError("${" + name + "} has no value: that step was skipped, has not produced it, "
-                                      "or has several runs (use steps.<id>.runs.<run>.<field>)", 0);
+      if (!value)
+        throw TemplateError("${" + name +
+                                "} has no value: that step was skipped, has not produced it, "
+                                "or has several runs (use steps.<id>.runs.<run>.<field>)",
+                            0);
       return value;
     }
     return std::nullopt;

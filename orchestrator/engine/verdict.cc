@@ -28,8 +28,7 @@ const std::vector<VerdictCategory>& verdict_categories() {
        "inputs, layout and precision handling in context.",
        true},
       {"precision_problem", "Precision problem",
-       "A generic check found a precision difference; add the flowchart's diagnostic steps to classify it.",
-       true},
+       "A generic check found a precision difference; add the flowchart's diagnostic steps to classify it.", true},
       {"no_precision_problem", "No precision problem found", "Every step passed or was not needed.", false},
       {"inconclusive", "Inconclusive",
        "A step could not produce a result (a run crashed, timed out or could not start): fix it and resume "
@@ -98,8 +97,8 @@ Verdict compute_verdict(const std::vector<std::string>& custom_order, const std:
     v.title = c ? c->title : decisive->category;
     v.step = decisive->id;
     v.culprit = culprit_of(*decisive);
-    v.summary = v.title + (v.culprit.empty() ? "" : ": " + v.culprit) + " (step '" + decisive->id + "': " +
-                decisive->summary + ")";
+    v.summary = v.title + (v.culprit.empty() ? "" : ": " + v.culprit) + " (step '" + decisive->id +
+                "': " + decisive->summary + ")";
     v.findings = decisive->findings;
     v.evidence = decisive->evidence;
     v.reproduce = decisive->reproduce;

@@ -32,9 +32,9 @@ enum ExitCode { kExitNoProblem = 0, kExitProblem = 1, kExitUsage = 2, kExitInfra
 struct Verdict {
   std::string category;  // a category name, "no_precision_problem" or "inconclusive"
   std::string title;
-  std::string summary;   // one line naming the step and the culprit
-  std::string step;      // the step that decided, if any
-  std::string culprit;   // the op or rule named, if any
+  std::string summary;  // one line naming the step and the culprit
+  std::string step;     // the step that decided, if any
+  std::string culprit;  // the op or rule named, if any
   std::vector<Finding> findings;
   std::vector<Evidence> evidence;
   std::vector<std::string> reproduce;

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <boost/filesystem.hpp>
 
-#include "orchestrator/exec/slurm_runner.h"
 #include "orchestrator/engine/step.h"
+#include "orchestrator/exec/slurm_runner.h"
 
 namespace diagnose {
 
@@ -24,7 +24,8 @@ Schema runner_schema() {
                                                   "timeout rounded up to whole minutes.")),
        optional("nodes", integer_schema("Nodes per job (sbatch --nodes).", 1)),
        optional("ranks", integer_schema("Processes per run, one per rank, started with srun --ntasks; each "
-                                        "gets RANK, WORLD_SIZE and LOCAL_RANK. Slurm only.", 1)),
+                                        "gets RANK, WORLD_SIZE and LOCAL_RANK. Slurm only.",
+                                        1)),
        optional("gpus", plain_string_schema("GPUs per job (sbatch --gpus), e.g. 8 or a100:8.")),
        optional("gres", plain_string_schema("Generic resources per node (sbatch --gres), e.g. gpu:8.")),
        optional("extra_args", array_schema("More sbatch options, each one argument, e.g. --mem=64G.",
@@ -56,9 +57,12 @@ void apply_section(const YAML::Node& node, RunnerSpec& spec) {
   for (const char* key : {"nodes", "ranks", "max_jobs"}) {
     if (!node[key]) continue;
     int value = node[key].as<int>();
-    if (std::string(key) == "nodes") spec.nodes = value;
-    else if (std::string(key) == "ranks") spec.ranks = value;
-    else spec.max_jobs = value;
+    if (std::string(key) == "nodes")
+      spec.nodes = value;
+    else if (std::string(key) == "ranks")
+      spec.ranks = value;
+    else
+      spec.max_jobs = value;
     spec.marks[key] = node[key].Mark();
   }
   if (node["poll_interval"]) {
@@ -132,8 +136,10 @@ void check_runners(const Workflow& workflow, const RunnerOverride& override, Run
 
   auto report = [&](const RunnerSpec& spec, const RunnerProblem& problem) {
     auto mark = spec.marks.find(problem.key);
-    if (mark != spec.marks.end()) diagnostics.error(mark->second, problem.message);
-    else diagnostics.error_in_file(problem.message);
+    if (mark != spec.marks.end())
+      diagnostics.error(mark->second, problem.message);
+    else
+      diagnostics.error_in_file(problem.message);
   };
   std::vector<std::string> seen;  // one report per distinct Slurm configuration
   for (const StepSpec& step : workflow.steps) {

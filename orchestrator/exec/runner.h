@@ -11,8 +11,8 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "orchestrator/workflow/diagnostics.h"
 #include "orchestrator/engine/scheduler.h"
+#include "orchestrator/workflow/diagnostics.h"
 #include "orchestrator/workflow/schema.h"
 #include "orchestrator/workflow/workflow.h"
 
@@ -70,7 +70,6 @@ class Runner {
                    const std::map<size_t, RunRecord>& attach, const SchedulerCallbacks& callbacks) = 0;
 };
 
-std::unique_ptr<Runner> make_runner(const RunnerSpec& spec, const std::string& step_id, int slots,
-                                    double kill_grace_s);
+std::unique_ptr<Runner> make_runner(const RunnerSpec& spec, const std::string& step_id, int slots, double kill_grace_s);
 
 }  // namespace diagnose

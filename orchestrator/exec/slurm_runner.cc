@@ -73,7 +73,7 @@ ToolResult run_tool(const std::vector<std::string>& argv) {
   std::future<std::string> out, err;
   std::error_code error;
   bp::child child(bp::exe = program, bp::args = std::vector<std::string>(argv.begin() + 1, argv.end()),
-                  bp::std_in < bp::null, bp::std_out > out, bp::std_err > err, io, SlurmCommandGroup{}, error);
+                  bp::std_in<bp::null, bp::std_out> out, bp::std_err > err, io, SlurmCommandGroup{}, error);
   if (error) {
     result.err = "cannot start " + argv[0] + ": " + error.message();
     return result;
@@ -119,8 +119,9 @@ double parse_slurm_time(const std::string& text) {
 
 // Pending reasons that no amount of waiting resolves.
 bool hopeless_pending_reason(const std::string& reason) {
-  static const char* kReasons[] = {"PartitionTimeLimit", "PartitionNodeLimit", "PartitionConfig", "InvalidAccount",
-                                   "InvalidQOS",         "BadConstraints",     "DependencyNeverSatisfied"};
+  static const char* kReasons[] = {"PartitionTimeLimit",      "PartitionNodeLimit", "PartitionConfig",
+                                   "InvalidAccount",          "InvalidQOS",         "BadConstraints",
+                                   "DependencyNeverSatisfied"};
   return std::any_of(std::begin(kReasons), std::end(kReasons), [&](const char* r) { return reason == r; });
 }
 
@@ -154,13 +155,9 @@ std::string batch_script(const RunRequest& request, const RunnerSpec& spec) {
 
 std::vector<std::string> sbatch_argv(const RunRequest& request, const RunnerSpec& spec, const std::string& job_name,
                                      const std::string& script_path) {
-  std::vector<std::string> argv = {"sbatch",
-                                   "--parsable",
-                                   "--job-name=" + job_name,
-                                   "--chdir=" + request.cwd,
+  std::vector<std::string> argv = {"sbatch", "--parsable", "--job-name=" + job_name, "--chdir=" + request.cwd,
                                    "--output=" + slurm_file_pattern(request.dir + "/stdout.log"),
-                                   "--error=" + slurm_file_pattern(request.dir + "/stderr.log"),
-                                   "--open-mode=truncate",
+                                   "--error=" + slurm_file_pattern(request.dir + "/stderr.log"), "--open-mode=truncate",
                                    // Retries are the workflow's to decide, not Slurm's.
                                    "--no-requeue"};
   if (!spec.time_limit.empty()) {
@@ -204,8 +201,8 @@ JobInfo parse_scontrol_job(const std::string& line) {
 }
 
 bool job_state_final(const std::string& state) {
-  static const char* kFinal[] = {"COMPLETED", "FAILED",   "TIMEOUT",  "CANCELLED", "NODE_FAIL",
-                                 "PREEMPTED", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE", "REVOKED"};
+  static const char* kFinal[] = {"COMPLETED", "FAILED",        "TIMEOUT",   "CANCELLED", "NODE_FAIL",
+                                 "PREEMPTED", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE",  "REVOKED"};
   return std::any_of(std::begin(kFinal), std::end(kFinal), [&](const char* s) { return state == s; });
 }
 
@@ -217,8 +214,10 @@ void apply_final_job_state(const JobInfo& job, const std::string& job_id, RunRec
   std::sscanf(job.exit_code.c_str(), "%d:%d", &status, &signal);
   record.exit_code.reset();
   record.signal.reset();
-  if (signal > 0) record.signal = signal;
-  else record.exit_code = status;
+  if (signal > 0)
+    record.signal = signal;
+  else
+    record.exit_code = status;
 
   const std::string& state = job.state;
   std::string reason = job.reason == "None" || job.reason == "NonZeroExitCode" ? "" : job.reason;
@@ -299,7 +298,9 @@ namespace {
 class SlurmRunner : public Runner {
  public:
   SlurmRunner(RunnerSpec spec, std::string step_id, int slots, double kill_grace_s)
-      : spec_(std::move(spec)), step_id_(std::move(step_id)), kill_grace_s_(kill_grace_s),
+      : spec_(std::move(spec)),
+        step_id_(std::move(step_id)),
+        kill_grace_s_(kill_grace_s),
         max_jobs_(spec_.max_jobs > 0 ? spec_.max_jobs : std::max(1, slots)) {}
 
   void run(const std::vector<RunRequest>& requests, const std::vector<size_t>& indexes,
@@ -462,7 +463,9 @@ class SlurmRunner : public Runner {
 
   void follow(Job& job, const SchedulerCallbacks& callbacks, bool flush) {
     if (!callbacks.on_output) return;
-    auto on_line = [&](const std::string& line, bool from_stderr) { callbacks.on_output(job.index, line, from_stderr); };
+    auto on_line = [&](const std::string& line, bool from_stderr) {
+      callbacks.on_output(job.index, line, from_stderr);
+    };
     job.out.poll(on_line, flush);
     job.err.poll(on_line, flush);
   }
@@ -534,8 +537,7 @@ class SlurmRunner : public Runner {
 
   void pause() const {
     double until = now_seconds() + spec_.poll_interval_s;
-    while (now_seconds() < until && interrupt_count() == 0)
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    while (now_seconds() < until && interrupt_count() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
 
   static bool inside(const std::string& path, const std::string& directory) {

@@ -26,9 +26,9 @@ std::vector<std::string> sbatch_argv(const RunRequest& request, const RunnerSpec
 // What Slurm says about a job (scontrol show job -o, or sacct as a fallback).
 struct JobInfo {
   std::string name;
-  std::string state;   // JobState: PENDING, RUNNING, COMPLETED, TIMEOUT, ...
-  std::string reason;  // Reason: why it waits or ended (None, TimeLimit, Resources, ...)
-  std::string exit_code;  // "status:signal"
+  std::string state;              // JobState: PENDING, RUNNING, COMPLETED, TIMEOUT, ...
+  std::string reason;             // Reason: why it waits or ended (None, TimeLimit, Resources, ...)
+  std::string exit_code;          // "status:signal"
   double started = 0, ended = 0;  // seconds since the epoch; 0 when unknown
 };
 // Parses one line of `scontrol show job -o`.

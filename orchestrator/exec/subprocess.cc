@@ -92,9 +92,9 @@ ProcessOutcome run_process(const ProcessSpec& spec, const ProcessCallbacks& call
     // this spawn wait until that other child exits. One spawn at a time avoids both.
     static std::mutex spawning;
     std::lock_guard<std::mutex> guard(spawning);
-    child = bp::child(bp::exe = program, bp::args = args, bp::start_dir = spec.cwd, env, bp::std_in < bp::null,
-                      bp::std_out > fs::path(spec.stdout_path), bp::std_err > fs::path(spec.stderr_path),
-                      OwnProcessGroup{}, error);
+    child = bp::child(bp::exe = program, bp::args = args, bp::start_dir = spec.cwd, env,
+                      bp::std_in<bp::null, bp::std_out> fs::path(spec.stdout_path),
+                      bp::std_err > fs::path(spec.stderr_path), OwnProcessGroup{}, error);
   }
   if (error) return not_started("cannot start " + spec.argv[0] + ": " + error.message());
   const pid_t pid = child.id();
@@ -122,16 +122,17 @@ ProcessOutcome run_process(const ProcessSpec& spec, const ProcessCallbacks& call
     double now = now_seconds();
     int interrupts = interrupt_count();
     if (reason == StopReason::None) {
-      if (interrupts > 0) reason = StopReason::Interrupt;
-      else if (spec.timeout_s > 0 && now - outcome.started > spec.timeout_s) reason = StopReason::Timeout;
+      if (interrupts > 0)
+        reason = StopReason::Interrupt;
+      else if (spec.timeout_s > 0 && now - outcome.started > spec.timeout_s)
+        reason = StopReason::Timeout;
       // Ctrl-C reaches the model as the terminal would have sent it; a timeout as SIGTERM.
       if (reason != StopReason::None) {
         ::killpg(pid, reason == StopReason::Interrupt ? SIGINT : SIGTERM);
         terminate_sent = now;
       }
     }
-    if (reason != StopReason::None && !kill_sent &&
-        (interrupts > 1 || now - terminate_sent > spec.kill_grace_s)) {
+    if (reason != StopReason::None && !kill_sent && (interrupts > 1 || now - terminate_sent > spec.kill_grace_s)) {
       ::killpg(pid, SIGKILL);
       kill_sent = true;
     }
@@ -143,19 +144,22 @@ ProcessOutcome run_process(const ProcessSpec& spec, const ProcessCallbacks& call
   outcome.finished = now_seconds();
   follow(true);
 
-  if (info.si_code == CLD_EXITED) outcome.exit_code = info.si_status;
-  else outcome.signal = info.si_status;
+  if (info.si_code == CLD_EXITED)
+    outcome.exit_code = info.si_status;
+  else
+    outcome.signal = info.si_status;
 
   if (reason == StopReason::Timeout) {
     outcome.status = RunStatus::TimedOut;
-    outcome.error = "timed out after " + std::to_string(static_cast<long long>(spec.timeout_s)) + " s; killed with its children";
+    outcome.error =
+        "timed out after " + std::to_string(static_cast<long long>(spec.timeout_s)) + " s; killed with its children";
   } else if (reason == StopReason::Interrupt) {
     outcome.status = RunStatus::Interrupted;
     outcome.error = "interrupted";
   } else if (outcome.signal) {
     outcome.status = RunStatus::Crashed;
-    outcome.error = std::string("killed by signal ") + std::to_string(*outcome.signal) + " (" +
-                    ::strsignal(*outcome.signal) + ")";
+    outcome.error =
+        std::string("killed by signal ") + std::to_string(*outcome.signal) + " (" + ::strsignal(*outcome.signal) + ")";
   } else if (*outcome.exit_code != 0) {
     outcome.status = RunStatus::Failed;
     outcome.error = "exit status " + std::to_string(*outcome.exit_code);
@@ -169,7 +173,8 @@ std::string log_tail(const std::string& path, int max_lines, size_t max_bytes) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) return "";
   std::streamoff size = in.tellg();
-  std::streamoff start = size > static_cast<std::streamoff>(max_bytes) ? size - static_cast<std::streamoff>(max_bytes) : 0;
+  std::streamoff start =
+      size > static_cast<std::streamoff>(max_bytes) ? size - static_cast<std::streamoff>(max_bytes) : 0;
   in.seekg(start);
   std::string text(static_cast<size_t>(size - start), '\0');
   in.read(&text[0], static_cast<std::streamsize>(text.size()));

@@ -4,8 +4,8 @@
 
 #include <sstream>
 
-#include "orchestrator/report/report_json.h"
 #include "orchestrator/exec/subprocess.h"
+#include "orchestrator/report/report_json.h"
 
 namespace diagnose {
 
@@ -30,10 +30,11 @@ std::string report_junit(const State& state, const Verdict& verdict) {
   if (timestamp.is_string()) out << " timestamp=\"" << timestamp.get<std::string>() << "\"";
   out << ">\n";
   out << "    <properties>\n      <property name=\"verdict\" value=\"" << markup_escape(verdict.category)
-      << "\"/>\n      <property name=\"run_dir\" value=\"" << markup_escape(state.run_dir) << "\"/>\n    </properties>\n";
+      << "\"/>\n      <property name=\"run_dir\" value=\"" << markup_escape(state.run_dir)
+      << "\"/>\n    </properties>\n";
   for (const StepResult& s : state.steps) {
-    out << "    <testcase classname=\"diagnose." << markup_escape(state.workflow_name) << "\" name=\"" << markup_escape(s.id)
-        << "\" time=\"" << seconds(s.started, s.finished) << "\">\n";
+    out << "    <testcase classname=\"diagnose." << markup_escape(state.workflow_name) << "\" name=\""
+        << markup_escape(s.id) << "\" time=\"" << seconds(s.started, s.finished) << "\">\n";
     std::string details;
     for (const Finding& f : s.findings) details += f.message + "\n";
     for (const RunRecord& r : s.runs) {
@@ -42,8 +43,8 @@ std::string report_junit(const State& state, const Verdict& verdict) {
       if (!tail.empty()) details += "--- " + r.name + " stderr (last lines) ---\n" + tail + "\n";
     }
     if (s.status == StepStatus::Fail) {
-      out << "      <failure message=\"" << markup_escape(s.summary) << "\" type=\"" << markup_escape(s.category) << "\">"
-          << markup_escape(details) << "</failure>\n";
+      out << "      <failure message=\"" << markup_escape(s.summary) << "\" type=\"" << markup_escape(s.category)
+          << "\">" << markup_escape(details) << "</failure>\n";
     } else if (s.status == StepStatus::Error || s.status == StepStatus::Pending) {
       std::string message = s.status == StepStatus::Pending ? "did not finish" : s.summary;
       out << "      <error message=\"" << markup_escape(message) << "\">" << markup_escape(details) << "</error>\n";

@@ -10,5 +10,4 @@ namespace diagnose {
 
 std::string report_junit(const State& state, const Verdict& verdict);
 
-
 }  // namespace diagnose

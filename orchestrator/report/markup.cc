@@ -12,8 +12,10 @@ std::string markup_escape(const std::string& text) {
       case '"': out += "&quot;"; break;
       case '\'': out += "&#39;"; break;
       default:
-        if (c >= 0x20 || c == '\n' || c == '\t' || c == '\r') out += static_cast<char>(c);
-        else out += "?";
+        if (c >= 0x20 || c == '\n' || c == '\t' || c == '\r')
+          out += static_cast<char>(c);
+        else
+          out += "?";
     }
   }
   return out;

@@ -8,9 +8,9 @@
 #include <sstream>
 
 #include "compare/json_number.h"
-#include "orchestrator/report/report_json.h"
 #include "orchestrator/exec/subprocess.h"
 #include "orchestrator/report/markup.h"
+#include "orchestrator/report/report_json.h"
 #include "orchestrator/report/svg_plot.h"
 
 namespace diagnose {
@@ -113,7 +113,8 @@ class Page {
   std::string render() {
     out_ << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
          << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-         << "<title>diagnose: " << markup_escape(state_.workflow_name) << " — " << markup_escape(verdict_.title) << "</title>\n"
+         << "<title>diagnose: " << markup_escape(state_.workflow_name) << " — " << markup_escape(verdict_.title)
+         << "</title>\n"
          << "<style>" << kStyle << "</style>\n</head>\n<body>\n";
     header();
     verdict();
@@ -139,10 +140,12 @@ class Page {
   }
 
   void header() {
-    out_ << "<header>\n<h1>diagnose report: " << markup_escape(state_.workflow_name) << "</h1>\n<p class=\"meta\">run <code>"
-         << markup_escape(state_.run_dir) << "</code> · workflow <a href=\"workflow.yaml\"><code>" << markup_escape(state_.workflow_path)
+    out_ << "<header>\n<h1>diagnose report: " << markup_escape(state_.workflow_name)
+         << "</h1>\n<p class=\"meta\">run <code>" << markup_escape(state_.run_dir)
+         << "</code> · workflow <a href=\"workflow.yaml\"><code>" << markup_escape(state_.workflow_path)
          << "</code></a> · started " << markup_escape(cell_text(iso_time(state_.started))) << " · "
-         << (state_.finished > 0 ? "finished " + markup_escape(cell_text(iso_time(state_.finished))) : std::string("not finished"))
+         << (state_.finished > 0 ? "finished " + markup_escape(cell_text(iso_time(state_.finished)))
+                                 : std::string("not finished"))
          << (state_.finished > state_.started && state_.started > 0
                  ? " (" + short_number(state_.finished - state_.started) + " s)"
                  : std::string())
@@ -153,14 +156,19 @@ class Page {
     std::string kind = verdict_.category == "no_precision_problem" || verdict_.category == "inconclusive"
                            ? verdict_.category
                            : "problem";
-    out_ << "<section id=\"verdict\" class=\"" << kind << "\" data-category=\"" << markup_escape(verdict_.category) << "\">\n"
-         << "<h2>Verdict: " << markup_escape(verdict_.title) << "</h2>\n<p class=\"verdict-sentence\">" << markup_escape(verdict_.summary)
-         << "</p>\n";
+    out_ << "<section id=\"verdict\" class=\"" << kind << "\" data-category=\"" << markup_escape(verdict_.category)
+         << "\">\n"
+         << "<h2>Verdict: " << markup_escape(verdict_.title) << "</h2>\n<p class=\"verdict-sentence\">"
+         << markup_escape(verdict_.summary) << "</p>\n";
     if (!verdict_.step.empty())
-      out_ << "<p>Decided by step <a href=\"#step-" << markup_escape(verdict_.step) << "\">" << markup_escape(verdict_.step) << "</a>"
-           << (verdict_.culprit.empty() ? "" : "; culprit <code class=\"culprit\">" + markup_escape(verdict_.culprit) + "</code>")
+      out_ << "<p>Decided by step <a href=\"#step-" << markup_escape(verdict_.step) << "\">"
+           << markup_escape(verdict_.step) << "</a>"
+           << (verdict_.culprit.empty()
+                   ? ""
+                   : "; culprit <code class=\"culprit\">" + markup_escape(verdict_.culprit) + "</code>")
            << ".</p>\n";
-    if (!verdict_.advice.empty()) out_ << "<p><strong>What to do:</strong> " << markup_escape(verdict_.advice) << "</p>\n";
+    if (!verdict_.advice.empty())
+      out_ << "<p><strong>What to do:</strong> " << markup_escape(verdict_.advice) << "</p>\n";
     findings(verdict_.findings);
     if (!verdict_.evidence.empty()) {
       out_ << "<h4>Evidence</h4>\n";
@@ -195,10 +203,12 @@ class Page {
       return margin + static_cast<int>(column) * (box_w + gap_x);
     };
     auto box_y = [&](size_t i) { return margin + 16 + static_cast<int>(i / per_row) * (box_h + gap_y); };
-    out_ << "<h2>Flowchart</h2>\n<figure id=\"flowchart\">\n<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"flowchart\" "
+    out_ << "<h2>Flowchart</h2>\n<figure id=\"flowchart\">\n<svg xmlns=\"http://www.w3.org/2000/svg\" "
+            "class=\"flowchart\" "
             "role=\"img\" viewBox=\"0 0 "
-         << width << " " << height << "\" width=\"" << width << "\" height=\"" << height << "\">\n<title>Flowchart: "
-         << n << " steps</title>\n<defs><marker id=\"arrowhead\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" "
+         << width << " " << height << "\" width=\"" << width << "\" height=\"" << height
+         << "\">\n<title>Flowchart: " << n
+         << " steps</title>\n<defs><marker id=\"arrowhead\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" "
             "markerWidth=\"7\" markerHeight=\"7\" orient=\"auto-start-reverse\"><path d=\"M0,0 L10,5 L0,10 z\" "
             "fill=\"#57606a\"/></marker></defs>\n";
     for (size_t i = 0; i + 1 < n; ++i) {
@@ -219,16 +229,21 @@ class Page {
       const StepResult& s = state_.steps[i];
       std::string status = status_class(step_status_name(s.status));
       int x = box_x(i), y = box_y(i);
-      out_ << "<a href=\"#step-" << markup_escape(s.id) << "\"><g class=\"box " << status << "\" data-step=\"" << markup_escape(s.id)
-           << "\" data-status=\"" << status << "\"><title>" << markup_escape(s.id + ": " + s.summary) << "</title>"
-           << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"" << box_w << "\" height=\"" << box_h << "\" rx=\"8\"/>"
-           << "<text class=\"id\" x=\"" << x + 10 << "\" y=\"" << y + 20 << "\">" << markup_escape(clip(s.id, 26)) << "</text>"
-           << "<text class=\"kind\" x=\"" << x + 10 << "\" y=\"" << y + 37 << "\">" << markup_escape(clip(s.kind, 28)) << "</text>"
-           << "<text class=\"state\" x=\"" << x + 10 << "\" y=\"" << y + 56 << "\">" << markup_escape(status) << "</text>";
+      out_ << "<a href=\"#step-" << markup_escape(s.id) << "\"><g class=\"box " << status << "\" data-step=\""
+           << markup_escape(s.id) << "\" data-status=\"" << status << "\"><title>"
+           << markup_escape(s.id + ": " + s.summary) << "</title>"
+           << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"" << box_w << "\" height=\"" << box_h
+           << "\" rx=\"8\"/>"
+           << "<text class=\"id\" x=\"" << x + 10 << "\" y=\"" << y + 20 << "\">" << markup_escape(clip(s.id, 26))
+           << "</text>"
+           << "<text class=\"kind\" x=\"" << x + 10 << "\" y=\"" << y + 37 << "\">" << markup_escape(clip(s.kind, 28))
+           << "</text>"
+           << "<text class=\"state\" x=\"" << x + 10 << "\" y=\"" << y + 56 << "\">" << markup_escape(status)
+           << "</text>";
       auto condition = when.find(s.id);
       if (condition != when.end())
-        out_ << "<text class=\"when\" x=\"" << x << "\" y=\"" << y - 5 << "\">when " << markup_escape(clip(condition->second, 34))
-             << "</text>";
+        out_ << "<text class=\"when\" x=\"" << x << "\" y=\"" << y - 5 << "\">when "
+             << markup_escape(clip(condition->second, 34)) << "</text>";
       out_ << "</g></a>\n";
     }
     out_ << "</svg>\n<figcaption>Steps in workflow order with their status (green pass, red fail, orange error, dashed "
@@ -271,7 +286,8 @@ class Page {
       out_ << "<tr" << (row_class.empty() ? "" : " class=\"" + markup_escape(row_class) + "\"") << ">";
       for (const std::string& c : columns) {
         json value = row.value(c, json());
-        out_ << "<td" << (value.is_number() ? " class=\"num\"" : "") << ">" << markup_escape(cell_text(value)) << "</td>";
+        out_ << "<td" << (value.is_number() ? " class=\"num\"" : "") << ">" << markup_escape(cell_text(value))
+             << "</td>";
       }
       out_ << "</tr>\n";
     }
@@ -282,8 +298,10 @@ class Page {
   void evidence(const std::vector<Evidence>& list) {
     std::vector<const Evidence*> files, metrics;
     for (const Evidence& e : list) {
-      if (e.kind == "file") files.push_back(&e);
-      else if (e.kind == "metric") metrics.push_back(&e);
+      if (e.kind == "file")
+        files.push_back(&e);
+      else if (e.kind == "metric")
+        metrics.push_back(&e);
     }
     if (!files.empty()) {
       out_ << "<ul class=\"links\">\n";
@@ -296,7 +314,9 @@ class Page {
     }
     if (!metrics.empty()) {
       out_ << "<ul class=\"metrics\">\n";
-      for (const Evidence* e : metrics) out_ << "<li>" << markup_escape(e->name) << " = <code>" << markup_escape(cell_text(e->value)) << "</code></li>\n";
+      for (const Evidence* e : metrics)
+        out_ << "<li>" << markup_escape(e->name) << " = <code>" << markup_escape(cell_text(e->value))
+             << "</code></li>\n";
       out_ << "</ul>\n";
     }
     for (const Evidence& e : list) {
@@ -306,9 +326,11 @@ class Page {
       } else if (e.kind == "log") {
         out_ << "<h4>" << markup_escape(e.name) << " (";
         anchor(e.path, link(e.path));
-        out_ << ")</h4>\n<pre class=\"log\">" << markup_escape(e.value.is_string() ? e.value.get<std::string>() : "") << "</pre>\n";
+        out_ << ")</h4>\n<pre class=\"log\">" << markup_escape(e.value.is_string() ? e.value.get<std::string>() : "")
+             << "</pre>\n";
       } else if (e.kind != "file" && e.kind != "metric") {
-        out_ << "<h4>" << markup_escape(e.name) << " (" << markup_escape(e.kind) << ")</h4>\n<pre>" << markup_escape(e.value.dump(2)) << "</pre>\n";
+        out_ << "<h4>" << markup_escape(e.name) << " (" << markup_escape(e.kind) << ")</h4>\n<pre>"
+             << markup_escape(e.value.dump(2)) << "</pre>\n";
       }
     }
   }
@@ -320,8 +342,12 @@ class Page {
     for (const RunRecord& r : step.runs) {
       std::string status = status_class(run_status_name(r.status));
       out_ << "<tr><td>" << markup_escape(r.name) << "</td><td><span class=\"status " << status << "\">" << status
-           << "</span></td><td class=\"num\">" << (r.exit_code ? std::to_string(*r.exit_code) : r.signal ? "signal " + std::to_string(*r.signal) : "")
-           << "</td><td class=\"num\">" << (r.finished >= r.started && r.started > 0 ? short_number(r.finished - r.started) : "")
+           << "</span></td><td class=\"num\">"
+           << (r.exit_code ? std::to_string(*r.exit_code)
+               : r.signal  ? "signal " + std::to_string(*r.signal)
+                           : "")
+           << "</td><td class=\"num\">"
+           << (r.finished >= r.started && r.started > 0 ? short_number(r.finished - r.started) : "")
            << "</td><td class=\"num\">" << r.attempts << "</td><td>";
       std::vector<std::pair<std::string, std::string>> files = {{"stdout", r.stdout_path}, {"stderr", r.stderr_path}};
       boost::system::error_code ec;
@@ -343,7 +369,8 @@ class Page {
     out_ << "<p class=\"metrics\">";
     bool first = true;
     for (const auto& [key, value] : step.metrics.items()) {
-      bool table_like = value.is_array() && std::any_of(value.begin(), value.end(), [](const json& v) { return v.is_structured(); });
+      bool table_like =
+          value.is_array() && std::any_of(value.begin(), value.end(), [](const json& v) { return v.is_structured(); });
       if (value.is_object() || table_like || (value.is_array() && value.size() > 8)) continue;
       out_ << (first ? "" : " · ") << "<code>" << markup_escape(key) << "</code> = " << markup_escape(cell_text(value));
       first = false;
@@ -362,7 +389,8 @@ class Page {
     if (fs::is_directory(dir, ec)) {
       for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
         if (it.depth() >= 1 && fs::is_directory(it->path(), ec)) it.disable_recursion_pending();
-        if (it->path().extension() == ".json" && fs::is_regular_file(it->path(), ec)) found.push_back(it->path().string());
+        if (it->path().extension() == ".json" && fs::is_regular_file(it->path(), ec))
+          found.push_back(it->path().string());
       }
     }
     std::sort(found.begin(), found.end());
@@ -382,18 +410,20 @@ class Page {
 
   void step_section(const StepResult& step) {
     std::string status = status_class(step_status_name(step.status));
-    out_ << "<section class=\"step\" id=\"step-" << markup_escape(step.id) << "\" data-kind=\"" << markup_escape(step.kind)
-         << "\" data-status=\"" << status << "\">\n<header><h3>" << markup_escape(step.id) << " <span class=\"note\">("
-         << markup_escape(step.kind) << ")</span> <span class=\"status " << status << "\">" << status << "</span></h3>\n<p>"
-         << markup_escape(step.summary) << "</p></header>\n";
+    out_ << "<section class=\"step\" id=\"step-" << markup_escape(step.id) << "\" data-kind=\""
+         << markup_escape(step.kind) << "\" data-status=\"" << status << "\">\n<header><h3>" << markup_escape(step.id)
+         << " <span class=\"note\">(" << markup_escape(step.kind) << ")</span> <span class=\"status " << status << "\">"
+         << status << "</span></h3>\n<p>" << markup_escape(step.summary) << "</p></header>\n";
     metrics_list(step);
     findings(step.findings);
     runs(step);
     for (const auto& [path, document] : step_documents(step)) {
-      if (document.value("format", "") == "diagnose-compare-result") compare_plots(path, document);
+      if (document.value("format", "") == "diagnose-compare-result")
+        compare_plots(path, document);
       else if (document.contains("conclusion") && document.contains("trials") && document["trials"].is_array())
         bisection(path, document, !has_trial_table(step));
-      else if (document.value("format", "") == "diagnose-history-trend") trend(path, document);
+      else if (document.value("format", "") == "diagnose-history-trend")
+        trend(path, document);
     }
     evidence(step.evidence);
     commands("Replay", step.reproduce);
@@ -408,8 +438,9 @@ class Page {
       if (!group.is_object() || !group.contains("rows") || !group["rows"].is_array()) continue;
       const json& rows = group["rows"];
       int rank = group.value("rank", -1), graph = group.value("graph", -1);
-      std::string where = (rank >= 0 ? "rank " + std::to_string(rank) : std::string()) +
-                          (graph >= 0 ? std::string(rank >= 0 ? ", " : "") + "graph " + std::to_string(graph) : std::string());
+      std::string where =
+          (rank >= 0 ? "rank " + std::to_string(rank) : std::string()) +
+          (graph >= 0 ? std::string(rank >= 0 ? ", " : "") + "graph " + std::to_string(graph) : std::string());
       svg::Series cosine{"1 − cosine similarity", "cosine", {}, true};
       svg::Series rel_l2{"relative L2 error", "rel-l2", {}, true};
       svg::Series max_rel{"max relative error", "max-rel", {}, true};
@@ -431,17 +462,21 @@ class Page {
         std::string op = row.value("op_key", std::string());
         std::string verdict = row.value("verdict", std::string());
         double x = static_cast<double>(i);
-        if (divergence.is_object() && !first_marked && row.value("data_id", json()) == divergence.value("first_failing_data_id", json())) {
+        if (divergence.is_object() && !first_marked &&
+            row.value("data_id", json()) == divergence.value("first_failing_data_id", json())) {
           markers.push_back({x, "first divergence: " + op, "first-divergence"});
           first_marked = true;
         }
         if (sources.count(op) && row.value("io", "") == "output" && !marked_sources.count(op)) {
-          if (!(first_marked && markers.back().x == x)) markers.push_back({x, "source op: " + op, "source-op"});
-          else markers.back().label += " (source op)";
+          if (!(first_marked && markers.back().x == x))
+            markers.push_back({x, "source op: " + op, "source-op"});
+          else
+            markers.back().label += " (source op)";
           marked_sources.insert(op);
         }
         if (verdict != "fail" && i % every) continue;
-        double cos = compare::number_from_json(row.contains("cosine_unrounded") ? row["cosine_unrounded"] : row.value("cosine_similarity", json()));
+        double cos = compare::number_from_json(
+            row.contains("cosine_unrounded") ? row["cosine_unrounded"] : row.value("cosine_similarity", json()));
         std::string label = "#" + std::to_string(i) + " " + op + " " + row.value("io", "") + " " +
                             cell_text(row.value("index", json())) + " — " + verdict;
         std::string point_class = verdict == "fail" ? "fail" : "";
@@ -470,8 +505,8 @@ class Page {
       out_ << svg::chart(error) << "<figcaption>Per-op error of ";
       anchor(path, link(path));
       if (divergence.is_object()) {
-        out_ << "; first divergence at <code class=\"first-divergence\">" << markup_escape(divergence.value("first_failing_op", ""))
-             << "</code>";
+        out_ << "; first divergence at <code class=\"first-divergence\">"
+             << markup_escape(divergence.value("first_failing_op", "")) << "</code>";
         if (!sources.empty()) {
           out_ << ", error starts at";
           for (const std::string& s : sources) out_ << " <code class=\"source-op\">" << markup_escape(s) << "</code>";
@@ -495,7 +530,8 @@ class Page {
       double e = compare::number_from_json(row->value("relative_euclidean_distance", json()));
       return std::isnan(e) ? INFINITY : e;
     };
-    std::stable_sort(failing.begin(), failing.end(), [&](const json* a, const json* b) { return error_of(a) > error_of(b); });
+    std::stable_sort(failing.begin(), failing.end(),
+                     [&](const json* a, const json* b) { return error_of(a) > error_of(b); });
     json table_rows = json::array();
     for (size_t i = 0; i < failing.size() && i < 10; ++i) {
       const json& row = *failing[i];
@@ -516,14 +552,15 @@ class Page {
 
   // A step that lists its trials as evidence already (fusion_bisect does) needs no second table.
   static bool has_trial_table(const StepResult& step) {
-    return std::any_of(step.evidence.begin(), step.evidence.end(),
-                       [](const Evidence& e) { return e.kind == "table" && e.name.find("trial") != std::string::npos; });
+    return std::any_of(step.evidence.begin(), step.evidence.end(), [](const Evidence& e) {
+      return e.kind == "table" && e.name.find("trial") != std::string::npos;
+    });
   }
 
   void bisection(const std::string& path, const json& result, bool with_table) {
     const json& trials = result["trials"];
-    out_ << "<div class=\"bisection\">\n<h4>Bisection: " << markup_escape(result.value("conclusion", "")) << "</h4>\n<p>"
-         << markup_escape(result.value("summary", "")) << "</p>\n";
+    out_ << "<div class=\"bisection\">\n<h4>Bisection: " << markup_escape(result.value("conclusion", ""))
+         << "</h4>\n<p>" << markup_escape(result.value("summary", "")) << "</p>\n";
     std::vector<std::string> culprits;
     for (const json& set : result.value("culprit_sets", json::array()))
       for (const json& rule : set.value("rules", json::array()))
@@ -531,8 +568,8 @@ class Page {
     if (!culprits.empty()) {
       out_ << "<p>Culprit rule(s):";
       for (const std::string& c : culprits) out_ << " <code class=\"culprit\">" << markup_escape(c) << "</code>";
-      out_ << " · confidence " << markup_escape(result.value("confidence", "")) << (result.value("verified", false) ? ", verified" : "")
-           << "</p>\n";
+      out_ << " · confidence " << markup_escape(result.value("confidence", ""))
+           << (result.value("verified", false) ? ", verified" : "") << "</p>\n";
     }
     // Candidates: as the bisection lists them, else every rule any trial switched off.
     std::vector<std::string> rules;
@@ -591,10 +628,10 @@ class Page {
       bool culprit = std::find(culprits.begin(), culprits.end(), rules[c]) != culprits.end();
       int x = left + static_cast<int>(c) * cell_w;
       if (culprit)
-        out_ << "<rect class=\"culprit-column\" x=\"" << x << "\" y=\"" << top - 4 << "\" width=\"" << cell_w << "\" height=\""
-             << cell_h * static_cast<int>(trials.size()) + 8 << "\"/>\n";
-      out_ << "<text" << (culprit ? " class=\"culprit-label\"" : "") << " transform=\"translate(" << x + cell_w / 2 + 4 << " "
-           << top - 8 << ") rotate(-60)\">" << markup_escape(clip(rules[c], 20)) << "</text>\n";
+        out_ << "<rect class=\"culprit-column\" x=\"" << x << "\" y=\"" << top - 4 << "\" width=\"" << cell_w
+             << "\" height=\"" << cell_h * static_cast<int>(trials.size()) + 8 << "\"/>\n";
+      out_ << "<text" << (culprit ? " class=\"culprit-label\"" : "") << " transform=\"translate(" << x + cell_w / 2 + 4
+           << " " << top - 8 << ") rotate(-60)\">" << markup_escape(clip(rules[c], 20)) << "</text>\n";
     }
     for (size_t i = 0; i < trials.size(); ++i) {
       const json& t = trials[i];
@@ -606,9 +643,9 @@ class Page {
       std::string outcome_class = outcome == "pass" || outcome == "fail" ? outcome : "other";
       int y = top + static_cast<int>(i) * cell_h;
       out_ << "<g class=\"trial\" data-outcome=\"" << markup_escape(outcome) << "\"><title>trial " << i + 1 << " ("
-           << markup_escape(t.value("phase", "")) << ", round " << t.value("round", 0) << "): " << off.size() << " rule(s) off → "
-           << markup_escape(outcome) << "</title><text x=\"4\" y=\"" << y + 11 << "\">" << i + 1 << ". "
-           << markup_escape(clip(t.value("phase", ""), 8)) << " → " << markup_escape(outcome) << "</text>";
+           << markup_escape(t.value("phase", "")) << ", round " << t.value("round", 0) << "): " << off.size()
+           << " rule(s) off → " << markup_escape(outcome) << "</title><text x=\"4\" y=\"" << y + 11 << "\">" << i + 1
+           << ". " << markup_escape(clip(t.value("phase", ""), 8)) << " → " << markup_escape(outcome) << "</text>";
       for (size_t c = 0; c < rules.size(); ++c)
         out_ << "<rect class=\"cell " << (off.count(rules[c]) ? "off" : "on " + outcome_class) << "\" x=\""
              << left + static_cast<int>(c) * cell_w + 1 << "\" y=\"" << y + 1 << "\" width=\"" << cell_w - 2
@@ -616,7 +653,8 @@ class Page {
       out_ << "</g>\n";
     }
     int ly = height - 10;
-    out_ << "<rect class=\"cell on pass\" x=\"4\" y=\"" << ly - 9 << "\" width=\"10\" height=\"10\"/><text x=\"18\" y=\"" << ly
+    out_ << "<rect class=\"cell on pass\" x=\"4\" y=\"" << ly - 9
+         << "\" width=\"10\" height=\"10\"/><text x=\"18\" y=\"" << ly
          << "\">rule on, trial passed</text><rect class=\"cell on fail\" x=\"150\" y=\"" << ly - 9
          << "\" width=\"10\" height=\"10\"/><text x=\"164\" y=\"" << ly
          << "\">rule on, trial failed</text><rect class=\"cell off\" x=\"290\" y=\"" << ly - 9
@@ -662,7 +700,8 @@ class Page {
                       {"max relative", p.value("max_relative_error", json())}});
     }
     chart.series = {cosine, rel_l2, max_rel};
-    out_ << "<figure class=\"trend\">\n" << svg::chart(chart) << "<figcaption>Worst row of each run in the history ("
+    out_ << "<figure class=\"trend\">\n"
+         << svg::chart(chart) << "<figcaption>Worst row of each run in the history ("
          << markup_escape(document.value("database", "")) << "); from ";
     anchor(path, link(path));
     out_ << ".</figcaption>\n</figure>\n";

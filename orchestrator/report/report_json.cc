@@ -22,7 +22,8 @@ double duration(double started, double finished) { return started > 0 && finishe
 
 nlohmann::json findings_json(const std::vector<Finding>& findings) {
   nlohmann::json out = nlohmann::json::array();
-  for (const Finding& f : findings) out.push_back({{"message", f.message}, {"op", f.op.empty() ? nlohmann::json() : nlohmann::json(f.op)}});
+  for (const Finding& f : findings)
+    out.push_back({{"message", f.message}, {"op", f.op.empty() ? nlohmann::json() : nlohmann::json(f.op)}});
   return out;
 }
 
@@ -51,9 +52,10 @@ nlohmann::json run_json(const RunRecord& r) {
                         {"stderr", r.stderr_path},
                         {"dump_dir", r.dump_dir},
                         {"error", r.error.empty() ? nlohmann::json() : nlohmann::json(r.error)}};
-  run["log_tail"] = r.status == RunStatus::Succeeded || r.status == RunStatus::Pending
-                        ? nlohmann::json()
-                        : nlohmann::json(log_tail(r.stderr_path).empty() ? log_tail(r.stdout_path) : log_tail(r.stderr_path));
+  run["log_tail"] =
+      r.status == RunStatus::Succeeded || r.status == RunStatus::Pending
+          ? nlohmann::json()
+          : nlohmann::json(log_tail(r.stderr_path).empty() ? log_tail(r.stdout_path) : log_tail(r.stderr_path));
   return run;
 }
 

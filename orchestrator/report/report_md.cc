@@ -2,8 +2,8 @@
 
 #include <sstream>
 
-#include "orchestrator/report/report_json.h"
 #include "orchestrator/exec/subprocess.h"
+#include "orchestrator/report/report_json.h"
 
 namespace diagnose {
 
@@ -52,8 +52,9 @@ void write_evidence(std::ostream& out, const std::vector<Evidence>& evidence) {
       write_table(out, e.value);
       out << "\n";
     } else if (e.kind == "log") {
-      out << "\n" << e.name << " (`" << e.path << "`):\n\n```\n" << (e.value.is_string() ? e.value.get<std::string>() : "")
-          << "\n```\n\n";
+      out << "\n"
+          << e.name << " (`" << e.path << "`):\n\n```\n"
+          << (e.value.is_string() ? e.value.get<std::string>() : "") << "\n```\n\n";
     }
   }
 }
@@ -72,8 +73,8 @@ std::string report_markdown(const State& state, const Verdict& verdict) {
   out << "# diagnose report: " << state.workflow_name << "\n\n";
   out << "- run directory: `" << state.run_dir << "`\n";
   out << "- workflow: `" << state.workflow_path << "`\n";
-  out << "- started: " << cell(iso_time(state.started)) << ", finished: "
-      << (state.finished > 0 ? cell(iso_time(state.finished)) : std::string("not finished")) << "\n";
+  out << "- started: " << cell(iso_time(state.started))
+      << ", finished: " << (state.finished > 0 ? cell(iso_time(state.finished)) : std::string("not finished")) << "\n";
   out << "- exit code: " << verdict.exit_code << "\n\n";
 
   out << "## Verdict: " << verdict.title << "\n\n" << verdict.summary << "\n\n";
@@ -105,8 +106,7 @@ std::string report_markdown(const State& state, const Verdict& verdict) {
       for (const RunRecord& r : s.runs)
         out << "| " << r.name << " | " << run_status_name(r.status) << " | "
             << (r.exit_code ? std::to_string(*r.exit_code) : "") << " | " << (r.signal ? std::to_string(*r.signal) : "")
-            << " | " << seconds(r.started, r.finished) << " | "
-            << r.attempts << " |\n";
+            << " | " << seconds(r.started, r.finished) << " | " << r.attempts << " |\n";
     }
     if (!s.findings.empty()) {
       out << "\nFindings:\n\n";

@@ -11,7 +11,8 @@
 
 namespace diagnose {
 
-std::vector<std::string> write_reports(const State& state, const Verdict& verdict, const std::vector<std::string>& formats) {
+std::vector<std::string> write_reports(const State& state, const Verdict& verdict,
+                                       const std::vector<std::string>& formats) {
   std::vector<std::string> written;
   auto wanted = [&](const char* format) { return std::find(formats.begin(), formats.end(), format) != formats.end(); };
   if (wanted("md")) {

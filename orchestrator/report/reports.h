@@ -12,7 +12,8 @@ namespace diagnose {
 
 // report.md, report.json, junit.xml and report.html (those named in `formats`) into the run
 // directory; returns the paths written. Throws std::runtime_error.
-std::vector<std::string> write_reports(const State& state, const Verdict& verdict, const std::vector<std::string>& formats);
+std::vector<std::string> write_reports(const State& state, const Verdict& verdict,
+                                       const std::vector<std::string>& formats);
 
 void print_terminal_summary(std::ostream& out, const State& state, const Verdict& verdict,
                             const std::vector<std::string>& report_paths);

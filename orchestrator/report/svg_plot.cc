@@ -31,7 +31,8 @@ std::vector<double> linear_ticks(double low, double high, int count) {
       break;
     }
   std::vector<double> ticks;
-  for (double t = std::ceil(low / step) * step; t <= high + step * 1e-9; t += step) ticks.push_back(std::abs(t) < step * 1e-9 ? 0 : t);
+  for (double t = std::ceil(low / step) * step; t <= high + step * 1e-9; t += step)
+    ticks.push_back(std::abs(t) < step * 1e-9 ? 0 : t);
   return ticks;
 }
 
@@ -124,7 +125,7 @@ std::string chart(const Chart& c) {
     for (double t : linear_ticks(x_low, x_high, 10))
       if (!integral || t == std::floor(t))
         out << "<text class=\"tick\" text-anchor=\"middle\" x=\"" << coordinate(px(t)) << "\" y=\""
-          << coordinate(kTop + plot_h + 16) << "\">" << short_number(t) << "</text>\n";
+            << coordinate(kTop + plot_h + 16) << "\">" << short_number(t) << "</text>\n";
   }
   out << "<text class=\"axis-label\" text-anchor=\"middle\" x=\"" << coordinate(kLeft + plot_w / 2) << "\" y=\""
       << coordinate(kTop + plot_h + 34) << "\">" << markup_escape(c.x_label) << "</text>\n";
@@ -140,11 +141,13 @@ std::string chart(const Chart& c) {
 
   auto point_y = [&](double y) { return std::isinf(y) ? (y > 0 ? py(y_high) : py(y_low)) : py(shown_y(y)); };
   for (const Series& s : c.series) {
-    out << "<g class=\"series " << markup_escape(s.css_class) << "\" data-series=\"" << markup_escape(s.name) << "\">\n";
+    out << "<g class=\"series " << markup_escape(s.css_class) << "\" data-series=\"" << markup_escape(s.name)
+        << "\">\n";
     if (s.line && s.points.size() > 1) {
       out << "<polyline points=\"";
       for (const Point& p : s.points)
-        if (std::isfinite(p.x) && !std::isnan(p.y)) out << coordinate(px(p.x)) << "," << coordinate(point_y(p.y)) << " ";
+        if (std::isfinite(p.x) && !std::isnan(p.y))
+          out << coordinate(px(p.x)) << "," << coordinate(point_y(p.y)) << " ";
       out << "\"/>\n";
     }
     for (const Point& p : s.points) {

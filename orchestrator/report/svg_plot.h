@@ -16,7 +16,7 @@ struct Series {
   std::string name;       // in the legend
   std::string css_class;  // colours the line and the points
   std::vector<Point> points;
-  bool line = true;       // join the points
+  bool line = true;  // join the points
 };
 
 // A vertical line across the plot at x.

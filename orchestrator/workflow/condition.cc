@@ -46,8 +46,8 @@ std::vector<Token> tokenize(const std::string& text) {
       t.kind = Token::Kind::String;
       t.text = text.substr(i + 1, close - i - 1);
       i = close + 1;
-    } else if (std::isdigit(static_cast<unsigned char>(c)) ||
-               ((c == '-' || c == '.') && i + 1 < text.size() && std::isdigit(static_cast<unsigned char>(text[i + 1])))) {
+    } else if (std::isdigit(static_cast<unsigned char>(c)) || ((c == '-' || c == '.') && i + 1 < text.size() &&
+                                                               std::isdigit(static_cast<unsigned char>(text[i + 1])))) {
       char* end = nullptr;
       std::strtod(text.c_str() + i, &end);
       size_t length = static_cast<size_t>(end - (text.c_str() + i));
@@ -56,8 +56,8 @@ std::vector<Token> tokenize(const std::string& text) {
       i += length;
     } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
       size_t start = i;
-      while (i < text.size() && (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_' ||
-                                 text[i] == '-' || text[i] == '.'))
+      while (i < text.size() &&
+             (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_' || text[i] == '-' || text[i] == '.'))
         ++i;
       t.kind = Token::Kind::Name;
       t.text = text.substr(start, i - start);
@@ -139,9 +139,9 @@ class Parser {
     NodePtr left = parse_primary();
     const Token& t = peek();
     if (t.kind != Token::Kind::Operator) return left;
-    static const std::pair<const char*, Node::Op> comparisons[] = {
-        {"==", Node::Op::Eq}, {"!=", Node::Op::Ne}, {"<", Node::Op::Lt},
-        {"<=", Node::Op::Le}, {">", Node::Op::Gt}, {">=", Node::Op::Ge}};
+    static const std::pair<const char*, Node::Op> comparisons[] = {{"==", Node::Op::Eq}, {"!=", Node::Op::Ne},
+                                                                   {"<", Node::Op::Lt},  {"<=", Node::Op::Le},
+                                                                   {">", Node::Op::Gt},  {">=", Node::Op::Ge}};
     for (const auto& [text, op] : comparisons) {
       if (t.text == text) {
         take();
@@ -161,12 +161,8 @@ class Parser {
         take();
         return inner;
       }
-      case Token::Kind::Number:
-        n->literal = std::strtod(t.text.c_str(), nullptr);
-        return n;
-      case Token::Kind::String:
-        n->literal = t.text;
-        return n;
+      case Token::Kind::Number: n->literal = std::strtod(t.text.c_str(), nullptr); return n;
+      case Token::Kind::String: n->literal = t.text; return n;
       case Token::Kind::Name:
         if (t.text == "true" || t.text == "false") {
           n->literal = t.text == "true";
@@ -179,9 +175,8 @@ class Parser {
           n->reference = t.text;
           references_.push_back({t.text, t.offset});
         } else {
-          throw ConditionError("unknown name '" + t.text +
-                                   "': refer to results as steps.<id>.<field>, quote other strings",
-                               t.offset);
+          throw ConditionError(
+              "unknown name '" + t.text + "': refer to results as steps.<id>.<field>, quote other strings", t.offset);
         }
         return n;
       case Token::Kind::End: throw ConditionError("condition ends where a value was expected", t.offset);

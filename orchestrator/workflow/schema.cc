@@ -122,8 +122,7 @@ std::string type_name(const Schema& s) {
     case Schema::Type::Any: return "anything";
     case Schema::Type::AnyOf: {
       std::string names;
-      for (size_t i = 0; i < s.alternatives.size(); ++i)
-        names += (i ? " or " : "") + type_name(s.alternatives[i]);
+      for (size_t i = 0; i < s.alternatives.size(); ++i) names += (i ? " or " : "") + type_name(s.alternatives[i]);
       return names;
     }
   }
@@ -165,7 +164,8 @@ void check_range(const YAML::Node& node, const Schema& schema, double value, con
                                          format_number(*schema.minimum) + ", got " + node.Scalar());
   }
   if (schema.maximum && value > *schema.maximum)
-    diagnostics.error(node.Mark(), where + " must be at most " + format_number(*schema.maximum) + ", got " + node.Scalar());
+    diagnostics.error(node.Mark(),
+                      where + " must be at most " + format_number(*schema.maximum) + ", got " + node.Scalar());
 }
 
 void check_scalar(const YAML::Node& node, const Schema& schema, const std::string& where, Diagnostics& diagnostics,
@@ -177,8 +177,8 @@ void check_scalar(const YAML::Node& node, const Schema& schema, const std::strin
           std::find(schema.enum_values.begin(), schema.enum_values.end(), text) == schema.enum_values.end()) {
         std::string choices;
         for (const std::string& v : schema.enum_values) choices += (choices.empty() ? "" : ", ") + v;
-        diagnostics.error(node.Mark(), where + ": unknown value '" + text + "'" + did_you_mean(text, schema.enum_values) +
-                                           "; expected one of: " + choices);
+        diagnostics.error(node.Mark(), where + ": unknown value '" + text + "'" +
+                                           did_you_mean(text, schema.enum_values) + "; expected one of: " + choices);
       } else if (schema.templated && visitor.on_template) {
         visitor.on_template(node, text);
       }
@@ -220,8 +220,7 @@ void check_against_schema(const YAML::Node& node, const Schema& schema, const st
                           Diagnostics& diagnostics, const StringVisitor& visitor) {
   if (schema.type == Schema::Type::AnyOf) {
     for (const Schema& alternative : schema.alternatives) {
-      if (shape_fits(node, alternative))
-        return check_against_schema(node, alternative, where, diagnostics, visitor);
+      if (shape_fits(node, alternative)) return check_against_schema(node, alternative, where, diagnostics, visitor);
     }
     diagnostics.error(node.Mark(), where + " must be " + type_name(schema) + ", got " + shape_name(node));
     return;
@@ -274,8 +273,7 @@ void check_against_schema(const YAML::Node& node, const Schema& schema, const st
       }
       return;
     }
-    default:
-      check_scalar(node, schema, where, diagnostics, visitor);
+    default: check_scalar(node, schema, where, diagnostics, visitor);
   }
 }
 
@@ -286,8 +284,10 @@ nlohmann::json to_json_schema(const Schema& schema) {
   switch (schema.type) {
     case Schema::Type::String:
       // YAML users write numbers and booleans in argv and env; they are strings to us.
-      if (schema.enum_values.empty()) out["type"] = {"string", "number", "boolean"};
-      else out["enum"] = schema.enum_values;
+      if (schema.enum_values.empty())
+        out["type"] = {"string", "number", "boolean"};
+      else
+        out["enum"] = schema.enum_values;
       break;
     case Schema::Type::Condition: out["type"] = "string"; break;
     case Schema::Type::Any: break;

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
+#include <nlohmann/json.hpp>
 
 #include "orchestrator/workflow/diagnostics.h"
 
@@ -24,11 +24,11 @@ struct Schema {
     Integer,
     Number,
     Boolean,
-    Array,      // of `items`
-    Object,     // fixed `properties`, no other keys
-    Map,        // any keys, values of `items`
-    AnyOf,      // the first alternative whose YAML shape (scalar/sequence/map) fits
-    Any,        // anything (checked elsewhere)
+    Array,   // of `items`
+    Object,  // fixed `properties`, no other keys
+    Map,     // any keys, values of `items`
+    AnyOf,   // the first alternative whose YAML shape (scalar/sequence/map) fits
+    Any,     // anything (checked elsewhere)
   };
   Type type = Type::String;
   std::string description;
@@ -37,10 +37,10 @@ struct Schema {
   std::optional<double> minimum;         // Integer, Number
   std::optional<double> maximum;
   bool exclusive_minimum = false;
-  std::shared_ptr<Schema> items;          // Array and Map values
-  std::vector<Property> properties;       // Object
-  std::vector<Schema> alternatives;       // AnyOf
-  nlohmann::json default_value;           // what an absent key means; null when it has no default
+  std::shared_ptr<Schema> items;     // Array and Map values
+  std::vector<Property> properties;  // Object
+  std::vector<Schema> alternatives;  // AnyOf
+  nlohmann::json default_value;      // what an absent key means; null when it has no default
 };
 
 struct Property {

@@ -39,19 +39,23 @@ void scan(const std::string& text, OnText on_text, OnReference on_reference) {
 
 std::vector<TemplateReference> template_references(const std::string& text) {
   std::vector<TemplateReference> references;
-  scan(text, [](const std::string&) {},
-       [&](const std::string& name, size_t offset) { references.push_back({name, offset}); });
+  scan(
+      text, [](const std::string&) {},
+      [&](const std::string& name, size_t offset) {
+        references.push_back({name, offset});
+      });
   return references;
 }
 
 std::string expand_template(const std::string& text, const TemplateLookup& lookup) {
   std::string out;
-  scan(text, [&](const std::string& piece) { out += piece; },
-       [&](const std::string& name, size_t offset) {
-         std::optional<std::string> value = lookup(name);
-         if (!value) throw TemplateError("unknown reference '${" + name + "}'", offset);
-         out += *value;
-       });
+  scan(
+      text, [&](const std::string& piece) { out += piece; },
+      [&](const std::string& name, size_t offset) {
+        std::optional<std::string> value = lookup(name);
+        if (!value) throw TemplateError("unknown reference '${" + name + "}'", offset);
+        out += *value;
+      });
   return out;
 }
 

@@ -7,10 +7,10 @@
 #include <sstream>
 
 #include "compare/judge.h"
-#include "orchestrator/workflow/condition.h"
 #include "orchestrator/engine/step.h"
-#include "orchestrator/workflow/template.h"
 #include "orchestrator/engine/step_registry.h"
+#include "orchestrator/workflow/condition.h"
+#include "orchestrator/workflow/template.h"
 
 namespace diagnose {
 
@@ -18,9 +18,9 @@ namespace {
 
 const std::vector<std::string> kCommonResultFields = {"status", "summary", "dir", "dump_dir", "exit_code", "runs"};
 const std::vector<std::string> kRunFields = {"status", "dir", "dump_dir", "exit_code"};
-const std::vector<std::string> kTopLevelNames = {"run_dir", "workflow_dir", "workflow_name", "step.id", "step.dir",
-                                                 "step.dump_dir", "run.name", "run.dir", "run.dump_dir",
-                                                 "switch_file"};  // fusion_bisect trials only
+const std::vector<std::string> kTopLevelNames = {"run_dir",      "workflow_dir",  "workflow_name", "step.id",
+                                                 "step.dir",     "step.dump_dir", "run.name",      "run.dir",
+                                                 "run.dump_dir", "switch_file"};  // fusion_bisect trials only
 
 bool valid_id(const std::string& id) {
   if (id.empty()) return false;
@@ -68,9 +68,10 @@ class ReferenceChecker {
         std::vector<std::string> known = kTopLevelNames;
         known.push_back("steps.<id>.<field>");
         known.push_back("env.<NAME>");
-        diagnostics_.error(mark_within(workflow_.text, use.node, r.offset),
-                           "unknown reference '${" + name + "}'" + did_you_mean(name, kTopLevelNames) +
-                               "; known: run_dir, workflow_dir, workflow_name, step.*, run.*, steps.<id>.<field>, env.<NAME>");
+        diagnostics_.error(
+            mark_within(workflow_.text, use.node, r.offset),
+            "unknown reference '${" + name + "}'" + did_you_mean(name, kTopLevelNames) +
+                "; known: run_dir, workflow_dir, workflow_name, step.*, run.*, steps.<id>.<field>, env.<NAME>");
       }
     }
   }
@@ -145,7 +146,8 @@ class ReferenceChecker {
                                    did_you_mean(field, fields));
       return;
     }
-    if (field == "runs" && (parts.size() != 5 || std::find(kRunFields.begin(), kRunFields.end(), parts[4]) == kRunFields.end())) {
+    if (field == "runs" &&
+        (parts.size() != 5 || std::find(kRunFields.begin(), kRunFields.end(), parts[4]) == kRunFields.end())) {
       diagnostics_.error(mark, "'" + name + "' must be steps." + id + ".runs.<run>.<status|dir|dump_dir|exit_code>");
       return;
     }
@@ -163,7 +165,8 @@ class ReferenceChecker {
 
 }  // namespace
 
-void check_command_form(const YAML::Node& node, const std::string& where, bool needs_command, Diagnostics& diagnostics) {
+void check_command_form(const YAML::Node& node, const std::string& where, bool needs_command,
+                        Diagnostics& diagnostics) {
   if (!node || !node.IsMap()) return;
   int forms = (node["argv"] ? 1 : 0) + (node["shell"] ? 1 : 0);
   if (node["argv"] && node["shell"])
@@ -195,7 +198,8 @@ static void check_model(const YAML::Node& model, Diagnostics& diagnostics) {
     return;
   }
   for (const char* key : {"argv", "shell"})
-    if (model[key]) diagnostics.error(model[key].Mark(), std::string("model: give either script or ") + key + ", not both");
+    if (model[key])
+      diagnostics.error(model[key].Mark(), std::string("model: give either script or ") + key + ", not both");
   if (model["script"].IsScalar() && model["script"].Scalar().empty())
     diagnostics.error(model["script"].Mark(), "model: script must name a file");
   check_command_form(model, "model", false, diagnostics);

@@ -25,18 +25,18 @@ struct CommandSpec {
 struct ModelSpec {
   CommandSpec command;  // argv or shell (or args for a script), cwd, env, timeout, retries
   // A script run through the PyTorch plugin (steps/plugin_run.h); empty: the command form.
-  std::string script;   // relative to the workflow's directory
-  std::string python;   // empty: $DIAGNOSE_PYTHON, else python3
+  std::string script;  // relative to the workflow's directory
+  std::string python;  // empty: $DIAGNOSE_PYTHON, else python3
   std::string backend = "inductor";
   std::string device = "cpu";
   std::optional<std::string> dtype;
 };
 
 struct Defaults {
-  int slots = 1;                     // model runs at the same time
-  std::string output_dir = "runs";   // where run directories are created
-  double timeout_s = 3600;           // per run, unless the model or step says otherwise
-  double kill_grace_s = 5;           // between SIGTERM and SIGKILL
+  int slots = 1;                    // model runs at the same time
+  std::string output_dir = "runs";  // where run directories are created
+  double timeout_s = 3600;          // per run, unless the model or step says otherwise
+  double kill_grace_s = 5;          // between SIGTERM and SIGKILL
   // Tolerance overrides as "preset.field=value" (compare/judge.h apply_override).
   std::vector<std::string> tolerance_overrides;
 };
@@ -46,14 +46,14 @@ enum class OnFailure { Stop, Continue };
 struct StepSpec {
   std::string id;
   std::string kind;
-  std::string when;       // empty: always
+  std::string when;  // empty: always
   OnFailure on_failure = OnFailure::Stop;
   std::string diagnoses;  // verdict category when the step fails; empty: the kind's default
   YAML::Node node;        // the whole step, for kind-specific parameters
 };
 
 struct VerdictSpec {
-  std::vector<std::string> order;  // category priority; empty: the flowchart's order
+  std::vector<std::string> order;             // category priority; empty: the flowchart's order
   std::map<std::string, std::string> advice;  // replaces the built-in advice per category
 };
 

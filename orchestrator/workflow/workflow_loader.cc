@@ -5,9 +5,9 @@
 #include <sstream>
 
 #include "orchestrator/engine/step.h"
+#include "orchestrator/engine/step_registry.h"
 #include "orchestrator/workflow/validate.h"
 #include "orchestrator/workflow/workflow_schema.h"
-#include "orchestrator/engine/step_registry.h"
 
 namespace diagnose {
 
@@ -101,7 +101,8 @@ Workflow build_workflow(const YAML::Node& root, const std::string& path, const s
     step.id = node["id"].Scalar();
     step.kind = node["kind"].Scalar();
     if (node["when"]) step.when = node["when"].Scalar();
-    if (node["on_failure"]) step.on_failure = node["on_failure"].Scalar() == "continue" ? OnFailure::Continue : OnFailure::Stop;
+    if (node["on_failure"])
+      step.on_failure = node["on_failure"].Scalar() == "continue" ? OnFailure::Continue : OnFailure::Stop;
     if (node["diagnoses"]) step.diagnoses = node["diagnoses"].Scalar();
     step.node = node;
     w.steps.push_back(step);

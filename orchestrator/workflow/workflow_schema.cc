@@ -1,9 +1,9 @@
 #include "orchestrator/workflow/workflow_schema.h"
 
-#include "orchestrator/exec/runner.h"
 #include "orchestrator/engine/step.h"
-#include "orchestrator/engine/verdict.h"
 #include "orchestrator/engine/step_registry.h"
+#include "orchestrator/engine/verdict.h"
+#include "orchestrator/exec/runner.h"
 
 namespace diagnose {
 
@@ -50,9 +50,10 @@ Schema model_schema() {
   properties.push_back(optional("device", string_schema("Device the model runs on (default cpu): cuda, npu...")));
   properties.push_back(optional("dtype", string_schema("Cast the model and its floating inputs (default: as written).",
                                                        {"float32", "float64", "float16", "bfloat16"})));
-  return object_schema("How to run the user's model: one of argv, shell or script (with args, backend, device, "
-                       "dtype), plus cwd, env, timeout, retries.",
-                       properties);
+  return object_schema(
+      "How to run the user's model: one of argv, shell or script (with args, backend, device, "
+      "dtype), plus cwd, env, timeout, retries.",
+      properties);
 }
 
 Schema defaults_schema() {
@@ -67,25 +68,27 @@ Schema defaults_schema() {
   return object_schema(
       "Settings shared by every step.",
       {optional("slots", integer_schema("How many model runs may execute at the same time.", 1)),
-       optional("output_dir", plain_string_schema("Where run directories are created, relative to the current directory.")),
+       optional("output_dir",
+                plain_string_schema("Where run directories are created, relative to the current directory.")),
        optional("timeout", number_schema("Seconds per run unless the model or the step says otherwise.", 0, true)),
        optional("kill_grace", number_schema("Seconds between SIGTERM and SIGKILL when a run is stopped.", 0)),
-       optional("tolerances", map_schema("Tolerance overrides by preset name (fp32, fp16, bf16, fp8, exact...).",
-                                         preset_fields))});
+       optional("tolerances",
+                map_schema("Tolerance overrides by preset name (fp32, fp16, bf16, fp8, exact...).", preset_fields))});
 }
 
 Schema verdict_schema() {
   std::vector<std::string> categories = diagnosable_categories();
-  return object_schema(
-      "Overrides of the verdict rules.",
-      {optional("order", array_schema("Category priority when several steps fail; the first wins.",
-                                      string_schema("category", categories))),
-       optional("advice", map_schema("Text replacing the built-in advice of a category.", plain_string_schema("advice")))});
+  return object_schema("Overrides of the verdict rules.",
+                       {optional("order", array_schema("Category priority when several steps fail; the first wins.",
+                                                       string_schema("category", categories))),
+                        optional("advice", map_schema("Text replacing the built-in advice of a category.",
+                                                      plain_string_schema("advice")))});
 }
 
 Schema report_schema() {
-  return object_schema("Which reports to write into the run directory.",
-                       {optional("formats", array_schema("Report formats.", string_schema("format", {"md", "json", "junit", "html"})))});
+  return object_schema(
+      "Which reports to write into the run directory.",
+      {optional("formats", array_schema("Report formats.", string_schema("format", {"md", "json", "junit", "html"})))});
 }
 
 Schema step_schema(const StepKind& kind) {
@@ -108,16 +111,14 @@ Schema workflow_schema() {
   Schema step = any_of_schema("A step; its kind decides which keys it takes.", steps);
   return object_schema(
       "A diagnose workflow.",
-      {optional("name", plain_string_schema("Name of the workflow, used in run directory names. Default: the file's stem.")),
+      {optional("name",
+                plain_string_schema("Name of the workflow, used in run directory names. Default: the file's stem.")),
        optional("description", plain_string_schema("What the workflow diagnoses.")),
        optional("extends", plain_string_schema("A workflow file (relative to this one) whose keys this file's "
                                                "top-level keys replace, e.g. a standard workflow with your model.")),
-       required("model", model_schema()),
-       optional("defaults", defaults_schema()),
-       required("steps", array_schema("The steps, run in this order.", step)),
-       optional("verdict", verdict_schema()),
-       optional("report", report_schema()),
-       optional("runner", runner_schema())});
+       required("model", model_schema()), optional("defaults", defaults_schema()),
+       required("steps", array_schema("The steps, run in this order.", step)), optional("verdict", verdict_schema()),
+       optional("report", report_schema()), optional("runner", runner_schema())});
 }
 
 nlohmann::json workflow_json_schema() {

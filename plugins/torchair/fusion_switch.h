@@ -24,7 +24,7 @@ class FusionFileError : public std::runtime_error {
 };
 
 struct SectionSwitches {
-  std::optional<bool> all;           // "ALL"
+  std::optional<bool> all;            // "ALL"
   std::map<std::string, bool> rules;  // rule -> on
 };
 

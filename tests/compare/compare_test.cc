@@ -110,10 +110,15 @@ void write_manifest(const std::string& dir, const std::vector<float>& out, bool 
   write_npy_f32(dir + "/tensors/0.npy", {1, 2, 3});
   write_npy_f32(dir + "/tensors/1.npy", out);
   std::string m =
-      R"({"type": "header", "format": "diagnose-dump", "version": 1})" "\n"
-      R"({"type": "tensor", "seq": 0, "op_key": "fc/aten.mm.default#0", "op": "aten.mm.default", "io": "input", "index": 0, "file": "tensors/0.npy", "dtype": "torch.float32", "shape": [3]})" "\n"
-      R"({"type": "tensor", "seq": 1, "op_key": "fc/aten.mm.default#0", "op": "aten.mm.default", "io": "output", "index": 0, "file": "tensors/1.npy", "dtype": "torch.bfloat16", "shape": [3]})" "\n";
-  m += complete ? R"({"type": "end", "records": 2})" "\n" : R"({"type": "tensor", "seq": 2, "op_k)";
+      R"({"type": "header", "format": "diagnose-dump", "version": 1})"
+      "\n"
+      R"({"type": "tensor", "seq": 0, "op_key": "fc/aten.mm.default#0", "op": "aten.mm.default", "io": "input", "index": 0, "file": "tensors/0.npy", "dtype": "torch.float32", "shape": [3]})"
+      "\n"
+      R"({"type": "tensor", "seq": 1, "op_key": "fc/aten.mm.default#0", "op": "aten.mm.default", "io": "output", "index": 0, "file": "tensors/1.npy", "dtype": "torch.bfloat16", "shape": [3]})"
+      "\n";
+  m += complete ? R"({"type": "end", "records": 2})"
+                  "\n"
+                : R"({"type": "tensor", "seq": 2, "op_k)";
   write_bytes(dir + "/manifest.jsonl", m);
 }
 
@@ -134,11 +139,16 @@ TEST(Compare, ManifestsUseDeclaredDtypeAndToleratePartialDumps) {
 }
 
 void write_stats_manifest(const std::string& dir, double l2, const std::string& hash) {
-  write_bytes(dir + "/manifest.jsonl",
-              R"({"type": "header", "format": "diagnose-dump", "version": 1})" "\n"
-              R"({"type": "tensor", "seq": 0, "op_key": "mm", "io": "output", "index": 0, "dtype": "torch.float16", "shape": [4], "stats": {"min": -1.0, "max": 2.0, "mean": 0.5, "l2": )" +
-                  std::to_string(l2) + R"(, "nan": 0, "inf": 0, "hash": ")" + hash + R"("}})" "\n"
-              R"({"type": "end", "records": 1})" "\n");
+  write_bytes(
+      dir + "/manifest.jsonl",
+      R"({"type": "header", "format": "diagnose-dump", "version": 1})"
+      "\n"
+      R"({"type": "tensor", "seq": 0, "op_key": "mm", "io": "output", "index": 0, "dtype": "torch.float16", "shape": [4], "stats": {"min": -1.0, "max": 2.0, "mean": 0.5, "l2": )" +
+          std::to_string(l2) + R"(, "nan": 0, "inf": 0, "hash": ")" + hash +
+          R"("}})"
+          "\n"
+          R"({"type": "end", "records": 1})"
+          "\n");
 }
 
 TEST(Compare, StatisticsOnlyDumpsAreJudgedOnTheirStatistics) {
@@ -147,7 +157,9 @@ TEST(Compare, StatisticsOnlyDumpsAreJudgedOnTheirStatistics) {
   write_stats_manifest(same.path(), 3.5, "aa");
   write_stats_manifest(close.path(), 3.001, "bb");
   write_stats_manifest(far.path(), 3.5, "cc");
-  const auto row = [&](const TempDir& mine) { return compare_dirs(golden.path(), mine.path()).groups.at(0).rows.at(0); };
+  const auto row = [&](const TempDir& mine) {
+    return compare_dirs(golden.path(), mine.path()).groups.at(0).rows.at(0);
+  };
   Row r = row(same);
   EXPECT_EQ(r.verdict, Verdict::Pass);
   EXPECT_EQ(r.judged_by, "fp16 statistics (equal hash)");

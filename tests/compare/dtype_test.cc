@@ -43,9 +43,9 @@ TEST(DType, Bf16IsTheHighHalfOfFloat32) {
 
 TEST(DType, Fp8E4M3FN) {
   EXPECT_EQ(fp8_e4m3fn_to_float(0x38), 1.0f);
-  EXPECT_EQ(fp8_e4m3fn_to_float(0x7E), 448.0f);   // largest finite
+  EXPECT_EQ(fp8_e4m3fn_to_float(0x7E), 448.0f);  // largest finite
   EXPECT_TRUE(std::isnan(fp8_e4m3fn_to_float(0x7F)));
-  EXPECT_EQ(fp8_e4m3fn_to_float(0x78), 256.0f);   // no infinity in this format
+  EXPECT_EQ(fp8_e4m3fn_to_float(0x78), 256.0f);  // no infinity in this format
   EXPECT_EQ(fp8_e4m3fn_to_float(0x01), std::ldexp(1.0f, -9));
   EXPECT_EQ(fp8_e4m3fn_to_float(0xB8), -1.0f);
 }
@@ -112,8 +112,8 @@ TEST(DType, GeNumberingAndUnsupportedTypesGiveAReason) {
 }
 
 TEST(DType, NamesRoundTrip) {
-  for (DType t : {DType::Float16, DType::BFloat16, DType::Float32, DType::Int64, DType::Bool,
-                  DType::Float8E5M2, DType::Complex64})
+  for (DType t : {DType::Float16, DType::BFloat16, DType::Float32, DType::Int64, DType::Bool, DType::Float8E5M2,
+                  DType::Complex64})
     EXPECT_EQ(dtype_from_name(torch_name(t)), t) << torch_name(t);
   EXPECT_EQ(dtype_from_name("bf16"), DType::BFloat16);
   EXPECT_EQ(dtype_from_numpy('f', 2), DType::Float16);

@@ -44,7 +44,8 @@ TEST(FxFileName, Forms) {
 
 TEST(FxDump, StepIndexSortsNumerically) {
   TempDir dir;
-  for (int i : {10, 2, 0, 1}) touch_npy(dir / ("cat-aten.cat.default.INPUT.0." + std::to_string(i) + "." + kTs + ".npy"));
+  for (int i : {10, 2, 0, 1})
+    touch_npy(dir / ("cat-aten.cat.default.INPUT.0." + std::to_string(i) + "." + kTs + ".npy"));
   touch_npy(dir / ("cat-aten.cat.default.INPUT.1." + kTs + ".npy"));
   touch_npy(dir / ("cat-aten.cat.default.OUTPUT.0." + kTs + ".npy"));
   touch_npy(dir / "not_fx.npy");
@@ -95,8 +96,8 @@ TEST(FxDump, CurrentLayoutWithRanks) {
 
 TEST(FxDump, OlderLayoutSubtractsOneFromStep) {
   TempDir dir;
-  for (const char* p : {"data_dump/1/gm_100_dump", "data_dump/1/gm_200_dump", "data_dump/2/gm_300_dump",
-                        "data_dump/2/gm_400_dump"}) {
+  for (const char* p :
+       {"data_dump/1/gm_100_dump", "data_dump/1/gm_200_dump", "data_dump/2/gm_300_dump", "data_dump/2/gm_400_dump"}) {
     touch_npy(dir / (std::string(p) + "/mm-aten.mm.default.OUTPUT.0." + kTs + ".npy"));
   }
   for (const std::string& root : {dir.path(), dir / "data_dump"}) {

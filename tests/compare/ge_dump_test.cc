@@ -12,8 +12,7 @@ namespace {
 using namespace testing;
 
 GeDump parse(const std::string& bytes) {
-  return parse_ge_dump(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), bytes.size(),
-                       "mem");
+  return parse_ge_dump(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), bytes.size(), "mem");
 }
 
 TEST(GeDumpName, FiveFieldForm) {

@@ -43,9 +43,8 @@ inline void set_shape(toolkit::dump::Shape* s, const std::vector<uint64_t>& dims
   for (uint64_t d : dims) s->add_dim(d);
 }
 
-inline toolkit::dump::OpInput* add_input(toolkit::dump::DumpData* d, int dtype,
-                                         const std::vector<uint64_t>& shape, uint64_t size,
-                                         int format = kFormatND) {
+inline toolkit::dump::OpInput* add_input(toolkit::dump::DumpData* d, int dtype, const std::vector<uint64_t>& shape,
+                                         uint64_t size, int format = kFormatND) {
   auto* t = d->add_input();
   t->set_data_type(dtype);
   t->set_format(format);
@@ -54,9 +53,8 @@ inline toolkit::dump::OpInput* add_input(toolkit::dump::DumpData* d, int dtype,
   return t;
 }
 
-inline toolkit::dump::OpOutput* add_output(toolkit::dump::DumpData* d, int dtype,
-                                           const std::vector<uint64_t>& shape, uint64_t size,
-                                           int format = kFormatND) {
+inline toolkit::dump::OpOutput* add_output(toolkit::dump::DumpData* d, int dtype, const std::vector<uint64_t>& shape,
+                                           uint64_t size, int format = kFormatND) {
   auto* t = d->add_output();
   t->set_data_type(dtype);
   t->set_format(format);
@@ -67,8 +65,7 @@ inline toolkit::dump::OpOutput* add_output(toolkit::dump::DumpData* d, int dtype
 
 // A float32 GE dump with the given inputs and outputs (each a flat vector, shape [n]).
 inline std::string float_ge_dump(const std::vector<std::vector<float>>& inputs,
-                                 const std::vector<std::vector<float>>& outputs,
-                                 const std::string& op_name = "") {
+                                 const std::vector<std::vector<float>>& outputs, const std::string& op_name = "") {
   toolkit::dump::DumpData d;
   d.set_op_name(op_name);
   std::string payload;
@@ -86,7 +83,8 @@ inline std::string float_ge_dump(const std::vector<std::vector<float>>& inputs,
 // numpy .npy v1, little-endian float32, C order.
 inline std::string npy_bytes(const std::vector<int64_t>& shape, const std::vector<float>& data) {
   std::string shape_text = "(";
-  for (size_t i = 0; i < shape.size(); ++i) shape_text += std::to_string(shape[i]) + (shape.size() == 1 ? "," : i + 1 < shape.size() ? ", " : "");
+  for (size_t i = 0; i < shape.size(); ++i)
+    shape_text += std::to_string(shape[i]) + (shape.size() == 1 ? "," : i + 1 < shape.size() ? ", " : "");
   shape_text += ")";
   return diagnose::testing::npy_bytes("<f4", shape_text, data.data(), data.size() * sizeof(float));
 }

@@ -10,42 +10,66 @@ namespace diagnose::compare {
 namespace {
 
 const char* const kGraph = R"pb(
-name: "graph_1"
-op {
-  name: "arg0_1"
-  type: "Data"
-  output_desc { name: "y" dtype: DT_FLOAT16 shape { dim: 2 dim: 2 } layout: "ND" }
-}
-op {
-  name: "Add_1"
-  type: "Add"
-  input: "arg0_1:0"
-  input: "arg0_1:0"
-  input: "Const_3:-1"
-  attr { key: "_input_name_key" value { list { s: "x1" s: "x2" val_type: VT_LIST_STRING } } }
-  attr_groups { other_group_def { } }
-  future_field: 12
-  output_desc {
-    name: "y"
-    dtype: DT_FLOAT16
-    attr { key: "_fx_tensor_name" value { s: "add_1-aten.add.Tensor.OUTPUT.0" } }
-    attr { key: "_meta" value { s: "Tensor(dtype=torch.float16, shape=torch.Size([2, 2]))" } }
-    attr { name: "tt2" }
+  name: "graph_1"
+  op {
+    name: "arg0_1"
+    type: "Data"
+    output_desc {
+      name: "y"
+      dtype: DT_FLOAT16
+      shape { dim: 2 dim: 2 }
+      layout: "ND"
+    }
   }
-}
-op {
-  name: "Cast_9"
-  type: "Cast"
-  input: "Add_1:0"
-  output_desc { name: "y" dtype: DT_FLOAT }
-}
-op {
-  name: "Split_2"
-  type: "SplitV"
-  input: "Cast_9:0"
-  output_desc { attr { key: "_fx_tensor_name" value { s: "split-aten.split.Tensor.OUTPUT.0" } } }
-  output_desc { attr { key: "_fx_tensor_name" value { s: "split-aten.split.Tensor.OUTPUT.1" } } }
-}
+  op {
+    name: "Add_1"
+    type: "Add"
+    input: "arg0_1:0"
+    input: "arg0_1:0"
+    input: "Const_3:-1"
+    attr {
+      key: "_input_name_key"
+      value { list { s: "x1" s: "x2" val_type: VT_LIST_STRING } }
+    }
+    attr_groups { other_group_def {} }
+    future_field: 12
+    output_desc {
+      name: "y"
+      dtype: DT_FLOAT16
+      attr {
+        key: "_fx_tensor_name"
+        value { s: "add_1-aten.add.Tensor.OUTPUT.0" }
+      }
+      attr {
+        key: "_meta"
+        value { s: "Tensor(dtype=torch.float16, shape=torch.Size([2, 2]))" }
+      }
+      attr { name: "tt2" }
+    }
+  }
+  op {
+    name: "Cast_9"
+    type: "Cast"
+    input: "Add_1:0"
+    output_desc { name: "y" dtype: DT_FLOAT }
+  }
+  op {
+    name: "Split_2"
+    type: "SplitV"
+    input: "Cast_9:0"
+    output_desc {
+      attr {
+        key: "_fx_tensor_name"
+        value { s: "split-aten.split.Tensor.OUTPUT.0" }
+      }
+    }
+    output_desc {
+      attr {
+        key: "_fx_tensor_name"
+        value { s: "split-aten.split.Tensor.OUTPUT.1" }
+      }
+    }
+  }
 )pb";
 
 TEST(GeGraph, IndexesOpsInputsAndLinks) {
@@ -80,15 +104,21 @@ TEST(GeGraph, IndexesOpsInputsAndLinks) {
 
 TEST(GeGraph, StringsWithEscapesAndColons) {
   const std::string text = R"pb(
-op {
-  name: "layer.0/attn: proj"
-  type: "MatMul"
-  output_desc {
-    attr { key: "_meta" value { s: "a \"quoted\": value\n\001\377" } }
-    attr { key: "_fx_tensor_name" value { s: "mm-aten.mm.default.OUTPUT.0" } }
-  }
-}
-)pb";
+    op {
+      name: "layer.0/attn: proj"
+      type: "MatMul"
+      output_desc {
+        attr {
+          key: "_meta"
+          value { s: "a \"quoted\": value\n\001\377" }
+        }
+        attr {
+          key: "_fx_tensor_name"
+          value { s: "mm-aten.mm.default.OUTPUT.0" }
+        }
+      }
+    }
+  )pb";
   std::string error;
   const auto g = parse_ge_graph(text, "g.txt", &error);
   ASSERT_TRUE(g) << error;
@@ -140,8 +170,7 @@ TEST(GeGraph, FxTensorNames) {
 TEST(GeGraph, FusedNameSplit) {
   const std::set<std::string> names = {"Add", "Add_2", "Cast_9", "ConcatV2", "Add_1", "Add_10", "0Mul"};
   const auto known = [&](const std::string& n) { return names.count(n) > 0; };
-  EXPECT_EQ(split_fused_name("Add_2Cast_9ConcatV2", known),
-            (std::vector<std::string>{"Add_2", "Cast_9", "ConcatV2"}));
+  EXPECT_EQ(split_fused_name("Add_2Cast_9ConcatV2", known), (std::vector<std::string>{"Add_2", "Cast_9", "ConcatV2"}));
   // Longest first ("Add_10") leaves "Mul", which is unknown: backtrack to "Add_1" + "0Mul".
   EXPECT_EQ(split_fused_name("Add_10Mul", known), (std::vector<std::string>{"Add_1", "0Mul"}));
   EXPECT_FALSE(split_fused_name("Add_2Unknown", known));

@@ -27,8 +27,7 @@ std::string graph_text(const std::vector<OpText>& ops) {
     for (const auto& in : op.inputs) t += "  input: \"" + in + "\"\n";
     for (const auto& link : op.links) {
       t += "  output_desc {\n    name: \"y\"\n";
-      if (!link.empty())
-        t += "    attr { key: \"_fx_tensor_name\" value { s: \"" + link + "\" } }\n";
+      if (!link.empty()) t += "    attr { key: \"_fx_tensor_name\" value { s: \"" + link + "\" } }\n";
       t += "    attr { key: \"_meta\" value { s: \"Tensor(dtype=torch.float32, shape=torch.Size([2]))\" } }\n";
       t += "  }\n";
     }
@@ -89,17 +88,16 @@ std::vector<const RowSpec*> rows_of(const MatchResult& r, const std::string& my_
 }
 
 bool has_unmatched(const MatchResult& r, const std::string& name, const std::string& reason_part) {
-  return std::any_of(r.unmatched.begin(), r.unmatched.end(), [&](const auto& u) {
-    return u.first == name && u.second.find(reason_part) != std::string::npos;
-  });
+  return std::any_of(r.unmatched.begin(), r.unmatched.end(),
+                     [&](const auto& u) { return u.first == name && u.second.find(reason_part) != std::string::npos; });
 }
 
 struct Fixture {
   TempDir ge, fx;
   explicit Fixture(bool ranks = true) {
     write_file(ge / "dynamo_original_graph_1_rank_0_pid_9_ts_20240101000000000000.txt", graph_text(kOps));
-    const std::string ge_token = ranks ? ge / "worldsize1_global_rank0/20240101010101/0/graph_1/1/0"
-                                       : ge / "20240101010101/0/graph_1/1/0";
+    const std::string ge_token =
+        ranks ? ge / "worldsize1_global_rank0/20240101010101/0/graph_1/1/0" : ge / "20240101010101/0/graph_1/1/0";
     write_ge_token(ge_token);
     write_fx_step(ranks ? fx / "worldsize1_global_rank0/graph_1/0" : fx / "data_dump/1/gm_1_dump");
   }
@@ -109,8 +107,7 @@ TEST(GeMatch, Detection) {
   Fixture f;
   std::string detail;
   EXPECT_TRUE(is_ge_dump(f.ge.path(), &detail));
-  EXPECT_NE(detail.find("1 graph txt file(s), 1 rank(s), 1 graph dir(s), 1 token dir(s)"), std::string::npos)
-      << detail;
+  EXPECT_NE(detail.find("1 graph txt file(s), 1 rank(s), 1 graph dir(s), 1 token dir(s)"), std::string::npos) << detail;
   EXPECT_FALSE(is_ge_dump(f.fx.path(), &detail));
   const GeDumpLayout l = scan_ge_dump_dir(f.ge.path());
   ASSERT_EQ(l.ranks.size(), 1u);
@@ -232,7 +229,9 @@ TEST(GeMatch, FusedOpOutputsFollowOriginalOp) {
   add_input(&d, kGeFloat, {1}, 4);
   auto* out = add_output(&d, kGeFloat, {1}, 4);
   out->mutable_original_op()->set_name("Relu_4");
-  write_file(f.ge / "worldsize1_global_rank0/20240101010101/0/graph_1/1/0/AutomaticBufferFusionOp.fused_block_0.7.0.1700000000000070",
+  write_file(f.ge /
+                 "worldsize1_global_rank0/20240101010101/0/graph_1/1/0/"
+                 "AutomaticBufferFusionOp.fused_block_0.7.0.1700000000000070",
              ge_dump_bytes(d, floats_bytes({2, 3})));
   const MatchResult r = match_ge_vs_fx(f.fx.path(), f.ge.path(), std::nullopt);
   const auto rows = rows_of(r, "fused_block_0");
@@ -258,8 +257,8 @@ TEST(GeMatch, TwoRanksGraphsAndTokens) {
   for (int rank : {0, 1}) {
     write_file(ge / ("dynamo_original_graph_2_rank_" + std::to_string(rank) + "_pid_9_ts_1.txt"), graph_text(kOps));
     write_file(ge / ("dynamo_original_graph_10_rank_" + std::to_string(rank) + "_pid_9_ts_2.txt"), graph_text(kOps));
-    const std::string ge_rank = ge / ("worldsize2_global_rank" + std::to_string(rank) + "/20240101010101/" +
-                                      std::to_string(rank));
+    const std::string ge_rank =
+        ge / ("worldsize2_global_rank" + std::to_string(rank) + "/20240101010101/" + std::to_string(rank));
     const std::string fx_rank = fx / ("worldsize2_global_rank" + std::to_string(rank));
     for (const auto& [graph, model] : {std::pair{"graph_2", "3"}, std::pair{"graph_10", "4"}}) {
       for (const char* token : {"0", "1"}) {

@@ -13,28 +13,28 @@ namespace {
 // Values worked out by hand from the bit layout in the HiF8 paper.
 TEST(HiFloat8, HandDerivedCodes) {
   const std::map<uint8_t, float> expected = {
-      {0x00, 0.0f},                    // zero
-      {0x01, std::ldexp(1.0f, -22)},   // 0 0000 001: smallest denormal
-      {0x07, std::ldexp(1.0f, -16)},   // 0 0000 111: largest denormal
-      {0x08, 1.0f},                    // 0 0001 000: dot 0, E = 0
-      {0x0F, 1.875f},                  // 0 0001 111
-      {0x10, 2.0f},                    // 0 001 0 000: dot 1, E = +1
-      {0x18, 0.5f},                    // 0 001 1 000: E = -1
-      {0x1F, 0.9375f},                 // 0 001 1 111: 0.5 * 1.875
-      {0x20, 4.0f},                    // 0 01 00 000: dot 2, E = +2
-      {0x28, 8.0f},                    // 0 01 01 000: E = +3
-      {0x2F, 15.0f},                   // 8 * 1.875
-      {0x30, 0.25f},                   // 0 01 10 000: E = -2
-      {0x38, 0.125f},                  // 0 01 11 000: E = -3
-      {0x40, 16.0f},                   // 0 10 000 00: dot 3, E = +4
-      {0x4C, 128.0f},                  // 0 10 011 00: E = +7
-      {0x4F, 224.0f},                  // 128 * 1.75
-      {0x5C, std::ldexp(1.0f, -7)},    // 0 10 111 00: E = -7
-      {0x60, 256.0f},                  // 0 11 0000 0: dot 4, E = +8
-      {0x61, 384.0f},                  // 256 * 1.5
-      {0x6E, 32768.0f},                // 0 11 0111 0: E = +15, the largest finite
-      {0x70, std::ldexp(1.0f, -8)},    // 0 11 1000 0: E = -8
-      {0x7E, std::ldexp(1.0f, -15)},   // 0 11 1111 0: E = -15
+      {0x00, 0.0f},                   // zero
+      {0x01, std::ldexp(1.0f, -22)},  // 0 0000 001: smallest denormal
+      {0x07, std::ldexp(1.0f, -16)},  // 0 0000 111: largest denormal
+      {0x08, 1.0f},                   // 0 0001 000: dot 0, E = 0
+      {0x0F, 1.875f},                 // 0 0001 111
+      {0x10, 2.0f},                   // 0 001 0 000: dot 1, E = +1
+      {0x18, 0.5f},                   // 0 001 1 000: E = -1
+      {0x1F, 0.9375f},                // 0 001 1 111: 0.5 * 1.875
+      {0x20, 4.0f},                   // 0 01 00 000: dot 2, E = +2
+      {0x28, 8.0f},                   // 0 01 01 000: E = +3
+      {0x2F, 15.0f},                  // 8 * 1.875
+      {0x30, 0.25f},                  // 0 01 10 000: E = -2
+      {0x38, 0.125f},                 // 0 01 11 000: E = -3
+      {0x40, 16.0f},                  // 0 10 000 00: dot 3, E = +4
+      {0x4C, 128.0f},                 // 0 10 011 00: E = +7
+      {0x4F, 224.0f},                 // 128 * 1.75
+      {0x5C, std::ldexp(1.0f, -7)},   // 0 10 111 00: E = -7
+      {0x60, 256.0f},                 // 0 11 0000 0: dot 4, E = +8
+      {0x61, 384.0f},                 // 256 * 1.5
+      {0x6E, 32768.0f},               // 0 11 0111 0: E = +15, the largest finite
+      {0x70, std::ldexp(1.0f, -8)},   // 0 11 1000 0: E = -8
+      {0x7E, std::ldexp(1.0f, -15)},  // 0 11 1111 0: E = -15
       {0x7F, std::ldexp(1.5f, -15)},
       {0x88, -1.0f},
       {0xC0, -16.0f},
@@ -62,8 +62,7 @@ TEST(HiFloat8, SpecialValues) {
 
 TEST(HiFloat8, SignIsSymmetric) {
   for (int code = 1; code < 128; ++code) {
-    EXPECT_EQ(hifloat8_to_float(static_cast<uint8_t>(code | 0x80)),
-              -hifloat8_to_float(static_cast<uint8_t>(code)))
+    EXPECT_EQ(hifloat8_to_float(static_cast<uint8_t>(code | 0x80)), -hifloat8_to_float(static_cast<uint8_t>(code)))
         << code;
   }
 }
@@ -102,9 +101,7 @@ TEST(HiFloat8, MonotoneInMantissa) {
     const int mantissa_bits = code >= 0x60 ? 1 : code >= 0x40 ? 2 : 3;
     const int mask = (1 << mantissa_bits) - 1;
     if ((code & mask) == mask) continue;
-    EXPECT_LT(hifloat8_to_float(static_cast<uint8_t>(code)),
-              hifloat8_to_float(static_cast<uint8_t>(code + 1)))
-        << code;
+    EXPECT_LT(hifloat8_to_float(static_cast<uint8_t>(code)), hifloat8_to_float(static_cast<uint8_t>(code + 1))) << code;
   }
 }
 

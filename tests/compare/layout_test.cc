@@ -68,8 +68,7 @@ Array iota(const Shape& s) {
   return a;
 }
 
-std::vector<double> convert(int format, const Shape& stored, const Shape& original,
-                            const std::vector<double>& in) {
+std::vector<double> convert(int format, const Shape& stored, const Shape& original, const std::vector<double>& in) {
   std::string reason;
   const auto logical = plan_logical_shape(format, stored, original, &reason);
   EXPECT_TRUE(logical) << reason;
@@ -97,12 +96,10 @@ TEST(Layout, FractalNzToNdWithPadding) {
 TEST(Layout, FractalNzTwoDimsAndOneDim) {
   const Shape stored{1, 1, 16, 16};
   Array x = iota(stored);
-  Array ref = slice(reshape(transpose(reshape(x, {1, 1, 1, 16, 16}), {0, 2, 3, 1, 4}), {1, 16, 16}),
-                    {1, 3, 5});
+  Array ref = slice(reshape(transpose(reshape(x, {1, 1, 1, 16, 16}), {0, 2, 3, 1, 4}), {1, 16, 16}), {1, 3, 5});
   EXPECT_EQ(convert(29, stored, {3, 5}, x.data), ref.data);
   // A 1-D original is one row.
-  Array row = slice(reshape(transpose(reshape(x, {1, 1, 1, 16, 16}), {0, 2, 3, 1, 4}), {1, 16, 16}),
-                    {1, 1, 7});
+  Array row = slice(reshape(transpose(reshape(x, {1, 1, 1, 16, 16}), {0, 2, 3, 1, 4}), {1, 16, 16}), {1, 1, 7});
   EXPECT_EQ(convert(29, stored, {7}, x.data), row.data);
 }
 
@@ -188,8 +185,7 @@ TEST(Layout, ConvertRejectsInconsistentInput) {
 TEST(Layout, EmptyTensors) {
   std::vector<double> out{1.0};
   std::string error;
-  ASSERT_TRUE(convert_to_logical(29, {0, 1, 1, 16, 16}, {0, 3, 5}, std::vector<double>{}, &out, &error))
-      << error;
+  ASSERT_TRUE(convert_to_logical(29, {0, 1, 1, 16, 16}, {0, 3, 5}, std::vector<double>{}, &out, &error)) << error;
   EXPECT_TRUE(out.empty());
 }
 

@@ -68,11 +68,12 @@ TEST(MappedFile, TensorViewsMatchReads) {
   diagnose::testing::write_npy_f32(dir / "f32.npy", values);
   std::vector<uint16_t> halves(values.size());
   for (size_t i = 0; i < values.size(); ++i) halves[i] = static_cast<uint16_t>(0x3C00 + i % 1000);
-  diagnose::testing::write_bytes(dir / "f16.npy", diagnose::testing::npy_bytes("<f2", "(" + std::to_string(halves.size()) + ",)",
-                                                                               halves.data(), halves.size() * 2));
+  diagnose::testing::write_bytes(
+      dir / "f16.npy", diagnose::testing::npy_bytes("<f2", "(" + std::to_string(halves.size()) + ",)", halves.data(),
+                                                    halves.size() * 2));
   for (const auto& file : {std::pair<std::string, DType>{"f32.npy", DType::Float32},
-                            {"f16.npy", DType::Float16},
-                            {"f32_unaligned", DType::Float32}}) {
+                           {"f16.npy", DType::Float16},
+                           {"f32_unaligned", DType::Float32}}) {
     const std::string& name = file.first;  // plain names: a lambda below uses them
     const DType stored = file.second;
     TensorRef ref = read_npy(dir / (name == "f32_unaligned" ? "f32.npy" : name));

@@ -18,10 +18,10 @@ using testing_support::TempDir;
 inline void write_bytes(const std::string& path, const std::string& bytes) { testing_support::write_text(path, bytes); }
 
 // A version-1 .npy file with the given descr ("<f4"), shape text ("(2, 3)") and raw data.
-inline std::string npy_bytes(const std::string& descr, const std::string& shape, const void* data,
-                             size_t size, bool fortran = false) {
-  std::string header = "{'descr': '" + descr + "', 'fortran_order': " + (fortran ? "True" : "False") +
-                       ", 'shape': " + shape + ", }";
+inline std::string npy_bytes(const std::string& descr, const std::string& shape, const void* data, size_t size,
+                             bool fortran = false) {
+  std::string header =
+      "{'descr': '" + descr + "', 'fortran_order': " + (fortran ? "True" : "False") + ", 'shape': " + shape + ", }";
   while ((10 + header.size() + 1) % 64 != 0) header += ' ';
   header += '\n';
   std::string out = "\x93NUMPY";
@@ -34,10 +34,9 @@ inline std::string npy_bytes(const std::string& descr, const std::string& shape,
   return out;
 }
 
-inline void write_npy_f32(const std::string& path, const std::vector<float>& values,
-                          const std::string& shape = "") {
-  write_bytes(path, npy_bytes("<f4", shape.empty() ? "(" + std::to_string(values.size()) + ",)" : shape,
-                              values.data(), values.size() * 4));
+inline void write_npy_f32(const std::string& path, const std::vector<float>& values, const std::string& shape = "") {
+  write_bytes(path, npy_bytes("<f4", shape.empty() ? "(" + std::to_string(values.size()) + ",)" : shape, values.data(),
+                              values.size() * 4));
 }
 
 }  // namespace diagnose::testing

@@ -16,7 +16,8 @@ using namespace testing_support;
 TEST(SingleOpBatches, InventoryParsesAndRejects) {
   std::string error;
   auto ops = parse_op_inventory(R"([{"op": "aten.mm.default", "calls": 3}, {"op": "aten.add.Tensor"},
-                                    {"op": "aten.mm.default", "calls": 1}])", &error);
+                                    {"op": "aten.mm.default", "calls": 1}])",
+                                &error);
   ASSERT_TRUE(ops) << error;
   ASSERT_EQ(ops->size(), 2u);  // duplicates folded
   EXPECT_EQ((*ops)[0].op, "aten.mm.default");
@@ -96,8 +97,9 @@ TEST(DynamoFindings, GraphBreaksFromStatus) {
 // --- the kinds run by the diagnose binary on the stand-in plugin --------------------------
 
 std::string stand_in_model(const std::string& env) {
-  return "model:\n  script: " + script("model.py") + "\n  python: " + python() + "\n  env: {PYTHONPATH: " +
-         script("stand_in_plugin") + (env.empty() ? "" : ", " + env) + "}\ndefaults: {slots: 2}\n";
+  return "model:\n  script: " + script("model.py") + "\n  python: " + python() +
+         "\n  env: {PYTHONPATH: " + script("stand_in_plugin") + (env.empty() ? "" : ", " + env) +
+         "}\ndefaults: {slots: 2}\n";
 }
 
 nlohmann::json report_of(const TempDir& dir) { return read_json(only_run_dir(dir / "runs") + "/report.json"); }
@@ -105,10 +107,12 @@ nlohmann::json report_of(const TempDir& dir) { return read_json(only_run_dir(dir
 TEST(DiagnosticSteps, SingleOpCheckReportsWrongAndCrashedOpsAndRebatches) {
   TempDir dir;
   std::string ops = "aten.a.default,aten.b.default,aten.c.default,aten.d.default,aten.e.default,aten.f.default";
-  write_text(dir / "wf.yaml", stand_in_model("STAND_IN_OPS: \"" + ops +
-                                             "\", STAND_IN_CRASH_OPS: aten.b.default, STAND_IN_WRONG_OPS: aten.e.default, "
-                                             "STAND_IN_ERROR_OPS: aten.f.default, STAND_IN_LOG: " + (dir / "ops.log")) +
-                                  "steps:\n  - {id: single, kind: single_op_check, target: {backend: aot_eager}}\n");
+  write_text(dir / "wf.yaml",
+             stand_in_model("STAND_IN_OPS: \"" + ops +
+                            "\", STAND_IN_CRASH_OPS: aten.b.default, STAND_IN_WRONG_OPS: aten.e.default, "
+                            "STAND_IN_ERROR_OPS: aten.f.default, STAND_IN_LOG: " +
+                            (dir / "ops.log")) +
+                 "steps:\n  - {id: single, kind: single_op_check, target: {backend: aot_eager}}\n");
   Finished r = run_diagnose({"wf.yaml"}, dir.path());
   ASSERT_EQ(r.code, 1) << r.out << r.err;
   nlohmann::json report = report_of(dir);
@@ -151,7 +155,8 @@ TEST(DiagnosticSteps, SingleOpCheckPassesWhenEveryOpMatches) {
 
 TEST(DiagnosticSteps, DynamoMetaCheckNamesTheMetaOpAndTheDivergingBackends) {
   TempDir dir;
-  std::string meta = R"('[{"op": "demo::scale", "op_key": "demo::scale#0", "status": "mismatch", "mismatches": [{"output": 0, "field": "dtype", "eager": "torch.float32", "fake": "torch.bfloat16"}]}, {"op": "aten.mm.default", "status": "ok"}]')";
+  std::string meta =
+      R"('[{"op": "demo::scale", "op_key": "demo::scale#0", "status": "mismatch", "mismatches": [{"output": 0, "field": "dtype", "eager": "torch.float32", "fake": "torch.bfloat16"}]}, {"op": "aten.mm.default", "status": "ok"}]')";
   write_text(dir / "wf.yaml", stand_in_model("STAND_IN_META: " + meta +
                                              ", STAND_IN_WRONG_BACKEND: aot_eager, STAND_IN_FAIL_BACKEND: "
                                              "aot_eager_decomp_partition, STAND_IN_BREAKS: \"print(),input()\"") +
@@ -167,12 +172,14 @@ TEST(DiagnosticSteps, DynamoMetaCheckNamesTheMetaOpAndTheDivergingBackends) {
   EXPECT_EQ(step["metrics"]["graph_breaks"], 2);
   EXPECT_EQ(step["metrics"]["failed_backends"], (nlohmann::json{"aot_eager", "aot_eager_decomp_partition"}));
   // Every compiled run really used its backend.
-  EXPECT_EQ(read_json(only_run_dir(dir / "runs") + "/steps/dynamo/backend-aot_eager/spec.json")["backend"], "aot_eager");
+  EXPECT_EQ(read_json(only_run_dir(dir / "runs") + "/steps/dynamo/backend-aot_eager/spec.json")["backend"],
+            "aot_eager");
 }
 
 TEST(DiagnosticSteps, DynamoMetaCheckPassesOnAgreement) {
   TempDir dir;
-  write_text(dir / "wf.yaml", stand_in_model("") + "steps:\n  - {id: dynamo, kind: dynamo_meta_check, backends: [eager]}\n");
+  write_text(dir / "wf.yaml",
+             stand_in_model("") + "steps:\n  - {id: dynamo, kind: dynamo_meta_check, backends: [eager]}\n");
   Finished r = run_diagnose({"wf.yaml"}, dir.path());
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_EQ(report_of(dir)["steps"][0]["metrics"]["failed_backends"], nlohmann::json::array());
@@ -180,9 +187,10 @@ TEST(DiagnosticSteps, DynamoMetaCheckPassesOnAgreement) {
 
 TEST(DiagnosticSteps, EagerDeviceVsCpuComparesTheConfigurationUnderTest) {
   TempDir dir;
-  write_text(dir / "wf.yaml", stand_in_model("") +
-                                  "steps:\n  - id: eager\n    kind: eager_device_vs_cpu\n    target: {env: {STAND_IN_SCALE: "
-                                  "\"1.01\"}}\n    referee: true\n");
+  write_text(dir / "wf.yaml",
+             stand_in_model("") +
+                 "steps:\n  - id: eager\n    kind: eager_device_vs_cpu\n    target: {env: {STAND_IN_SCALE: "
+                 "\"1.01\"}}\n    referee: true\n");
   Finished r = run_diagnose({"wf.yaml"}, dir.path());
   ASSERT_EQ(r.code, 1) << r.out << r.err;
   nlohmann::json report = report_of(dir);
@@ -198,10 +206,11 @@ TEST(DiagnosticSteps, EagerDeviceVsCpuComparesTheConfigurationUnderTest) {
 
 TEST(DiagnosticSteps, GraphDumpCompareLocalisesAndTakesExternalDumps) {
   TempDir dir;
-  write_text(dir / "wf.yaml", stand_in_model("STAND_IN_WRONG_BACKEND: inductor") +
-                                  "steps:\n  - {id: graph, kind: graph_dump_compare, on_failure: continue}\n"
-                                  "  - id: again\n    kind: graph_dump_compare\n"
-                                  "    golden: ${steps.graph.dir}/golden/dump\n    target: ${steps.graph.dir}/golden/dump\n");
+  write_text(dir / "wf.yaml",
+             stand_in_model("STAND_IN_WRONG_BACKEND: inductor") +
+                 "steps:\n  - {id: graph, kind: graph_dump_compare, on_failure: continue}\n"
+                 "  - id: again\n    kind: graph_dump_compare\n"
+                 "    golden: ${steps.graph.dir}/golden/dump\n    target: ${steps.graph.dir}/golden/dump\n");
   Finished r = run_diagnose({"wf.yaml"}, dir.path());
   ASSERT_EQ(r.code, 1) << r.out << r.err;
   nlohmann::json report = report_of(dir);

@@ -2,10 +2,10 @@
 // run specs; the model section's validation.
 #include <gtest/gtest.h>
 
-#include "tests/support/e2e_helpers.h"
-#include "orchestrator/workflow/workflow_loader.h"
 #include "orchestrator/engine/run_dir.h"
+#include "orchestrator/workflow/workflow_loader.h"
 #include "steps/plugin_run.h"
+#include "tests/support/e2e_helpers.h"
 
 namespace diagnose {
 namespace {
@@ -68,8 +68,8 @@ timeout: 30
   EXPECT_EQ(spec["switches"]["fusion_switch_file"], workflow.dir + "/rules.cfg");
 
   RunRequest run = plugin_run(context, "target", spec, side);
-  std::vector<std::string> argv = {"/opt/py/bin/python", "-m", "diagnose_pytorch", "run", workflow.dir + "/model.py",
-                                   "--steps", "2", "--extra"};
+  std::vector<std::string> argv = {
+      "/opt/py/bin/python", "-m", "diagnose_pytorch", "run", workflow.dir + "/model.py", "--steps", "2", "--extra"};
   EXPECT_EQ(run.argv, argv);
   EXPECT_EQ(run.dir, dir / "run/steps/check/target");
   EXPECT_EQ(run.dump_dir, run.dir + "/dump");
@@ -117,8 +117,8 @@ TEST(PluginRun, ModelWithoutScriptIsAClearError) {
 
 TEST(PluginRun, YamlScalarsBecomeJsonTypes) {
   nlohmann::json j = yaml_to_json(YAML::Load("{a: true, b: 3, c: 1.5e-3, d: null, e: '3', f: text, g: [1, x]}"));
-  EXPECT_EQ(j, (nlohmann::json{{"a", true}, {"b", 3}, {"c", 1.5e-3}, {"d", nullptr}, {"e", "3"}, {"f", "text"},
-                               {"g", {1, "x"}}}));
+  EXPECT_EQ(j, (nlohmann::json{
+                   {"a", true}, {"b", 3}, {"c", 1.5e-3}, {"d", nullptr}, {"e", "3"}, {"f", "text"}, {"g", {1, "x"}}}));
 }
 
 TEST(PluginRun, ModelSectionErrors) {
@@ -129,13 +129,16 @@ TEST(PluginRun, ModelSectionErrors) {
   EXPECT_EQ(load_errors("model:\n  args: [-x]\nsteps: [{id: a, kind: run}]\n"),
             std::vector<std::string>{"wf.yaml:2:9: error: model: args are the arguments of a script; give script too"});
   EXPECT_EQ(load_errors("model:\n  script: m.py\n  dtype: fp16\nsteps: [{id: a, kind: run}]\n").size(), 1u);
-  EXPECT_TRUE(load_errors("model: {script: m.py, args: [-x], backend: eager, device: cpu}\nsteps: [{id: a, kind: run}]\n").empty());
+  EXPECT_TRUE(
+      load_errors("model: {script: m.py, args: [-x], backend: eager, device: cpu}\nsteps: [{id: a, kind: run}]\n")
+          .empty());
 }
 
 TEST(WorkflowExtends, TheBaseWithThisFilesTopLevelKeys) {
   TempDir dir;
-  testing_support::write_text(dir / "base/flow.yaml", "name: base\nmodel: {argv: [python, m.py]}\ndefaults: {slots: 2}\n"
-                                                       "steps:\n  - {id: a, kind: run}\n  - {id: b, kind: run}\n");
+  testing_support::write_text(dir / "base/flow.yaml",
+                              "name: base\nmodel: {argv: [python, m.py]}\ndefaults: {slots: 2}\n"
+                              "steps:\n  - {id: a, kind: run}\n  - {id: b, kind: run}\n");
   Workflow workflow = load(dir, "extends: base/flow.yaml\nmodel: {script: mine.py, backend: aot_eager}\n");
   EXPECT_EQ(workflow.name, "base");
   EXPECT_EQ(workflow.defaults.slots, 2);
@@ -155,7 +158,9 @@ TEST(WorkflowExtends, ErrorsNameTheBaseFile) {
   EXPECT_FALSE(load_workflow(path, diagnostics));
   ASSERT_EQ(diagnostics.list().size(), 1u);
   std::string message = format_diagnostic(diagnostics.list()[0]);
-  EXPECT_EQ(message.rfind(path + ":2:10: error: extends: " + dir / "base.yaml" + ":3:19: steps.a: unknown step kind 'runn'", 0), 0u)
+  EXPECT_EQ(message.rfind(
+                path + ":2:10: error: extends: " + dir / "base.yaml" + ":3:19: steps.a: unknown step kind 'runn'", 0),
+            0u)
       << message;
   EXPECT_EQ(load_errors("extends: missing.yaml\nmodel: {argv: [x]}\n"),
             std::vector<std::string>{"wf.yaml:1:10: error: extends: missing.yaml: cannot read the workflow file"});
@@ -170,7 +175,8 @@ TEST(WorkflowExtends, ErrorsNameTheBaseFile) {
 TEST(WorkflowExtends, TheStandardWorkflowAndEveryExampleValidate) {
   std::vector<std::string> files = {std::string(DIAGNOSE_SOURCE_DIR) + "/workflows/graph-mode-precision.yaml"};
   for (const auto& entry : boost::filesystem::directory_iterator(std::string(DIAGNOSE_SOURCE_DIR) + "/examples")) {
-    if (boost::filesystem::exists(entry.path() / "workflow.yaml")) files.push_back((entry.path() / "workflow.yaml").string());
+    if (boost::filesystem::exists(entry.path() / "workflow.yaml"))
+      files.push_back((entry.path() / "workflow.yaml").string());
   }
   EXPECT_GE(files.size(), 8u);
   for (const std::string& file : files) {

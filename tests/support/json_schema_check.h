@@ -15,7 +15,8 @@ namespace diagnose::testing_support {
 inline bool has_type(const nlohmann::json& v, const std::string& type) {
   if (type == "null") return v.is_null();
   if (type == "boolean") return v.is_boolean();
-  if (type == "integer") return v.is_number_integer() || (v.is_number_float() && v.get<double>() == static_cast<long long>(v.get<double>()));
+  if (type == "integer")
+    return v.is_number_integer() || (v.is_number_float() && v.get<double>() == static_cast<long long>(v.get<double>()));
   if (type == "number") return v.is_number();
   if (type == "string") return v.is_string();
   if (type == "array") return v.is_array();
@@ -25,9 +26,23 @@ inline bool has_type(const nlohmann::json& v, const std::string& type) {
 
 inline void check_schema(const nlohmann::json& v, const nlohmann::json& schema, const nlohmann::json& root,
                          const std::string& path, std::vector<std::string>& errors) {
-  static const std::set<std::string> kKnown = {"$schema", "$id", "$defs", "title", "description", "type", "enum",
-                                               "const", "properties", "required", "additionalProperties", "items",
-                                               "minimum", "exclusiveMinimum", "maximum", "anyOf", "$ref"};
+  static const std::set<std::string> kKnown = {"$schema",
+                                               "$id",
+                                               "$defs",
+                                               "title",
+                                               "description",
+                                               "type",
+                                               "enum",
+                                               "const",
+                                               "properties",
+                                               "required",
+                                               "additionalProperties",
+                                               "items",
+                                               "minimum",
+                                               "exclusiveMinimum",
+                                               "maximum",
+                                               "anyOf",
+                                               "$ref"};
   for (const auto& [keyword, value] : schema.items())
     if (!kKnown.count(keyword)) errors.push_back(path + ": unsupported schema keyword " + keyword);
   if (schema.contains("$ref")) {
@@ -64,20 +79,24 @@ inline void check_schema(const nlohmann::json& v, const nlohmann::json& schema, 
   }
   if (v.is_object()) {
     for (const auto& name : schema.value("required", nlohmann::json::array()))
-      if (!v.contains(name.get<std::string>())) errors.push_back(path + ": missing required " + name.get<std::string>());
+      if (!v.contains(name.get<std::string>()))
+        errors.push_back(path + ": missing required " + name.get<std::string>());
     const nlohmann::json properties = schema.value("properties", nlohmann::json::object());
     for (const auto& [key, value] : v.items()) {
       if (properties.contains(key)) {
         check_schema(value, properties[key], root, path + "." + key, errors);
       } else if (schema.contains("additionalProperties")) {
         const nlohmann::json& extra = schema["additionalProperties"];
-        if (extra.is_boolean() && !extra.get<bool>()) errors.push_back(path + ": unexpected property " + key);
-        else if (extra.is_object()) check_schema(value, extra, root, path + "." + key, errors);
+        if (extra.is_boolean() && !extra.get<bool>())
+          errors.push_back(path + ": unexpected property " + key);
+        else if (extra.is_object())
+          check_schema(value, extra, root, path + "." + key, errors);
       }
     }
   }
   if (v.is_array() && schema.contains("items")) {
-    for (size_t i = 0; i < v.size(); ++i) check_schema(v[i], schema["items"], root, path + "[" + std::to_string(i) + "]", errors);
+    for (size_t i = 0; i < v.size(); ++i)
+      check_schema(v[i], schema["items"], root, path + "[" + std::to_string(i) + "]", errors);
   }
   if (schema.contains("anyOf")) {
     bool any = false;

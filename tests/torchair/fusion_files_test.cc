@@ -153,7 +153,8 @@ TEST_F(FusionFiles, MalformedFusionResultsNameTheFile) {
   auto read = [](const fs::path& p) { read_fusion_result_file(p); };
   EXPECT_NE(error_of(read, "{\"g\": {").find("not valid JSON"), std::string::npos);
   EXPECT_NE(error_of(read, "\"text\"").find("expected an object of graphs or a list"), std::string::npos);
-  EXPECT_NE(error_of(read, R"({"g": {"graph_fusion": {"A": {"effect_times": "many"}}}})").find("g.graph_fusion.A.effect_times"),
+  EXPECT_NE(error_of(read, R"({"g": {"graph_fusion": {"A": {"effect_times": "many"}}}})")
+                .find("g.graph_fusion.A.effect_times"),
             std::string::npos);
   EXPECT_NE(error_of(read, R"({"g": {"ub_fusion": {"A": {"match_times": "-1"}}}})").find("expected a count"),
             std::string::npos);

@@ -87,7 +87,8 @@ Options sequential_options() {
   return options;
 }
 
-Result run_bisect(SimulatedModel& model, Options options = sequential_options(), const std::vector<TrialRecord>& log = {}) {
+Result run_bisect(SimulatedModel& model, Options options = sequential_options(),
+                  const std::vector<TrialRecord>& log = {}) {
   ModelOracle oracle(model);
   return bisect(model.candidates, oracle, options, log);
 }
@@ -346,9 +347,9 @@ TEST(Bisector, ContradictionsEndLowNotHigh) {
   EXPECT_FALSE(result.verified);
   EXPECT_EQ(result.confidence, Confidence::Low);
   EXPECT_NE(result.summary.find("not confirmed"), std::string::npos) << result.summary;
-  bool contradiction = std::any_of(result.confidence_notes.begin(), result.confidence_notes.end(), [](const std::string& n) {
-    return n.find("contradiction even with majority votes") != std::string::npos;
-  });
+  bool contradiction = std::any_of(
+      result.confidence_notes.begin(), result.confidence_notes.end(),
+      [](const std::string& n) { return n.find("contradiction even with majority votes") != std::string::npos; });
   EXPECT_TRUE(contradiction);
 }
 
@@ -395,7 +396,8 @@ TEST(Bisector, KilledMidwayResumesWhereItStopped) {
 
 TEST(Bisector, MalformedTrialLogIsRefused) {
   EXPECT_THROW(trial_log_from_json(nlohmann::json::object()), std::runtime_error);
-  EXPECT_THROW(trial_log_from_json(nlohmann::json::parse(R"([{"off": [], "outcome": "melted", "round": 1, "phase": "search"}])")),
+  EXPECT_THROW(trial_log_from_json(
+                   nlohmann::json::parse(R"([{"off": [], "outcome": "melted", "round": 1, "phase": "search"}])")),
                std::runtime_error);
   EXPECT_THROW(trial_log_from_json(nlohmann::json::parse(R"([{"off": [], "outcome": "pass", "phase": "search"}])")),
                std::runtime_error);

@@ -37,8 +37,8 @@ std::vector<std::string> lines_of(const std::string& text) {
 
 // Runs the stand-in once with `switch_file`; its exit status.
 int standin_exit(const TempDir& dir, const std::string& switch_file, const std::string& faults) {
-  std::string command = python() + " " + script("fusion_standin.py") + " --switch-file " + switch_file +
-                        " --faults " + faults + " > /dev/null 2>&1";
+  std::string command = python() + " " + script("fusion_standin.py") + " --switch-file " + switch_file + " --faults " +
+                        faults + " > /dev/null 2>&1";
   int status = std::system(("cd " + dir.path() + " && " + command).c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
@@ -52,7 +52,8 @@ TEST(TrialOracle, NamesAreStablePerConfigurationAndOccurrence) {
 
 TEST(TrialOracle, RulesSelectedByGlobs) {
   std::vector<std::string> rules = {"GeluFusionPass", "SoftmaxFusionPass", "TbeEltwiseFusionPass"};
-  EXPECT_EQ(bisect::select_rules(rules, {}, {"Tbe*"}), (std::vector<std::string>{"GeluFusionPass", "SoftmaxFusionPass"}));
+  EXPECT_EQ(bisect::select_rules(rules, {}, {"Tbe*"}),
+            (std::vector<std::string>{"GeluFusionPass", "SoftmaxFusionPass"}));
   EXPECT_EQ(bisect::select_rules(rules, {"*max*", "Gelu*"}, {}),
             (std::vector<std::string>{"GeluFusionPass", "SoftmaxFusionPass"}));
 }
@@ -91,15 +92,16 @@ TEST(BisectCommand, FindsTheWrongRuleAndItsSwitchFileFixesTheCommand) {
   EXPECT_EQ(file["Switch"]["GraphFusion"]["SoftmaxFusionPass"], "off");
   EXPECT_EQ(standin_exit(dir, switch_file, "wrong:SoftmaxFusionPass"), 0);
   EXPECT_EQ(standin_exit(dir, dir / "out/trials/" + bisect::trial_name({}, 0) + "/fusion_switch.json",
-                         "wrong:SoftmaxFusionPass"), 1);
+                         "wrong:SoftmaxFusionPass"),
+            1);
 }
 
 TEST(BisectCommand, FindsAPairThatIsWrongOnlyTogether) {
   TempDir dir;
-  Finished r = run_diagnose(
-      bisect_args("out", {"--switch-env", "STANDIN_SWITCH_FILE"},
-                  {"--", python(), script("fusion_standin.py"), "--faults", "pair:LayerNormFusionPass+PadConv2dFusionPass"}),
-      dir.path());
+  Finished r = run_diagnose(bisect_args("out", {"--switch-env", "STANDIN_SWITCH_FILE"},
+                                        {"--", python(), script("fusion_standin.py"), "--faults",
+                                         "pair:LayerNormFusionPass+PadConv2dFusionPass"}),
+                            dir.path());
   ASSERT_EQ(r.code, 1) << r.out << r.err;
   nlohmann::json result = read_json(dir / "out/bisection.json");
   ASSERT_EQ(result["culprit_sets"].size(), 1u) << result.dump(1);
@@ -110,8 +112,9 @@ TEST(BisectCommand, FindsAPairThatIsWrongOnlyTogether) {
 
 TEST(BisectCommand, CrashingRuleIsFoundWhenCrashesCountAsFailures) {
   TempDir dir;
-  Finished r = run_diagnose(bisect_args("out", {"--crash-is-failure", "--rules", "GeluFusionPass,SoftmaxFusionPass",
-                                                "--rules", "TbeEltwiseFusionPass,PadConv2dFusionPass"},
+  Finished r = run_diagnose(bisect_args("out",
+                                        {"--crash-is-failure", "--rules", "GeluFusionPass,SoftmaxFusionPass", "--rules",
+                                         "TbeEltwiseFusionPass,PadConv2dFusionPass"},
                                         standin({"--faults", "crash:TbeEltwiseFusionPass"})),
                             dir.path());
   ASSERT_EQ(r.code, 1) << r.out << r.err;
@@ -148,10 +151,10 @@ TEST(BisectCommand, JudgesByComparingDumpsWithAGolden) {
                          " --faults '' --dump golden > /dev/null")
                             .c_str()),
             0);
-  Finished r = run_diagnose(
-      bisect_args("out", {"--golden", "golden", "--candidates-from", dir / "fusion_result.json"},
-                  standin({"--faults", "wrong:TbeEltwiseFusionPass", "--dump", "${trial_dir}/dump"})),
-      dir.path());
+  Finished r =
+      run_diagnose(bisect_args("out", {"--golden", "golden", "--candidates-from", dir / "fusion_result.json"},
+                               standin({"--faults", "wrong:TbeEltwiseFusionPass", "--dump", "${trial_dir}/dump"})),
+                   dir.path());
   ASSERT_EQ(r.code, 1) << r.out << r.err;
   nlohmann::json result = read_json(dir / "out/bisection.json");
   EXPECT_EQ(result["culprits_off"], nlohmann::json({"TbeEltwiseFusionPass"}));
@@ -166,8 +169,8 @@ TEST(BisectCommand, JudgesByComparingDumpsWithAGolden) {
 
 TEST(BisectCommand, KilledAndResumedRunsNoCompletedTrialAgain) {
   TempDir dir;
-  std::vector<std::string> args =
-      bisect_args("out", {}, standin({"--faults", "wrong:PadConv2dFusionPass", "--sleep", "0.3", "--log", dir / "runs.log"}));
+  std::vector<std::string> args = bisect_args(
+      "out", {}, standin({"--faults", "wrong:PadConv2dFusionPass", "--sleep", "0.3", "--log", dir / "runs.log"}));
   std::set<std::string> logged_before;
   {
     DiagnoseProcess engine(args, dir.path());
@@ -224,9 +227,11 @@ std::string step_workflow(const std::string& faults, const std::string& extra = 
   return "name: bisect\nmodel:\n  argv: [" + python() + ", " + script("fusion_standin.py") +
          ", --switch-file, \"${switch_file}\", --dump, \"${run.dump_dir}\", --log, \"${workflow_dir}/runs.log\"]\n"
          "defaults:\n  slots: 2\nsteps:\n  - id: fusion\n    kind: fusion_bisect\n    confirmations: 1\n"
-         "    golden: {argv: [" + python() + ", " + script("fusion_standin.py") +
+         "    golden: {argv: [" +
+         python() + ", " + script("fusion_standin.py") +
          ", --faults, \"\", --dump, \"${run.dump_dir}\"]}\n"
-         "    target: {args: [--faults, \"" + faults + "\"]}\n" + extra;
+         "    target: {args: [--faults, \"" +
+         faults + "\"]}\n" + extra;
 }
 
 TEST(FusionBisectStep, VerdictNamesTheCulpritWithWorkaroundTableAndReplays) {

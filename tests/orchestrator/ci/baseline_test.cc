@@ -16,10 +16,12 @@ using namespace testing_support;
 
 // What the PyTorch plugin leaves in a run directory (status.json + outputs/).
 void make_plugin_run(const std::string& dir, const std::string& tensor_bytes) {
-  write_text(dir + "/status.json", R"({"format": "diagnose-run-status", "version": 1, "state": "ok", "torch_version": "2.13.0",
+  write_text(dir + "/status.json",
+             R"({"format": "diagnose-run-status", "version": 1, "state": "ok", "torch_version": "2.13.0",
     "ran": {"mode": "compiled", "backend": "aot_eager", "device": "cpu", "dtype": null},
     "switches": {"active": {"inductor": {"max_autotune": false}}}})");
-  write_text(dir + "/outputs/manifest.jsonl", "{\"type\": \"header\", \"format\": \"diagnose-dump\", \"version\": 1}\n");
+  write_text(dir + "/outputs/manifest.jsonl",
+             "{\"type\": \"header\", \"format\": \"diagnose-dump\", \"version\": 1}\n");
   write_text(dir + "/outputs/tensors/0000000.output.0.npy", tensor_bytes);
   write_text(dir + "/dump/manifest.jsonl", "{\"type\": \"header\"}\n");
 }

@@ -48,7 +48,8 @@ std::string integrity(const std::string& path) {
   sqlite3_open(path.c_str(), &db);
   sqlite3_stmt* s = nullptr;
   sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &s, nullptr);
-  std::string result = sqlite3_step(s) == SQLITE_ROW ? reinterpret_cast<const char*>(sqlite3_column_text(s, 0)) : "no row";
+  std::string result =
+      sqlite3_step(s) == SQLITE_ROW ? reinterpret_cast<const char*>(sqlite3_column_text(s, 0)) : "no row";
   sqlite3_finalize(s);
   sqlite3_close(db);
   return result;
@@ -103,8 +104,13 @@ TEST(History, SummaryOfARunTakesTheGateMetrics) {
   gate.status = StepStatus::Fail;
   gate.metrics = {{"model_version", "2.1"},
                   {"outputs",
-                   {{{"output", "output.0"}, {"dtype", "torch.float32"}, {"cosine_similarity", 0.9}, {"relative_l2", 0.3},
-                     {"max_relative_error", "inf"}, {"max_absolute_error", nullptr}, {"passed", false}}}}};
+                   {{{"output", "output.0"},
+                     {"dtype", "torch.float32"},
+                     {"cosine_similarity", 0.9},
+                     {"relative_l2", 0.3},
+                     {"max_relative_error", "inf"},
+                     {"max_absolute_error", nullptr},
+                     {"passed", false}}}}};
   state.steps.push_back(gate);
   Verdict verdict;
   verdict.category = "precision_problem";

@@ -89,7 +89,9 @@ TEST(EndToEnd, FailingCompareProducesAVerdictNamingTheOp) {
   EXPECT_EQ(report["steps"][2]["metrics"]["failed"], 3);
   EXPECT_EQ(report["steps"][2]["metrics"]["first_failing_op"], "02_relu");
   ASSERT_FALSE(verdict["reproduce"].empty());
-  EXPECT_EQ(verdict["reproduce"].back().get<std::string>().rfind("diagnose compare -gp " + run_dir + "/steps/eager/dump -mp ", 0), 0u);
+  EXPECT_EQ(verdict["reproduce"].back().get<std::string>().rfind(
+                "diagnose compare -gp " + run_dir + "/steps/eager/dump -mp ", 0),
+            0u);
   bool has_table = false, has_csv = false;
   for (const auto& e : verdict["evidence"]) {
     has_table |= e["kind"] == "table" && e["value"][0]["op"] == "02_relu" && e["value"].size() == 3;
@@ -100,7 +102,8 @@ TEST(EndToEnd, FailingCompareProducesAVerdictNamingTheOp) {
   EXPECT_TRUE(has_csv);
   // The when: condition held, so the assert ran (and passed: 3 <= 100).
   EXPECT_EQ(report["steps"][3]["status"], "pass");
-  EXPECT_NE(r.out.find("verdict: Defect localised to an op, not caused by fusion: 02_relu"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("verdict: Defect localised to an op, not caused by fusion: 02_relu"), std::string::npos)
+      << r.out;
   EXPECT_NE(read_text(run_dir + "/report.md").find("Culprit: `02_relu`"), std::string::npos);
 }
 
@@ -143,7 +146,8 @@ TEST(EndToEnd, CrashingModelExitsThreeWithItsLogTailInTheReport) {
   TempDir dir;
   write_text(dir / "wf.yaml", R"yaml(
 model:
-  argv: [sh, )yaml" + script("crash.sh") + R"yaml(]
+  argv: [sh, )yaml" + script("crash.sh") +
+                                  R"yaml(]
 steps:
   - {id: model, kind: run}
   - {id: after, kind: run}
@@ -185,7 +189,8 @@ TEST(EndToEnd, HangingModelIsKilledWithItsChildrenAtTheTimeout) {
   TempDir dir;
   write_text(dir / "wf.yaml", R"yaml(
 model:
-  argv: [sh, )yaml" + script("hang.sh") + R"yaml(, "${workflow_dir}/pids"]
+  argv: [sh, )yaml" + script("hang.sh") +
+                                  R"yaml(, "${workflow_dir}/pids"]
   timeout: 1
 defaults:
   kill_grace: 0.5
@@ -327,7 +332,8 @@ TEST(EndToEnd, SecondCtrlCKillsAChildThatIgnoresTheFirst) {
   TempDir dir;
   write_text(dir / "wf.yaml", R"yaml(
 model:
-  argv: [sh, )yaml" + script("hang.sh") + R"yaml(, "${workflow_dir}/pids"]
+  argv: [sh, )yaml" + script("hang.sh") +
+                                  R"yaml(, "${workflow_dir}/pids"]
 defaults:
   kill_grace: 60
 steps:
@@ -508,7 +514,11 @@ TEST(EndToEnd, UsageErrorsExitTwo) {
   Finished r = run_diagnose({"bad.yaml"}, dir.path());
   EXPECT_EQ(r.code, 2);
   // Every registered kind is listed, the generic ones first.
-  EXPECT_EQ(r.err.rfind("bad.yaml:3:19: error: steps.a: unknown step kind 'rnu' (did you mean 'run'?); known kinds: run, compare, assert, ", 0), 0u) << r.err;
+  EXPECT_EQ(r.err.rfind("bad.yaml:3:19: error: steps.a: unknown step kind 'rnu' (did you mean 'run'?); known kinds: "
+                        "run, compare, assert, ",
+                        0),
+            0u)
+      << r.err;
   EXPECT_FALSE(fs::exists(dir / "runs"));
   EXPECT_EQ(run_diagnose({"validate", "bad.yaml"}, dir.path()).code, 2);
   EXPECT_EQ(run_diagnose({"missing.yaml"}, dir.path()).code, 2);

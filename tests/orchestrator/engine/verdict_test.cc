@@ -25,7 +25,8 @@ Verdict verdict_of(std::vector<StepResult> steps, std::vector<std::string> order
 }
 
 TEST(Verdict, NothingFailedMeansNoProblem) {
-  Verdict v = verdict_of({step("a", StepStatus::Pass, "precision_problem"), step("b", StepStatus::Skipped, "fusion_defect")});
+  Verdict v =
+      verdict_of({step("a", StepStatus::Pass, "precision_problem"), step("b", StepStatus::Skipped, "fusion_defect")});
   EXPECT_EQ(v.category, "no_precision_problem");
   EXPECT_EQ(v.exit_code, 0);
   EXPECT_EQ(v.summary, "No precision problem found: 1 step(s) passed, 1 skipped");
@@ -46,14 +47,13 @@ TEST(Verdict, FlowchartOrderDecidesBetweenFailures) {
                                step("bisect", StepStatus::Fail, "fusion_defect", {{"culprit", "SoftmaxFusionPass"}})});
   EXPECT_EQ(fusion.category, "fusion_defect");
   EXPECT_EQ(fusion.culprit, "SoftmaxFusionPass");
-  EXPECT_EQ(fusion.summary,
-            "Graph structure / fusion defect: SoftmaxFusionPass (step 'bisect': bisect summary)");
+  EXPECT_EQ(fusion.summary, "Graph structure / fusion defect: SoftmaxFusionPass (step 'bisect': bisect summary)");
 }
 
 TEST(Verdict, CustomOrderAndAdvice) {
-  Verdict v = verdict_of({step("graph", StepStatus::Fail, "localized_op_defect"),
-                          step("eager", StepStatus::Fail, "eager_device_defect")},
-                         {"localized_op_defect"}, {{"localized_op_defect", "call the graph team"}});
+  Verdict v = verdict_of(
+      {step("graph", StepStatus::Fail, "localized_op_defect"), step("eager", StepStatus::Fail, "eager_device_defect")},
+      {"localized_op_defect"}, {{"localized_op_defect", "call the graph team"}});
   EXPECT_EQ(v.category, "localized_op_defect");
   EXPECT_EQ(v.advice, "call the graph team");
 }
@@ -68,8 +68,9 @@ TEST(Verdict, ErrorsMakeItInconclusiveUnlessALaterRankedCheckErrored) {
   Verdict open = verdict_of({step("single_op", StepStatus::Error, "single_op_graph_defect"),
                              step("graph", StepStatus::Fail, "localized_op_defect")});
   EXPECT_EQ(open.category, "inconclusive");
-  EXPECT_EQ(open.summary, "Inconclusive: step 'single_op' errored: single_op summary; step 'graph' suggests "
-                          "localized_op_defect but an earlier check is missing");
+  EXPECT_EQ(open.summary,
+            "Inconclusive: step 'single_op' errored: single_op summary; step 'graph' suggests "
+            "localized_op_defect but an earlier check is missing");
 
   // A single-op defect found while a later step crashed is still a diagnosis.
   Verdict found = verdict_of({step("single_op", StepStatus::Fail, "single_op_graph_defect"),
@@ -78,7 +79,8 @@ TEST(Verdict, ErrorsMakeItInconclusiveUnlessALaterRankedCheckErrored) {
   EXPECT_EQ(found.exit_code, 1);
   EXPECT_EQ(found.errored_steps, std::vector<std::string>{"graph"});
 
-  Verdict unfinished = verdict_of({step("a", StepStatus::Pass, "precision_problem"), step("b", StepStatus::Pending, "precision_problem")});
+  Verdict unfinished = verdict_of(
+      {step("a", StepStatus::Pass, "precision_problem"), step("b", StepStatus::Pending, "precision_problem")});
   EXPECT_EQ(unfinished.category, "inconclusive");
   EXPECT_EQ(unfinished.summary, "Inconclusive: step 'b' did not finish");
 }

@@ -15,8 +15,8 @@ using namespace testing_support;
 
 TEST(SlurmBatchScript, ShellRunsExactlyTheRunsArgvAndEnvironment) {
   TempDir dir;
-  std::vector<std::string> awkward = {"plain",   "two words", "it's",    "\"double\"", "$HOME",  "`id`",
-                                      "$(id)",   "a\nb",      "",        "--",         "*",      "back\\slash",
+  std::vector<std::string> awkward = {"plain",     "two words", "it's",     "\"double\"", "$HOME", "`id`",
+                                      "$(id)",     "a\nb",      "",         "--",         "*",     "back\\slash",
                                       "; rm -f x", "tab\there", "\xff\xfe", "%j"};
   RunRequest request;
   request.name = "main";
@@ -159,8 +159,8 @@ TEST(RunnerSection, SchemaAndFileChecksGivePositions) {
   EXPECT_EQ(file_errors("model: {argv: [m]}\nrunner: {kind: slurn}\nsteps: [{id: a, kind: run}]\n", RunnerCheck::File),
             std::vector<std::string>{"wf.yaml:2:16: error: runner.kind: unknown value 'slurn' (did you mean "
                                      "'slurm'?); expected one of: local, slurm"});
-  std::vector<std::string> errors =
-      file_errors("model: {argv: [m]}\nsteps:\n  - id: a\n    kind: run\n    runner: {partiton: gpu}\n", RunnerCheck::File);
+  std::vector<std::string> errors = file_errors(
+      "model: {argv: [m]}\nsteps:\n  - id: a\n    kind: run\n    runner: {partiton: gpu}\n", RunnerCheck::File);
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_EQ(errors[0].rfind("wf.yaml:5:14: error: steps.a.runner: unknown key 'partiton'", 0), 0u) << errors[0];
   EXPECT_EQ(file_errors("model: {argv: [m]}\nrunner:\n  kind: slurm\n  time_limit: 1h\nsteps: [{id: a, kind: run}]\n",
@@ -200,8 +200,9 @@ TEST(RunnerSection, StepKeysOverrideTheWorkflowAndTheCommandLineOverridesBoth) {
 // No Slurm on PATH: `diagnose validate --runner` and `diagnose run` say so before any work.
 TEST(RunnerSection, MissingSlurmCommandsAreReportedBeforeAnyWork) {
   TempDir dir;
-  write_text(dir / "wf.yaml", "model: {argv: [" + python() + ", -c, 'open(\"ran\", \"w\")']}\nrunner:\n  kind: slurm\n"
-                                                           "steps: [{id: a, kind: run}]\n");
+  write_text(dir / "wf.yaml", "model: {argv: [" + python() +
+                                  ", -c, 'open(\"ran\", \"w\")']}\nrunner:\n  kind: slurm\n"
+                                  "steps: [{id: a, kind: run}]\n");
   std::vector<std::pair<std::string, std::string>> no_slurm = {{"PATH", "/nonexistent"}};
   Finished validated = run_diagnose({"validate", "--runner", "wf.yaml"}, dir.path(), no_slurm);
   EXPECT_EQ(validated.code, 2);

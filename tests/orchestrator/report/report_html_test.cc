@@ -9,8 +9,8 @@
 #include "compare/report.h"
 #include "orchestrator/bisect/bisector.h"
 #include "orchestrator/ci/history.h"
-#include "orchestrator/report/report_html.h"
 #include "orchestrator/report/markup.h"
+#include "orchestrator/report/report_html.h"
 #include "orchestrator/report/svg_plot.h"
 #include "tests/support/e2e_helpers.h"
 
@@ -56,7 +56,8 @@ class ReportHtml : public testing::Test {
     s.summary = std::to_string(compared.summary.failed) + " failed";
     for (const std::string& c : csv) s.evidence.push_back({"file", "comparison table", c, nullptr});
     s.evidence.push_back({"file", "comparison result (JSON)", out + "/result.json", nullptr});
-    s.evidence.push_back({"table", "worst rows", "", nlohmann::json::array({{{"op", "add-aten.add.Tensor"}, {"verdict", "fail"}}})});
+    s.evidence.push_back(
+        {"table", "worst rows", "", nlohmann::json::array({{{"op", "add-aten.add.Tensor"}, {"verdict", "fail"}}})});
     s.reproduce.push_back("diagnose compare -gp " + options.golden_path + " -mp " + options.my_path);
     if (compared.summary.failed) s.metrics["first_failing_op"] = compared.summary.divergences.front().first_failing_op;
     return s;
@@ -184,7 +185,10 @@ TEST(SvgChart, LogScaleKeepsZeroAndInfinityOnTheChart) {
   svg::Chart c;
   c.title = "t";
   c.log_y = true;
-  c.series = {{"s", "cosine", {{0, 0, "zero", ""}, {1, 1e-3, "small", ""}, {2, INFINITY, "inf", "fail"}, {3, NAN, "nan", ""}}, true}};
+  c.series = {{"s",
+               "cosine",
+               {{0, 0, "zero", ""}, {1, 1e-3, "small", ""}, {2, INFINITY, "inf", "fail"}, {3, NAN, "nan", ""}},
+               true}};
   std::string out = svg::chart(c);
   EXPECT_EQ(count(out, "<circle"), 3u);  // NaN has no place; zero sits on the floor, inf on top
   EXPECT_NE(out.find(">1e-12<"), std::string::npos);

@@ -6,9 +6,9 @@
 #include <boost/property_tree/ptree.hpp>
 #include <boost/property_tree/xml_parser.hpp>
 
+#include "orchestrator/engine/run_dir.h"
 #include "orchestrator/report/junit.h"
 #include "orchestrator/report/markup.h"
-#include "orchestrator/engine/run_dir.h"
 #include "tests/support/e2e_helpers.h"
 #include "tests/support/json_schema_check.h"
 
@@ -95,10 +95,12 @@ TEST_F(Reports, InterruptedRunReportAlsoValidates) {
   TempDir dir;
   write_text(dir / "wf.yaml", "model: {argv: [sleep, \"30\"]}\nsteps:\n  - {id: slow, kind: run}\n");
   DiagnoseProcess engine({"wf.yaml"}, dir.path());
-  ASSERT_TRUE(wait_until([&] {
-    return fs::exists(dir / "runs") && !only_run_dir(dir / "runs").empty() &&
-           read_text(only_run_dir(dir / "runs") + "/state.json").find("\"running\"") != std::string::npos;
-  }, 10));
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return fs::exists(dir / "runs") && !only_run_dir(dir / "runs").empty() &&
+               read_text(only_run_dir(dir / "runs") + "/state.json").find("\"running\"") != std::string::npos;
+      },
+      10));
   ::kill(engine.pid(), SIGINT);
   ASSERT_EQ(engine.wait(), 130);
   nlohmann::json report = read_json(only_run_dir(dir / "runs") + "/report.json");
@@ -122,8 +124,10 @@ TEST_F(Reports, JunitParsesWithOneCasePerStep) {
     if (tag != "testcase") continue;
     std::string name = testcase.get<std::string>("<xmlattr>.name");
     EXPECT_EQ(testcase.get<std::string>("<xmlattr>.classname"), "diagnose.mixed");
-    outcome[name] = testcase.count("failure") ? "failure" : testcase.count("error") ? "error"
-                                                  : testcase.count("skipped") ? "skipped" : "ok";
+    outcome[name] = testcase.count("failure")   ? "failure"
+                    : testcase.count("error")   ? "error"
+                    : testcase.count("skipped") ? "skipped"
+                                                : "ok";
     if (name == "crash") {
       EXPECT_NE(testcase.get<std::string>("error").find("boom <&> \"quoted\""), std::string::npos);
     }
@@ -131,13 +135,12 @@ TEST_F(Reports, JunitParsesWithOneCasePerStep) {
       EXPECT_EQ(testcase.get<std::string>("failure.<xmlattr>.type"), "fusion_defect");
     }
   }
-  EXPECT_EQ(outcome, (std::map<std::string, std::string>{
-                         {"eager", "ok"}, {"graph", "ok"}, {"compare", "failure"}, {"never", "skipped"}, {"crash", "error"}}));
+  EXPECT_EQ(outcome,
+            (std::map<std::string, std::string>{
+                {"eager", "ok"}, {"graph", "ok"}, {"compare", "failure"}, {"never", "skipped"}, {"crash", "error"}}));
 }
 
-TEST(Junit, EscapesWhatXmlForbids) {
-  EXPECT_EQ(markup_escape("a<b>&\"c'\x01"), "a&lt;b&gt;&amp;&quot;c&#39;?");
-}
+TEST(Junit, EscapesWhatXmlForbids) { EXPECT_EQ(markup_escape("a<b>&\"c'\x01"), "a&lt;b&gt;&amp;&quot;c&#39;?"); }
 
 TEST(WorkflowSchema, ExampleWorkflowValidatesAgainstTheSchemaCommandOutput) {
   Finished r = run_diagnose({"schema"}, fs::temp_directory_path().string());
@@ -145,8 +148,7 @@ TEST(WorkflowSchema, ExampleWorkflowValidatesAgainstTheSchemaCommandOutput) {
   nlohmann::json schema = nlohmann::json::parse(r.out);
   EXPECT_EQ(schema["$schema"], "https://json-schema.org/draft/2020-12/schema");
   EXPECT_EQ(schema["required"], nlohmann::json::array({"model", "steps"}));
-  nlohmann::json workflow =
-      yaml_to_json(YAML::LoadFile(std::string(DIAGNOSE_SOURCE_DIR) + "/workflows/minimal.yaml"));
+  nlohmann::json workflow = yaml_to_json(YAML::LoadFile(std::string(DIAGNOSE_SOURCE_DIR) + "/workflows/minimal.yaml"));
   EXPECT_EQ(schema_violations(workflow, schema), std::vector<std::string>{});
 
   nlohmann::json misspelt = workflow;

@@ -115,7 +115,9 @@ steps:
     kind: run
     diagnoses: eager_defect
 )yaml",
-     "wf.yaml:5:16: error: steps.a.diagnoses: unknown value 'eager_defect'; expected one of: single_op_graph_defect, eager_device_defect, dynamo_meta_defect, fusion_defect, localized_op_defect, precision_problem", 1},
+     "wf.yaml:5:16: error: steps.a.diagnoses: unknown value 'eager_defect'; expected one of: single_op_graph_defect, "
+     "eager_device_defect, dynamo_meta_defect, fusion_defect, localized_op_defect, precision_problem",
+     1},
     {"duplicate_id",
      R"yaml(model: {argv: [python]}
 steps:
@@ -144,7 +146,8 @@ steps:
     when: steps.second.status == pass
   - {id: second, kind: run}
 )yaml",
-     "wf.yaml:5:11: error: step 'first' refers to step 'second', which comes later (steps run in the order written)", 1},
+     "wf.yaml:5:11: error: step 'first' refers to step 'second', which comes later (steps run in the order written)",
+     1},
     {"env_bad_name",
      R"yaml(model:
   argv: [python]
@@ -245,7 +248,8 @@ steps:
     kind: assert
     fail_if: "steps.a.status == fail && foo"
 )yaml",
-     "wf.yaml:6:41: error: condition: unknown name 'foo': refer to results as steps.<id>.<field>, quote other strings", 1},
+     "wf.yaml:6:41: error: condition: unknown name 'foo': refer to results as steps.<id>.<field>, quote other strings",
+     1},
     {"report_format",
      R"yaml(model: {argv: [python]}
 steps:
@@ -315,7 +319,9 @@ steps:
   - id: a
     kind: compre
 )yaml",
-     "wf.yaml:4:11: error: steps.a: unknown step kind 'compre' (did you mean 'compare'?); known kinds: run, compare, assert, gate, fusion_bisect, single_op_check, eager_device_vs_cpu, dynamo_meta_check, graph_dump_compare", 1},
+     "wf.yaml:4:11: error: steps.a: unknown step kind 'compre' (did you mean 'compare'?); known kinds: run, compare, "
+     "assert, gate, fusion_bisect, single_op_check, eager_device_vs_cpu, dynamo_meta_check, graph_dump_compare",
+     1},
     {"unknown_model_key",
      R"yaml(model:
   argv: [python, m.py]
@@ -348,7 +354,9 @@ steps:
     kind: run
     args: [--dump, "${run.dumpdir}"]
 )yaml",
-     "wf.yaml:5:21: error: unknown reference '${run.dumpdir}' (did you mean 'run.dump_dir'?); known: run_dir, workflow_dir, workflow_name, step.*, run.*, steps.<id>.<field>, env.<NAME>", 1},
+     "wf.yaml:5:21: error: unknown reference '${run.dumpdir}' (did you mean 'run.dump_dir'?); known: run_dir, "
+     "workflow_dir, workflow_name, step.*, run.*, steps.<id>.<field>, env.<NAME>",
+     1},
     {"unknown_top",
      R"yaml(model: {argv: [python]}
 stpes: []
@@ -369,7 +377,10 @@ steps:
 verdict:
   order: [fusion_defect, single_op_defect]
 )yaml",
-     "wf.yaml:5:26: error: verdict.order[1]: unknown value 'single_op_defect'; expected one of: single_op_graph_defect, eager_device_defect, dynamo_meta_defect, fusion_defect, localized_op_defect, precision_problem", 1},
+     "wf.yaml:5:26: error: verdict.order[1]: unknown value 'single_op_defect'; expected one of: "
+     "single_op_graph_defect, eager_device_defect, dynamo_meta_defect, fusion_defect, localized_op_defect, "
+     "precision_problem",
+     1},
     {"bad_layers_regex",
      R"yaml(model: {argv: [python]}
 steps:
@@ -377,7 +388,9 @@ steps:
     kind: gate
     layers: ["^mlp", "norm("]
 )yaml",
-     "wf.yaml:5:22: error: steps.gate.layers: bad regular expression 'norm(': Mismatched '(' and ')' in regular expression", 1},
+     "wf.yaml:5:22: error: steps.gate.layers: bad regular expression 'norm(': Mismatched '(' and ')' in regular "
+     "expression",
+     1},
     {"bad_judge_ops_regex",
      R"yaml(model: {argv: [python, model.py, "${switch_file}"]}
 steps:
@@ -386,7 +399,9 @@ steps:
     judge: exit_code
     judge_ops: ["[mean"]
 )yaml",
-     "wf.yaml:6:17: error: steps.fusion.judge_ops: bad regular expression '[mean': Unexpected character within '[...]' in regular expression", 1},
+     "wf.yaml:6:17: error: steps.fusion.judge_ops: bad regular expression '[mean': Unexpected character within '[...]' "
+     "in regular expression",
+     1},
     {"wrong_type_timeout",
      R"yaml(model:
   argv: [python]
@@ -394,7 +409,8 @@ steps:
 steps:
   - {id: a, kind: run}
 )yaml",
-     "wf.yaml:3:12: error: model.timeout must be a number, got 'soon'", 1},};
+     "wf.yaml:3:12: error: model.timeout must be a number, got 'soon'", 1},
+};
 
 class Malformed : public testing::TestWithParam<MalformedWorkflow> {};
 
@@ -406,7 +422,9 @@ TEST_P(Malformed, ReportsTheExactErrorAndPosition) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Workflows, Malformed, testing::ValuesIn(kMalformed),
-                         [](const testing::TestParamInfo<MalformedWorkflow>& info) { return std::string(info.param.name); });
+                         [](const testing::TestParamInfo<MalformedWorkflow>& info) {
+                           return std::string(info.param.name);
+                         });
 
 TEST(Validate, AcceptsAFullWorkflow) {
   const char* yaml = R"yaml(name: demo
