@@ -5,10 +5,19 @@
 
 namespace diagnose {
 
-Schema string_schema(std::string description, std::vector<std::string> enum_values) {
+namespace {
+
+Schema typed(Schema::Type type, std::string description) {
   Schema s;
-  s.type = Schema::Type::String;
+  s.type = type;
   s.description = std::move(description);
+  return s;
+}
+
+}  // namespace
+
+Schema string_schema(std::string description, std::vector<std::string> enum_values) {
+  Schema s = typed(Schema::Type::String, std::move(description));
   s.enum_values = std::move(enum_values);
   return s;
 }
@@ -19,74 +28,48 @@ Schema plain_string_schema(std::string description) {
   return s;
 }
 
-Schema condition_schema(std::string description) {
-  Schema s = string_schema(std::move(description));
-  s.type = Schema::Type::Condition;
-  return s;
-}
+Schema condition_schema(std::string description) { return typed(Schema::Type::Condition, std::move(description)); }
 
 Schema integer_schema(std::string description, std::optional<double> minimum) {
-  Schema s;
-  s.type = Schema::Type::Integer;
-  s.description = std::move(description);
+  Schema s = typed(Schema::Type::Integer, std::move(description));
   s.minimum = minimum;
   return s;
 }
 
 Schema number_schema(std::string description, std::optional<double> minimum, bool exclusive_minimum) {
-  Schema s;
-  s.type = Schema::Type::Number;
-  s.description = std::move(description);
+  Schema s = typed(Schema::Type::Number, std::move(description));
   s.minimum = minimum;
   s.exclusive_minimum = exclusive_minimum;
   return s;
 }
 
-Schema boolean_schema(std::string description) {
-  Schema s;
-  s.type = Schema::Type::Boolean;
-  s.description = std::move(description);
-  return s;
-}
+Schema boolean_schema(std::string description) { return typed(Schema::Type::Boolean, std::move(description)); }
 
 Schema array_schema(std::string description, Schema items) {
-  Schema s;
-  s.type = Schema::Type::Array;
-  s.description = std::move(description);
+  Schema s = typed(Schema::Type::Array, std::move(description));
   s.items = std::make_shared<Schema>(std::move(items));
   return s;
 }
 
 Schema object_schema(std::string description, std::vector<Property> properties) {
-  Schema s;
-  s.type = Schema::Type::Object;
-  s.description = std::move(description);
+  Schema s = typed(Schema::Type::Object, std::move(description));
   s.properties = std::move(properties);
   return s;
 }
 
 Schema map_schema(std::string description, Schema values) {
-  Schema s;
-  s.type = Schema::Type::Map;
-  s.description = std::move(description);
+  Schema s = typed(Schema::Type::Map, std::move(description));
   s.items = std::make_shared<Schema>(std::move(values));
   return s;
 }
 
 Schema any_of_schema(std::string description, std::vector<Schema> alternatives) {
-  Schema s;
-  s.type = Schema::Type::AnyOf;
-  s.description = std::move(description);
+  Schema s = typed(Schema::Type::AnyOf, std::move(description));
   s.alternatives = std::move(alternatives);
   return s;
 }
 
-Schema any_schema(std::string description) {
-  Schema s;
-  s.type = Schema::Type::Any;
-  s.description = std::move(description);
-  return s;
-}
+Schema any_schema(std::string description) { return typed(Schema::Type::Any, std::move(description)); }
 
 Schema defaulted(Schema schema, nlohmann::json value) {
   std::string shown = value.is_string() ? value.get<std::string>() : value.dump();
