@@ -95,9 +95,10 @@ struct Options {
   int slots = 2;             // trials run at the same time
   int baseline_repeats = 1;  // extra runs of the all-on configuration, to detect nondeterminism
   // Runs of each configuration that confirms the answer, all agreeing: a wrong answer reported
-  // with high confidence needs every one of them wrong (p^confirmations for a trial wrong with
-  // probability p). Raise it for an oracle known to be flaky.
-  int confirmations = 2;
+  // with high confidence needs every one of them wrong (p^4 for a trial wrong with probability
+  // p). Lower it only for an oracle known to be deterministic: with 2, bench/bisect_bench's
+  // 10%-flaky oracle gets wrong answers reported with high confidence.
+  int confirmations = 4;
   // Most runs of one configuration once the oracle is known to be nondeterministic (majority
   // vote); also the runs behind a conclusion that stops the bisection at the sanity step.
   // At least `confirmations`.
