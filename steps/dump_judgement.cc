@@ -94,8 +94,7 @@ RecordedComparison compare_and_record(const StepContext& context, const std::str
   options.my_path = target;
   options.referee_path = referee;
   if (node["rank"]) options.rank = node["rank"].as<int>();
-  std::string tolerance_error;
-  options.tolerances = step_tolerances(context, &tolerance_error);
+  options.tolerances = step_tolerances(context, &record.tolerance_error);
 
   record.reproduce = "diagnose compare -gp " + shell_quote(golden) + " -mp " + shell_quote(target);
   if (referee) record.reproduce += " --referee " + shell_quote(*referee);
@@ -104,17 +103,14 @@ RecordedComparison compare_and_record(const StepContext& context, const std::str
   std::vector<std::string> all_overrides = context.workflow().defaults.tolerance_overrides;
   for (const std::string& assignment : tolerance_assignments(node["tolerances"])) all_overrides.push_back(assignment);
   for (const std::string& assignment : all_overrides) record.reproduce += " --tol " + shell_quote(assignment);
-  std::string prefix = what.empty() ? "" : what + ": ";
-  if (!tolerance_error.empty()) {
-    record.error = "bad tolerances: " + tolerance_error;
-    return record;
-  }
+  if (!record.tolerance_error.empty()) return record;
 
   compare::CompareResult compared = compare::run_compare(options);
   if (!compared.fatal_error.empty()) {
-    record.error = prefix + "cannot compare: " + compared.fatal_error;
+    record.error = compared.fatal_error;
     return record;
   }
+  std::string prefix = what.empty() ? "" : what + ": ";
   fs::create_directories(out_dir);
   std::vector<std::string> csv_paths = compare::write_csv_reports(compared, out_dir);
   std::string json_path = out_dir + "/result.json";
@@ -134,13 +130,17 @@ DumpJudgement judge_dumps(const StepContext& context, const std::string& golden,
   DumpJudgement judgement;
   StepResult& result = judgement.result;
   result.reproduce.push_back(record.reproduce);
+  std::string prefix = what.empty() ? "" : what + ": ";
+  if (!record.tolerance_error.empty()) {
+    result = error_result("bad tolerances: " + record.tolerance_error, std::move(result));
+    return judgement;
+  }
   if (!record.error.empty()) {
-    result = error_result(record.error, std::move(result));
+    result = error_result(prefix + "cannot compare: " + record.error, std::move(result));
     return judgement;
   }
   result.evidence = std::move(record.evidence);
   const compare::CompareResult& compared = *record.compared;
-  std::string prefix = what.empty() ? "" : what + ": ";
 
   const compare::CompareSummary& s = compared.summary;
   result.metrics = {{"rows", s.rows},

@@ -28,14 +28,16 @@ compare::Tolerances step_tolerances(const StepContext& context, std::string* err
 // rank), the CSV tables and result.json written into out_dir and named as evidence, and the
 // `diagnose compare` command that reproduces it with the same tolerances.
 struct RecordedComparison {
-  std::string error;  // bad tolerances, or the comparison could not start: nothing was written
+  // Either is set when nothing was compared (and nothing written).
+  std::string tolerance_error;  // an override the presets reject
+  std::string error;            // the comparison could not start (compare::CompareResult::fatal_error)
   compare::CompareOptions options;
   std::optional<compare::CompareResult> compared;
   nlohmann::json document;  // result.json
   std::string reproduce;
   std::vector<Evidence> evidence;
 };
-// `what` names the comparison in the evidence and the error.
+// `what` names the comparison in the evidence.
 RecordedComparison compare_and_record(const StepContext& context, const std::string& golden, const std::string& target,
                                       const std::optional<std::string>& referee, const std::string& out_dir,
                                       const std::string& what = "");

@@ -3,8 +3,6 @@
 // Autograd and the fake-tensor trace) and "aot_eager_decomp_partition" (plus Inductor's
 // decompositions); graph breaks counted and listed; and the plugin's per-op meta check
 // (each op of the eager run under FakeTensor, shape/dtype/stride against the real output).
-#include <fstream>
-#include <sstream>
 
 #include "orchestrator/engine/step.h"
 #include "orchestrator/exec/command_line.h"

@@ -1,7 +1,6 @@
 // `fusion_bisect`: finds the fusion rule(s) (or Inductor switches) that break precision by
 // running the target with rules switched off, one fresh process per trial, judged against
-// the golden run (orchestrator/bisector.h for the search, trial_oracle.h for the trials).
-#include <boost/filesystem.hpp>
+// the golden run (orchestrator/bisect/driver.h).
 
 #include "orchestrator/bisect/driver.h"
 #include "orchestrator/engine/step.h"
@@ -15,7 +14,6 @@ namespace diagnose {
 
 namespace {
 
-namespace fs = boost::filesystem;
 using bisect::Bisection;
 using bisect::BisectionOutcome;
 using bisect::BisectionPlan;
@@ -140,6 +138,15 @@ class FusionBisectStep : public StepKind {
       diagnostics.error(node.Mark(), where +
                                          ": a command model needs golden: (a dump path or a run) to compare with, "
                                          "or judge: exit_code");
+    for (const char* side : {"golden", "target"}) {
+      if (!node[side] || !node[side].IsMap() || !node[side]["dump"]) continue;
+      YAML::Node dump = node[side]["dump"];
+      if (plugin == dump.IsScalar())
+        diagnostics.error(dump.Mark(), where + "." + side + ".dump: " +
+                                           (plugin ? "a run of the model's script takes the plugin's dump spec "
+                                                     "({level: ..., include: ...}), not a path"
+                                                   : "a command run takes the path where it leaves its dump"));
+    }
     if (node["target"] && node["target"].IsMap())
       check_command_form(node["target"], where + ".target", false, diagnostics);
     if (node["golden"] && node["golden"].IsMap())
@@ -250,26 +257,29 @@ class FusionBisectStep : public StepKind {
     plan.options.baseline_repeats = context.option<int>("baseline_repeats");
     plan.options.confirmations = context.option<int>("confirmations");
 
-    Bisection bisection(setup);
-    BisectionOutcome outcome = bisection.run(plan, {{"knob", knob}});
+    Bisection driver(setup);
+    BisectionOutcome outcome = driver.run(plan, {{"knob", knob}});
     switch (outcome.status) {
-      case BisectionOutcome::Status::NoRuleFired: return no_rule_fired(outcome.message);
+      case BisectionOutcome::Status::NoRuleFired: return no_rule_fired(outcome);
       case BisectionOutcome::Status::Failed:
         if (golden_error) return *golden_error;
         return error_result(outcome.message + "; list the rules under candidates:");
-      case BisectionOutcome::Status::NoCandidates: return error_result(outcome.message);
+      case BisectionOutcome::Status::NoCandidates:
+        return error_result("no candidate rules" + std::string(outcome.listed ? " fired in the all-on run" : "") +
+                            " (after include/exclude)");
       case BisectionOutcome::Status::Bisected: break;
     }
-    return report(bisection, outcome, knob, std::move(result));
+    return report(driver, outcome, knob, std::move(result));
   }
 
  private:
   // A graph-mode run that fused nothing cannot owe its failure to a fusion rule: the flowchart
   // goes on with the other causes (a backend without fusion rules writes no report at all).
-  static StepResult no_rule_fired(const std::string& what) {
+  static StepResult no_rule_fired(const BisectionOutcome& outcome) {
     StepResult result;
     result.status = StepStatus::Pass;
-    result.summary = "no fusion rule fired: " + what + ": the failure does not come from a fusion rule";
+    result.summary = "no fusion rule fired in the all-on run (" + outcome.listing_run + " left " +
+                     outcome.listing_report + "): the failure does not come from a fusion rule";
     result.metrics["conclusion"] = conclusion_name(Conclusion::NotFusion);
     result.metrics["culprits"] = nlohmann::json::array();
     return result;

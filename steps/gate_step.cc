@@ -1,6 +1,6 @@
 // `gate`: the CI gate. Runs the model version under test (through the PyTorch plugin) or takes
 // its outputs from a path, compares its final outputs, and optionally chosen layers, with a
-// stored baseline (orchestrator/baseline.h) by per-dtype tolerances (and the float64 referee
+// stored baseline (orchestrator/ci/baseline.h) by per-dtype tolerances (and the float64 referee
 // rule when a referee is given), and fails on any regression. It writes per-output JUnit for CI
 // systems, the trend of the outputs across model versions from the history database, and, when
 // it fails and names a diagnostic workflow, runs that workflow on the failing version and
@@ -186,14 +186,18 @@ class GateStep : public StepKind {
       return fs::is_directory(dir + "/outputs") ? dir + "/outputs" : dir;
     };
     json outputs = json::array();
-    std::string compare_error;
+    std::string compare_error, tolerance_error;
     auto gate = [&](const std::string& golden, const std::string& mine, const std::string& referee,
                     const std::string& label, bool final_outputs) {
       RecordedComparison record = compare_and_record(
           context, golden, mine, referee.empty() ? std::nullopt : std::optional<std::string>(referee),
           out_dir + "/" + label, label);
+      if (!record.tolerance_error.empty()) {
+        tolerance_error = record.tolerance_error;
+        return;
+      }
       if (!record.error.empty()) {
-        compare_error = record.error;
+        compare_error = label + ": " + record.error;
         return;
       }
       for (Evidence& e : record.evidence) result.evidence.push_back(std::move(e));
@@ -236,6 +240,7 @@ class GateStep : public StepKind {
              false);
       }
     }
+    if (!tolerance_error.empty()) return error_result("bad tolerances: " + tolerance_error, std::move(result));
     if (!compare_error.empty()) {
       return error_result("cannot compare with the baseline: " + compare_error, std::move(result));
     }

@@ -1,10 +1,8 @@
 #include "steps/plugin_run.h"
 
 #include <boost/filesystem.hpp>
-#include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 #include <stdexcept>
 
 #include "orchestrator/engine/digest.h"

@@ -19,12 +19,21 @@ std::optional<TrialLog> read_trial_log(const std::string& path) {
     std::ifstream in(path);
     nlohmann::json doc = nlohmann::json::parse(in);
     TrialLog log;
+    log.trials = trial_log_from_json(doc.at("trials"));
+    if (doc.contains("bisection")) {  // diagnose bisect's older form: sections unrecorded
+      log.fingerprint = doc["bisection"];
+      log.candidates = log.fingerprint.at("candidates").get<std::vector<std::string>>();
+      log.fingerprint.erase("candidates");
+      return log;
+    }
     log.fingerprint = doc.at("fingerprint");
     log.candidates = doc.at("candidates").get<std::vector<std::string>>();
-    for (const std::string& rule : log.candidates) log.sections[rule] = torchair::FusionSection::Graph;
+    if (!doc.contains("graph_fusion_rules"))  // older logs: every rule not UB was a graph rule
+      for (const std::string& rule : log.candidates) log.sections[rule] = torchair::FusionSection::Graph;
+    for (const std::string& rule : doc.value("graph_fusion_rules", std::vector<std::string>{}))
+      log.sections[rule] = torchair::FusionSection::Graph;
     for (const std::string& rule : doc.value("ub_fusion_rules", std::vector<std::string>{}))
       log.sections[rule] = torchair::FusionSection::UB;
-    log.trials = trial_log_from_json(doc.at("trials"));
     return log;
   } catch (const std::exception& e) {
     throw std::runtime_error(path + ": not a trial log: " + e.what());
@@ -32,11 +41,12 @@ std::optional<TrialLog> read_trial_log(const std::string& path) {
 }
 
 void write_trial_log(const std::string& path, const TrialLog& log) {
-  nlohmann::json ub = nlohmann::json::array();
+  nlohmann::json graph = nlohmann::json::array(), ub = nlohmann::json::array();
   for (const auto& [rule, section] : log.sections)
-    if (section == torchair::FusionSection::UB) ub.push_back(rule);
+    (section == torchair::FusionSection::UB ? ub : graph).push_back(rule);
   nlohmann::json doc = {{"fingerprint", log.fingerprint},
                         {"candidates", log.candidates},
+                        {"graph_fusion_rules", graph},
                         {"ub_fusion_rules", ub},
                         {"trials", trial_log_to_json(log.trials)}};
   write_file_atomically(path, doc.dump(1) + "\n");
@@ -44,7 +54,7 @@ void write_trial_log(const std::string& path, const TrialLog& log) {
 
 BisectionOutcome Bisection::run(const BisectionPlan& plan, const nlohmann::json& extra_json) {
   BisectionOutcome outcome;
-  auto failed = [&](BisectionOutcome::Status status, std::string message) {
+  auto stop = [&](BisectionOutcome::Status status, std::string message = "") {
     outcome.status = status;
     outcome.message = std::move(message);
     return outcome;
@@ -55,18 +65,28 @@ BisectionOutcome Bisection::run(const BisectionPlan& plan, const nlohmann::json&
   if (plan.resume) {
     log = *plan.resume;
     log.fingerprint = plan.fingerprint;
-    setup_.sections = log.sections;
+    // The sections the caller knows, those the all-on run's report gave (when it listed the
+    // candidates), and those the log recorded.
+    try {
+      std::string all_on_dir = setup_.dir_of(trial_name({}, 0));
+      for (const auto& [rule, section] : report_sections(absolute_path(setup_.fired_report, all_on_dir)))
+        setup_.sections[rule] = section;
+    } catch (const std::exception&) {
+      // no readable report there: the log's sections stand
+    }
+    for (const auto& [rule, section] : log.sections) setup_.sections[rule] = section;
+    log.sections = setup_.sections;
   } else {
     log.candidates = plan.candidates;
     log.sections = setup_.sections;
   }
 
   // The first round: the runs alongside, and the all-on run when the candidates are to be listed.
-  bool list = !plan.resume && log.candidates.empty();
+  bool to_list = !plan.resume && log.candidates.empty();
   oracle_.emplace(setup_, log.trials);
   std::vector<RunRequest> first_round = plan.alongside;
   std::optional<Trial> all_on;
-  if (list) {
+  if (to_list) {
     all_on = oracle_->prepare({}, 0);
     first_round.push_back(setup_.make_request(*all_on));
   }
@@ -74,33 +94,29 @@ BisectionOutcome Bisection::run(const BisectionPlan& plan, const nlohmann::json&
   if (plan.check_alongside) {
     std::vector<RunRecord> alongside(records.begin(), records.begin() + plan.alongside.size());
     std::string problem = plan.check_alongside(alongside);
-    if (!problem.empty()) return failed(BisectionOutcome::Status::Failed, problem);
+    if (!problem.empty()) return stop(BisectionOutcome::Status::Failed, problem);
   }
-  if (list) {
+  if (to_list) {
     const RunRequest& request = first_round.back();
     TrialOutcome listing = oracle_->judge(*all_on, request, records.back());
+    outcome.listed = true;
+    outcome.listing_run = request.name;
+    outcome.listing_outcome = outcome_name(listing.outcome) + (listing.detail.empty() ? "" : ": " + listing.detail);
+    if (!listing.fired_rules || listing.fired_rules->empty())
+      outcome.listing_report =
+          (listing.fired_rules ? "an empty report at " : "no fired-rule report at ") + setup_.fired_report;
     bool ran_to_the_end = listing.outcome == Outcome::Pass || listing.outcome == Outcome::Fail;
-    std::string what = listing.fired_rules ? "an empty report at " + setup_.fired_report
-                                           : "no fired-rule report at " + setup_.fired_report;
-    if (ran_to_the_end && (!listing.fired_rules || listing.fired_rules->empty())) {
-      outcome.no_report = !listing.fired_rules;
-      return failed(BisectionOutcome::Status::NoRuleFired, "the all-on run (" + request.name + ") left " + what);
-    }
+    if (ran_to_the_end && !outcome.listing_report.empty()) return stop(BisectionOutcome::Status::NoRuleFired);
     if (!listing.fired_rules)
-      return failed(BisectionOutcome::Status::Failed, "cannot list the candidates: the all-on run (" + request.name +
-                                                          ", " + outcome_name(listing.outcome) +
-                                                          (listing.detail.empty() ? "" : ": " + listing.detail) +
-                                                          ") left " + what);
+      return stop(BisectionOutcome::Status::Failed, "cannot list the candidates: the all-on run (" + request.name +
+                                                        ", " + outcome.listing_outcome + ") left " +
+                                                        outcome.listing_report);
     log.candidates = *listing.fired_rules;
     log.sections = setup_.sections = report_sections(absolute_path(setup_.fired_report, request.cwd));
     log.trials.push_back(candidate_listing_record(listing));
   }
   if (!plan.resume) log.candidates = select_rules(log.candidates, plan.include, plan.exclude);
-  outcome.candidates = log.candidates;
-  if (log.candidates.empty())
-    return failed(
-        BisectionOutcome::Status::NoCandidates,
-        "no candidate rules" + std::string(list ? " fired in the all-on run" : "") + " (after include/exclude)");
+  if (log.candidates.empty()) return stop(BisectionOutcome::Status::NoCandidates);
 
   log_path_ = trial_log_path(plan.dir);
   write_trial_log(log_path_, log);

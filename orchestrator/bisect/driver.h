@@ -6,7 +6,10 @@
 // when culprits are found, the switch file that turns only them off.
 //
 // trial_log.json: {"fingerprint": <the caller's identity of the bisection>, "candidates": [...],
-//                  "ub_fusion_rules": [rules of the UB fusion section], "trials": [...]}.
+//                  "graph_fusion_rules": [...], "ub_fusion_rules": [...], "trials": [...]}: the
+// candidates whose switch file section is known (a rule in neither is switched off in both).
+// Logs written before graph_fusion_rules took every rule not in ub_fusion_rules as a graph
+// rule, and are read so; `diagnose bisect`'s older {"bisection", "trials"} logs are read too.
 #pragma once
 
 #include <functional>
@@ -26,7 +29,7 @@ namespace diagnose::bisect {
 struct TrialLog {
   nlohmann::json fingerprint;
   std::vector<std::string> candidates;
-  std::map<std::string, torchair::FusionSection> sections;
+  std::map<std::string, torchair::FusionSection> sections;  // the candidates whose section is known
   std::vector<TrialRecord> trials;
 };
 
@@ -62,9 +65,11 @@ struct BisectionOutcome {
     Failed,        // the candidates could not be listed, or a run alongside failed: `message`
   };
   Status status = Status::Failed;
-  std::string message;
-  bool no_report = false;  // NoRuleFired: the all-on run left no fired-rule report at all
-  std::vector<std::string> candidates;
+  std::string message;  // Failed: why
+  // When the all-on run listed the candidates: its name, its outcome ("pass", "crash: ..."),
+  // and what it left ("no fired-rule report at X", "an empty report at X"; empty when it listed).
+  bool listed = false;
+  std::string listing_run, listing_outcome, listing_report;
   Result result;
   std::string json_path;        // bisection.json (Bisected)
   std::string workaround_path;  // the culprits-off switch file (CulpritsFound)
@@ -79,7 +84,6 @@ class Bisection {
   // The request that runs `off` once more (the reproduce lines: last passing, first failing,
   // the workaround).
   RunRequest replay(const Config& off) const;
-  const TrialSetup& setup() const { return setup_; }
   const std::string& log_path() const { return log_path_; }
 
  private:

@@ -91,7 +91,6 @@ class TrialOracle : public Oracle {
   Trial prepare(const Config& off, int occurrence) const;
   // The outcome of a finished run of `trial`.
   TrialOutcome judge(const Trial& trial, const RunRequest& request, const RunRecord& record) const;
-  const TrialSetup& setup() const { return setup_; }
   // The setup's sections, and those the trials' reports gave rules since.
   std::map<std::string, torchair::FusionSection> sections() const;
 

@@ -1,11 +1,8 @@
-
 #include <CLI/CLI.hpp>
 #include <boost/filesystem.hpp>
-#include <fstream>
 #include <iostream>
 
 #include "orchestrator/bisect/driver.h"
-#include "orchestrator/bisect/trial_oracle.h"
 #include "orchestrator/cli/arguments.h"
 #include "orchestrator/cli/commands.h"
 #include "orchestrator/engine/scheduler.h"
@@ -78,19 +75,22 @@ nlohmann::json fingerprint(const Arguments& a) {
 }
 
 int report(const Bisection& bisection, const BisectionOutcome& outcome) {
+  bool no_report = outcome.listing_report.rfind("no fired-rule report", 0) == 0;
   switch (outcome.status) {
     case BisectionOutcome::Status::NoRuleFired:
-      if (!outcome.no_report) {
-        std::cerr << "diagnose bisect: no candidate rules: " << outcome.message << "\n";
-        return kExitUsage;
-      }
-      [[fallthrough]];
     case BisectionOutcome::Status::Failed:
-      std::cerr << "diagnose bisect: " << outcome.message
-                << "; give the candidates with --rules or --candidates-from\n";
-      return kExitInfrastructure;
+      if (no_report) {
+        std::cerr << "diagnose bisect: the all-on run (" << outcome.listing_outcome << ") left "
+                  << outcome.listing_report << "; give the candidates with --rules or --candidates-from\n";
+        return kExitInfrastructure;
+      }
+      if (outcome.status == BisectionOutcome::Status::Failed) {
+        std::cerr << "diagnose bisect: " << outcome.message << "\n";
+        return kExitInfrastructure;
+      }
+      [[fallthrough]];  // an empty report: no candidates
     case BisectionOutcome::Status::NoCandidates:
-      std::cerr << "diagnose bisect: " << outcome.message << "\n";
+      std::cerr << "diagnose bisect: no candidate rules (after --include/--exclude)\n";
       return kExitUsage;
     case BisectionOutcome::Status::Bisected: break;
   }
@@ -202,7 +202,6 @@ int run(const Arguments& a) {
   plan.on_candidates = [&](const std::vector<std::string>& candidates) {
     std::cerr << "diagnose bisect: " << candidates.size() << " candidate rules, " << a.slots << " slot(s)\n";
   };
-  BisectionOutcome outcome;
   try {
     if (!a.candidates_from.empty()) {
       std::vector<torchair::FusionRecord> records = torchair::read_fusion_result_file(a.candidates_from);
@@ -210,24 +209,27 @@ int run(const Arguments& a) {
       plan.candidates.insert(plan.candidates.end(), fired.begin(), fired.end());
       setup.sections = torchair::rule_sections(records);
     }
-    if (has_log) {
-      plan.resume = bisect::read_trial_log(log_path);
-      if (plan.resume->fingerprint != plan.fingerprint) {
-        std::cerr << "diagnose bisect: " << log_path << " belongs to another bisection (command or options differ)\n";
-        return kExitUsage;
-      }
-    } else if (plan.candidates.empty()) {
-      std::cerr << "diagnose bisect: running the command with every rule on to list the candidates\n";
-    }
-    Bisection bisection(setup);
-    outcome = bisection.run(plan);
-    return report(bisection, outcome);
-  } catch (const RunsInterrupted&) {
-    std::cerr << "diagnose bisect: interrupted; continue with the same command and --resume\n";
-    return kExitInterrupted;
+    if (has_log) plan.resume = bisect::read_trial_log(log_path);
   } catch (const std::exception& e) {
     std::cerr << "diagnose bisect: " << e.what() << "\n";
     return kExitUsage;
+  }
+  if (plan.resume && plan.resume->fingerprint != plan.fingerprint) {
+    std::cerr << "diagnose bisect: " << log_path << " belongs to another bisection (command or options differ)\n";
+    return kExitUsage;
+  }
+  if (!plan.resume && plan.candidates.empty())
+    std::cerr << "diagnose bisect: running the command with every rule on to list the candidates\n";
+  Bisection bisection(setup);
+  try {
+    return report(bisection, bisection.run(plan));
+  } catch (const RunsInterrupted&) {
+    std::cerr << "diagnose bisect: interrupted"
+              << (fs::exists(log_path) ? "; continue with the same command and --resume" : "") << "\n";
+    return kExitInterrupted;
+  } catch (const std::exception& e) {
+    std::cerr << "diagnose bisect: " << e.what() << "\n";
+    return kExitInfrastructure;
   }
 }
 

@@ -3,7 +3,6 @@
 #include "orchestrator/engine/digest.h"
 
 #include <boost/filesystem.hpp>
-#include <cstdio>
 
 #include "orchestrator/engine/result_lookup.h"
 #include "orchestrator/engine/run_dir.h"

@@ -7,8 +7,8 @@
 // Besides State, it reads JSON files that steps leave in their directories (or name as
 // evidence), recognised by content:
 //   - "format": "diagnose-compare-result"  compare/result.json (docs/compare-output.md)
-//   - "conclusion" + "trials"              a bisection result (bisector.h Result::to_json)
-//   - "format": "diagnose-history-trend"   an output's metrics across model versions (history.h)
+//   - "conclusion" + "trials"              a bisection result (bisect/bisector.h Result::to_json)
+//   - "format": "diagnose-history-trend"   an output's metrics across model versions (ci/history.h)
 #pragma once
 
 #include <string>

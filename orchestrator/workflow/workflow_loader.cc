@@ -1,8 +1,6 @@
 #include "orchestrator/workflow/workflow_loader.h"
 
 #include <boost/filesystem.hpp>
-#include <fstream>
-#include <sstream>
 
 #include "orchestrator/engine/step.h"
 #include "orchestrator/engine/step_registry.h"

@@ -14,7 +14,7 @@ class StepKind;
 
 // Keys that say how to start a process: argv, shell, args, env, cwd, timeout, retries, outputs.
 std::vector<Property> command_properties();
-// The verdict categories a step may diagnose (verdict.h).
+// The verdict categories a step may diagnose (engine/verdict.h).
 std::vector<std::string> diagnosable_categories();
 
 Schema model_schema();

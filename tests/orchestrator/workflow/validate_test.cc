@@ -391,6 +391,24 @@ steps:
      "wf.yaml:5:22: error: steps.gate.layers: bad regular expression 'norm(': Mismatched '(' and ')' in regular "
      "expression",
      1},
+    {"plugin_side_dump_as_path",
+     R"yaml(model: {script: model.py}
+steps:
+  - id: fusion
+    kind: fusion_bisect
+    target: {dump: out}
+)yaml",
+     "wf.yaml:5:20: error: steps.fusion.target.dump: a run of the model's script takes the plugin's dump spec "
+     "({level: ..., include: ...}), not a path",
+     1},
+    {"command_side_dump_as_spec",
+     R"yaml(model: {argv: [python, model.py, "${switch_file}"]}
+steps:
+  - id: fusion
+    kind: fusion_bisect
+    golden: {dump: {level: aten}}
+)yaml",
+     "wf.yaml:5:20: error: steps.fusion.golden.dump: a command run takes the path where it leaves its dump", 1},
     {"bad_judge_ops_regex",
      R"yaml(model: {argv: [python, model.py, "${switch_file}"]}
 steps:
