@@ -73,6 +73,8 @@ Schema any_schema(std::string description) { return typed(Schema::Type::Any, std
 
 Schema defaulted(Schema schema, nlohmann::json value) {
   std::string shown = value.is_string() ? value.get<std::string>() : value.dump();
+  if (value.is_number_float() && std::floor(value.get<double>()) == value.get<double>())
+    shown = std::to_string(static_cast<long long>(value.get<double>()));  // 3600, not 3600.0
   std::string& text = schema.description;
   bool sentence = !text.empty() && text.back() == '.';
   if (sentence) text.pop_back();

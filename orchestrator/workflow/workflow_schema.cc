@@ -43,11 +43,12 @@ Schema model_schema() {
                                                         "workflow file; the diagnostic step kinds need it.")));
   properties.push_back(optional("python", string_schema("The Python interpreter for `script`. Default: "
                                                         "$DIAGNOSE_PYTHON, else python3.")));
-  properties.push_back(optional("backend", string_schema("torch.compile backend of graph-mode runs (default "
-                                                         "inductor): eager, aot_eager, "
-                                                         "aot_eager_decomp_partition, inductor, torchair or "
-                                                         "module:function.")));
-  properties.push_back(optional("device", string_schema("Device the model runs on (default cpu): cuda, npu...")));
+  properties.push_back(optional("backend", defaulted(string_schema("torch.compile backend of graph-mode runs: eager, "
+                                                                   "aot_eager, aot_eager_decomp_partition, inductor, "
+                                                                   "torchair or module:function."),
+                                                     ModelSpec{}.backend)));
+  properties.push_back(
+      optional("device", defaulted(string_schema("Device the model runs on: cpu, cuda, npu..."), ModelSpec{}.device)));
   properties.push_back(optional("dtype", string_schema("Cast the model and its floating inputs (default: as written).",
                                                        {"float32", "float64", "float16", "bfloat16"})));
   return object_schema(
@@ -67,11 +68,16 @@ Schema defaults_schema() {
        optional("referee_multiplier", number_schema("three-way rule multiplier", 0))});
   return object_schema(
       "Settings shared by every step.",
-      {optional("slots", integer_schema("How many model runs may execute at the same time.", 1)),
+      {optional("slots",
+                defaulted(integer_schema("How many model runs may execute at the same time.", 1), Defaults{}.slots)),
        optional("output_dir",
-                plain_string_schema("Where run directories are created, relative to the current directory.")),
-       optional("timeout", number_schema("Seconds per run unless the model or the step says otherwise.", 0, true)),
-       optional("kill_grace", number_schema("Seconds between SIGTERM and SIGKILL when a run is stopped.", 0)),
+                defaulted(plain_string_schema("Where run directories are created, relative to the current directory."),
+                          Defaults{}.output_dir)),
+       optional("timeout",
+                defaulted(number_schema("Seconds per run unless the model or the step says otherwise.", 0, true),
+                          Defaults{}.timeout_s)),
+       optional("kill_grace", defaulted(number_schema("Seconds between SIGTERM and SIGKILL when a run is stopped.", 0),
+                                        Defaults{}.kill_grace_s)),
        optional("tolerances",
                 map_schema("Tolerance overrides by preset name (fp32, fp16, bf16, fp8, exact...).", preset_fields))});
 }

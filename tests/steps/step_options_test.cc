@@ -33,6 +33,18 @@ TEST(StepOptions, SchemaPrintsTheBisectionDefaults) {
   EXPECT_EQ(step_property("compare", "worst_rows")["default"], 5);
 }
 
+TEST(StepOptions, SchemaPrintsTheWorkflowDefaults) {
+  nlohmann::json schema = workflow_json_schema();
+  const nlohmann::json& defaults = schema["properties"]["defaults"]["properties"];
+  EXPECT_EQ(defaults["slots"]["default"], Defaults{}.slots);
+  EXPECT_EQ(defaults["output_dir"]["default"], Defaults{}.output_dir);
+  EXPECT_EQ(defaults["timeout"]["default"], Defaults{}.timeout_s);
+  EXPECT_EQ(defaults["kill_grace"]["default"], Defaults{}.kill_grace_s);
+  const nlohmann::json& model = schema["properties"]["model"]["properties"];
+  EXPECT_EQ(model["backend"]["default"], ModelSpec{}.backend);
+  EXPECT_EQ(model["device"]["default"], ModelSpec{}.device);
+}
+
 TEST(StepOptions, OptionIsTheKeyOrItsDeclaredDefault) {
   TempDir dir;
   std::string yaml =
