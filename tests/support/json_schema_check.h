@@ -26,23 +26,13 @@ inline bool has_type(const nlohmann::json& v, const std::string& type) {
 
 inline void check_schema(const nlohmann::json& v, const nlohmann::json& schema, const nlohmann::json& root,
                          const std::string& path, std::vector<std::string>& errors) {
-  static const std::set<std::string> kKnown = {"$schema",
-                                               "$id",
-                                               "$defs",
-                                               "title",
-                                               "description",
-                                               "type",
-                                               "enum",
-                                               "const",
-                                               "properties",
-                                               "required",
-                                               "additionalProperties",
-                                               "items",
-                                               "minimum",
-                                               "exclusiveMinimum",
-                                               "maximum",
-                                               "anyOf",
-                                               "$ref"};
+  static const std::set<std::string> kKnown = {"$schema",    "$id",         "$defs",
+                                               "title",      "description",
+                                               "default",  // an annotation: nothing to check
+                                               "type",       "enum",        "const",
+                                               "properties", "required",    "additionalProperties",
+                                               "items",      "minimum",     "exclusiveMinimum",
+                                               "maximum",    "anyOf",       "$ref"};
   for (const auto& [keyword, value] : schema.items())
     if (!kKnown.count(keyword)) errors.push_back(path + ": unsupported schema keyword " + keyword);
   if (schema.contains("$ref")) {
