@@ -184,6 +184,14 @@ Plan plan_row(const RowSpec& spec, const Tolerances& tolerances, Row& row) {
   return plan;
 }
 
+// The coarsest floating type among `types` (by unit roundoff); Float64 when none is floating.
+DType coarsest_precision(std::initializer_list<DType> types) {
+  DType coarsest = DType::Float64;
+  for (DType t : types)
+    if (is_floating(t) && ulp_at(t, 1.0) > ulp_at(coarsest, 1.0)) coarsest = t;
+  return coarsest;
+}
+
 SideStats side_stats(const RecordedStats& r) {
   SideStats s;
   s.max = r.max.value_or(NAN);
@@ -248,17 +256,18 @@ void finish_row(Row& row, const Plan& plan, const Tolerances& tolerances, std::v
   if (g_special) row.reasons.push_back("golden_data includes NAN or inf.");
   if (m_special) row.reasons.push_back("my_data includes NAN or inf.");
   PairMetrics metrics = total.metrics();
-  std::optional<double> rmse_g, rmse_m;
+  std::optional<TruthErrors> truth;
   if (row.spec.referee) {
-    rmse_g = golden_ref.rmse();
-    rmse_m = mine_ref.rmse();
-    row.referee_rmse_golden = rmse_g;
-    row.referee_rmse_mine = rmse_m;
+    truth = TruthErrors{golden_ref.rmse(), mine_ref.rmse(), std::max(golden_ref.truth_rms(), row.spec.input_scale),
+                        golden_ref.count(),
+                        coarsest_precision({row.spec.precision, row.spec.golden->logical_dtype(), plan.target})};
+    row.referee_rmse_golden = truth->golden_rmse;
+    row.referee_rmse_mine = truth->mine_rmse;
   }
-  const TolerancePreset& preset = tolerances.for_dtype(plan.target);
-  const Judgement j = judge(preset, metrics, g_special || m_special, rmse_g, rmse_m);
+  const Judgement j = judge(tolerances, plan.target, metrics, {g_special, m_special}, truth);
   row.verdict = j.pass ? Verdict::Pass : Verdict::Fail;
   row.judged_by = j.rule;
+  row.truth_bound = j.truth_bound;
   row.metrics = metrics;
   row.metrics_valid = !(g_special || m_special);
 }

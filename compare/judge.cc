@@ -1,5 +1,6 @@
 #include "compare/judge.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -37,6 +38,8 @@ std::string preset_for(DType t) {
 }
 
 std::string set_field(TolerancePreset& p, const std::string& field, double value) {
+  if (field == "atol" || field == "rtol") p.user_allclose = true;
+  if (field == "referee_multiplier") p.user_multiplier = true;
   if (field == "atol")
     p.atol = value;
   else if (field == "rtol")
@@ -124,40 +127,67 @@ std::string Tolerances::load_overrides(const std::string& json_path) {
   return "";
 }
 
-Judgement judge(const TolerancePreset& preset, const PairMetrics& m, bool has_special,
-                std::optional<double> rmse_golden_vs_referee, std::optional<double> rmse_mine_vs_referee) {
-  Judgement j;
+bool truth_ratio_holds(const Tolerances& tolerances, const TruthErrors& truth, double* bound) {
+  auto it = tolerances.presets.find(preset_for(truth.precision));
+  const TolerancePreset& preset = it != tolerances.presets.end() ? it->second : tolerances.for_dtype(truth.precision);
+  double multiplier = preset.referee_multiplier;
+  // same(): in small tensors noise dominates the RMSE
+  if (truth.elements < 1000 && !preset.user_multiplier) multiplier = std::max(multiplier, 3.0);
+  const double unit_roundoff = is_floating(truth.precision) ? ulp_at(truth.precision, 1.0) / 2 : 0.0;
+  *bound = multiplier * truth.golden_rmse + unit_roundoff * truth.scale;
+  return truth.mine_rmse <= *bound;
+}
+
+Judgement judge(const Tolerances& tolerances, DType target, const PairMetrics& m, SpecialValues special,
+                const std::optional<TruthErrors>& truth) {
+  const TolerancePreset& preset = tolerances.for_dtype(target);
   const std::string& name = preset.name;
+  Judgement j;
   if (m.elements == 0) {
     j.pass = true;
     j.rule = name + " empty";
+    return j;
+  }
+  const bool allclose = m.special_mismatches == 0 && m.allclose_violations == 0;
+  if (preset.exact) {
+    j.pass = allclose;
+    j.rule = name + " exact";
+    return j;
+  }
+  if (preset.user_allclose) {
+    std::ostringstream rule;
+    rule << name << " allclose as set (atol " << preset.atol << ", rtol " << preset.rtol << ")";
+    j.rule = rule.str();
+    j.pass = allclose;
+    if (allclose || !truth || !preset.user_multiplier) return j;
+  }
+  if (truth) {
+    j.rule = preset_for(truth->precision) + " truth ratio";
+    if (m.special_mismatches > 0 && special.mine) {
+      j.rule += ": nan/inf where the golden is finite";
+      return j;
+    }
+    double bound = 0;
+    j.pass = truth_ratio_holds(tolerances, *truth, &bound);
+    j.truth_bound = bound;
     return j;
   }
   if (m.special_mismatches > 0) {
     j.rule = name + " nan/inf positions differ";
     return j;
   }
-  if (m.allclose_violations == 0) {
+  if (allclose) {
     j.pass = true;
-    j.rule = name + (preset.exact ? " exact" : " allclose");
+    j.rule = name + " allclose";
     return j;
   }
-  if (preset.exact) {
-    j.rule = name + " exact";
-    return j;
-  }
-  if (!has_special && m.cosine_unrounded >= preset.min_cosine &&
+  if (!special.any() && m.cosine_unrounded >= preset.min_cosine &&
       m.relative_euclidean_distance <= preset.max_relative_l2) {
     j.pass = true;
     j.rule = name + " cosine+relative_l2";
     return j;
   }
-  if (rmse_golden_vs_referee && rmse_mine_vs_referee) {
-    j.pass = *rmse_mine_vs_referee <= preset.referee_multiplier * *rmse_golden_vs_referee + preset.atol / 10;
-    j.rule = name + " referee";
-    return j;
-  }
-  j.rule = name + (has_special ? " allclose" : " allclose,cosine+relative_l2");
+  j.rule = name + (special.any() ? " allclose" : " allclose,cosine+relative_l2");
   return j;
 }
 

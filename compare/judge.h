@@ -10,18 +10,21 @@
 
 namespace diagnose::compare {
 
-// One preset. A row passes when every set criterion holds:
-// allclose (no element with |m-g| > atol + rtol*|g|), or else both
-// cosine >= min_cosine and max_abs <= max_abs_error (the metric rule).
+// One preset, for rows without a float64 truth: a row passes allclose (no element with
+// |m-g| > atol + rtol*|g|), or else both cosine >= min_cosine and relative L2 <= max_relative_l2.
+// Rows with a truth are judged by the truth ratio rule (judge() below); atol/rtol a user set
+// are honoured as an allclose criterion that nothing else overrides.
 struct TolerancePreset {
   std::string name;            // "fp32", "fp16", "bf16", "fp8", "exact"
   double atol = 0, rtol = 0;   // allclose criterion
   double min_cosine = 1.0;     // metric criterion for rows that fail allclose
   double max_relative_l2 = 0;  // relative_euclidean_distance bound for that criterion
   bool exact = false;          // integers and bool: any difference fails
-  // Three-way rule multiplier (torch._dynamo.utils.same): with a referee, a row that
-  // fails the preset still passes if rmse(mine, ref) <= k * rmse(golden, ref) + atol/10.
+  // Truth ratio rule multiplier m (torch._dynamo.utils.same's: 2 for fp32, 3 for 16 bits).
   double referee_multiplier = 2.0;
+  // Set by an override (a user's tolerances), not by the defaults.
+  bool user_allclose = false;    // atol or rtol: allclose decides
+  bool user_multiplier = false;  // referee_multiplier: the truth ratio rule may still pass a row
 };
 
 struct Tolerances {
@@ -38,15 +41,40 @@ struct Tolerances {
   std::string apply_override(const std::string& assignment);
 };
 
-struct Judgement {
-  bool pass = false;
-  std::string rule;  // which criterion decided, e.g. "fp16 allclose", "fp16 referee"
+// Which side holds NaN or Inf.
+struct SpecialValues {
+  bool golden = false, mine = false;
+  bool any() const { return golden || mine; }
 };
 
-// Judges one pair. `has_special` says NaN/Inf occur on either side: then only the
-// element-wise rules apply (NaN matches NaN, Inf the same Inf), as the metrics are
-// not computed for such rows. Both sides empty passes.
-Judgement judge(const TolerancePreset& preset, const PairMetrics& m, bool has_special,
-                std::optional<double> rmse_golden_vs_referee, std::optional<double> rmse_mine_vs_referee);
+// Both sides against the float64 truth of the golden value (same identity, same control flow).
+struct TruthErrors {
+  // RMSE against the truth over the elements where that side and the truth are finite.
+  double golden_rmse = 0, mine_rmse = 0;
+  double scale = 0;  // RMS of the truth, or of the golden op's inputs when that is larger
+  uint64_t elements = 0;
+  // The coarsest precision the value passed through: the golden's recorded precision and
+  // both sides' dtypes (a float32 intermediate of a bf16 model: BFloat16).
+  DType precision = DType::Float32;
+};
+
+struct Judgement {
+  bool pass = false;
+  std::string rule;  // which criterion decided, e.g. "fp16 allclose", "bf16 truth ratio"
+  // The truth ratio rule's bound m * golden_rmse + floor, when that rule decided.
+  std::optional<double> truth_bound;
+};
+
+// The truth ratio rule (docs/metrics.md): the target passes when
+//   rmse(mine, truth) <= m * rmse(golden, truth) + floor,  floor = u * scale,
+// m the multiplier of the precision's preset (at least 3 below 1000 elements, as same() does)
+// and u the unit roundoff of that precision: one rounding of the value where it was computed.
+bool truth_ratio_holds(const Tolerances& tolerances, const TruthErrors& truth, double* bound);
+
+// Judges one pair whose target has dtype `target`. Both sides empty passes. With NaN/Inf
+// the element-wise rules apply (NaN matches NaN, Inf the same Inf) and the RMSEs cover the
+// finite elements; a target finite where the golden is not is judged on the rest.
+Judgement judge(const Tolerances& tolerances, DType target, const PairMetrics& m, SpecialValues special,
+                const std::optional<TruthErrors>& truth);
 
 }  // namespace diagnose::compare

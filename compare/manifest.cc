@@ -26,6 +26,8 @@ bool parse_record(const nlohmann::json& j, ManifestRecord* r, std::string* why) 
     r->kind = j.value("kind", std::string("op"));
     r->op = j.value("op", std::string());
     r->file = j.value("file", std::string());
+    r->truth_file = j.value("truth_file", std::string());
+    r->precision = j.value("precision", std::string());
     r->dtype = j.value("dtype", std::string());
     if (j.contains("shape")) r->shape = j["shape"].get<Shape>();
     r->module = j.value("module", std::string());
@@ -37,6 +39,15 @@ bool parse_record(const nlohmann::json& j, ManifestRecord* r, std::string* why) 
     *why = std::string("bad field type: ") + e.what();
     return false;
   }
+}
+
+// An error ref when `file` would leave the dump directory, else nullopt.
+std::optional<TensorRef> escaping_path(const std::string& file) {
+  if (file[0] != '/' && ("/" + file + "/").find("/../") == std::string::npos) return std::nullopt;
+  TensorRef ref;
+  ref.path = file;
+  ref.error = "record file path leaves the dump directory";
+  return ref;
 }
 
 }  // namespace
@@ -124,6 +135,16 @@ std::optional<RecordedStats> recorded_stats(const ManifestRecord& record) {
   return s;
 }
 
+std::optional<TensorRef> manifest_truth(const Manifest& manifest, const ManifestRecord& record) {
+  if (record.truth_file.empty()) return std::nullopt;
+  if (auto bad = escaping_path(record.truth_file)) return bad;
+  TensorRef ref = read_npy(manifest.dir + "/" + record.truth_file);
+  if (ref.ok() && !record.shape.empty() && element_count(record.shape) != element_count(ref.shape))
+    ref.error =
+        "truth holds shape " + shape_to_string(ref.shape) + ", the record says " + shape_to_string(record.shape);
+  return ref;
+}
+
 TensorRef manifest_tensor(const Manifest& manifest, const ManifestRecord& record) {
   if (record.file.empty()) {
     TensorRef ref;
@@ -133,12 +154,7 @@ TensorRef manifest_tensor(const Manifest& manifest, const ManifestRecord& record
     ref.error = "statistics only: tensor not dumped";
     return ref;
   }
-  if (record.file[0] == '/' || ("/" + record.file + "/").find("/../") != std::string::npos) {
-    TensorRef ref;
-    ref.path = record.file;
-    ref.error = "record file path leaves the dump directory";
-    return ref;
-  }
+  if (auto bad = escaping_path(record.file)) return *bad;
   TensorRef ref = read_npy(manifest.dir + "/" + record.file);
   if (!ref.ok()) return ref;
   // Types numpy lacks (bf16, fp8) are stored as raw bits in an unsigned integer of

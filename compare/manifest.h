@@ -20,8 +20,13 @@ struct ManifestRecord {
   std::string op_key, op, io;
   int index = 0;
   std::optional<int> item;
-  std::string file;   // relative to the dump directory; empty for stats-only records
+  std::string file;  // relative to the dump directory; empty for stats-only records
+  // The float64 truth of this tensor (shadow execution, docs/dump-format.md); empty when none.
+  std::string truth_file;
   std::string dtype;  // as torch prints it
+  // The lowest floating precision the value was computed from (a float32 intermediate of a
+  // bf16 model: torch.bfloat16); empty when the producer did not record it.
+  std::string precision;
   Shape shape;
   std::string module;
   int graph = -1;
@@ -53,5 +58,7 @@ std::optional<RecordedStats> recorded_stats(const ManifestRecord& record);
 // The tensor a record points at, with the declared dtype attached; an error ref
 // for stats-only records or unreadable files.
 TensorRef manifest_tensor(const Manifest& manifest, const ManifestRecord& record);
+// The record's float64 truth; absent when it has none.
+std::optional<TensorRef> manifest_truth(const Manifest& manifest, const ManifestRecord& record);
 
 }  // namespace diagnose::compare

@@ -2,6 +2,7 @@
 #include "compare/match.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <regex>
@@ -93,7 +94,25 @@ std::map<int, std::string> manifest_ranks(const std::string& dir) {
   return ranks;
 }
 
+std::string op_call_key(const ManifestRecord& r) {
+  return std::to_string(r.graph) + "/" + std::to_string(r.step) + "/" + r.op_key;
+}
+
+// RMS of each op call's largest floating input, from the recorded statistics.
+std::map<std::string, double> input_scales(const Manifest& dump) {
+  std::map<std::string, double> scales;
+  for (const ManifestRecord& r : dump.records) {
+    const std::optional<RecordedStats> stats = recorded_stats(r);
+    const uint64_t n = element_count(r.shape);
+    if (r.io != "input" || !is_floating(dtype_from_name(r.dtype)) || !stats || !stats->l2 || n == 0) continue;
+    double& scale = scales[op_call_key(r)];
+    scale = std::max(scale, *stats->l2 / std::sqrt(static_cast<double>(n)));
+  }
+  return scales;
+}
+
 void match_one_manifest(const Manifest& golden, const Manifest& mine, int rank, MatchResult& out) {
+  const std::map<std::string, double> scales = input_scales(golden);
   std::map<std::string, const ManifestRecord*> golden_by_id;
   for (const auto& r : golden.records) {
     auto [it, fresh] = golden_by_id.try_emplace(r.match_key(), &r);
@@ -123,6 +142,9 @@ void match_one_manifest(const Manifest& golden, const Manifest& mine, int rank, 
       s.match_note = "no golden tensor " + id;
     } else {
       s.golden = manifest_tensor(golden, *g->second);
+      s.referee = manifest_truth(golden, *g->second);
+      s.precision = dtype_from_name(g->second->precision);
+      if (auto scale = scales.find(op_call_key(*g->second)); scale != scales.end()) s.input_scale = scale->second;
       if (r.file.empty() || g->second->file.empty()) {  // compared on statistics
         s.golden_recorded = recorded_stats(*g->second);
         s.my_recorded = recorded_stats(r);
@@ -268,23 +290,67 @@ MatchResult match_files(const std::string& golden_file, const std::string& my_fi
   return out;
 }
 
+namespace {
+
+// Manifest dumps: each golden record's counterpart in the referee dump is the record with the
+// same identity (op_key, io, index, graph, step), wherever the float64 run wrote its file, so
+// ops the float64 run adds or drops shift nothing.
+void attach_manifest_referee(const std::string& golden_root, const std::string& referee_root,
+                             std::vector<RowSpec>& rows, size_t* missing, std::vector<std::string>& warnings) {
+  std::map<std::string, std::optional<TensorRef>> by_golden_file;
+  auto golden_ranks = manifest_ranks(golden_root);
+  auto referee_ranks = manifest_ranks(referee_root);
+  for (const auto& [rank, golden_dir] : golden_ranks) {
+    auto r = referee_ranks.find(rank);
+    if (r == referee_ranks.end() && golden_ranks.size() == 1 && referee_ranks.size() == 1) r = referee_ranks.begin();
+    if (r == referee_ranks.end()) continue;
+    Manifest golden = read_manifest(golden_dir);
+    Manifest referee = read_manifest(r->second);
+    if (!referee.error.empty()) warnings.push_back("referee: " + referee.error);
+    std::map<std::string, const ManifestRecord*> referee_by_key;
+    for (const ManifestRecord& record : referee.records) referee_by_key.emplace(record.match_key(), &record);
+    for (const ManifestRecord& record : golden.records) {
+      if (record.file.empty()) continue;
+      auto found = referee_by_key.find(record.match_key());
+      by_golden_file[golden.dir + "/" + record.file] =
+          found == referee_by_key.end() ? std::nullopt
+                                        : std::optional<TensorRef>(manifest_tensor(referee, *found->second));
+    }
+  }
+  for (RowSpec& row : rows) {
+    if (!row.golden) continue;
+    auto found = by_golden_file.find(row.golden->path);
+    if (found == by_golden_file.end() || !found->second || !found->second->ok()) {
+      ++*missing;
+      continue;
+    }
+    row.referee = found->second;
+  }
+}
+
+}  // namespace
+
 void attach_referee(const std::string& golden_root, const std::string& referee_root, std::vector<RowSpec>& rows,
                     std::vector<std::string>& warnings) {
   std::error_code ec;
-  const bool single_file = fs::is_regular_file(golden_root, ec);
   size_t missing = 0;
-  for (RowSpec& row : rows) {
-    if (!row.golden || row.golden->path.size() < 4 ||
-        row.golden->path.compare(row.golden->path.size() - 4, 4, ".npy") != 0)
-      continue;
-    const fs::path referee =
-        single_file ? fs::path(referee_root) : fs::path(referee_root) / fs::relative(row.golden->path, golden_root, ec);
-    TensorRef ref = read_npy(referee.string());
-    if (!ref.ok()) {
-      ++missing;
-      continue;
+  if (!manifest_ranks(golden_root).empty()) {
+    attach_manifest_referee(golden_root, referee_root, rows, &missing, warnings);
+  } else {
+    const bool single_file = fs::is_regular_file(golden_root, ec);
+    for (RowSpec& row : rows) {
+      if (!row.golden || row.golden->path.size() < 4 ||
+          row.golden->path.compare(row.golden->path.size() - 4, 4, ".npy") != 0)
+        continue;
+      const fs::path referee = single_file ? fs::path(referee_root)
+                                           : fs::path(referee_root) / fs::relative(row.golden->path, golden_root, ec);
+      TensorRef ref = read_npy(referee.string());
+      if (!ref.ok()) {
+        ++missing;
+        continue;
+      }
+      row.referee = ref;
     }
-    row.referee = ref;
   }
   if (missing > 0)
     warnings.push_back(std::to_string(missing) + " golden tensor(s) have no readable counterpart in the referee " +

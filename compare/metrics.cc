@@ -205,14 +205,19 @@ PairMetrics PairAccumulator::metrics() const {
 }
 
 void RefereeAccumulator::add(const double* referee, const float* values, size_t n) {
-  double s = 0;
-#pragma omp simd reduction(+ : s)
+  double s = 0, t = 0;
+  uint64_t finite = 0;
+#pragma omp simd reduction(+ : s, t, finite)
   for (size_t i = 0; i < n; ++i) {
     const double d = static_cast<double>(values[i]) - referee[i];
-    s += d * d;
+    const bool ok = std::isfinite(d);  // false when either side is NaN or Inf
+    s += ok ? d * d : 0.0;
+    t += ok ? referee[i] * referee[i] : 0.0;
+    finite += ok ? 1 : 0;
   }
   sum_sq_ += s;
-  n_ += n;
+  truth_sq_ += t;
+  n_ += finite;
 }
 
 void RefereeAccumulator::add(const double* referee, StoredValues values, size_t n) {
@@ -227,9 +232,12 @@ void RefereeAccumulator::add(const double* referee, StoredValues values, size_t 
 
 void RefereeAccumulator::merge(const RefereeAccumulator& o) {
   sum_sq_ += o.sum_sq_;
+  truth_sq_ += o.truth_sq_;
   n_ += o.n_;
 }
 
 double RefereeAccumulator::rmse() const { return n_ == 0 ? 0.0 : std::sqrt(sum_sq_ / static_cast<double>(n_)); }
+
+double RefereeAccumulator::truth_rms() const { return n_ == 0 ? 0.0 : std::sqrt(truth_sq_ / static_cast<double>(n_)); }
 
 }  // namespace diagnose::compare

@@ -88,18 +88,20 @@ class PairAccumulator {
   double kl_mm_ = -std::numeric_limits<double>::infinity(), kl_sm_ = 0;
 };
 
-// RMSE between a tensor and a float64 referee, for three-way judgement.
+// RMSE between a tensor and its float64 truth over the elements where both are finite, and
+// the truth's RMS over the same elements.
 class RefereeAccumulator {
  public:
   void add(const double* referee, const float* values, size_t n);
   void add(const double* referee, StoredValues values, size_t n);
   void merge(const RefereeAccumulator& other);
   double rmse() const;
-  uint64_t count() const { return n_; }
+  double truth_rms() const;
+  uint64_t count() const { return n_; }  // finite elements
 
  private:
   uint64_t n_ = 0;
-  double sum_sq_ = 0;
+  double sum_sq_ = 0, truth_sq_ = 0;
 };
 
 }  // namespace diagnose::compare

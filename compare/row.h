@@ -43,7 +43,15 @@ struct RowSpec {
   std::string my_op_type;
   std::optional<TensorRef> golden;  // absent: nothing to compare against
   std::optional<TensorRef> mine;
-  std::optional<TensorRef> referee;  // fp64 reference for three-way judgement
+  // The float64 truth of the golden tensor: its shadow (the golden record's truth_file) or
+  // the same record of a float64 run (--referee).
+  std::optional<TensorRef> referee;
+  // The lowest floating precision the golden value was computed from, when the dump says
+  // (a float32 intermediate of a bf16 model: BFloat16); Unknown otherwise.
+  DType precision = DType::Unknown;
+  // RMS of the golden op's largest floating input (from the dump's statistics), 0 when
+  // unknown: the scale of the operands the value was computed from (docs/metrics.md, floor).
+  double input_scale = 0;
   // Set instead of a readable tensor when that side recorded statistics only.
   std::optional<RecordedStats> golden_recorded, my_recorded;
 
@@ -69,6 +77,7 @@ struct Row {
   // the element-wise counts in `metrics` are valid either way.
   bool metrics_valid = false;
   std::optional<double> referee_rmse_golden, referee_rmse_mine;
+  std::optional<double> truth_bound;  // the truth ratio rule's bound, when that rule decided
 
   std::vector<std::string> reasons;  // msit's cmp_fail_reason parts, then ours
   bool shape_differs = false;        // equal element count, different shape

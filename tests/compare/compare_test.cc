@@ -186,7 +186,7 @@ TEST(Compare, RefereeKeepsMoreAccurateTargetFromFailing) {
   EXPECT_EQ(compare_dirs(golden.path(), mine.path()).summary.failed, 1u);
   CompareResult r = compare_dirs(golden.path(), mine.path(), referee.path());
   EXPECT_EQ(r.summary.failed, 0u);
-  EXPECT_EQ(r.groups.at(0).rows.at(0).judged_by, "fp32 referee");
+  EXPECT_EQ(r.groups.at(0).rows.at(0).judged_by, "fp32 truth ratio");
 }
 
 TEST(Compare, LargeTensorsSplitAcrossThreadsGiveSameMetrics) {

@@ -28,30 +28,103 @@ TEST(Judge, PresetsChosenByDtype) {
   EXPECT_EQ(t.for_dtype(DType::Float32).name, "fp16");
 }
 
-TEST(Judge, AllcloseThenMetricRuleThenReferee) {
+TEST(Judge, WithoutTruthAllcloseThenMetricRule) {
   const Tolerances t = Tolerances::defaults();
-  const TolerancePreset& p = t.presets.at("bf16");
-  EXPECT_TRUE(judge(p, clean(0, 0.5, 1), false, {}, {}).pass);
-  EXPECT_EQ(judge(p, clean(0, 0.5, 1), false, {}, {}).rule, "bf16 allclose");
-  EXPECT_TRUE(judge(p, clean(3, 0.9999, 0.001), false, {}, {}).pass);
-  EXPECT_FALSE(judge(p, clean(3, 0.99, 0.1), false, {}, {}).pass);
-  // Compiled closer to the fp64 referee than eager: not a defect.
-  Judgement better = judge(p, clean(3, 0.99, 0.1), false, 0.02, 0.01);
+  const DType bf16 = DType::BFloat16;
+  EXPECT_TRUE(judge(t, bf16, clean(0, 0.5, 1), {}, {}).pass);
+  EXPECT_EQ(judge(t, bf16, clean(0, 0.5, 1), {}, {}).rule, "bf16 allclose");
+  EXPECT_TRUE(judge(t, bf16, clean(3, 0.9999, 0.001), {}, {}).pass);
+  EXPECT_FALSE(judge(t, bf16, clean(3, 0.99, 0.1), {}, {}).pass);
+}
+
+TruthErrors truth(double golden_rmse, double mine_rmse, double scale, DType precision = DType::Float32,
+                  uint64_t elements = 4096) {
+  return TruthErrors{golden_rmse, mine_rmse, scale, elements, precision};
+}
+
+TEST(Judge, TruthRatioDecidesWhateverAllcloseSays) {
+  const Tolerances t = Tolerances::defaults();
+  // More accurate than eager although far outside allclose: not a defect.
+  Judgement better = judge(t, DType::BFloat16, clean(300, 0.99, 0.1), {}, truth(0.02, 0.01, 1, DType::BFloat16));
   EXPECT_TRUE(better.pass);
-  EXPECT_EQ(better.rule, "bf16 referee");
-  EXPECT_FALSE(judge(p, clean(3, 0.99, 0.1), false, 0.01, 0.05).pass);
+  EXPECT_EQ(better.rule, "bf16 truth ratio");
+  ASSERT_TRUE(better.truth_bound);
+  // 100x further from float64 than eager while inside allclose and the cosine rule: a defect.
+  Judgement worse = judge(t, DType::Float32, clean(0, 1.0, 1e-6), {}, truth(1e-8, 1e-6, 1));
+  EXPECT_FALSE(worse.pass);
+  EXPECT_EQ(worse.rule, "fp32 truth ratio");
+  // Within the multiplier of eager's own error.
+  EXPECT_TRUE(judge(t, DType::Float32, clean(5, 0.9, 1), {}, truth(1e-7, 1.9e-7, 0)).pass);
+  EXPECT_FALSE(judge(t, DType::Float32, clean(0, 1, 0), {}, truth(1e-7, 2.1e-7, 0)).pass);
+}
+
+TEST(Judge, TruthRatioExactAndNearZeroRows) {
+  const Tolerances t = Tolerances::defaults();
+  // Identical sides pass, even when both sit exactly on the truth.
+  EXPECT_TRUE(judge(t, DType::Float32, clean(0, 1, 0), {}, truth(0, 0, 1)).pass);
+  EXPECT_TRUE(judge(t, DType::Float32, clean(0, 1, 0), {}, truth(3e-8, 3e-8, 1)).pass);
+  // Eager exact, the target one rounding off (u = 2^-24 at scale 1): ratio noise, not a defect.
+  EXPECT_TRUE(judge(t, DType::Float32, clean(1, 1, 0), {}, truth(0, 5e-8, 1)).pass);
+  EXPECT_FALSE(judge(t, DType::Float32, clean(1, 1, 0), {}, truth(0, 1e-6, 1)).pass);
+  // Near-zero output of large operands (cancellation): the floor scales with the inputs.
+  EXPECT_TRUE(judge(t, DType::Float32, clean(1, 0.5, 1), {}, truth(0, 4e-8, 1.0)).pass);
+  EXPECT_FALSE(judge(t, DType::Float32, clean(1, 0.5, 1), {}, truth(0, 4e-8, 1e-6)).pass);
+}
+
+TEST(Judge, TruthRatioUsesThePrecisionTheValueWasComputedIn) {
+  const Tolerances t = Tolerances::defaults();
+  // A float32 intermediate of a bf16 model: eager exact, the target off by a bf16 rounding.
+  const TruthErrors computed_in_bf16 = truth(0, 1e-3, 1, DType::BFloat16);
+  EXPECT_TRUE(judge(t, DType::Float32, clean(50, 0.999, 0.01), {}, computed_in_bf16).pass);
+  EXPECT_FALSE(judge(t, DType::Float32, clean(50, 0.999, 0.01), {}, truth(0, 1e-3, 1, DType::Float32)).pass);
+  // bf16's multiplier is 3, and small tensors get at least 3 (same()).
+  EXPECT_TRUE(judge(t, DType::BFloat16, clean(1, 1, 0), {}, truth(1e-2, 2.9e-2, 0, DType::BFloat16)).pass);
+  EXPECT_TRUE(judge(t, DType::Float32, clean(1, 1, 0), {}, truth(1e-6, 2.9e-6, 0, DType::Float32, 999)).pass);
+  EXPECT_FALSE(judge(t, DType::Float32, clean(1, 1, 0), {}, truth(1e-6, 2.9e-6, 0, DType::Float32, 1000)).pass);
+}
+
+TEST(Judge, TruthRatioWithNanAndInf) {
+  const Tolerances t = Tolerances::defaults();
+  PairMetrics moved = clean(0, 0, 0);
+  moved.special_mismatches = 1;
+  // The target produces NaN/Inf where eager is finite: a defect whatever the RMSE says.
+  Judgement nan_in_target = judge(t, DType::Float32, moved, {false, true}, truth(1, 0, 1));
+  EXPECT_FALSE(nan_in_target.pass);
+  EXPECT_NE(nan_in_target.rule.find("nan/inf"), std::string::npos);
+  // Eager overflowed where the target is finite: judged on the finite elements.
+  EXPECT_TRUE(judge(t, DType::Float32, moved, {true, false}, truth(1e-7, 1e-7, 1)).pass);
+  // The same NaNs on both sides: the finite elements decide.
+  EXPECT_TRUE(judge(t, DType::Float32, clean(0, 0, 0), {true, true}, truth(1e-7, 1e-7, 1)).pass);
+  EXPECT_FALSE(judge(t, DType::Float32, clean(0, 0, 0), {true, true}, truth(1e-7, 1e-5, 1)).pass);
+}
+
+TEST(Judge, UserTolerancesAreAnAllcloseNothingOverrides) {
+  Tolerances t = Tolerances::defaults();
+  ASSERT_EQ(t.apply_override("fp32.atol=1e-5"), "");
+  ASSERT_EQ(t.apply_override("fp32.rtol=1e-4"), "");
+  // Fails allclose: neither the cosine rule nor a truth closer than eager's passes it.
+  Judgement j = judge(t, DType::Float32, clean(3, 0.999999, 1e-5), {}, truth(1e-5, 1e-6, 1));
+  EXPECT_FALSE(j.pass);
+  EXPECT_EQ(j.rule, "fp32 allclose as set (atol 1e-05, rtol 0.0001)");
+  // Passes allclose: passes, even 100x further from the truth.
+  EXPECT_TRUE(judge(t, DType::Float32, clean(0, 1, 0), {}, truth(1e-8, 1e-6, 1)).pass);
+  // Asking for the ratio rule as well lets a row closer to the truth pass.
+  ASSERT_EQ(t.apply_override("fp32.referee_multiplier=2"), "");
+  EXPECT_TRUE(judge(t, DType::Float32, clean(3, 0.999999, 1e-5), {}, truth(1e-5, 1e-6, 1)).pass);
+  // Presets the user left alone keep the truth ratio rule.
+  EXPECT_EQ(judge(t, DType::BFloat16, clean(0, 1, 0), {}, truth(1, 1, 1, DType::BFloat16)).rule, "bf16 truth ratio");
 }
 
 TEST(Judge, ExactPresetAndSpecialValues) {
   const Tolerances t = Tolerances::defaults();
-  EXPECT_FALSE(judge(t.presets.at("exact"), clean(1, 1.0, 0.0), false, {}, {}).pass);
+  EXPECT_FALSE(judge(t, DType::Int32, clean(1, 1.0, 0.0), {}, {}).pass);
   PairMetrics nan_moved = clean(0, 0, 0);
   nan_moved.special_mismatches = 1;
-  EXPECT_FALSE(judge(t.presets.at("fp32"), nan_moved, true, {}, {}).pass);
+  EXPECT_FALSE(judge(t, DType::Float32, nan_moved, {true, false}, {}).pass);
   // With NaNs on either side only the element-wise rule applies.
-  EXPECT_FALSE(judge(t.presets.at("fp32"), clean(2, 1.0, 0.0), true, {}, {}).pass);
+  EXPECT_FALSE(judge(t, DType::Float32, clean(2, 1.0, 0.0), {true, true}, {}).pass);
   PairMetrics empty;
-  EXPECT_TRUE(judge(t.presets.at("fp32"), empty, false, {}, {}).pass);
+  EXPECT_TRUE(judge(t, DType::Float32, empty, {}, {}).pass);
 }
 
 TEST(Judge, OverridesFromCommandLineAndFile) {
