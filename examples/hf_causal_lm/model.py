@@ -1,0 +1,117 @@
+"""A tiny Hugging Face causal language model, built offline from a small config with random
+seeded weights (nothing is downloaded), compiled with torch.compile as a user would write it.
+
+    python examples/hf_causal_lm/model.py [--arch llama|gpt2] [--dtype float32|bfloat16]
+                                          [--graph-break] [--two-lengths] [--out OUT.pt]
+
+`--arch llama`: LlamaForCausalLM (hidden 64, intermediate 128, 2 layers, 4 heads, 2 KV heads,
+vocab 256): RMSNorm, rotary embeddings, grouped-query attention, SwiGLU. `--arch gpt2`:
+GPT2LMHeadModel (n_embd 64, 2 layers, 4 heads, vocab 256, n_positions 64): LayerNorm, GELU
+(tanh), learned positions. Both in eval mode, `use_cache=False`, attention through
+`scaled_dot_product_attention` ("sdpa", the default of transformers; see README.md).
+Input ids: batch 2 x 16 tokens from a seeded generator. `--graph-break` puts a
+`.item()` (a Dynamo graph break) into the forward of the second decoder layer; `--two-lengths`
+calls the compiled model a second time with 12 tokens (Dynamo compiles again, with a dynamic
+sequence length). Under diagnose the model's dtype is the run spec's (the workflow's
+`model: dtype:`); alone, `--dtype`.
+"""
+
+import argparse
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # built from a config: never reach the hub
+os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+
+import torch  # noqa: E402
+import transformers  # noqa: E402
+
+VOCAB = 256
+BATCH = 2
+LENGTHS = (16, 12)
+
+
+def build(arch: str, attn_implementation: str = "sdpa") -> torch.nn.Module:
+    if arch == "llama":
+        config = transformers.LlamaConfig(
+            vocab_size=VOCAB,
+            hidden_size=64,
+            intermediate_size=128,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=64,
+            use_cache=False,
+            attn_implementation=attn_implementation,
+        )
+        model = transformers.LlamaForCausalLM(config)
+    elif arch == "gpt2":
+        config = transformers.GPT2Config(
+            vocab_size=VOCAB,
+            n_embd=64,
+            n_layer=2,
+            n_head=4,
+            n_positions=64,
+            bos_token_id=VOCAB - 1,
+            eos_token_id=VOCAB - 1,
+            use_cache=False,
+            attn_implementation=attn_implementation,
+        )
+        model = transformers.GPT2LMHeadModel(config)
+    else:
+        raise ValueError(f"unknown arch {arch!r}")
+    return model.eval()
+
+
+def decoder_layers(model: torch.nn.Module) -> torch.nn.ModuleList:
+    return model.model.layers if hasattr(model, "model") else model.transformer.h
+
+
+def insert_graph_break(layer: torch.nn.Module) -> None:
+    """The layer's forward reads one value of its input as a Python number (`.item()`), which
+    Dynamo cannot keep in the graph: the graph ends before the layer and a new one starts."""
+    forward = layer.forward
+
+    def forward_with_item(hidden_states, *args, **kwargs):
+        hidden_states.reshape(-1)[0].item()  # read and dropped: the numbers are unchanged
+        return forward(hidden_states, *args, **kwargs)
+
+    layer.forward = forward_with_item
+
+
+def input_ids(length: int, seed: int) -> torch.Tensor:
+    return torch.randint(0, VOCAB, (BATCH, length), generator=torch.Generator().manual_seed(seed))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--arch", choices=("llama", "gpt2"), default="llama")
+    parser.add_argument(
+        "--dtype",
+        choices=("float32", "bfloat16", "float64"),
+        default="float32",
+        help="run alone in this dtype (under diagnose the run spec's dtype wins)",
+    )
+    parser.add_argument("--graph-break", action="store_true", help="a .item() inside the second decoder layer")
+    parser.add_argument("--two-lengths", action="store_true", help="a second call with 12 tokens")
+    parser.add_argument("--out", help="save the logits (torch.save) here")
+    args = parser.parse_args()
+
+    torch.manual_seed(0)
+    model = build(args.arch).to(getattr(torch, args.dtype))
+    if args.graph_break:
+        insert_graph_break(decoder_layers(model)[1])
+    compiled = torch.compile(model)
+    lengths = LENGTHS if args.two_lengths else LENGTHS[:1]
+    logits = []
+    with torch.no_grad():
+        for call, length in enumerate(lengths):
+            out = compiled(input_ids=input_ids(length, seed=100 + call))
+            logits.append(out.logits)
+    for tensor in logits:
+        print(f"{args.arch} logits {list(tensor.shape)} [0, -1, :4]:", tensor[0, -1, :4].float().tolist())
+    if args.out:
+        torch.save(logits, args.out)
+
+
+if __name__ == "__main__":
+    main()
