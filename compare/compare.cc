@@ -161,14 +161,34 @@ CompareResult run_compare(const CompareOptions& options) {
       ++s.rows;
       if (row.verdict == Verdict::NotComparable) {
         ++s.not_comparable;
+        ++s.not_comparable_reasons[row_reason_kind(row)];
         continue;
       }
       ++s.compared;
+      ++s.judged_by[row.judged_by];
       (row.verdict == Verdict::Pass ? s.passed : s.failed)++;
     }
   }
   s.divergences = find_divergences(result.groups);
   return result;
+}
+
+std::string row_reason_kind(const Row& row) {
+  if (row.reasons.empty()) return "not evaluated";
+  std::string kind;
+  size_t at = 0;
+  const std::string& reason = row.reasons.front();
+  while (at < reason.size()) {
+    size_t end = reason.find(' ', at);
+    if (end == std::string::npos) end = reason.size();
+    const std::string word = reason.substr(at, end - at);
+    if (word.find('/') == std::string::npos && word.find(".OUTPUT.") == std::string::npos &&
+        word.find(".INPUT.") == std::string::npos)
+      kind += (kind.empty() ? "" : " ") + word;
+    at = end + 1;
+  }
+  while (!kind.empty() && (kind.back() == ':' || kind.back() == '.')) kind.pop_back();
+  return kind.empty() ? reason : kind;
 }
 
 int exit_code_for(const CompareResult& result) {

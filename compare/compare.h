@@ -58,7 +58,13 @@ struct CompareSummary {
   // each with the reason.
   std::vector<std::pair<std::string, std::string>> unmatched;
   std::vector<std::string> warnings;  // unreadable files, duplicate keys...
+  // Coverage: not comparable rows by reason (row_reason_kind), judged rows by the rule that decided.
+  std::map<std::string, uint64_t> not_comparable_reasons, judged_by;
 };
+
+// A row's first reason without what names the particular tensor (paths, identities), so
+// rows not comparable for the same reason count together.
+std::string row_reason_kind(const Row& row);
 
 struct CompareResult {
   DumpKind golden_kind = DumpKind::Unknown, my_kind = DumpKind::Unknown;

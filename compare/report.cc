@@ -63,7 +63,8 @@ const std::vector<std::string> kExtraColumns = {"verdict",
                                                 "my_nan_count",
                                                 "my_inf_count",
                                                 "referee_rmse_golden",
-                                                "referee_rmse_mine"};
+                                                "referee_rmse_mine",
+                                                "truth_bound"};
 
 // msit's reasons first, then the project's own.
 std::string reason_text(const Row& row) {
@@ -126,6 +127,7 @@ std::vector<std::pair<std::string, Cell>> row_cells(const Row& row) {
   c.emplace_back("my_inf_count", count(row.my_stats, &SideStats::inf_count));
   c.emplace_back("referee_rmse_golden", row.referee_rmse_golden ? Cell(*row.referee_rmse_golden) : Cell());
   c.emplace_back("referee_rmse_mine", row.referee_rmse_mine ? Cell(*row.referee_rmse_mine) : Cell());
+  c.emplace_back("truth_bound", row.truth_bound ? Cell(*row.truth_bound) : Cell());
   return c;
 }
 
@@ -291,7 +293,11 @@ nlohmann::json result_to_json(const CompareResult& result, const CompareOptions&
                             {"compared", s.compared},
                             {"passed", s.passed},
                             {"failed", s.failed},
-                            {"not_comparable", s.not_comparable}};
+                            {"not_comparable", s.not_comparable},
+                            {"not_comparable_reasons", s.not_comparable_reasons},
+                            {"judged_by", s.judged_by},
+                            {"unmatched_count", s.unmatched.size()},
+                            {"coverage", coverage_text(s)}};
   summary["divergences"] = nlohmann::json::array();
   for (const Divergence& d : s.divergences) {
     summary["divergences"].push_back(
@@ -329,6 +335,21 @@ nlohmann::json result_to_json(const CompareResult& result, const CompareOptions&
   return j;
 }
 
+std::string coverage_text(const CompareSummary& s) {
+  std::string text = "judged " + std::to_string(s.compared) + " of " + std::to_string(s.rows) + " rows";
+  if (s.not_comparable > 0) {
+    text += "; " + std::to_string(s.not_comparable) + " not comparable:";
+    bool first = true;
+    for (const auto& [reason, count] : s.not_comparable_reasons) {
+      text += std::string(first ? " " : ", ") + reason + " (" + std::to_string(count) + ")";
+      first = false;
+    }
+  }
+  if (!s.unmatched.empty())
+    text += "; " + std::to_string(s.unmatched.size()) + " record(s) of one side unmatched (listed in result.json)";
+  return text;
+}
+
 void print_summary(const CompareResult& result, std::ostream& out) {
   const CompareSummary& s = result.summary;
   out << "golden: " << dump_kind_name(result.golden_kind) << " (" << result.golden_detail << ")\n"
@@ -338,13 +359,8 @@ void print_summary(const CompareResult& result, std::ostream& out) {
     return;
   }
   out << s.rows << " rows: " << s.passed << " pass, " << s.failed << " fail, " << s.not_comparable
-      << " not comparable\n";
-  if (!s.unmatched.empty()) {
-    out << s.unmatched.size() << " unmatched:\n";
-    for (size_t i = 0; i < s.unmatched.size() && i < 5; ++i)
-      out << "  " << s.unmatched[i].first << ": " << s.unmatched[i].second << "\n";
-    if (s.unmatched.size() > 5) out << "  ... (all in the JSON result)\n";
-  }
+      << " not comparable\n"
+      << coverage_text(s) << "\n";
   for (const auto& w : s.warnings) out << "warning: " << w << "\n";
   for (const Divergence& d : s.divergences) {
     out << "first divergence";

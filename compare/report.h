@@ -30,6 +30,10 @@ std::string write_unique_file(const std::string& out_dir, const std::string& ste
 nlohmann::json result_to_json(const CompareResult& result, const CompareOptions& options,
                               const std::vector<std::string>& csv_paths);
 
+// What the verdict rests on, in one line: "judged 39 of 41 rows; 2 not comparable: integer
+// indices (2); 12 record(s) of one side unmatched (listed in result.json)".
+std::string coverage_text(const CompareSummary& summary);
+
 // Short human summary: counts, first divergence, worst rows.
 void print_summary(const CompareResult& result, std::ostream& out);
 

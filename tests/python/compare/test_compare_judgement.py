@@ -112,7 +112,10 @@ def test_referee_three_way(diagnose_bin, tmp_path):
     plain = run_compare(diagnose_bin, g, m, tmp_path / "o1", *STRICT)
     assert plain.result is not None, plain.describe()
     assert {r["verdict"] for r in plain.rows()} == {"fail"}, "strict preset alone fails both"
-    three = run_compare(diagnose_bin, g, m, tmp_path / "o2", "--referee", ref, *STRICT)
+    # atol/rtol as set are an allclose criterion the truth does not override
+    strict = run_compare(diagnose_bin, g, m, tmp_path / "o3", "--referee", ref, *STRICT)
+    assert {r["verdict"] for r in strict.rows()} == {"fail"}, strict.describe()
+    three = run_compare(diagnose_bin, g, m, tmp_path / "o2", "--referee", ref)
     assert three.result is not None, three.describe()
     assert three.result["referee"] is not None
     rows = {r["golden_data_path"].rsplit("/", 1)[-1][:-4]: r for r in three.rows()}
@@ -124,7 +127,7 @@ def test_referee_three_way(diagnose_bin, tmp_path):
         want_m = np.sqrt(np.mean((mine[name].astype(np.float64) - truth) ** 2))
         assert abs(r["referee_rmse_golden"] - want_g) <= 1e-6 * want_g, r
         assert abs(r["referee_rmse_mine"] - want_m) <= 1e-6 * want_m, r
-    assert "referee" in rows["better"]["judged_by"].lower(), rows["better"]["judged_by"]
+    assert rows["better"]["judged_by"] == "fp16 truth ratio", rows["better"]["judged_by"]
     assert three.rc == 1
 
 

@@ -23,7 +23,7 @@ MSIT_COLUMNS = (
 EXTRA_COLUMNS = (
     "verdict,judged_by,op_key,io,index,elements,shape_mismatch,rmse,max_ulp_error,"
     "mean_ulp_error,snr_db,allclose_violations,golden_nan_count,golden_inf_count,"
-    "my_nan_count,my_inf_count,referee_rmse_golden,referee_rmse_mine"
+    "my_nan_count,my_inf_count,referee_rmse_golden,referee_rmse_mine,truth_bound"
 )
 ROW_EXTRA_JSON = {"reasons", "cosine_unrounded", "shape_mismatch"}
 
