@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <boost/filesystem.hpp>
 #include <fstream>
+#include <map>
+#include <sstream>
 
 #include "compare/report.h"
 #include "orchestrator/exec/command_line.h"
@@ -24,7 +26,12 @@ std::vector<Property> comparison_properties() {
   return {optional("tolerances", map_schema("Tolerance overrides for this step, by preset name.", preset_fields)),
           optional("preset", string_schema("Use this tolerance preset for every row instead of choosing by dtype.")),
           optional("rank", integer_schema("Compare only this rank.", 0)),
-          optional("worst_rows", defaulted(integer_schema("How many failing rows the evidence table lists.", 0), 5))};
+          optional("worst_rows", defaulted(integer_schema("How many failing rows the evidence table lists.", 0), 5)),
+          optional("min_judged_share",
+                   defaulted(number_schema("The share of rows that must be judged (not \"not comparable\"); "
+                                           "below it the step errors instead of passing.",
+                                           0, 1),
+                             kDefaultMinJudgedShare))};
 }
 
 void check_comparison_keys(const StepSpec& step, Diagnostics& diagnostics) {
@@ -38,6 +45,36 @@ void check_comparison_keys(const StepSpec& step, Diagnostics& diagnostics) {
                                            "'" + did_you_mean(preset.Scalar(), names));
   }
 }
+
+namespace {
+
+// The (graph, call) groups of rows of which none was judged: "graph 1 call 0 (12 rows)".
+std::string unjudged_groups(const compare::CompareResult& compared) {
+  std::map<std::pair<int, int64_t>, std::pair<size_t, size_t>> judged_of;  // (judged, rows)
+  for (const compare::RowGroup& group : compared.groups)
+    for (const compare::Row& row : group.rows) {
+      auto& [judged, rows] = judged_of[{group.graph, row.spec.token_id}];
+      ++rows;
+      if (row.verdict != compare::Verdict::NotComparable) ++judged;
+    }
+  std::string out;
+  for (const auto& [key, counts] : judged_of) {
+    if (counts.first > 0) continue;
+    out += (out.empty() ? "" : ", ") + (key.first >= 0 ? "graph " + std::to_string(key.first) + " " : "") + "call " +
+           std::to_string(key.second) + " (" + std::to_string(counts.second) + " rows)";
+  }
+  return out;
+}
+
+// The final outputs a plugin run wrote beside its op dump (<run dir>/outputs), or "" when
+// `dump` is not a plugin run's dump.
+std::string final_outputs_of(const std::string& dump) {
+  const fs::path run_dir = fs::path(dump).parent_path();
+  if (fs::path(dump).filename() != "dump" || !fs::exists(run_dir / "status.json")) return "";
+  return (run_dir / "outputs").string();
+}
+
+}  // namespace
 
 std::string row_op(const compare::Row& row) {
   if (!row.spec.golden_op_type.empty()) return row.spec.golden_op_type;
@@ -168,24 +205,41 @@ DumpJudgement judge_dumps(const StepContext& context, const std::string& golden,
   result.metrics["first_failing_op"] =
       divergences.empty() ? nlohmann::json() : nlohmann::json(divergences.front().first_failing_op);
   result.metrics["source_ops"] = source_ops;
-  for (const auto& [name, reason] : s.unmatched)
-    result.findings.push_back({"not matched: " + name + " (" + reason + ")", ""});
+  if (!s.unmatched.empty())
+    result.findings.push_back({prefix + std::to_string(s.unmatched.size()) +
+                                   " record(s) of one side not matched (listed in " + out_dir + "/result.json)",
+                               ""});
   size_t limit = context.option<size_t>("worst_rows");
   nlohmann::json worst = worst_rows(compared, limit);
   if (!worst.empty()) result.evidence.push_back({"table", prefix + "worst rows", "", worst});
 
-  std::string counts = std::to_string(s.compared) + " rows compared, " + std::to_string(s.failed) + " failed";
-  if (s.compared == 0) {
-    result.status = StepStatus::Error;
-    result.summary = prefix + "nothing could be compared (" + std::to_string(s.rows) + " rows, " +
-                     std::to_string(s.not_comparable) + " not comparable)";
-  } else if (s.failed > 0) {
+  const std::string coverage = compare::coverage_text(s);
+  result.metrics["judged"] = s.compared;
+  result.metrics["coverage"] = coverage;
+  result.metrics["not_comparable_reasons"] = s.not_comparable_reasons;
+  result.metrics["judged_by"] = s.judged_by;
+  const std::string unjudged = unjudged_groups(compared);
+  const double min_share = context.option<double>("min_judged_share");
+  const double share = s.rows == 0 ? 0.0 : static_cast<double>(s.compared) / static_cast<double>(s.rows);
+  if (s.failed > 0) {
     result.status = StepStatus::Fail;
-    result.summary = prefix + counts;
-    if (!divergences.empty()) result.summary += "; first divergence at " + divergences.front().first_failing_op;
+    result.summary = prefix + std::to_string(s.failed) + " of " + std::to_string(s.compared) + " judged rows fail";
+    if (!divergences.empty()) result.summary += ", first divergence at " + divergences.front().first_failing_op;
+    result.summary += "; " + coverage;
+  } else if (s.compared == 0) {
+    result.status = StepStatus::Error;
+    result.summary = prefix + "nothing could be judged: " + coverage;
+  } else if (share < min_share || !unjudged.empty()) {
+    result.status = StepStatus::Error;
+    std::ostringstream why;
+    why << prefix << "too little was judged to say there is no problem: " << coverage;
+    if (share < min_share)
+      why << " (" << static_cast<int>(share * 100) << "%, min_judged_share is " << min_share << ")";
+    if (!unjudged.empty()) why << "; nothing judged in " << unjudged;
+    result.summary = why.str();
   } else {
     result.status = StepStatus::Pass;
-    result.summary = prefix + counts;
+    result.summary = prefix + "all " + std::to_string(s.compared) + " judged rows pass; " + coverage;
   }
   judgement.compared = std::move(record.compared);
   return judgement;
@@ -195,6 +249,7 @@ StepResult judge_run_dumps(const StepContext& context, const std::vector<RunReco
                            const std::string& target, const std::optional<std::string>& referee,
                            const std::string& failure) {
   StepResult result = judge_dumps(context, golden, target, referee, context.step_dir() + "/compare").result;
+  judge_final_outputs(context, golden, target, referee, result);
   std::vector<std::string> reproduce;
   for (const RunRecord& run : runs) reproduce.push_back(reproduce_command(run.cwd, run.env, run.argv));
   result.reproduce.insert(result.reproduce.begin(), reproduce.begin(), reproduce.end());
@@ -202,6 +257,42 @@ StepResult judge_run_dumps(const StepContext& context, const std::vector<RunReco
   result.metrics["culprit"] = !sources.empty() ? sources[0] : result.metrics["first_failing_op"];
   if (result.status == StepStatus::Fail) result.summary = failure + result.summary;
   return result;
+}
+
+void judge_final_outputs(const StepContext& context, const std::string& golden, const std::string& target,
+                         const std::optional<std::string>& referee, StepResult& result) {
+  const std::string golden_outputs = final_outputs_of(golden), target_outputs = final_outputs_of(target);
+  if (golden_outputs.empty() && target_outputs.empty()) return;  // dumps brought by the user
+  std::optional<std::string> referee_outputs;
+  if (referee && !final_outputs_of(*referee).empty()) referee_outputs = final_outputs_of(*referee);
+  DumpJudgement finals = golden_outputs.empty() || target_outputs.empty()
+                             ? DumpJudgement{error_result("one side is not a run of the model"), std::nullopt}
+                             : judge_dumps(context, golden_outputs, target_outputs, referee_outputs,
+                                           context.step_dir() + "/compare-outputs", "final outputs");
+  StepResult& f = finals.result;
+  for (Evidence& e : f.evidence) result.evidence.push_back(std::move(e));
+  for (Finding& finding : f.findings) result.findings.push_back(std::move(finding));
+  for (std::string& command : f.reproduce) result.reproduce.push_back(std::move(command));
+  const compare::CompareSummary* s = finals.compared ? &finals.compared->summary : nullptr;
+  result.metrics["final_outputs"] = {{"rows", s ? s->rows : 0},
+                                     {"judged", s ? s->compared : 0},
+                                     {"failed", s ? s->failed : 0},
+                                     {"summary", f.summary}};
+  const bool all_judged = s && s->rows > 0 && s->compared == s->rows;
+  if (f.status == StepStatus::Fail) {
+    const bool ops_failed = result.status == StepStatus::Fail;
+    result.status = StepStatus::Fail;
+    result.summary = ops_failed ? result.summary + "; " + f.summary : f.summary + "; ops: " + result.summary;
+  } else if (result.status == StepStatus::Fail) {
+    result.summary += "; " + f.summary;
+  } else if (!all_judged) {
+    result.status = StepStatus::Error;
+    result.summary =
+        "the final outputs were not all judged, so no verdict: " + (s ? compare::coverage_text(*s) : f.summary) +
+        "; ops: " + result.summary;
+  } else if (result.status == StepStatus::Pass) {
+    result.summary += "; " + f.summary;
+  }
 }
 
 }  // namespace diagnose

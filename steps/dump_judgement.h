@@ -16,7 +16,10 @@
 
 namespace diagnose {
 
-// tolerances, preset, rank, worst_rows.
+// Below this share of judged rows a comparing step errors rather than pass (min_judged_share).
+constexpr double kDefaultMinJudgedShare = 0.9;
+
+// tolerances, preset, rank, worst_rows, min_judged_share.
 std::vector<Property> comparison_properties();
 void check_comparison_keys(const StepSpec& step, Diagnostics& diagnostics);
 
@@ -54,12 +57,19 @@ DumpJudgement judge_dumps(const StepContext& context, const std::string& golden,
                           const std::optional<std::string>& referee, const std::string& out_dir,
                           const std::string& what = "");
 
-// judge_dumps for dumps the step's own runs produced: the runs' commands lead the reproduce
-// list, the culprit is the first source op (else the first failing op), and the summary of a
-// failing comparison starts with `failure`.
+// judge_dumps for dumps the step's own runs produced, and judge_final_outputs: the runs'
+// commands lead the reproduce list, the culprit is the first source op (else the first failing
+// op), and the summary of a failing comparison starts with `failure`.
 StepResult judge_run_dumps(const StepContext& context, const std::vector<RunRecord>& runs, const std::string& golden,
                            const std::string& target, const std::optional<std::string>& referee,
                            const std::string& failure);
+
+// The final outputs (<run dir>/outputs) of plugin runs whose op dumps were judged into
+// `result`: a failing output fails the step; outputs not all judged make a passing step an
+// error, as does a side that is not a plugin run when the other is. Dumps the user brought
+// (neither side a run) are left alone.
+void judge_final_outputs(const StepContext& context, const std::string& golden, const std::string& target,
+                         const std::optional<std::string>& referee, StepResult& result);
 
 // The operator a row belongs to: the dump's op name (aten.mm.default) when it has one, else its op_key.
 std::string row_op(const compare::Row& row);

@@ -1,6 +1,7 @@
-// `eager_device_vs_cpu`: the model in eager mode on the device / dtype / configuration under
-// test against eager on CPU in float32 (and, optionally, a float64 CPU referee), op by op.
-// A failure here means the problem exists without graph mode.
+// `eager_device_vs_cpu`: the model in eager mode on the device / configuration under test
+// against eager on CPU in the same dtype, op by op; with `referee: true` each CPU record
+// carries its float64 truth and a row fails where the device is further from it than the CPU
+// is. A failure here means the problem exists without graph mode.
 #include "orchestrator/engine/run_dir.h"
 #include "orchestrator/engine/step.h"
 #include "orchestrator/exec/command_line.h"
@@ -22,18 +23,22 @@ class EagerDeviceVsCpuStep : public StepKind {
  public:
   std::string name() const override { return "eager_device_vs_cpu"; }
   std::string description() const override {
-    return "Eager mode on the device/dtype/configuration under test (target, default: the model's) against "
-           "eager on CPU in float32 (golden), op by op, with an optional float64 CPU referee; fails when the eager "
-           "kernels under test disagree, naming the first divergence and the ops where the error starts.";
+    return "Eager mode on the device/configuration under test (target, default: the model's) against eager on "
+           "CPU in the same dtype (golden), op by op, judged against the CPU run's float64 truth with `referee: "
+           "true`; fails when the kernels under test are further from it than the CPU's, naming the first "
+           "divergence and the ops where the error starts.";
   }
   std::vector<Property> parameters() const override {
     std::vector<Property> properties = {
-        optional("golden", plugin_side_schema("Overrides of the reference run (default: eager, cpu, float32).")),
+        optional("golden", plugin_side_schema("Overrides of the reference run (default: eager on cpu in the "
+                                              "target's dtype; golden: {dtype: float32} for a float32 reference).")),
         optional("target", plugin_side_schema("Overrides of the run under test (default: eager on the model's device "
                                               "and dtype).")),
-        optional("referee", any_of_schema("A float64 CPU run for three-way judgement.",
-                                          {boolean_schema("true: the golden run in float64"),
-                                           plugin_side_schema("overrides of the referee run")})),
+        optional("referee", any_of_schema("The float64 truth of the golden side.",
+                                          {boolean_schema("true: the golden run also computes every op in float64 "
+                                                          "(shadow execution, same records)"),
+                                           plugin_side_schema("overrides of a separate float64 CPU run, paired by "
+                                                              "record identity")})),
     };
     for (Property& p : comparison_properties()) properties.push_back(std::move(p));
     return properties;
@@ -48,26 +53,25 @@ class EagerDeviceVsCpuStep : public StepKind {
 
   StepResult evaluate(const StepContext& context) const override {
     const YAML::Node& node = context.step().node;
-    nlohmann::json cpu = with(kEagerAten, {{"device", "cpu"}, {"dtype", "float32"}, {"autocast", nullptr}});
-    nlohmann::json golden_spec = side_spec(context, node["golden"], cpu);
+    YAML::Node referee = node["referee"];
+    const bool truth = referee && !referee.IsMap() && yaml_to_json(referee) == true;
     nlohmann::json target_spec = side_spec(context, node["target"], kEagerAten);
+    nlohmann::json cpu = with(kEagerAten, {{"device", "cpu"}});
+    if (target_spec.contains("dtype")) cpu["dtype"] = target_spec["dtype"];
+    if (target_spec.contains("autocast")) cpu["autocast"] = target_spec["autocast"];
+    if (truth) cpu["dump"]["truth"] = true;
+    nlohmann::json golden_spec = side_spec(context, node["golden"], cpu);
     std::vector<RunRequest> requests = {plugin_run(context, "golden", golden_spec, node["golden"]),
                                         plugin_run(context, "target", target_spec, node["target"])};
-    YAML::Node referee = node["referee"];
-    bool with_referee = referee && (referee.IsMap() || yaml_to_json(referee) == true);
-    if (with_referee && referee.IsMap()) {
+    if (referee && referee.IsMap())
       requests.push_back(
-          plugin_run(context, "referee", side_spec(context, referee, with(cpu, {{"dtype", "float64"}})), referee));
-    } else if (with_referee) {  // the golden run itself, in float64
-      nlohmann::json fp64 = golden_spec;
-      fp64["dtype"] = "float64";
-      requests.push_back(plugin_run(context, "referee", fp64, node["golden"]));
-    }
+          plugin_run(context, "referee",
+                     side_spec(context, referee, with(cpu, {{"dtype", "float64"}, {"autocast", nullptr}})), referee));
     std::vector<RunRecord> runs = context.run(requests);
     if (std::optional<StepResult> error = error_from_runs(runs)) return *error;
 
     std::optional<std::string> referee_dump;
-    if (with_referee) referee_dump = requests[2].dump_dir;
+    if (requests.size() > 2) referee_dump = requests[2].dump_dir;
     return judge_run_dumps(context, runs, requests[0].dump_dir, requests[1].dump_dir, referee_dump,
                            "eager on the target disagrees with eager on CPU: ");
   }

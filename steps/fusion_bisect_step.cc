@@ -221,8 +221,10 @@ class FusionBisectStep : public StepKind {
       if (golden && golden.IsScalar()) {
         setup.judge.golden = context.path(golden.Scalar());
       } else if (plugin) {
-        nlohmann::json defaults = {{"mode", "eager"}, {"dump", {{"level", "none"}}}};
-        if (!judge_ops.empty()) defaults["dump"] = {{"level", "aten"}, {"include", judge_ops}};
+        // Each golden record carries its float64 truth: a trial fails where it is further from it
+        // than eager is, so precision loss inside the dtype's tolerances is bisected too.
+        nlohmann::json defaults = {{"mode", "eager"}, {"dump", {{"level", "none"}, {"truth", true}}}};
+        if (!judge_ops.empty()) defaults["dump"] = {{"level", "aten"}, {"include", judge_ops}, {"truth", true}};
         plan.alongside.push_back(plugin_run(context, "golden", side_spec(context, golden, defaults), golden));
         setup.judge.golden = plan.alongside.back().dir + "/" + compared;
       } else {

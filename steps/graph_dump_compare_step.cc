@@ -3,8 +3,9 @@
 // dump); the golden is the same graph executed node by node in eager (the FX-level dump,
 // whose node names the compiled dump maps back to). Either side may instead be a dump made
 // elsewhere (a TorchAir GE dump directory, an FX npy dump), so that an Ascend user can
-// bring their own. With a float64 referee, a row where the graph is no further from the
-// truth than eager is not a failure.
+// bring their own. With `referee: true` the golden run computes every node's float64 truth too
+// (shadow execution) and the truth ratio rule judges each row: the graph fails where it is
+// further from the truth than eager is.
 #include "orchestrator/engine/run_dir.h"
 #include "orchestrator/engine/step.h"
 #include "orchestrator/exec/command_line.h"
@@ -29,16 +30,17 @@ class GraphDumpCompareStep : public StepKind {
   std::string description() const override {
     return "The full graph op by op: the compiled graph's dump (target) against the same graph run node by node "
            "in eager (golden, FX level), or dumps made elsewhere; first divergence and the ops where the error "
-           "starts, three-way with a float64 referee.";
+           "starts, judged against each record's float64 truth with `referee: true`.";
   }
   std::vector<Property> parameters() const override {
     std::vector<Property> properties = {
         optional("golden", side_or_path("The eager side: a dump path, or overrides of the FX-level run.")),
         optional("target", side_or_path("The graph side: a dump path, or overrides of the compiled run.")),
-        optional("referee", any_of_schema("A float64 run of the golden side for three-way judgement.",
-                                          {string_schema("true: the golden run in float64; or the path of a "
-                                                         "float64 dump"),
-                                           plugin_side_schema("overrides of the referee run")})),
+        optional("referee", any_of_schema("The float64 truth of the golden side.",
+                                          {string_schema("true: the golden run also computes every node in float64 "
+                                                         "(shadow execution, same records); or the path of a "
+                                                         "float64 dump, paired by record identity"),
+                                           plugin_side_schema("overrides of a separate float64 run")})),
     };
     for (Property& p : comparison_properties()) properties.push_back(std::move(p));
     return properties;
@@ -60,7 +62,11 @@ class GraphDumpCompareStep : public StepKind {
       requests.push_back(plugin_run(context, name, side_spec(context, overrides, defaults), overrides));
       return requests.back().dump_dir;
     };
-    std::string golden = side("golden", node["golden"], kGolden);
+    const YAML::Node referee_node = node["referee"];
+    const bool truth = referee_node && yaml_to_json(referee_node) == true;
+    nlohmann::json golden_defaults = kGolden;
+    if (truth) golden_defaults["dump"]["truth"] = true;
+    std::string golden = side("golden", node["golden"], golden_defaults);
     nlohmann::json target_defaults = kTarget;
     if (side_spec(context, node["target"] && node["target"].IsMap() ? node["target"] : YAML::Node(), kTarget)["backend"]
             .get<std::string>()
@@ -68,17 +74,12 @@ class GraphDumpCompareStep : public StepKind {
       target_defaults["dump"]["level"] = "compiled";  // a user backend: its Inductor buffers, if built on Inductor
     std::string target = side("target", node["target"], target_defaults);
     std::optional<std::string> referee;
-    if (YAML::Node r = node["referee"]; r && yaml_to_json(r) != false) {
+    if (referee_node && !truth && yaml_to_json(referee_node) != false) {
       YAML::Node golden_overrides = node["golden"] && node["golden"].IsMap() ? node["golden"] : YAML::Node();
       nlohmann::json fp64 = side_spec(context, golden_overrides, kGolden);
       fp64["dtype"] = "float64";
       fp64.erase("autocast");
-      if (yaml_to_json(r) == true) {  // the golden run itself, in float64
-        requests.push_back(plugin_run(context, "referee", fp64, golden_overrides));
-        referee = requests.back().dump_dir;
-      } else {
-        referee = side("referee", r, fp64);
-      }
+      referee = side("referee", referee_node, fp64);
     }
     std::vector<RunRecord> runs = context.run(requests);
     if (std::optional<StepResult> error = error_from_runs(runs)) return *error;

@@ -43,6 +43,7 @@ std::vector<Property> plugin_side_properties() {
        optional("exclude", array_schema("regular expressions a record must not match", plain_string_schema("regex"))),
        optional("steps", array_schema("steps (tokens) to dump", integer_schema("step", 0))),
        optional("stats_only", boolean_schema("statistics only, no tensor files")),
+       optional("truth", boolean_schema("each record's float64 truth, by shadow execution (docs/dump-format.md)")),
        optional("max_bytes", integer_schema("byte budget for tensor files", 0))});
   std::vector<Property> properties = {
       optional("mode", string_schema("eager or compiled (torch.compile).", {"eager", "compiled"})),
