@@ -1,7 +1,8 @@
-"""The gate's `layers:` and `referee:` options on plugin run directories written by the
-fixtures (no model runs): chosen layers are gated beside the final outputs, a baseline without
-an op dump is an error, and the float64 referee rule lets a version that moved closer to the
-truth pass while one that moved away fails."""
+"""The gate's `layers:`, `referee:` and `tolerances:` options on plugin run directories written
+by the fixtures (no model runs): chosen layers are gated beside the final outputs, a baseline
+without an op dump is an error, the float64 truth ratio rule lets a version that moved closer to
+the truth pass while one that moved away fails, and atol/rtol the user configured are honoured
+as written."""
 
 from __future__ import annotations
 
@@ -137,8 +138,39 @@ def test_referee_rule_passes_a_version_closer_to_float64(diagnose_bin, tmp_path)
     assert done.returncode == 0 and cases == {"output.0": True}, done.stdout + done.stderr
     state = json.loads(sorted((tmp_path / "runs").glob("*referee-closer*/state.json"))[-1].read_text())
     (gate_step,) = [s for s in state["steps"] if s["id"] == "gate"]
-    assert [o["judged_by"] for o in gate_step["metrics"]["outputs"]] == ["fp32 referee"], gate_step["metrics"][
+    assert [o["judged_by"] for o in gate_step["metrics"]["outputs"]] == ["fp32 truth ratio"], gate_step["metrics"][
         "outputs"
     ]
     done, cases = gate(diagnose_bin, tmp_path, "referee-further", step(further, True), tmp_path / "baseline")
     assert done.returncode == 1 and cases == {"output.0": False}, done.stdout + done.stderr
+
+
+def test_configured_tolerances_are_an_allclose_nothing_overrides(diagnose_bin, tmp_path):
+    """A version whose GELU became the tanh approximation differs by ~1e-4: inside the fp32
+    preset's cosine and relative-L2 alternative, outside the allclose the user configured."""
+    import torch
+
+    x = torch.randn(64, 256, generator=torch.Generator().manual_seed(5)) * 4
+    exact = torch.nn.functional.gelu(x).numpy()
+    tanh = torch.nn.functional.gelu(x, approximate="tanh").numpy()
+    err = np.abs(tanh - exact)
+    assert (err > 1e-5 + 1e-4 * np.abs(exact)).any(), "the planted change must violate the tolerances"
+    assert np.sqrt(np.sum(err**2) / np.sum(exact**2)) < 1e-4, "and stay inside the preset's relative L2"
+    accepted = plugin_run(tmp_path / "accepted", exact)
+    unchanged = plugin_run(tmp_path / "unchanged", exact.copy())
+    tanh_gelu = plugin_run(tmp_path / "tanh-gelu", tanh)
+    save_baseline(diagnose_bin, accepted, tmp_path / "baseline")
+
+    def step(target: Path, tolerances: str) -> str:
+        return f"  - id: gate\n    kind: gate\n    target: {target}\n    history: false\n{tolerances}"
+
+    configured = "    tolerances: {fp32: {rtol: 1.0e-4, atol: 1.0e-5}}\n"
+    done, cases = gate(diagnose_bin, tmp_path, "tanh-configured", step(tanh_gelu, configured), tmp_path / "baseline")
+    assert done.returncode == 1 and cases == {"output.0": False}, done.stdout + done.stderr
+    state = json.loads(sorted((tmp_path / "runs").glob("*tanh-configured*/state.json"))[-1].read_text())
+    (gate_step,) = [s for s in state["steps"] if s["id"] == "gate"]
+    assert [o["judged_by"] for o in gate_step["metrics"]["outputs"]] == [
+        "fp32 allclose as set (atol 1e-05, rtol 0.0001)"
+    ], gate_step["metrics"]["outputs"]
+    done, cases = gate(diagnose_bin, tmp_path, "unchanged", step(unchanged, configured), tmp_path / "baseline")
+    assert done.returncode == 0 and cases == {"output.0": True}, done.stdout + done.stderr
