@@ -38,6 +38,8 @@ def to_numpy(tensor: torch.Tensor) -> np.ndarray:
         host = host.to(torch.float32)
     if host.is_conj():
         host = host.resolve_conj()
+    if host.is_neg():
+        host = host.resolve_neg()
     return host.numpy()
 
 
@@ -69,9 +71,19 @@ class DumpWriter:
             {"type": "header", "format": FORMAT, "version": VERSION, "producer": PRODUCER, **header, "created": created}
         )
 
-    def write_tensor(self, tensor: torch.Tensor, record: dict) -> None:
+    def write_tensor(
+        self,
+        tensor: torch.Tensor,
+        record: dict,
+        *,
+        truth: torch.Tensor | None = None,
+        precision: torch.dtype | None = None,
+    ) -> None:
         """Appends a `tensor` record. `record` holds seq, op_key, io, index and the optional
-        fields; dtype, shape, stride, stats and file are filled in here."""
+        fields; dtype, shape, stride, stats and file are filled in here. With `truth` (the
+        tensor's float64 shadow) the record also gets `truth_file`, written beside `file`
+        and counted in the same budget (both or neither); `precision` is the lowest floating
+        precision the value was computed from."""
         array = to_numpy(tensor)
         data = array.tobytes()
         full = {
@@ -82,12 +94,23 @@ class DumpWriter:
             "stride": list(tensor.stride()),
             "stats": tensor_stats(tensor, data),
         }
-        if self._may_write(len(data)):
+        if precision is not None:
+            full["precision"] = str(precision)
+        truth_array = None
+        if truth is not None and not (self.stats_only or self.budget_reached):
+            truth_array = to_numpy(truth)
+        size = len(data) + (truth_array.nbytes if truth_array is not None else 0)
+        if self._may_write(size):
             name = _file_name(record)
             with open(self.directory / "tensors" / name, "wb") as f:
                 np.lib.format.write_array(f, array, allow_pickle=False)
-            self.written_bytes += len(data)
             full["file"] = f"tensors/{name}"
+            if truth_array is not None:
+                truth_name = name[: -len(".npy")] + ".truth.npy"
+                with open(self.directory / "tensors" / truth_name, "wb") as f:
+                    np.lib.format.write_array(f, truth_array, allow_pickle=False)
+                full["truth_file"] = f"tensors/{truth_name}"
+            self.written_bytes += size
         self._append(full)
         self.records += 1
 

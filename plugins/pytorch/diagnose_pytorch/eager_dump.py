@@ -58,32 +58,48 @@ class EagerDumpMode(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         session = self.session
+        shadows = session.shadows if session.shadowing() else None
         if not session.dumping():
-            return func(*args, **kwargs)
+            if shadows is None:
+                return func(*args, **kwargs)
+            pending = shadows.prepare(func, args, kwargs)  # no op dump: the final outputs' truth
+            out = func(*args, **kwargs)
+            shadows.complete(pending, out)
+            return out
         module = self.modules.current
         op = str(func)
         n = self._count(self.op_counts, (module, op))
         op_key = f"{module}/{op}#{n}" if module else f"{op}#{n}"
         meta = session.meta_checker
         fake = meta.fake_run(func, args, kwargs) if meta and meta.wants(op, args, kwargs) else None
-        if not (session.dumping_ops() and session.selected(op_key, op, module)):
+        # the float64 shadows of the inputs, before the op can mutate them (every op: an
+        # unselected one computes what a selected one reads)
+        pending = shadows.prepare(func, args, kwargs) if shadows is not None else None
+
+        def run():
             out = func(*args, **kwargs)
+            if pending is not None:
+                shadows.complete(pending, out)
+            return out
+
+        if not (session.dumping_ops() and session.selected(op_key, op, module)):
+            out = run()
         else:
-            out = self._dump_call(func, args, kwargs, op_key, op, module)
+            out = self._dump_call(run, args, kwargs, op_key, op, module)
         if fake is not None:
             meta.record(op, op_key, fake, out)
         return out
 
-    def _dump_call(self, func, args, kwargs, op_key: str, op: str, module: str):
+    def _dump_call(self, run, args, kwargs, op_key: str, op: str, module: str):
         """The call's records carry `call` (its arguments, for replay): its input records, or
-        its output records when it has no tensor input."""
+        its output records when it has no tensor input. `run` runs the op (and its shadow)."""
         session = self.session
         seq = session.next_seq()
         call = encode_call(args, kwargs)
         written = session.dump.records
         if session.wants_io("input"):
             session.write_args(args, seq=seq, op_key=op_key, io="input", op=op, module=module, call=call)
-        out = func(*args, **kwargs)
+        out = run()
         if session.wants_io("output"):
             outs = out if isinstance(out, (list, tuple)) else (out,)
             session.write_args(

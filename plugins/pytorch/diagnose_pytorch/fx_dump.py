@@ -40,23 +40,40 @@ class DumpingInterpreter(torch.fx.Interpreter):
         self.session = session
         self.graph_id = graph_id
 
+    def run(self, *args, **kwargs):
+        try:
+            return super().run(*args, **kwargs)
+        finally:
+            if self.session.shadows is not None:
+                self.session.shadows.settle()
+
     def run_node(self, node: torch.fx.Node):
         session = self.session
-        # getitem only selects output k of its producer, already dumped as OUTPUT.k
-        if node.op != "call_function" or node.target is operator.getitem or not session.dumping_ops():
+        if node.op != "call_function" or not session.dumping():
+            return super().run_node(node)
+        shadows = session.shadows if session.shadowing() else None
+        # getitem only selects output k of its producer, already dumped as OUTPUT.k (and
+        # shadowed with it)
+        if node.target is operator.getitem or (shadows is None and not session.dumping_ops()):
             return super().run_node(node)
         op_key = fx_node_key(node)
         op = str(node.target)
         module = module_path(node)
-        if not session.selected(op_key, op, module or ""):
+        dumped = session.dumping_ops() and session.selected(op_key, op, module or "")
+        if shadows is None and not dumped:
             return super().run_node(node)
-        seq = session.next_seq()
-        fields = {"op": op, "module": module, "fx_nodes": [node.name], "graph": self.graph_id}
-        if session.wants_io("input"):
-            args, _ = self.fetch_args_kwargs_from_env(node)
-            session.write_args(args, seq=seq, op_key=op_key, io="input", **fields)
-        out = super().run_node(node)
-        if session.wants_io("output"):
+        with self._set_current_node(node):
+            args, kwargs = self.fetch_args_kwargs_from_env(node)
+            # graph inputs get their shadows here, lazily; the table outlives the graph
+            pending = shadows.prepare(node.target, args, kwargs) if shadows is not None else None
+            seq = session.next_seq() if dumped else None
+            fields = {"op": op, "module": module, "fx_nodes": [node.name], "graph": self.graph_id}
+            if dumped and session.wants_io("input"):
+                session.write_args(args, seq=seq, op_key=op_key, io="input", **fields)
+            out = self.call_function(node.target, args, kwargs)
+            if pending is not None:
+                shadows.complete(pending, out)
+        if dumped and session.wants_io("output"):
             outs = out if isinstance(out, (list, tuple)) else (out,)
             session.write_args(outs, seq=seq, op_key=op_key, io="output", **fields)
         return out

@@ -16,6 +16,7 @@ from .dump_writer import DumpWriter, dumpable
 from .eager_dump import EagerDumper
 from .graph_info import collect_graph_info
 from .meta_check import MetaChecker
+from .shadow import Shadows
 from .spec import RunSpec
 from .status import RunStatus
 
@@ -51,6 +52,10 @@ class Session:
             "rank": self.rank,
             "world_size": self.world_size,
         }
+        # float64 shadow execution (shadow.py): kept for the whole session, across graphs and calls
+        self.shadows = Shadows() if spec.dump.truth and spec.shadows_ops() else None
+        if self.shadows is not None:
+            header["truth"] = True
         # TorchAir writes its own dump layouts into dump/; the manifest would confuse readers.
         torchair_dump = spec.mode == "compiled" and spec.backend == "torchair"
         self.dump = (
@@ -59,7 +64,10 @@ class Session:
             else None
         )
         self.outputs = DumpWriter(self.outputs_dir, header) if spec.dump.final else None
-        self.eager_dumper = EagerDumper(self) if self.level == "aten" and self.dump else None
+        # eager mode: the dispatch mode dumps the ops, or only shadows them (level none with truth)
+        dumps_ops = self.level == "aten" and self.dump is not None
+        eager_ops = spec.mode == "eager" and (dumps_ops or self.shadows is not None)
+        self.eager_dumper = EagerDumper(self) if eager_ops else None
         self.meta_checker = MetaChecker(run_dir / "meta_check.json") if spec.checks.meta and self.eager_dumper else None
         self.step = 0
         self.explicit_steps = False
@@ -100,6 +108,11 @@ class Session:
         steps = self.spec.dump.steps
         return self.dump is not None and (steps is None or self.step in steps)
 
+    def shadowing(self) -> bool:
+        """Whether this step's ops are shadowed in float64 (dump.truth; shadow.py)."""
+        steps = self.spec.dump.steps
+        return self.shadows is not None and (steps is None or self.step in steps)
+
     def dumping_ops(self) -> bool:
         return self.spec.dump.ops and self.dumping()
 
@@ -121,7 +134,14 @@ class Session:
             record["item"] = item
         record.update({k: v for k, v in fields.items() if v is not None})
         record["step"] = self.step
-        self.dump.write_tensor(value, record)
+        self.dump.write_tensor(value, record, **self._truth(self.shadows.peek(value) if self.shadows else None))
+
+    @staticmethod
+    def _truth(entry) -> dict:
+        """write_tensor's truth arguments from a shadow entry (shadow.py)."""
+        if entry is None:
+            return {}
+        return {"truth": entry.shadow if entry.truth else None, "precision": entry.precision}
 
     def write_args(self, args, *, seq: int, op_key: str, io: str, **fields) -> None:
         """Writes positional values: a tensor at position i is index i; a list or tuple of
@@ -152,6 +172,8 @@ class Session:
             return
         elapsed = time.perf_counter() - self._call_started
         self.status.data["calls"].append({"step": self.step, "seconds": round(elapsed, 6)})
+        if self.shadows is not None:
+            self.shadows.settle()
         if outputs is not None:
             self._write_final(outputs)
         self.status.data["steps"] = max(self.status.data["steps"], self.step + 1)
@@ -175,10 +197,12 @@ class Session:
                 "index": index,
                 "step": self.step,
             }
+            # the shadow of the returned tensor, if it is in sync (no lazy cast: that is no truth)
+            truth = self._truth(self.shadows.lookup(value, create=False) if self.shadows else None)
             if self.outputs is not None:
-                self.outputs.write_tensor(value, record)
+                self.outputs.write_tensor(value, record, **truth)
             if self.spec.dump.final and self.dumping():
-                self.dump.write_tensor(value, record)
+                self.dump.write_tensor(value, record, **truth)
 
     # --- end of run ---------------------------------------------------------------------
     def close(self, error: BaseException | None = None) -> None:
@@ -198,6 +222,8 @@ class Session:
                 written_bytes=self.dump.written_bytes,
                 budget_reached=self.dump.budget_reached,
             )
+        if self.shadows is not None:
+            self.status.set("truth", self.shadows.summary())
         self.status.finish("error" if error is not None else "ok")
         _active = None
 

@@ -33,6 +33,7 @@ class DumpSpec:
     steps: list[int] | None = None  # None: every step
     stats_only: bool = False
     max_bytes: int | None = None  # byte budget for tensor files
+    truth: bool = False  # float64 shadow execution: a truth file beside each floating record
 
 
 @dataclass
@@ -116,6 +117,12 @@ class RunSpec:
             )
         if self.mode == "compiled" and level == "aten":
             raise SpecError("dump.level 'aten' needs mode 'eager' (use 'fx' or 'compiled')")
+        if self.dump.truth and not self.shadows_ops():
+            raise SpecError(
+                "dump.truth needs ops the plugin runs itself: mode 'eager' (dump.level 'aten' or 'none': the "
+                f"final outputs' truth) or dump.level 'fx' (not backend 'torchair'), not mode {self.mode!r} "
+                f"with level {level!r} and backend {self.backend!r}"
+            )
         if self.checks.meta and level != "aten":
             raise SpecError("checks.meta needs mode 'eager' with dump.level 'aten' (or 'auto')")
         if self.switches.inductor_off:
@@ -143,6 +150,14 @@ class RunSpec:
         if self.backend in ("inductor", "torchair"):
             return "compiled"
         return "none" if ":" in self.backend else "fx"
+
+    def shadows_ops(self) -> bool:
+        """Whether the plugin sees every op itself, as float64 shadow execution needs: eager
+        mode (through a dispatch mode, also without an op dump) or the FX interpreter."""
+        level = self.dump_level()
+        if self.mode == "eager":
+            return level in ("aten", "none")
+        return level == "fx" and self.backend != "torchair"
 
     @property
     def run_dir(self) -> Path:
