@@ -21,9 +21,10 @@ State (explicit, per session, kept across graphs and calls):
   shadow and a mutation through a view reaches the base's shadow.
 
 Ops that draw random numbers (tagged `nondeterministic_seeded`; running them again would also
-move the generator), reinterpret bits (`view.dtype`), are not ATen operators, take a tensor
-that cannot be shadowed, or raise in float64: the shadow of each output is the real output
-cast up, and that tensor's records carry no truth (it would equal the real value)."""
+move the generator; attention with dropout_p 0 draws nothing and is shadowed), reinterpret
+bits (`view.dtype`), are not ATen operators, take a tensor that cannot be shadowed, or raise
+in float64 (a fused attention kernel is then replaced by the math one): the shadow of each
+output is the real output cast up, and that tensor's records carry no truth (it would equal the real value)."""
 
 from __future__ import annotations
 
@@ -220,7 +221,7 @@ class Shadows:
         reason = None
         if not isinstance(func, torch._ops.OpOverload):
             reason = "not an ATen operator"
-        elif _RANDOM in func.tags:
+        elif _draws_random(func, args, kwargs):
             reason = "random"
         elif func in _BITCASTS:
             reason = "reinterprets bits"
@@ -264,14 +265,15 @@ class Shadows:
         outs = list(_tensors(out))
         if not call.written and not any(_floating(r) for r in outs):
             return  # nothing floating comes out (sizes, indices, .item()...)
-        shadow_out = None
+        shadows = []
         if call.reason is None:
             try:
                 with _Guard():
-                    shadow_out = call.func(*call.args, **call.kwargs)
+                    shadows = list(_tensors(call.func(*call.args, **call.kwargs)))
             except Exception as e:  # an op without a float64 kernel, a device without float64...
-                call.reason = f"float64 raised {type(e).__name__}"
-        shadows = list(_tensors(shadow_out)) if call.reason is None else []
+                shadows = _attention_in_float64(call, len(outs))
+                if shadows is None:
+                    call.reason = f"float64 raised {type(e).__name__}"
         if call.reason is None and len(shadows) != len(outs):
             call.reason = "float64 outputs differ in number"
         if call.reason is not None:
@@ -281,8 +283,8 @@ class Shadows:
         for real, shadow in zip(outs, shadows):
             if not _floating(real) or id(real) in written or not _shadowable(real):
                 continue
-            if shadow.shape != real.shape:
-                self._count(call, "float64 output shape differs")
+            if shadow is None or shadow.shape != real.shape:
+                self._count(call, "no float64 output" if shadow is None else "float64 output shape differs")
                 with _Guard():
                     self.entries[real] = Entry(_cast_up(real), lower(call.precision, real.dtype), False, _version(real))
                 continue
@@ -327,6 +329,57 @@ class Shadows:
 
     def summary(self) -> dict:
         return {"ops_without_truth": {op: dict(reasons) for op, reasons in self.without_truth.items()}}
+
+
+def _named(func, args, kwargs) -> dict:
+    """The op's arguments by schema name, defaults filled in."""
+    schema = func._schema.arguments
+    defaults = {a.name: a.default_value for a in schema if a.has_default_value()}
+    return {**defaults, **dict(zip((a.name for a in schema), args)), **kwargs}
+
+
+def _draws_random(func, args, kwargs) -> bool:
+    """Tagged random, and not one of the ops that draw only for a dropout they are told to
+    skip (attention with dropout_p 0, native_dropout with p 0 or train False)."""
+    if _RANDOM not in func.tags:
+        return False
+    named = _named(func, args, kwargs)
+    if "dropout_p" in named:
+        return named["dropout_p"] != 0
+    if func.name() == "aten::native_dropout":
+        return named.get("p") != 0 and named.get("train") is not False
+    return True
+
+
+_ATTENTION_MASKS = ("attn_mask", "attn_bias")
+
+
+def _attention_in_float64(call: Call, count: int) -> list | None:
+    """The fused attention kernels (flash, memory-efficient, cuDNN) have no float64 version on
+    most devices: their first output, the attention itself, is computed by the math kernel
+    from the same shadows; their other outputs (logsumexp, seeds) get none (None each)."""
+    func = call.func
+    if not func.name().startswith("aten::_scaled_dot_product_") or count < 1:
+        return None
+    named = _named(func, call.args, call.kwargs)
+    if named.get("dropout_p", 0) != 0:
+        return None
+    query, key = named["query"], named["key"]
+    mask = next((named[m] for m in _ATTENTION_MASKS if named.get(m) is not None), None)
+    try:
+        with _Guard():
+            out, _ = torch.ops.aten._scaled_dot_product_attention_math(
+                query,
+                key,
+                named["value"],
+                attn_mask=mask,
+                is_causal=bool(named.get("is_causal", False)),
+                scale=named.get("scale"),
+                enable_gqa=query.shape[-3] != key.shape[-3],
+            )
+    except Exception:
+        return None
+    return [out] + [None] * (count - 1)
 
 
 def _same_storage(a: torch.Tensor, b: torch.Tensor) -> bool:

@@ -19,7 +19,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from conftest import CATALOG, HERE, RunConfig, ok_run, uses
 from diagnose_pytorch.dump_writer import DumpWriter
-from diagnose_pytorch.shadow import Shadows, lower
+from diagnose_pytorch.shadow import Call, Shadows, _attention_in_float64, lower
 from diagnose_pytorch.spec import RunSpec, SpecError
 from fixtures.dump_reader import read_dump
 
@@ -304,6 +304,32 @@ def test_an_op_that_raises_in_float64_falls_back_without_truth():
     assert mode.entry(z).truth
     reasons = mode.shadows.summary()["ops_without_truth"]["truth_test.halve_f32.default"]
     assert reasons == {"float64 raised TypeError": 1}
+
+
+def test_attention_without_dropout_is_shadowed():
+    """The fused attention ops are tagged random (for their dropout): with dropout_p 0 they are
+    not, and a kernel without float64 (flash/efficient on GPUs) is replaced by the math one."""
+    q, k, v = (torch.randn(2, 4, 8, 16, dtype=torch.bfloat16) for _ in range(3))
+    mode = ShadowMode()
+    with mode:
+        out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+    entry = mode.entry(out)
+    assert entry.truth and entry.precision == torch.bfloat16
+    want = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=True)
+    torch.testing.assert_close(entry.shadow, want, rtol=1e-12, atol=1e-12)
+    assert not mode.shadows.summary()["ops_without_truth"]
+    # the math kernel stands in for one without float64 (memory-efficient attention: no CPU kernel)
+    call = Call(
+        torch.ops.aten._scaled_dot_product_efficient_attention.default,
+        [q.double(), k.double(), v.double(), None, True],
+        {"is_causal": True},
+        [],
+        None,
+        None,
+    )
+    first, *rest = _attention_in_float64(call, 2)
+    torch.testing.assert_close(first, want, rtol=1e-12, atol=1e-12)
+    assert rest == [None]
 
 
 def test_a_tensor_changed_behind_the_shadows_back_is_cast_again():
