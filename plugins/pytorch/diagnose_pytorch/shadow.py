@@ -24,7 +24,8 @@ Ops that draw random numbers (tagged `nondeterministic_seeded`; running them aga
 move the generator; attention with dropout_p 0 draws nothing and is shadowed), reinterpret
 bits (`view.dtype`), are not ATen operators, take a tensor that cannot be shadowed, or raise
 in float64 (a fused attention kernel is then replaced by the math one): the shadow of each
-output is the real output cast up, and that tensor's records carry no truth (it would equal the real value)."""
+output is the real output cast up, and that tensor's records carry no truth (it would equal
+the real value)."""
 
 from __future__ import annotations
 
