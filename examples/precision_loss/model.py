@@ -1,0 +1,82 @@
+"""A small float32 attention block written out op by op, so that every fusion rule of
+precision_backend.py finds its pattern: a hand-written LayerNorm (LayerNormFusionPass) before
+the attention and before the MLP, six matmul+bias (MatMulBiasAddFusionPass: q, k, v, the
+output projection and the MLP's two), a hand-written softmax (SoftmaxFusionPass), an erf GELU
+(GeluFusionPass) and two residual adds (TbeEltwiseAddFusionPass). Compiled with the fusion
+backend unless told otherwise.
+
+    python examples/precision_loss/model.py [--out OUT.pt] [--steps N] [--backend fusion|inductor]
+"""
+
+import argparse
+import math
+
+import torch
+from torch import nn
+
+import precision_backend
+
+
+class BiasMatMul(nn.Module):
+    def __init__(self, d_in, d_out, scale=1.0):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(d_in, d_out) * (scale / math.sqrt(d_in)))
+        self.bias = nn.Parameter(torch.randn(d_out) * (0.1 * scale))
+
+    def forward(self, x):
+        return x @ self.weight + self.bias
+
+
+class Norm(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.gamma = nn.Parameter(1.0 + 0.1 * torch.randn(dim))
+        self.beta = nn.Parameter(0.1 * torch.randn(dim))
+
+    def forward(self, x):
+        return precision_backend.manual_layer_norm(x, self.gamma, self.beta)
+
+
+class Block(nn.Module):
+    """One single-head pre-norm transformer block over a sequence of `dim`-wide tokens; the
+    projections back into the residual stream start small (scaled by 0.3, as GPT-2 scales them)."""
+
+    def __init__(self, dim=64, hidden=128):
+        super().__init__()
+        self.attn_norm = Norm(dim)
+        self.q, self.k, self.v = (BiasMatMul(dim, dim) for _ in range(3))
+        self.o = BiasMatMul(dim, dim, scale=0.3)
+        self.mlp_norm = Norm(dim)
+        self.up = BiasMatMul(dim, hidden)
+        self.down = BiasMatMul(hidden, dim, scale=0.3)
+
+    def forward(self, x):
+        h = self.attn_norm(x)
+        q, k, v = self.q(h), self.k(h), self.v(h)
+        scores = q @ k.transpose(0, 1) / math.sqrt(q.shape[-1])
+        x = x + self.o(precision_backend.manual_softmax(scores) @ v)
+        return x + self.down(precision_backend.erf_gelu(self.up(self.mlp_norm(x))))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", help="save the outputs (torch.save) here")
+    parser.add_argument("--steps", type=int, default=1, help="forward calls, one sequence each")
+    parser.add_argument("--backend", choices=("fusion", "inductor"), default="fusion")
+    args = parser.parse_args()
+
+    torch.manual_seed(0)
+    model = Block().eval()
+    compiled = torch.compile(model, backend=precision_backend.backend if args.backend == "fusion" else "inductor")
+    outputs = []
+    with torch.no_grad():
+        for step in range(args.steps):
+            x = torch.randn(64, 64, generator=torch.Generator().manual_seed(100 + step))
+            outputs.append(compiled(x))
+    print("precision_loss output[0, :4]:", outputs[0][0, :4].float().tolist())
+    if args.out:
+        torch.save(outputs, args.out)
+
+
+if __name__ == "__main__":
+    main()
