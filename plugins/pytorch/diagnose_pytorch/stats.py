@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 
 import torch
 
@@ -24,8 +25,16 @@ def tensor_stats(tensor: torch.Tensor, data: bytes) -> dict:
     stats = {"min": None, "max": None, "mean": None, "l2": None, "nan": nan, "inf": inf}
     if finite.numel():
         low, high = torch.aminmax(finite)
+        # scaled by the largest magnitude, so float64 values near its limits (finfo.min masks) do
+        # not overflow the sums; a norm beyond float64's range is unknown (None), never inf
+        scale = max(abs(float(low)), abs(float(high))) or 1.0
+        scaled = finite / scale
+        mean, l2 = float(scaled.mean()) * scale, float(torch.linalg.vector_norm(scaled)) * scale
         stats.update(
-            min=float(low), max=float(high), mean=float(finite.mean()), l2=float(torch.linalg.vector_norm(finite))
+            min=float(low),
+            max=float(high),
+            mean=mean if math.isfinite(mean) else None,
+            l2=l2 if math.isfinite(l2) else None,
         )
     stats["hash"] = content_hash(data)
     return stats
