@@ -239,7 +239,7 @@ DumpJudgement judge_dumps(const StepContext& context, const std::string& golden,
     result.summary = why.str();
   } else {
     result.status = StepStatus::Pass;
-    result.summary = prefix + "all " + std::to_string(s.compared) + " judged rows pass; " + coverage;
+    result.summary = prefix + "all pass; " + coverage;
   }
   judgement.compared = std::move(record.compared);
   return judgement;
