@@ -12,7 +12,24 @@ place are never bound), and one after every `out=` extern kernel. Only the wrapp
 scheduling and fusion are untouched, so the compiled kernels are the same as without dumping.
 
 Each buffer's identity comes from the scheduler: its origin node (op_key `{node}-{target}`, as
-in FX-level dumps) and all FX nodes fused into it (`fx_nodes`)."""
+in FX-level dumps) and all FX nodes fused into it (`fx_nodes`). Three kinds of buffers get no
+hook from Inductor and no origin node, and are handled here:
+- a multi-output extern kernel's outputs (`buf22 = buf21[0]`, the output of
+  `_scaled_dot_product_flash_attention_for_cpu`, a fallback kernel): a hook after the
+  `MultiOutput` line, named after the `getitem` that selects it (output k of the node);
+- a concatenation (`ConcatKernel`): no kernel computes it, its inputs write into its storage;
+  a hook once all of them are computed, named after the `cat` node; each input buffer without
+  an origin node is named after the `cat` node's argument it holds;
+- an input realised for an extern kernel (the query, key, value and mask copies made for the
+  attention kernel): named after the FX node of the kernel's argument it holds.
+A name found this way is taken only when that FX node's shape and dtype are the buffer's.
+Buffers that still hold no FX node's value (a reduction's partial result: the sum a `mean`
+divides, Welford's m2 that `var` scales; an input converted to another dtype for an extern
+kernel) equal nothing the FX-level dump has: they are not dumped, and status.json lists them
+(`inductor_unmapped`). A buffer found to hold a value already dumped under the same name (a
+copy with other strides) is dumped once. Names use each node's target as AOT Autograd made the
+graph (what the FX-level dump interprets): Inductor's post-grad passes change some targets in
+place (`view_to_reshape`: `aten.view` becomes `aten.reshape`)."""
 
 from __future__ import annotations
 
@@ -25,6 +42,7 @@ from dataclasses import dataclass, field
 import torch
 from torch._inductor import config as inductor_config
 from torch._inductor import hooks
+from torch.utils import _pytree as pytree
 
 from . import inductor_rules
 
@@ -34,35 +52,49 @@ class BufferInfo:
     buffer: str
     origin: str  # origin FX node name; the buffer name when there is none
     target: str  # the origin node's target; "" when there is none
-    index: int  # position among the buffers computed by the same origin node
+    index: int  # output k of the origin node
     fx_nodes: list[str]
+    found_by: str = ""  # how the FX node of a buffer without origin node was found
 
     @property
     def op_key(self) -> str:
         return f"{self.origin}-{self.target}" if self.target else self.origin
+
+    @property
+    def mapped(self) -> bool:
+        return bool(self.target)
 
 
 @dataclass
 class GraphBuffers:
     by_buffer: dict[str, BufferInfo] = field(default_factory=dict)
     by_origin: dict[str, list[BufferInfo]] = field(default_factory=dict)
+    # ConcatKernel buffer -> the buffers its inputs are written into
+    concats: dict[str, list[str]] = field(default_factory=dict)
+    # buffers holding a value another buffer of the same name already holds (not dumped)
+    copies: set[str] = field(default_factory=set)
+    # each FX node's target as AOT Autograd made the graph, before Inductor's post-grad passes
+    # changed some in place (aten.view becomes aten.reshape): the FX-level dump's names
+    targets: dict[str, str] = field(default_factory=dict)
 
-    def add(self, buffer: str, origin: torch.fx.Node | None, origins) -> None:
+    def target_of(self, node: torch.fx.Node) -> str:
+        return self.targets.get(node.name, str(node.target))
+
+    def add(self, buffer: str, origin: torch.fx.Node | None, origins, index: int | None = None) -> None:
         """A buffer with an origin node holds that node's value: op_key `{node}-{target}`;
         output k of a multi-output node (origin `getitem(node, k)`) is named after `node`,
         index k, as in FX-level dumps. A buffer without one holds a partial result (a
-        reduction's running sum...) equal to no FX node: its op_key is the buffer name."""
+        reduction's running sum...) equal to no FX node unless `derive` finds the node."""
         nodes = {n for n in origins if n.op == "call_function"} | ({origin} if origin else set())
         if buffer in self.by_buffer or not nodes:
             return
         order = {n: i for i, n in enumerate(next(iter(nodes)).graph.nodes)}
         fx_nodes = sorted((n for n in nodes if n in order), key=order.__getitem__)
-        index = None
         if origin is not None and origin.target is operator.getitem and isinstance(origin.args[0], torch.fx.Node):
             origin, index = origin.args[0], origin.args[1]
             if origin not in fx_nodes:
                 fx_nodes = sorted([*fx_nodes, origin], key=order.__getitem__)
-        name, target = (origin.name, str(origin.target)) if origin is not None else (buffer, "")
+        name, target = (origin.name, self.target_of(origin)) if origin is not None else (buffer, "")
         same_origin = self.by_origin.setdefault(name, [])
         info = BufferInfo(
             buffer, name, target, len(same_origin) if index is None else index, [n.name for n in fx_nodes]
@@ -70,31 +102,130 @@ class GraphBuffers:
         same_origin.append(info)
         self.by_buffer[buffer] = info
 
+    def name_after(self, buffer: str, node: torch.fx.Node, found_by: str) -> None:
+        """The buffer (without origin node) holds output 0 of `node`."""
+        info = self.by_buffer[buffer]
+        self.by_origin.pop(info.origin, None)
+        if any(other.index == 0 for other in self.by_origin.get(node.name, [])):
+            self.copies.add(buffer)
+        info.origin, info.target, info.index, info.found_by = node.name, self.target_of(node), 0, found_by
+        if node.name not in info.fx_nodes:
+            info.fx_nodes = [*info.fx_nodes, node.name]
+        self.by_origin.setdefault(node.name, []).append(info)
+
     def lookup(self, name: str) -> BufferInfo | None:
         info = self.by_buffer.get(name)
         if info is None and self.by_origin.get(name):
             info = self.by_origin[name][0]
         return info
 
+    def unmapped(self) -> list[dict]:
+        return [{"buffer": i.buffer, "fx_nodes": i.fx_nodes} for i in self.by_buffer.values() if not i.mapped]
+
 
 _collecting: GraphBuffers | None = None
 _pending: list[str] = []
+_computed: set[str] = set()  # buffers whose hook the wrapper has by now (for concatenations)
+
+
+def _value_of(node) -> torch.Tensor | None:
+    value = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+    return value if isinstance(value, torch.Tensor) else None
+
+
+def _holds(ir_node, node) -> bool:
+    """Whether an IR buffer has the shape and dtype of FX node `node`'s value."""
+    from torch._inductor.virtualized import V
+
+    value = _value_of(node)
+    if value is None or ir_node.get_dtype() != value.dtype:
+        return False
+    size = list(ir_node.get_size())
+    if len(size) != value.dim():
+        return False
+    expr = [d.node.expr if isinstance(d, torch.SymInt) else d for d in value.shape]
+    try:
+        return all(V.graph.sizevars.statically_known_equals(a, b) for a, b in zip(size, expr))
+    except Exception:  # another shape environment: judge by the printed sizes
+        return [str(a) for a in size] == [str(b) for b in expr]
+
+
+def _kernel_node(ir_node, consumers) -> torch.fx.Node | None:
+    """The FX node an extern kernel computes: its origin node; else the node of the
+    `getitem` selecting one of its outputs; else the origin whose target is its op."""
+    origin = ir_node.get_origin_node()
+    if origin is not None:
+        return origin
+    for user in consumers.get(ir_node.get_name(), ()):
+        node = user.get_origin_node()
+        if node is not None and node.target is operator.getitem and isinstance(node.args[0], torch.fx.Node):
+            return node.args[0]
+    op = getattr(ir_node, "op_overload", None)
+    found = [n for n in ir_node.get_origins() if op is not None and n.target is op]
+    return found[0] if len(found) == 1 else None
 
 
 def _describe_scheduler(scheduler) -> None:
+    from torch._inductor import ir
+
+    table = _collecting
+    irs = {}
     for node in scheduler.nodes:
         for snode in node.get_nodes():
             ir_node = snode.node
-            if ir_node is None:
-                continue
+            if ir_node is None or isinstance(getattr(ir_node, "layout", None), ir.MultiOutputLayout):
+                continue  # a multi-output kernel's tuple: its MultiOutput buffers hold the tensors
             origin = ir_node.get_origin_node()
             for buffer in snode.get_outputs():
-                _collecting.add(buffer.get_name(), origin, ir_node.get_origins())
+                irs[buffer.get_name()] = ir_node
+                table.add(buffer.get_name(), origin, ir_node.get_origins())
+    # which FX node each buffer without origin node holds, from the kernel that reads it
+    consumers: dict[str, list] = {}
+    for node in scheduler.nodes:
+        for snode in node.get_nodes():
+            if isinstance(snode.node, ir.MultiOutput):
+                for inp in snode.node.inputs:
+                    consumers.setdefault(inp.get_name(), []).append(snode.node)
+    for node in scheduler.nodes:
+        for snode in node.get_nodes():
+            kernel = snode.node
+            if isinstance(kernel, ir.ConcatKernel):
+                cat = kernel.get_origin_node()
+                inputs = [inp.get_name() for inp in kernel.inputs]
+                table.concats[kernel.get_name()] = inputs
+                args = cat.args[0] if cat is not None and isinstance(cat.args[0], (list, tuple)) else ()
+                for name, arg in zip(inputs, args) if len(args) == len(inputs) else ():
+                    _derive(table, irs, name, arg, "input of a concatenation")
+            elif isinstance(kernel, ir.ExternKernel) and not isinstance(kernel, ir.MultiOutput):
+                fx_node = _kernel_node(kernel, consumers)
+                if fx_node is None:
+                    continue
+                leaves = [a for a in pytree.tree_leaves((fx_node.args, fx_node.kwargs)) if _value_of(a) is not None]
+                inputs = [inp for inp in kernel.inputs if isinstance(inp, ir.IRNode)]
+                if len(leaves) != len(inputs):
+                    continue
+                for inp, arg in zip(inputs, leaves):
+                    if isinstance(inp, ir.Buffer):  # the buffer itself, not a view of it
+                        _derive(table, irs, inp.get_name(), arg, f"input of {fx_node.target}")
+
+
+def _derive(table: GraphBuffers, irs: dict, buffer: str, node, found_by: str) -> None:
+    info = table.by_buffer.get(buffer)
+    if info is None or info.mapped or buffer not in irs or not _holds(irs[buffer], node):
+        return
+    table.name_after(buffer, node, found_by)
 
 
 def _emit_hook(wrapper, buffer: str) -> None:
     if getattr(wrapper, "supports_intermediate_hooks", False):
         wrapper.writeline(f"if {buffer!r} in locals(): run_intermediate_hooks({buffer!r}, {buffer})")
+    _computed.add(buffer)
+    table = _collecting
+    if table is None:
+        return
+    for concat, inputs in list(table.concats.items()):
+        if inputs and concat not in _computed and all(name in _computed for name in inputs):
+            _emit_hook(wrapper, concat)
 
 
 @contextlib.contextmanager
@@ -111,6 +242,7 @@ def _patched(owner, name: str, make):
 def emitting_hooks(table: GraphBuffers):
     """Active around one Inductor compile: collects the buffer table and adds hook calls."""
     global _collecting
+    from torch._inductor import compile_fx as compile_fx_module
     from torch._inductor.codegen.cpp import CppScheduling
     from torch._inductor.codegen.simd import SIMDScheduling
     from torch._inductor.codegen.wrapper import PythonWrapperCodegen
@@ -121,6 +253,7 @@ def emitting_hooks(table: GraphBuffers):
         def codegen(self):
             _describe_scheduler(self)
             _pending.clear()
+            _computed.clear()
             return original(self)
 
         return codegen
@@ -154,37 +287,67 @@ def emitting_hooks(table: GraphBuffers):
 
         return generate_extern_kernel_out
 
+    def remembering_targets(original):
+        @functools.wraps(original)
+        def view_to_reshape(gm):
+            for node in gm.graph.nodes:
+                if node.op == "call_function":
+                    table.targets.setdefault(node.name, str(node.target))
+            return original(gm)
+
+        return view_to_reshape
+
+    def after_multi_output(original):
+        @functools.wraps(original)
+        def codegen_multi_output(self, node):
+            result = original(self, node)
+            _emit_hook(self, node.get_name())
+            return result
+
+        return codegen_multi_output
+
     _collecting = table
     try:
         with contextlib.ExitStack() as stack:
+            stack.enter_context(_patched(compile_fx_module, "view_to_reshape", remembering_targets))
             stack.enter_context(_patched(Scheduler, "codegen", scheduler_codegen))
             for scheduling in (CppScheduling, SIMDScheduling):
                 stack.enter_context(_patched(scheduling, "codegen_node", remembering))
                 stack.enter_context(_patched(scheduling, "codegen_template", remembering))
             stack.enter_context(_patched(PythonWrapperCodegen, "generate_kernel_call", after_kernel_call))
             stack.enter_context(_patched(PythonWrapperCodegen, "generate_extern_kernel_out", after_extern_out))
+            stack.enter_context(_patched(PythonWrapperCodegen, "codegen_multi_output", after_multi_output))
             yield
     finally:
         _collecting = None
         _pending.clear()
+        _computed.clear()
 
 
-def _on_buffer(session, graph_id: int, table: GraphBuffers, name: str, value) -> None:
+def _on_buffer(session, graph_id: int, table: GraphBuffers, seen: set, name: str, value) -> None:
+    """One hook call of the compiled code. `seen`: the (op_key, index) written in this call
+    of the graph (Inductor's own hook and ours may both report an extern kernel's output)."""
     if not session.dumping_ops():
         return
     info = table.lookup(name)
+    if info is None or not info.mapped or info.buffer in table.copies:
+        return  # holds no FX node's value (status.json: inductor_unmapped), or a copy
     values = value if isinstance(value, (list, tuple)) else (value,)
-    if info is None:
-        op_key, fields, first = name, {"buffer": name}, 0
-    else:
-        op_key = info.op_key
-        fields = {"op": info.target or None, "fx_nodes": info.fx_nodes, "buffer": info.buffer}
-        first = info.index
-    if not session.selected(op_key, fields.get("op") or "", "") or not session.wants_io("output"):
+    op_key = info.op_key
+    fields = {"op": info.target, "fx_nodes": info.fx_nodes, "buffer": info.buffer}
+    if not session.selected(op_key, info.target, "") or not session.wants_io("output"):
+        return
+    # a tuple reported under its node's name (Inductor's hook of a multi-output kernel) holds
+    # outputs 0, 1...; a buffer holds output `index`
+    first = 0 if isinstance(value, (list, tuple)) and name not in table.by_buffer else info.index
+    indexed = [(first + offset, tensor) for offset, tensor in enumerate(values)]
+    todo = [(index, tensor) for index, tensor in indexed if (op_key, index) not in seen]
+    if not todo:
         return
     seq = session.next_seq()
-    for offset, tensor in enumerate(values):
-        session.write(tensor, seq=seq, op_key=op_key, io="output", index=first + offset, graph=graph_id, **fields)
+    for index, tensor in todo:
+        seen.add((op_key, index))
+        session.write(tensor, seq=seq, op_key=op_key, io="output", index=index, graph=graph_id, **fields)
 
 
 def inductor_backend(session, dump: bool, compiler=None):
@@ -212,11 +375,13 @@ def inductor_backend(session, dump: bool, compiler=None):
         if not dump:
             return compiled
         session.status.data.setdefault("inductor_buffers", {})[str(graph_id)] = len(table.by_buffer)
-        hook = functools.partial(_on_buffer, session, graph_id, table)
+        unmapped = table.unmapped()
+        if unmapped:
+            session.status.data.setdefault("inductor_unmapped", {})[str(graph_id)] = unmapped
 
         @functools.wraps(compiled)
         def run(*args):
-            with hooks.intermediate_hook(hook):
+            with hooks.intermediate_hook(functools.partial(_on_buffer, session, graph_id, table, set())):
                 return compiled(*args)
 
         return run
