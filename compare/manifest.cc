@@ -31,6 +31,9 @@ bool parse_record(const nlohmann::json& j, ManifestRecord* r, std::string* why) 
     r->dtype = j.value("dtype", std::string());
     if (j.contains("shape")) r->shape = j["shape"].get<Shape>();
     r->module = j.value("module", std::string());
+    if (j.contains("fx_nodes") && j["fx_nodes"].is_array())
+      for (const auto& node : j["fx_nodes"])
+        if (node.is_string()) r->fx_nodes.push_back(node.get<std::string>());
     if (j.contains("graph") && j["graph"].is_number_integer()) r->graph = j["graph"].get<int>();
     if (j.contains("step") && j["step"].is_number_integer()) r->step = j["step"].get<int64_t>();
     if (j.contains("stats")) r->stats = j["stats"];

@@ -29,6 +29,7 @@ struct ManifestRecord {
   std::string precision;
   Shape shape;
   std::string module;
+  std::vector<std::string> fx_nodes;  // the FX nodes the tensor computes (several for a fused buffer)
   int graph = -1;
   int64_t step = 0;
   nlohmann::json stats;  // null when absent

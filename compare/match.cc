@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 #include <regex>
+#include <set>
 
 #include "compare/ge_dump.h"
 #include "compare/manifest.h"
@@ -155,7 +156,22 @@ void match_one_manifest(const Manifest& golden, const Manifest& mine, int rank, 
     }
     out.rows.push_back(std::move(s));
   }
-  for (const auto& [id, record] : golden_by_id) out.unmatched.emplace_back(id, "only in the golden dump " + golden.dir);
+  // Why a golden record has no partner, when the target's dump says: it records no inputs, or
+  // the record's FX node was fused into a buffer of another node and never materialised.
+  bool target_has_inputs = false;
+  std::set<std::string> fused;
+  for (const ManifestRecord& r : mine.records) {
+    target_has_inputs = target_has_inputs || r.io == "input";
+    for (const std::string& node : r.fx_nodes) fused.insert(std::to_string(r.graph) + "/" + node);
+  }
+  for (const auto& [id, record] : golden_by_id) {
+    std::string reason = "only in the golden dump";
+    if (record->io == "input" && !target_has_inputs)
+      reason = "an input; the target dump records outputs only";
+    else if (!record->fx_nodes.empty() && fused.count(std::to_string(record->graph) + "/" + record->fx_nodes.front()))
+      reason = "fused into another node's buffer; never materialised";
+    out.unmatched.emplace_back(id, reason);
+  }
 }
 
 RowSpec file_row(const std::string& golden_label, const TensorRef& golden, const std::string& my_label,

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <map>
 #include <ostream>
 #include <stdexcept>
 #include <variant>
@@ -345,8 +346,16 @@ std::string coverage_text(const CompareSummary& s) {
       first = false;
     }
   }
-  if (!s.unmatched.empty())
-    text += "; " + std::to_string(s.unmatched.size()) + " record(s) of one side unmatched (listed in result.json)";
+  if (!s.unmatched.empty()) {
+    std::map<std::string, size_t> by_reason;
+    for (const auto& [name, reason] : s.unmatched) ++by_reason[reason];
+    text += "; " + std::to_string(s.unmatched.size()) + " record(s) of one side unmatched:";
+    bool first = true;
+    for (const auto& [reason, count] : by_reason) {
+      text += std::string(first ? " " : ", ") + reason + " (" + std::to_string(count) + ")";
+      first = false;
+    }
+  }
   return text;
 }
 

@@ -138,6 +138,54 @@ TEST(Compare, ManifestsUseDeclaredDtypeAndToleratePartialDumps) {
   EXPECT_TRUE(partial_warned);
 }
 
+// A golden FX-level dump with float64 truths (node a's input and output, node b fused into
+// a's buffer) and a compiled target holding one buffer that computes a and b, named after b.
+TEST(Compare, ManifestTruthsJudgeByIdentityAndUnmatchedSayWhy) {
+  TempDir golden, mine;
+  const std::vector<double> truth = {1.0, 2.0, 3.0};
+  const std::vector<float> eager = {1.0f, 2.0f, 3.0000002f};  // one rounding off the truth
+  write_npy_f32(golden.path() + "/tensors/a_in.npy", {1, 2, 3});
+  write_npy_f32(golden.path() + "/tensors/b.npy", eager);
+  write_bytes(golden.path() + "/tensors/b.truth.npy", testing::npy_bytes("<f8", "(3,)", truth.data(), 24));
+  write_npy_f32(golden.path() + "/tensors/a.npy", eager);
+  write_bytes(golden.path() + "/tensors/a.truth.npy", testing::npy_bytes("<f8", "(3,)", truth.data(), 24));
+  write_bytes(
+      golden.path() + "/manifest.jsonl",
+      R"({"type": "header", "format": "diagnose-dump", "version": 1, "truth": true})"
+      "\n"
+      R"({"type": "tensor", "seq": 0, "op_key": "a-aten.mul.Tensor", "io": "input", "index": 0, "file": "tensors/a_in.npy", "dtype": "torch.float32", "shape": [3], "fx_nodes": ["a"], "graph": 0, "stats": {"l2": 3.7416573867739413}})"
+      "\n"
+      R"({"type": "tensor", "seq": 0, "op_key": "a-aten.mul.Tensor", "io": "output", "index": 0, "file": "tensors/a.npy", "truth_file": "tensors/a.truth.npy", "precision": "torch.float32", "dtype": "torch.float32", "shape": [3], "fx_nodes": ["a"], "graph": 0})"
+      "\n"
+      R"({"type": "tensor", "seq": 1, "op_key": "b-aten.add.Tensor", "io": "output", "index": 0, "file": "tensors/b.npy", "truth_file": "tensors/b.truth.npy", "precision": "torch.float32", "dtype": "torch.float32", "shape": [3], "fx_nodes": ["b"], "graph": 0})"
+      "\n"
+      R"({"type": "end", "records": 3})"
+      "\n");
+  write_npy_f32(mine.path() + "/tensors/buf0.npy", {1.0f, 2.0f, 3.0f});
+  write_bytes(
+      mine.path() + "/manifest.jsonl",
+      R"({"type": "header", "format": "diagnose-dump", "version": 1})"
+      "\n"
+      R"({"type": "tensor", "seq": 0, "op_key": "b-aten.add.Tensor", "io": "output", "index": 0, "file": "tensors/buf0.npy", "dtype": "torch.float32", "shape": [3], "fx_nodes": ["a", "b"], "graph": 0})"
+      "\n"
+      R"({"type": "end", "records": 1})"
+      "\n");
+  CompareResult r = compare_dirs(golden.path(), mine.path());
+  ASSERT_EQ(r.fatal_error, "");
+  const Row* b = find_row(r, "b-aten.add.Tensor", Direction::Output, 0);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->verdict, Verdict::Pass);  // exact: closer to the truth than eager
+  EXPECT_EQ(b->judged_by, "fp32 truth ratio");
+  ASSERT_TRUE(b->referee_rmse_golden && b->referee_rmse_mine);
+  EXPECT_GT(*b->referee_rmse_golden, 0);
+  EXPECT_EQ(*b->referee_rmse_mine, 0);
+  std::map<std::string, std::string> unmatched(r.summary.unmatched.begin(), r.summary.unmatched.end());
+  EXPECT_EQ(unmatched["graph0/step0/a-aten.mul.Tensor.INPUT.0"], "an input; the target dump records outputs only");
+  EXPECT_EQ(unmatched["graph0/step0/a-aten.mul.Tensor.OUTPUT.0"],
+            "fused into another node's buffer; never materialised");
+  EXPECT_EQ(r.summary.judged_by.at("fp32 truth ratio"), 1u);
+}
+
 void write_stats_manifest(const std::string& dir, double l2, const std::string& hash) {
   write_bytes(
       dir + "/manifest.jsonl",
