@@ -61,10 +61,8 @@ BisectionOutcome Bisection::run(const BisectionPlan& plan, const nlohmann::json&
   };
   fs::create_directories(plan.dir);
   TrialLog log;
-  log.fingerprint = plan.fingerprint;
   if (plan.resume) {
     log = *plan.resume;
-    log.fingerprint = plan.fingerprint;
     // The sections the caller knows, those the all-on run's report gave (when it listed the
     // candidates), and those the log recorded.
     try {
@@ -80,6 +78,7 @@ BisectionOutcome Bisection::run(const BisectionPlan& plan, const nlohmann::json&
     log.candidates = plan.candidates;
     log.sections = setup_.sections;
   }
+  log.fingerprint = plan.fingerprint;  // a resumed log keeps its trials under today's inputs
 
   // The first round: the runs alongside, and the all-on run when the candidates are to be listed.
   bool to_list = !plan.resume && log.candidates.empty();
@@ -102,6 +101,7 @@ BisectionOutcome Bisection::run(const BisectionPlan& plan, const nlohmann::json&
     outcome.listed = true;
     outcome.listing_run = request.name;
     outcome.listing_outcome = outcome_name(listing.outcome) + (listing.detail.empty() ? "" : ": " + listing.detail);
+    outcome.listing_had_no_report = !listing.fired_rules;
     if (!listing.fired_rules || listing.fired_rules->empty())
       outcome.listing_report =
           (listing.fired_rules ? "an empty report at " : "no fired-rule report at ") + setup_.fired_report;

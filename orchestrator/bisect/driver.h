@@ -69,6 +69,7 @@ struct BisectionOutcome {
   // When the all-on run listed the candidates: its name, its outcome ("pass", "crash: ..."),
   // and what it left ("no fired-rule report at X", "an empty report at X"; empty when it listed).
   bool listed = false;
+  bool listing_had_no_report = false;  // the all-on run left no fired-rule report at all
   std::string listing_run, listing_outcome, listing_report;
   Result result;
   std::string json_path;        // bisection.json (Bisected)

@@ -75,7 +75,7 @@ nlohmann::json fingerprint(const Arguments& a) {
 }
 
 int report(const Bisection& bisection, const BisectionOutcome& outcome) {
-  bool no_report = outcome.listing_report.rfind("no fired-rule report", 0) == 0;
+  bool no_report = outcome.listing_had_no_report;
   switch (outcome.status) {
     case BisectionOutcome::Status::NoRuleFired:
     case BisectionOutcome::Status::Failed:
