@@ -2,8 +2,8 @@
 // after a crash, the meta check and graph-break readers; then each kind run by the diagnose
 // binary against a stand-in plugin (scripts/stand_in_plugin: same commands and files as
 // plugins/pytorch, no torch), whose behaviour the environment chooses.
-#include <boost/filesystem.hpp>
 #include <gtest/gtest.h>
+#include <boost/filesystem.hpp>
 
 #include "steps/dynamo_findings.h"
 #include "steps/single_op_batches.h"
