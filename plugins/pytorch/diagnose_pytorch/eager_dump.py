@@ -59,21 +59,11 @@ class EagerDumpMode(TorchDispatchMode):
         kwargs = kwargs or {}
         session = self.session
         shadows = session.shadows if session.shadowing() else None
-        if not session.dumping():
-            if shadows is None:
-                return func(*args, **kwargs)
-            pending = shadows.prepare(func, args, kwargs)  # no op dump: the final outputs' truth
-            out = func(*args, **kwargs)
-            shadows.complete(pending, out)
-            return out
-        module = self.modules.current
-        op = str(func)
-        n = self._count(self.op_counts, (module, op))
-        op_key = f"{module}/{op}#{n}" if module else f"{op}#{n}"
-        meta = session.meta_checker
-        fake = meta.fake_run(func, args, kwargs) if meta and meta.wants(op, args, kwargs) else None
+        if shadows is None and not session.dumping():
+            return func(*args, **kwargs)
         # the float64 shadows of the inputs, before the op can mutate them (every op: an
-        # unselected one computes what a selected one reads)
+        # unselected one computes what a selected one reads; without an op dump, what the
+        # final outputs' truth is computed from)
         pending = shadows.prepare(func, args, kwargs) if shadows is not None else None
 
         def run():
@@ -82,6 +72,14 @@ class EagerDumpMode(TorchDispatchMode):
                 shadows.complete(pending, out)
             return out
 
+        if not session.dumping():
+            return run()
+        module = self.modules.current
+        op = str(func)
+        n = self._count(self.op_counts, (module, op))
+        op_key = f"{module}/{op}#{n}" if module else f"{op}#{n}"
+        meta = session.meta_checker
+        fake = meta.fake_run(func, args, kwargs) if meta and meta.wants(op, args, kwargs) else None
         if not (session.dumping_ops() and session.selected(op_key, op, module)):
             out = run()
         else:
