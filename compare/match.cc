@@ -143,6 +143,7 @@ void match_one_manifest(const Manifest& golden, const Manifest& mine, int rank, 
       s.match_note = "no golden tensor " + id;
     } else {
       s.golden = manifest_tensor(golden, *g->second);
+      s.golden_key = id;
       s.referee = manifest_truth(golden, *g->second);
       s.precision = dtype_from_name(g->second->precision);
       if (auto scale = scales.find(op_call_key(*g->second)); scale != scales.end()) s.input_scale = scale->second;
@@ -311,36 +312,38 @@ namespace {
 // Manifest dumps: each golden record's counterpart in the referee dump is the record with the
 // same identity (op_key, io, index, graph, step), wherever the float64 run wrote its file, so
 // ops the float64 run adds or drops shift nothing.
-void attach_manifest_referee(const std::string& golden_root, const std::string& referee_root,
-                             std::vector<RowSpec>& rows, size_t* missing, std::vector<std::string>& warnings) {
-  std::map<std::string, std::optional<TensorRef>> by_golden_file;
-  auto golden_ranks = manifest_ranks(golden_root);
-  auto referee_ranks = manifest_ranks(referee_root);
-  for (const auto& [rank, golden_dir] : golden_ranks) {
-    auto r = referee_ranks.find(rank);
-    if (r == referee_ranks.end() && golden_ranks.size() == 1 && referee_ranks.size() == 1) r = referee_ranks.begin();
-    if (r == referee_ranks.end()) continue;
-    Manifest golden = read_manifest(golden_dir);
-    Manifest referee = read_manifest(r->second);
-    if (!referee.error.empty()) warnings.push_back("referee: " + referee.error);
-    std::map<std::string, const ManifestRecord*> referee_by_key;
-    for (const ManifestRecord& record : referee.records) referee_by_key.emplace(record.match_key(), &record);
-    for (const ManifestRecord& record : golden.records) {
-      if (record.file.empty()) continue;
-      auto found = referee_by_key.find(record.match_key());
-      by_golden_file[golden.dir + "/" + record.file] =
-          found == referee_by_key.end() ? std::nullopt
-                                        : std::optional<TensorRef>(manifest_tensor(referee, *found->second));
-    }
-  }
+void attach_manifest_referee(const std::string& referee_root, std::vector<RowSpec>& rows, size_t* missing,
+                             std::vector<std::string>& warnings) {
+  const std::map<int, std::string> referee_ranks = manifest_ranks(referee_root);
+  std::map<int, Manifest> referees;  // read when a row of that rank first needs it
+  std::map<int, std::map<std::string, const ManifestRecord*>> by_key;
   for (RowSpec& row : rows) {
-    if (!row.golden) continue;
-    auto found = by_golden_file.find(row.golden->path);
-    if (found == by_golden_file.end() || !found->second || !found->second->ok()) {
+    if (!row.golden || row.golden_key.empty()) continue;
+    if (row.golden_recorded) {  // compared on statistics: a referee would not be read
       ++*missing;
       continue;
     }
-    row.referee = found->second;
+    auto dir = referee_ranks.find(row.rank);
+    if (dir == referee_ranks.end() && referee_ranks.size() == 1) dir = referee_ranks.begin();
+    if (dir == referee_ranks.end()) {
+      ++*missing;
+      continue;
+    }
+    auto [manifest, fresh] = referees.try_emplace(dir->first);
+    if (fresh) {
+      manifest->second = read_manifest(dir->second);
+      if (!manifest->second.error.empty()) warnings.push_back("referee: " + manifest->second.error);
+      for (const ManifestRecord& record : manifest->second.records)
+        by_key[dir->first].emplace(record.match_key(), &record);
+    }
+    const auto& records = by_key[dir->first];
+    auto found = records.find(row.golden_key);
+    TensorRef ref = found == records.end() ? TensorRef{} : manifest_tensor(manifest->second, *found->second);
+    if (found == records.end() || !ref.ok()) {
+      ++*missing;
+      continue;
+    }
+    row.referee = ref;
   }
 }
 
@@ -351,7 +354,7 @@ void attach_referee(const std::string& golden_root, const std::string& referee_r
   std::error_code ec;
   size_t missing = 0;
   if (!manifest_ranks(golden_root).empty()) {
-    attach_manifest_referee(golden_root, referee_root, rows, &missing, warnings);
+    attach_manifest_referee(referee_root, rows, &missing, warnings);
   } else {
     const bool single_file = fs::is_regular_file(golden_root, ec);
     for (RowSpec& row : rows) {

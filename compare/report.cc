@@ -175,6 +175,15 @@ std::string utc_stamp() {
   return buf;
 }
 
+// " reason (n), reason (n)", in the map's order.
+template <typename Counts>
+std::string counted(const Counts& counts) {
+  std::string text;
+  for (const auto& [reason, count] : counts)
+    text += std::string(text.empty() ? " " : ", ") + reason + " (" + std::to_string(count) + ")";
+  return text;
+}
+
 }  // namespace
 
 std::string python_float_repr(double v) {
@@ -338,23 +347,12 @@ nlohmann::json result_to_json(const CompareResult& result, const CompareOptions&
 
 std::string coverage_text(const CompareSummary& s) {
   std::string text = "judged " + std::to_string(s.compared) + " of " + std::to_string(s.rows) + " rows";
-  if (s.not_comparable > 0) {
-    text += "; " + std::to_string(s.not_comparable) + " not comparable:";
-    bool first = true;
-    for (const auto& [reason, count] : s.not_comparable_reasons) {
-      text += std::string(first ? " " : ", ") + reason + " (" + std::to_string(count) + ")";
-      first = false;
-    }
-  }
+  if (s.not_comparable > 0)
+    text += "; " + std::to_string(s.not_comparable) + " not comparable:" + counted(s.not_comparable_reasons);
   if (!s.unmatched.empty()) {
     std::map<std::string, size_t> by_reason;
     for (const auto& [name, reason] : s.unmatched) ++by_reason[reason];
-    text += "; " + std::to_string(s.unmatched.size()) + " record(s) of one side unmatched:";
-    bool first = true;
-    for (const auto& [reason, count] : by_reason) {
-      text += std::string(first ? " " : ", ") + reason + " (" + std::to_string(count) + ")";
-      first = false;
-    }
+    text += "; " + std::to_string(s.unmatched.size()) + " record(s) of one side unmatched:" + counted(by_reason);
   }
   return text;
 }

@@ -38,6 +38,9 @@ struct RowSpec {
   int64_t order = 0;
 
   std::string golden_path;  // msit's golden_data_path text
+  // The project's dumps: the golden record's identity (ManifestRecord::match_key), under which
+  // a float64 referee dump holds its truth.
+  std::string golden_key;
   std::string golden_op_type;
   std::string my_path;  // msit's my_data_path text ("{file},outputs,{i}")
   std::string my_op_type;
