@@ -288,7 +288,8 @@ void judge_final_outputs(const StepContext& context, const std::string& golden, 
   const std::string golden_outputs = final_outputs_of(golden), target_outputs = final_outputs_of(target);
   if (golden_outputs.empty() && target_outputs.empty()) return;  // dumps brought by the user
   std::optional<std::string> referee_outputs;
-  if (referee && !final_outputs_of(*referee).empty()) referee_outputs = final_outputs_of(*referee);
+  if (referee) referee_outputs = final_outputs_of(*referee);
+  if (referee_outputs && referee_outputs->empty()) referee_outputs.reset();
   DumpJudgement finals = golden_outputs.empty() || target_outputs.empty()
                              ? DumpJudgement{error_result("one side is not a run of the model"), std::nullopt}
                              : judge_dumps(context, golden_outputs, target_outputs, referee_outputs,

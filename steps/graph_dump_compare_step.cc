@@ -65,10 +65,11 @@ class GraphDumpCompareStep : public StepKind {
     const YAML::Node referee_node = node["referee"];
     const bool truth = referee_node && yaml_to_json(referee_node) == true;
     nlohmann::json golden_defaults = kGolden;
-    YAML::Node golden_node = node["golden"] && node["golden"].IsMap() ? node["golden"] : YAML::Node();
+    const YAML::Node golden_overrides = node["golden"] && node["golden"].IsMap() ? node["golden"] : YAML::Node();
+    const nlohmann::json golden_spec = side_spec(context, golden_overrides, kGolden);
     // TorchAir's FX golden is TorchAir's own dump, which computes no truth: its rows are
     // judged by the dtype presets.
-    const bool torchair = side_spec(context, golden_node, kGolden)["backend"] == "torchair";
+    const bool torchair = golden_spec["backend"] == "torchair";
     if (truth && !torchair) golden_defaults["dump"]["truth"] = true;
     std::string golden = side("golden", node["golden"], golden_defaults);
     nlohmann::json target_defaults = kTarget;
@@ -79,8 +80,7 @@ class GraphDumpCompareStep : public StepKind {
     std::string target = side("target", node["target"], target_defaults);
     std::optional<std::string> referee;
     if (referee_node && !truth && yaml_to_json(referee_node) != false) {
-      YAML::Node golden_overrides = node["golden"] && node["golden"].IsMap() ? node["golden"] : YAML::Node();
-      nlohmann::json fp64 = side_spec(context, golden_overrides, kGolden);
+      nlohmann::json fp64 = golden_spec;
       fp64["dtype"] = "float64";
       fp64.erase("autocast");
       referee = side("referee", referee_node, fp64);
