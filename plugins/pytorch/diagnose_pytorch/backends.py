@@ -18,6 +18,13 @@ def resolve(name: str):
 
 
 def make_backend(session):
+    backend = _spec_backend(session)
+    if session.isolation is not None:
+        return session.isolation.splitting_backend(backend)
+    return backend
+
+
+def _spec_backend(session):
     spec, level = session.spec, session.level
     if spec.backend == "torchair":
         from .torchair import npu_backend

@@ -15,6 +15,7 @@ from torch.utils import _pytree as pytree
 from .dump_writer import DumpWriter, dumpable
 from .eager_dump import EagerDumper
 from .graph_info import collect_graph_info
+from .isolation import Isolation
 from .meta_check import MetaChecker
 from .shadow import Shadows
 from .spec import RunSpec
@@ -69,6 +70,7 @@ class Session:
         eager_ops = spec.mode == "eager" and (dumps_ops or self.shadows is not None)
         self.eager_dumper = EagerDumper(self) if eager_ops else None
         self.meta_checker = MetaChecker(run_dir / "meta_check.json") if spec.checks.meta and self.eager_dumper else None
+        self.isolation = Isolation(self) if spec.isolation is not None else None
         self.step = 0
         self.explicit_steps = False
         self.call_depth = 0
@@ -224,6 +226,8 @@ class Session:
             )
         if self.shadows is not None:
             self.status.set("truth", self.shadows.summary())
+        if self.isolation is not None:
+            self.isolation.close()
         self.status.finish("error" if error is not None else "ok")
         _active = None
 

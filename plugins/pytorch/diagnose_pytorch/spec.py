@@ -50,6 +50,15 @@ class Checks:
 
 
 @dataclass
+class Isolation:
+    """Subgraph isolation (isolation.py): the candidate nodes that run eagerly; the others are
+    compiled with the backend, each contiguous run of them as its own subgraph."""
+
+    eager_nodes: list[str] = field(default_factory=list)  # node ids g<graph>.<node name>
+    repro: bool = False  # write repro/ for the compiled pieces at the end of the run
+
+
+@dataclass
 class RunSpec:
     output_dir: str
     mode: str = "compiled"  # eager | compiled
@@ -64,12 +73,13 @@ class RunSpec:
     checks: Checks = field(default_factory=Checks)
     seed: int | None = 0
     deterministic: bool = False
+    isolation: Isolation | None = None
     version: int = 1
 
     @classmethod
     def from_dict(cls, data: dict) -> "RunSpec":
         data = dict(data)
-        nested = {"switches": Switches, "dump": DumpSpec, "checks": Checks}
+        nested = {"switches": Switches, "dump": DumpSpec, "checks": Checks, "isolation": Isolation}
         for key, kind in nested.items():
             if key in data:
                 data[key] = _build(kind, data[key], key)
@@ -107,6 +117,8 @@ class RunSpec:
             raise SpecError(f"dump.level must be one of {DUMP_LEVELS} or 'auto'")
         if not set(self.dump.io) <= {"input", "output"}:
             raise SpecError("dump.io may only hold 'input' and 'output'")
+        if self.isolation is not None:
+            self._validate_isolation()
         level = self.dump_level()
         if self.mode == "eager" and level in ("fx", "compiled"):
             raise SpecError(f"dump.level {level!r} needs mode 'compiled'")
@@ -138,13 +150,29 @@ class RunSpec:
         if self.switches.fusion_switch_file and not Path(self.switches.fusion_switch_file).is_file():
             raise SpecError(f"fusion switch file not found: {self.switches.fusion_switch_file}")
 
+    def _validate_isolation(self) -> None:
+        nodes = self.isolation.eager_nodes
+        if not isinstance(nodes, list) or not all(isinstance(n, str) for n in nodes):
+            raise SpecError("isolation.eager_nodes must be a list of node ids (strings like 'g0.mul_1')")
+        if not isinstance(self.isolation.repro, bool):
+            raise SpecError("isolation.repro must be true or false")
+        if self.mode != "compiled":
+            raise SpecError("isolation needs mode 'compiled'")
+        if self.dump.level not in ("auto", "none"):
+            raise SpecError(
+                f"isolation runs with dump.level 'none' (final outputs only), not {self.dump.level!r}: "
+                "per-op dumps of split graphs are not supported"
+            )
+
     def dump_level(self) -> str:
         """`auto` means: ATen ops in eager mode; the compiled code's buffers for Inductor and
         TorchAir (GE dump); the FX graph node by node for the other builtin backends (which
         run that same graph eagerly); final outputs only for a user backend, which an FX-level
-        dump would replace."""
+        dump would replace, and under isolation."""
         if self.dump.level != "auto":
             return self.dump.level
+        if self.isolation is not None:
+            return "none"
         if self.mode == "eager":
             return "aten"
         if self.backend in ("inductor", "torchair"):

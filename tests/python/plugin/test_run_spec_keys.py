@@ -16,8 +16,9 @@ from fixtures.workflow_schema import load_schema, object_form, step_kinds
 
 # How a side's process is started (docs/workflow.md's command keys), not what the plugin is told.
 COMMAND_KEYS = {"args", "argv", "shell", "env", "cwd", "timeout", "retries", "outputs"}
-# Written by the orchestrator for every run (output_dir) or fixed by the format (version).
-NOT_SIDE_KEYS = {"output_dir", "version"}
+# Written by the orchestrator for every run (output_dir) or for each trial of subgraph_isolate
+# (isolation), or fixed by the format (version).
+NOT_SIDE_KEYS = {"output_dir", "isolation", "version"}
 # Sides that also run a command (fusion_bisect's): there `dump` may instead be where the command
 # leaves its dump, a path.
 COMMAND_SIDES = {"fusion_bisect.golden", "fusion_bisect.target"}

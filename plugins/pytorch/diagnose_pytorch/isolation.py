@@ -1,0 +1,282 @@
+"""Subgraph isolation: the trial process of the `subgraph_isolate` step (issue 16).
+
+The run's backend is wrapped in a splitting backend. Every call_function / call_method /
+call_module node of each graph Dynamo hands it (graph k, in compile order) is a candidate,
+`g<k>.<node name>`. The candidates the spec's `isolation.eager_nodes` names run eagerly as
+plain FX code; every maximal contiguous run of the others (in graph order) is compiled with the
+real backend as a subgraph of its own ("piece"). Nothing is split when the whole graph is
+compiled (the backend gets Dynamo's graph and inputs, as in a plain run) or runs eagerly.
+
+A piece's inputs are intermediate values, which exist only once the graph runs: a split piece is
+compiled on the real inputs of its first call (again for inputs of another shape, dtype or
+layout). Pieces pass tensors: a getitem that selects an element of a multi-output node's tuple
+stays in its producer's piece (selecting computes nothing). status.json's `isolation` says which
+nodes exist, which were compiled and how the graphs were split; with `isolation.repro` the
+compiled pieces' first inputs are kept for the standalone repro (repro_writer.py)."""
+
+from __future__ import annotations
+
+import itertools
+import operator
+import re
+from dataclasses import dataclass, field
+
+import torch
+from torch import fx
+from torch.utils import _pytree as pytree
+
+from .fx_dump import module_path
+
+CANDIDATE_OPS = ("call_function", "call_method", "call_module")
+_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
+
+
+@dataclass
+class Piece:
+    graph: int
+    nodes: list[fx.Node]
+    compiled: bool
+    inputs: list[fx.Node] = field(default_factory=list)  # values from outside, in first-use order
+    outputs: list[fx.Node] = field(default_factory=list)  # values used after the piece
+    module: fx.GraphModule | None = None  # a pristine copy, for the repro
+    recorded: list | None = None  # the inputs of its first call, for the repro
+
+    def ids(self) -> list[str]:
+        return [node_id(self.graph, n) for n in self.nodes]
+
+
+def node_id(graph: int, node: fx.Node) -> str:
+    return f"g{graph}.{node.name}"
+
+
+def readable_op(node: fx.Node) -> str:
+    if node.op == "call_method":
+        return f"method {node.target}"
+    if node.op == "call_module":
+        return f"module {node.target}"
+    if isinstance(node.target, torch._ops.OpOverload):
+        return str(node.target)
+    try:
+        name = fx.node._get_qualified_name(node.target)
+    except (AttributeError, RuntimeError, TypeError):
+        return str(node.target)
+    return re.sub(r"^_operator\.", "operator.", name)
+
+
+def source_line(node: fx.Node) -> str:
+    """file:line of the innermost frame of the node's stack trace: the user code that made it."""
+    frames = _FRAME.findall(node.meta.get("stack_trace") or "")
+    return f"{frames[-1][0]}:{frames[-1][1]}" if frames else ""
+
+
+def selection_source(node: fx.Node) -> fx.Node | None:
+    """The multi-output node whose tuple `node` picks an element of, if it does."""
+    if node.target is not operator.getitem or not isinstance(node.args[0], fx.Node):
+        return None
+    producer = node.args[0]
+    if producer.op not in CANDIDATE_OPS or not isinstance(producer.meta.get("example_value"), (tuple, list)):
+        return None
+    return selection_source(producer) or producer
+
+
+def describe(graph: int, node: fx.Node) -> dict:
+    entry = {
+        "id": node_id(graph, node),
+        "graph": graph,
+        "op": readable_op(node),
+        "module": module_path(node) or "",
+        "source": source_line(node),
+    }
+    source = selection_source(node)
+    if source is not None:
+        entry["follows"] = node_id(graph, source)
+    return entry
+
+
+def plan(graph: int, candidates: list[fx.Node], eager_ids: set[str]) -> list[Piece]:
+    """Maximal contiguous runs of candidates alike (compiled or eager); each selection joins the
+    piece of the node it selects from (placed after it: a valid order, it reads nothing else)."""
+    sources = {n: selection_source(n) for n in candidates}
+    own = [n for n in candidates if sources[n] is None]
+    pieces = [
+        Piece(graph, list(run), compiled)
+        for compiled, run in itertools.groupby(own, key=lambda n: node_id(graph, n) not in eager_ids)
+    ]
+    piece_of = {n: p for p in pieces for n in p.nodes}
+    order = {n: i for i, n in enumerate(candidates)}
+    for node, source in sources.items():
+        if source is not None:
+            piece_of[node] = piece_of[source]
+            piece_of[source].nodes.append(node)
+    for piece in pieces:
+        piece.nodes.sort(key=order.__getitem__)
+        members = set(piece.nodes)
+        inputs = {a: None for n in piece.nodes for a in n.all_input_nodes if a not in members and a.op != "get_attr"}
+        piece.inputs = list(inputs)
+        piece.outputs = [n for n in piece.nodes if any(u not in members for u in n.users)]
+    return pieces
+
+
+def extract(gm: fx.GraphModule, piece: Piece) -> fx.GraphModule:
+    """The piece as a GraphModule of its own: its inputs as placeholders, its outputs as a tuple
+    (as Dynamo's graphs return), the attributes it reads taken from `gm`."""
+    graph = fx.Graph()
+    env = {}
+    for value in piece.inputs:
+        env[value] = graph.placeholder(value.name)
+        env[value].meta = dict(value.meta)
+
+    def lookup(value: fx.Node) -> fx.Node:
+        if value not in env:  # a get_attr: copied into each piece that reads it
+            env[value] = graph.node_copy(value)
+        return env[value]
+
+    for node in piece.nodes:
+        env[node] = graph.node_copy(node, lookup)
+    graph.output(tuple(env[n] for n in piece.outputs))
+    return fx.GraphModule(gm, graph, class_name="Piece")
+
+
+def _signature(args) -> tuple:
+    return tuple(
+        (tuple(a.shape), a.dtype, a.device, a.stride()) if isinstance(a, torch.Tensor) else repr(a) for a in args
+    )
+
+
+def _kept(args) -> list:
+    return pytree.tree_map_only(torch.Tensor, lambda t: t.detach().clone(), list(args))
+
+
+class Isolation:
+    def __init__(self, session):
+        self.session = session
+        self.spec = session.spec.isolation
+        self.eager_ids = set(self.spec.eager_nodes)
+        self.graphs = 0
+        self.order: dict[str, int] = {}
+        self.pieces: list[Piece] = []
+        self.compiled: set[str] = set()
+        self.report = {"graphs": 0, "nodes": [], "compiled": [], "pieces": [], "unmatched": []}
+        session.status.set("isolation", self.report)
+
+    def splitting_backend(self, backend):
+        def backend_fn(gm: fx.GraphModule, example_inputs):
+            return self._split(gm, example_inputs, backend)
+
+        return backend_fn
+
+    def _split(self, gm: fx.GraphModule, example_inputs, backend):
+        graph = self.graphs
+        self.graphs += 1
+        candidates = [n for n in gm.graph.nodes if n.op in CANDIDATE_OPS]
+        for node in candidates:
+            self.order[node_id(graph, node)] = len(self.order)
+            self.report["nodes"].append(describe(graph, node))
+        pieces = plan(graph, candidates, self.eager_ids)
+        for piece in pieces:
+            if piece.compiled and self.spec.repro:
+                piece.module = extract(gm, piece)  # before the backend's passes change gm
+        self.pieces.extend(pieces)
+        self._update_report()
+        if not pieces or (len(pieces) == 1 and pieces[0].compiled):
+            return self._whole(gm, example_inputs, backend, pieces)
+        if len(pieces) == 1:  # every node eager
+            return gm.forward
+        return SplitGraph(gm, [self._runner(gm, p, backend) for p in pieces], pieces)
+
+    def _whole(self, gm, example_inputs, backend, pieces):
+        """Every node compiled: the backend gets Dynamo's graph, as without isolation."""
+        compiled = backend(gm, example_inputs)
+        if not pieces:
+            return compiled
+        self._note_compiled(pieces[0])
+        if not self.spec.repro:
+            return compiled
+        placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+
+        def recording(*args):
+            if pieces[0].recorded is None:
+                values = dict(zip(placeholders, args))
+                pieces[0].recorded = _kept(values[n] for n in pieces[0].inputs)
+            return compiled(*args)
+
+        return recording
+
+    def _runner(self, gm, piece: Piece, backend):
+        return LazyPiece(self, gm, piece, backend) if piece.compiled else extract(gm, piece)
+
+    def _note_compiled(self, piece: Piece) -> None:
+        self.compiled.update(piece.ids())
+        self._update_report()
+
+    def _update_report(self) -> None:
+        self.report["graphs"] = self.graphs
+        self.report["compiled"] = sorted(self.compiled, key=self.order.__getitem__)
+        self.report["pieces"] = [{"graph": p.graph, "nodes": p.ids(), "compiled": p.compiled} for p in self.pieces]
+        self.report["unmatched"] = sorted(self.eager_ids - set(self.order))
+
+    def close(self) -> None:
+        """At the end of the run: the repro of the compiled pieces, when asked for."""
+        self._update_report()
+        if not self.spec.repro:
+            return
+        from .repro_writer import ReproError, write_repro
+
+        pieces = [p for p in self.pieces if p.compiled and p.recorded is not None]
+        if not pieces:
+            self.report["repro_error"] = "no compiled piece ran: nothing to reproduce"
+            return
+        try:
+            path = write_repro(self.session.spec.run_dir / "repro", pieces, self.session.spec)
+        except ReproError as e:
+            self.report["repro_error"] = str(e)
+            return
+        self.report["repro"] = str(path.relative_to(self.session.spec.run_dir))
+
+
+class LazyPiece:
+    """A compiled piece: compiled with the backend on the real inputs of its first call, and
+    again for inputs of another signature (a compiled graph is specialised to its inputs)."""
+
+    def __init__(self, isolation: Isolation, gm: fx.GraphModule, piece: Piece, backend):
+        self.isolation = isolation
+        self.gm = gm
+        self.piece = piece
+        self.backend = backend
+        self.compiled: dict[tuple, object] = {}
+
+    def __call__(self, *args):
+        key = _signature(args)
+        compiled = self.compiled.get(key)
+        if compiled is None:
+            if self.isolation.spec.repro and self.piece.recorded is None:
+                self.piece.recorded = _kept(args)
+            # a fresh copy each time: a backend's passes may rewrite the graph it is given
+            compiled = self.compiled[key] = self.backend(extract(self.gm, self.piece), list(args))
+            self.isolation._note_compiled(self.piece)
+        return compiled(*args)
+
+
+class SplitGraph:
+    """Runs a graph's pieces in order, each on the values the earlier ones produced; a value is
+    dropped after the last piece that reads it."""
+
+    def __init__(self, gm: fx.GraphModule, runners: list, pieces: list[Piece]):
+        self.placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        output = next(n for n in gm.graph.nodes if n.op == "output")
+        self.result = output.args[0]
+        kept = set(output.all_input_nodes)
+        last_reader = {value: i for i, piece in enumerate(pieces) for value in piece.inputs}
+        self.steps = [
+            (runner, piece.inputs, piece.outputs, [v for v in piece.inputs if last_reader[v] == i and v not in kept])
+            for i, (runner, piece) in enumerate(zip(runners, pieces))
+        ]
+
+    def __call__(self, *args):
+        env = dict(zip(self.placeholders, args))
+        for run, inputs, outputs, done in self.steps:
+            values = run(*[env[n] for n in inputs])
+            env.update(zip(outputs, values))
+            for value in done:
+                del env[value]
+        return fx.node.map_arg(self.result, env.__getitem__)
