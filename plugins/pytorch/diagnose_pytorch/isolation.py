@@ -40,9 +40,14 @@ class Piece:
     outputs: list[fx.Node] = field(default_factory=list)  # values used after the piece
     module: fx.GraphModule | None = None  # a pristine copy, for the repro
     recorded: list | None = None  # the inputs of its first call, for the repro
+    grad_enabled: bool = False  # the grad mode of that call
 
     def ids(self) -> list[str]:
         return [node_id(self.graph, n) for n in self.nodes]
+
+    def record(self, values) -> None:
+        self.recorded = pytree.tree_map_only(torch.Tensor, lambda t: t.detach().clone(), list(values))
+        self.grad_enabled = torch.is_grad_enabled()
 
 
 def node_id(graph: int, node: fx.Node) -> str:
@@ -143,10 +148,6 @@ def _signature(args) -> tuple:
     )
 
 
-def _kept(args) -> list:
-    return pytree.tree_map_only(torch.Tensor, lambda t: t.detach().clone(), list(args))
-
-
 class Isolation:
     def __init__(self, session):
         self.session = session
@@ -197,7 +198,7 @@ class Isolation:
         def recording(*args):
             if pieces[0].recorded is None:
                 values = dict(zip(placeholders, args))
-                pieces[0].recorded = _kept(values[n] for n in pieces[0].inputs)
+                pieces[0].record(values[n] for n in pieces[0].inputs)
             return compiled(*args)
 
         return recording
@@ -250,7 +251,7 @@ class LazyPiece:
         compiled = self.compiled.get(key)
         if compiled is None:
             if self.isolation.spec.repro and self.piece.recorded is None:
-                self.piece.recorded = _kept(args)
+                self.piece.record(args)
             # a fresh copy each time: a backend's passes may rewrite the graph it is given
             compiled = self.compiled[key] = self.backend(extract(self.gm, self.piece), list(args))
             self.isolation._note_compiled(self.piece)

@@ -15,7 +15,6 @@ from torch.utils import _pytree as pytree
 from .dump_writer import DumpWriter, dumpable
 from .eager_dump import EagerDumper
 from .graph_info import collect_graph_info
-from .isolation import Isolation
 from .meta_check import MetaChecker
 from .shadow import Shadows
 from .spec import RunSpec
@@ -70,7 +69,11 @@ class Session:
         eager_ops = spec.mode == "eager" and (dumps_ops or self.shadows is not None)
         self.eager_dumper = EagerDumper(self) if eager_ops else None
         self.meta_checker = MetaChecker(run_dir / "meta_check.json") if spec.checks.meta and self.eager_dumper else None
-        self.isolation = Isolation(self) if spec.isolation is not None else None
+        self.isolation = None
+        if spec.isolation is not None:
+            from .isolation import Isolation  # imports Dynamo, which an eager run does without
+
+            self.isolation = Isolation(self)
         self.step = 0
         self.explicit_steps = False
         self.call_depth = 0

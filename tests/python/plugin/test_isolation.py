@@ -1,0 +1,161 @@
+"""Subgraph isolation (the trial process of `subgraph_isolate`): real runs of a tiny two-graph model
+(data/isolation/tiny_model.py) under a backend with a planted graph-only defect
+(data/isolation/fma_backend.py: an add that reads a multiply of its own graph is off by 0.05)
+and under Inductor, each split as `isolation.eager_nodes` says; and the repro.py a run writes,
+run on its own."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import PYTHON, RunConfig, launch, plugin_env
+from diagnose_pytorch.spec import RunSpec, SpecError
+from fixtures.plugin_runs import Run, RunPool
+
+DATA = Path(__file__).resolve().parent / "data" / "isolation"
+SCRIPT = str(DATA / "tiny_model.py")
+FMA = "fma_backend:fma_backend"
+NODES = [  # id, op, module
+    ("g0.linear", "torch._C._nn.linear", "fc1"),
+    ("g0.h", "torch.relu", ""),
+    ("g0.scaled", "operator.mul", ""),
+    ("g0.mixed", "operator.add", ""),
+    ("g1.linear", "torch._C._nn.linear", "fc2"),
+    ("g1.tanh", "torch.tanh", ""),
+]
+ALL = [node for node, _, _ in NODES]
+PAIR = ["g0.scaled", "g0.mixed"]
+HALF = ["g0.h", "g1.linear", "g1.tanh"]  # graph 0: compiled, eager, compiled; graph 1 eager
+
+
+def isolated(eager_nodes: list[str], backend: str = FMA, **isolation) -> dict:
+    return {"backend": backend, "isolation": {"eager_nodes": eager_nodes, **isolation}}
+
+
+CATALOG = {
+    "inductor-half": RunConfig(SCRIPT, isolated(HALF, "inductor"), cost=6),
+    "plain": RunConfig(SCRIPT, {"backend": FMA}),
+    "eager": RunConfig(SCRIPT, {"mode": "eager", "dump": {"level": "none"}}),
+    "all-compiled": RunConfig(SCRIPT, isolated([])),
+    "all-eager": RunConfig(SCRIPT, isolated(ALL)),
+    "pair-compiled": RunConfig(SCRIPT, isolated([n for n in ALL if n not in PAIR], repro=True)),
+    "pair-eager": RunConfig(SCRIPT, isolated(PAIR)),
+}
+
+
+class IsolationRuns(RunPool):
+    def _run(self, name: str) -> Run:
+        proc, run_dir = launch(
+            name, CATALOG[name], self.root, self.cache_dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        stdout, stderr = proc.communicate(timeout=600)
+        return Run(name, run_dir, run_dir, proc.returncode, stdout, stderr)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, cache_dir):
+    pool = IsolationRuns(CATALOG, tmp_path_factory.mktemp("isolation"), cache_dir)
+    pool.start(CATALOG)
+    yield pool
+    pool.shutdown()
+
+
+def ok(runs: IsolationRuns, name: str) -> Run:
+    run = runs.get(name)
+    assert run.returncode == 0 and run.status["state"] == "ok", run.describe()
+    return run
+
+
+def outputs(runs: IsolationRuns, name: str) -> list[np.ndarray]:
+    return ok(runs, name).output_arrays()
+
+
+def test_every_candidate_is_listed_in_graph_order(runs):
+    report = ok(runs, "all-compiled").status["isolation"]
+    assert [(n["id"], n["op"], n["module"]) for n in report["nodes"]] == NODES
+    assert [n["graph"] for n in report["nodes"]] == [0, 0, 0, 0, 1, 1]
+    assert report["nodes"][2]["source"].endswith("tiny_model.py:15")  # scaled = h * 0.5
+    assert report["graphs"] == 2 and report["unmatched"] == []
+
+
+def test_nothing_eager_is_the_plain_compiled_run(runs):
+    assert ok(runs, "all-compiled").status["isolation"]["compiled"] == ALL
+    pieces = ok(runs, "all-compiled").status["isolation"]["pieces"]
+    assert pieces == [
+        {"graph": 0, "nodes": ALL[:4], "compiled": True},
+        {"graph": 1, "nodes": ALL[4:], "compiled": True},
+    ]
+    assert all(np.array_equal(a, b) for a, b in zip(outputs(runs, "all-compiled"), outputs(runs, "plain")))
+    assert not np.allclose(outputs(runs, "plain")[0], outputs(runs, "eager")[0], atol=1e-3)  # the defect
+
+
+def test_everything_eager_is_eager(runs):
+    assert ok(runs, "all-eager").status["isolation"]["compiled"] == []
+    assert all(np.array_equal(a, b) for a, b in zip(outputs(runs, "all-eager"), outputs(runs, "eager")))
+
+
+def test_the_multiply_add_pair_alone_is_wrong_and_everything_else_right(runs):
+    report = ok(runs, "pair-compiled").status["isolation"]
+    assert report["compiled"] == PAIR
+    assert report["pieces"][1] == {"graph": 0, "nodes": PAIR, "compiled": True}
+    error = np.abs(outputs(runs, "pair-compiled")[0] - outputs(runs, "eager")[0]).max()
+    assert error > 1e-3
+    assert ok(runs, "pair-eager").status["isolation"]["compiled"] == [n for n in ALL if n not in PAIR]
+    np.testing.assert_allclose(outputs(runs, "pair-eager")[0], outputs(runs, "eager")[0], rtol=0, atol=1e-6)
+
+
+def test_the_repro_fails_with_the_backend_and_passes_eagerly(runs, cache_dir, tmp_path):
+    run = ok(runs, "pair-compiled")
+    assert run.status["isolation"]["repro"] == "repro/repro.py"
+    repro = run.run_dir / "repro" / "repro.py"
+    env = plugin_env(cache_dir, {"PYTHONPATH": ""})  # repro.py puts the backend's directory on sys.path
+
+    def replay(*args: str) -> subprocess.Popen:
+        return subprocess.Popen([PYTHON, str(repro), *args], cwd=tmp_path, env=env, stdout=subprocess.PIPE, text=True)
+
+    failing, passing = replay(), replay("--backend", "eager")
+    failing.stdout, passing.stdout = failing.communicate()[0], passing.communicate()[0]
+    assert failing.returncode == 1, failing.stdout
+    assert "g0.scaled, g0.mixed" in failing.stdout and "max abs error vs eager 5.000e-02" in failing.stdout
+    assert passing.returncode == 0, passing.stdout
+    assert not list((run.run_dir / "repro").rglob("*.pt")) and list((run.run_dir / "repro").rglob("*.npy"))
+
+
+def test_inductor_split_in_pieces_matches_eager(runs):
+    report = ok(runs, "inductor-half").status["isolation"]
+    assert report["compiled"] == [n for n in ALL if n not in HALF]
+    assert [(p["nodes"], p["compiled"]) for p in report["pieces"]] == [
+        (["g0.linear"], True),
+        (["g0.h"], False),
+        (PAIR, True),
+        (ALL[4:], False),
+    ]
+    np.testing.assert_allclose(outputs(runs, "inductor-half")[0], outputs(runs, "eager")[0], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ({"isolation": {"eager_nodes": [], "nodes": []}}, "unknown key(s) in isolation: nodes"),
+        ({"isolation": {"eager_nodes": "g0.mul"}}, "isolation.eager_nodes must be a list"),
+        ({"isolation": {"eager_nodes": [3]}}, "isolation.eager_nodes must be a list"),
+        ({"isolation": {"repro": "yes"}}, "isolation.repro must be true or false"),
+        ({"isolation": {}, "dump": {"level": "aten"}}, "isolation runs with dump.level 'none'"),
+        ({"isolation": {}, "dump": {"level": "fx"}}, "per-op dumps of split graphs are not supported"),
+        ({"isolation": {}, "mode": "eager"}, "isolation needs mode 'compiled'"),
+        ({"isolation": []}, "isolation must be a JSON object"),
+    ],
+)
+def test_a_bad_isolation_spec_is_refused(spec, message, tmp_path):
+    with pytest.raises(SpecError, match=re.escape(message)):
+        RunSpec.from_dict({"output_dir": str(tmp_path), **spec})
+
+
+def test_isolation_runs_with_the_final_outputs_only(tmp_path):
+    spec = RunSpec.from_dict({"output_dir": str(tmp_path), "backend": "torchair", "isolation": {}})
+    assert spec.dump_level() == "none" and spec.isolation.eager_nodes == [] and not spec.isolation.repro
