@@ -34,6 +34,12 @@ bool parse_record(const nlohmann::json& j, ManifestRecord* r, std::string* why) 
     if (j.contains("fx_nodes") && j["fx_nodes"].is_array())
       for (const auto& node : j["fx_nodes"])
         if (node.is_string()) r->fx_nodes.push_back(node.get<std::string>());
+    if (j.contains("sources") && j["sources"].is_array())
+      for (const auto& source : j["sources"])
+        if (source.is_object())
+          r->sources.push_back({source.value("node", std::string()), source.value("module", std::string()),
+                                source.value("custom_op", std::string()), source.value("line", std::string()),
+                                source.value("code", std::string())});
     if (j.contains("graph") && j["graph"].is_number_integer()) r->graph = j["graph"].get<int>();
     if (j.contains("step") && j["step"].is_number_integer()) r->step = j["step"].get<int64_t>();
     if (j.contains("stats")) r->stats = j["stats"];

@@ -30,6 +30,7 @@ struct ManifestRecord {
   Shape shape;
   std::string module;
   std::vector<std::string> fx_nodes;  // the FX nodes the tensor computes (several for a fused buffer)
+  std::vector<NodeSource> sources;    // where each FX node came from in the user's code
   int graph = -1;
   int64_t step = 0;
   nlohmann::json stats;  // null when absent

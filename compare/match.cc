@@ -135,7 +135,10 @@ void match_one_manifest(const Manifest& golden, const Manifest& mine, int rank, 
     s.direction = r.io == "input" ? Direction::Input : Direction::Output;
     s.index = r.index;
     s.order = r.seq;
+    s.final_output = r.kind == "final";
     s.my_op_type = r.op;
+    s.fx_nodes = r.fx_nodes;
+    s.sources = r.sources;
     s.mine = manifest_tensor(mine, r);
     s.my_path = r.file.empty() ? mine.dir + "/manifest.jsonl#" + id : s.mine->path;
     auto g = golden_by_id.find(id);
@@ -153,6 +156,10 @@ void match_one_manifest(const Manifest& golden, const Manifest& mine, int rank, 
       }
       s.golden_path = g->second->file.empty() ? golden.dir + "/manifest.jsonl#" + id : s.golden->path;
       s.golden_op_type = g->second->op;
+      if (r.fx_nodes.empty()) {
+        s.fx_nodes = g->second->fx_nodes;
+        s.sources = g->second->sources;
+      }
       golden_by_id.erase(g);
     }
     out.rows.push_back(std::move(s));

@@ -20,6 +20,16 @@ struct RecordedStats {
   std::string hash;  // of the data bytes; equal hashes mean equal tensors
 };
 
+// Where an FX node came from in the user's code (a record's `sources`, docs/dump-format.md);
+// empty fields are unknown.
+struct NodeSource {
+  std::string node;
+  std::string module;     // module path, "" for the root or unknown
+  std::string custom_op;  // namespace::name of the custom op the node belongs to
+  std::string line;       // file:line of the innermost frame of its stack trace
+  std::string code;       // the text of that line
+};
+
 // The pair of tensors to compare and where they came from. Matchers fill this;
 // nothing here is computed from tensor values.
 struct RowSpec {
@@ -63,6 +73,12 @@ struct RowSpec {
   std::string match_note;
   // Comparing an op's own input with its output (GE Cast/TransData).
   bool self_compare = false;
+  // A final output of the model (a `kind: final` record), not an op, node or buffer.
+  bool final_output = false;
+  // The FX nodes the tensor computes (several for a fused buffer) and where each came from:
+  // the target record's, else the golden one's (the project's dumps).
+  std::vector<std::string> fx_nodes;
+  std::vector<NodeSource> sources;
 };
 
 enum class Verdict { Pass, Fail, NotComparable };

@@ -86,6 +86,50 @@ std::string truth_distance(const compare::CompareResult& compared, const std::st
   return "";
 }
 
+// Whether a failing row is an op, node or buffer rather than a final output of the model.
+bool op_row_fails(const compare::CompareResult& compared) {
+  for (const compare::RowGroup& group : compared.groups)
+    for (const compare::Row& row : group.rows)
+      if (row.verdict == compare::Verdict::Fail && !row.spec.final_output) return true;
+  return false;
+}
+
+// The first row of `op` whose dump names the FX nodes its tensor computes; null when none does.
+const compare::RowSpec* row_with_nodes(const compare::CompareResult& compared, const std::string& op) {
+  for (const compare::RowGroup& group : compared.groups)
+    for (const compare::Row& row : group.rows)
+      if (row.spec.op_key == op && !row.spec.fx_nodes.empty()) return &row.spec;
+  return nullptr;
+}
+
+// Where the nodes of a row came from in the user's code, each place once:
+// "custom op demo::scale module layers.0 model.py:24 `h = scale(x)`".
+std::vector<std::string> source_places(const compare::RowSpec& row) {
+  std::vector<std::string> places;
+  for (const compare::NodeSource& source : row.sources) {
+    std::vector<std::string> parts;
+    if (!source.custom_op.empty()) parts.push_back("custom op " + source.custom_op);
+    if (!source.module.empty()) parts.push_back("module " + source.module);
+    if (!source.line.empty()) parts.push_back(source.line + (source.code.empty() ? "" : " `" + source.code + "`"));
+    std::string place;
+    for (const std::string& part : parts) place += (place.empty() ? "" : " ") + part;
+    if (!place.empty() && std::find(places.begin(), places.end(), place) == places.end()) places.push_back(place);
+  }
+  return places;
+}
+
+// What a localised op (an Inductor buffer, an FX node) is in the model: "fused FX nodes mean,
+// sub, mul; from model.py:24 `...`, model.py:25 `...`"; "" when its dump does not say.
+std::string origin_text(const compare::CompareResult& compared, const std::string& op) {
+  const compare::RowSpec* row = row_with_nodes(compared, op);
+  if (!row) return "";
+  std::string text = row->fx_nodes.size() > 1 ? "fused FX nodes " : "FX node ";
+  for (size_t i = 0; i < row->fx_nodes.size(); ++i) text += (i ? ", " : "") + row->fx_nodes[i];
+  const std::vector<std::string> places = source_places(*row);
+  for (size_t i = 0; i < places.size(); ++i) text += (i ? ", " : "; from ") + places[i];
+  return text;
+}
+
 // The final outputs a plugin run wrote beside its op dump (<run dir>/outputs), or "" when
 // `dump` is not a plugin run's dump.
 std::string final_outputs_of(const std::string& dump) {
@@ -205,7 +249,8 @@ DumpJudgement judge_dumps(const StepContext& context, const std::string& golden,
                     {"passed", s.passed},
                     {"failed", s.failed},
                     {"not_comparable", s.not_comparable},
-                    {"unmatched", s.unmatched.size()}};
+                    {"unmatched", s.unmatched.size()},
+                    {"localized", op_row_fails(compared)}};
   // Op-level divergences (inside a graph) before the final outputs' one, which has no graph
   // and whose "source" is the output itself: the culprit is the op where the error starts.
   std::vector<compare::Divergence> divergences = s.divergences;
@@ -216,13 +261,17 @@ DumpJudgement judge_dumps(const StepContext& context, const std::string& golden,
   for (const compare::Divergence& d : divergences) {
     std::string where = (d.rank >= 0 ? " rank " + std::to_string(d.rank) : "") +
                         (d.graph >= 0 ? " graph " + std::to_string(d.graph) : "");
-    result.findings.push_back(
-        {prefix + "first failing op" + where + ": " + d.first_failing_op + truth_distance(compared, d.first_failing_op),
-         d.first_failing_op});
+    auto origin = [&](const std::string& op) {
+      const std::string text = origin_text(compared, op);
+      return text.empty() ? "" : "; " + text;
+    };
+    result.findings.push_back({prefix + "first failing op" + where + ": " + d.first_failing_op +
+                                   truth_distance(compared, d.first_failing_op) + origin(d.first_failing_op),
+                               d.first_failing_op});
     for (const std::string& op : d.source_ops) {
-      result.findings.push_back(
-          {prefix + "error starts at op " + op + " (its inputs pass, an output fails)" + truth_distance(compared, op),
-           op});
+      result.findings.push_back({prefix + "error starts at op " + op + " (its inputs pass, an output fails)" +
+                                     truth_distance(compared, op) + origin(op),
+                                 op});
       source_ops.push_back(op);
     }
   }
@@ -272,14 +321,25 @@ DumpJudgement judge_dumps(const StepContext& context, const std::string& golden,
 StepResult judge_run_dumps(const StepContext& context, const std::vector<RunRecord>& runs, const std::string& golden,
                            const std::string& target, const std::optional<std::string>& referee,
                            const std::string& failure) {
-  StepResult result = judge_dumps(context, golden, target, referee, context.step_dir() + "/compare").result;
+  DumpJudgement judgement = judge_dumps(context, golden, target, referee, context.step_dir() + "/compare");
+  StepResult& result = judgement.result;
   judge_final_outputs(context, golden, target, referee, result);
   std::vector<std::string> reproduce;
   for (const RunRecord& run : runs) reproduce.push_back(reproduce_command(run.cwd, run.env, run.argv));
   result.reproduce.insert(result.reproduce.begin(), reproduce.begin(), reproduce.end());
   const nlohmann::json& sources = result.metrics["source_ops"];
   result.metrics["culprit"] = !sources.empty() ? sources[0] : result.metrics["first_failing_op"];
-  if (result.status == StepStatus::Fail) result.summary = failure + result.summary;
+  const compare::RowSpec* culprit = judgement.compared && result.metrics["culprit"].is_string()
+                                        ? row_with_nodes(*judgement.compared, result.metrics["culprit"])
+                                        : nullptr;
+  result.metrics["culprit_nodes"] = culprit ? culprit->fx_nodes : std::vector<std::string>();
+  result.metrics["culprit_sources"] = culprit ? source_places(*culprit) : std::vector<std::string>();
+  if (result.status == StepStatus::Fail) {
+    result.summary = failure + result.summary;
+    if (culprit)
+      result.summary += "; " + result.metrics["culprit"].get<std::string>() + ": " +
+                        origin_text(*judgement.compared, result.metrics["culprit"]);
+  }
   return result;
 }
 

@@ -59,7 +59,9 @@ DumpJudgement judge_dumps(const StepContext& context, const std::string& golden,
 
 // judge_dumps for dumps the step's own runs produced, and judge_final_outputs: the runs'
 // commands lead the reproduce list, the culprit is the first source op (else the first failing
-// op), and the summary of a failing comparison starts with `failure`.
+// op), and the summary of a failing comparison starts with `failure` and ends with what the
+// culprit is in the model (its FX nodes, their modules, custom ops and source lines; metrics
+// culprit_nodes and culprit_sources) when the dumps say.
 StepResult judge_run_dumps(const StepContext& context, const std::vector<RunRecord>& runs, const std::string& golden,
                            const std::string& target, const std::optional<std::string>& referee,
                            const std::string& failure);

@@ -46,7 +46,8 @@ class GraphDumpCompareStep : public StepKind {
     return properties;
   }
   std::vector<std::string> result_fields() const override {
-    return {"rows", "compared", "passed", "failed", "not_comparable", "first_failing_op", "source_ops", "culprit"};
+    return {"rows",       "compared", "passed",   "failed", "not_comparable", "first_failing_op",
+            "source_ops", "culprit",  "localized"};
   }
   std::string default_category() const override { return "localized_op_defect"; }
   void check(const StepSpec& step, const CheckContext&, Diagnostics& diagnostics) const override {
@@ -88,7 +89,11 @@ class GraphDumpCompareStep : public StepKind {
     std::vector<RunRecord> runs = context.run(requests);
     if (std::optional<StepResult> error = error_from_runs(runs)) return *error;
 
-    return judge_run_dumps(context, runs, golden, target, referee, "the compiled graph diverges from eager: ");
+    StepResult result =
+        judge_run_dumps(context, runs, golden, target, referee, "the compiled graph diverges from eager: ");
+    // false also when nothing could be compared: no op, node or buffer is known to fail
+    if (!result.metrics.contains("localized")) result.metrics["localized"] = false;
+    return result;
   }
 };
 

@@ -40,6 +40,34 @@ TEST(SingleOpBatches, SplitIsBalancedAndKeepsOrder) {
   EXPECT_TRUE(split_into_batches({}, 3).empty());
 }
 
+TEST(SingleOpBatches, SkippedOpsAreNeitherDoneNorErrors) {
+  std::string progress = R"({"op": "a", "event": "start"}
+{"op": "a", "event": "skipped", "message": "results depend on the RNG", "reason": "random"}
+{"op": "b", "event": "start"}
+{"op": "b", "event": "skipped", "message": "no tensor output"}
+{"op": "c", "event": "start"}
+{"op": "c", "event": "done"})";
+  BatchOutcome outcome = read_batch_progress(progress, {"a", "b", "c"}, true);
+  EXPECT_EQ(outcome.done, (std::vector<std::string>{"c"}));
+  EXPECT_TRUE(outcome.errors.empty());
+  ASSERT_EQ(outcome.skipped.size(), 2u);
+  EXPECT_EQ(outcome.skipped[0].op, "a");
+  EXPECT_EQ(outcome.skipped[0].reason, "random");
+  EXPECT_EQ(outcome.skipped[0].message, "results depend on the RNG");
+  EXPECT_EQ(outcome.skipped[1].reason, "skipped");  // an event without a reason
+}
+
+TEST(SingleOpBatches, CommandCarriesTheTargetAndTheSwitches) {
+  nlohmann::json target = {{"backend", "torchair"}, {"device", "npu"}, {"dtype", "bfloat16"}};
+  EXPECT_EQ(single_op_args("/e", "/o", target, "/s.json", {"aten.a.default", "aten.b.default"}),
+            (std::vector<std::string>{"single-op", "--from", "/e", "--out", "/o", "--backend", "torchair", "--device",
+                                      "npu", "--dtype", "bfloat16", "--switches", "/s.json", "--ops",
+                                      "aten.a.default,aten.b.default"}));
+  EXPECT_EQ(
+      single_op_args("/e", "/o", nlohmann::json::object(), "", {"x"}),
+      (std::vector<std::string>{"single-op", "--from", "/e", "--out", "/o", "--backend", "inductor", "--ops", "x"}));
+}
+
 TEST(SingleOpBatches, CrashBlamesTheStartedOpAndReturnsTheRest) {
   std::string progress = R"({"op": "a", "event": "start"}
 {"op": "a", "event": "done"}
@@ -113,7 +141,8 @@ TEST(DiagnosticSteps, SingleOpCheckReportsWrongAndCrashedOpsAndRebatches) {
                             "\", STAND_IN_CRASH_OPS: aten.b.default, STAND_IN_WRONG_OPS: aten.e.default, "
                             "STAND_IN_ERROR_OPS: aten.f.default, STAND_IN_LOG: " +
                             (dir / "ops.log")) +
-                 "steps:\n  - {id: single, kind: single_op_check, target: {backend: aot_eager}}\n");
+                 "steps:\n  - {id: single, kind: single_op_check, target: {backend: aot_eager}, attribute_rules: "
+                 "false}\n");
   Finished r = run_diagnose({"wf.yaml"}, dir.path());
   ASSERT_EQ(r.code, 1) << r.out << r.err;
   nlohmann::json report = report_of(dir);
@@ -140,6 +169,95 @@ TEST(DiagnosticSteps, SingleOpCheckReportsWrongAndCrashedOpsAndRebatches) {
   }
   EXPECT_TRUE(worst_table) << step["evidence"].dump(1);
   EXPECT_TRUE(crash_log);
+}
+
+// The stand-in's aten.e.default is wrong while GeluFusionPass is on; TbeEltwiseFusionPass fires
+// on it too, innocent. `wrong` adds a defect no rule explains.
+std::string rule_workflow(const std::string& wrong) {
+  return stand_in_model(
+             "STAND_IN_OPS: \"aten.a.default,aten.e.default\", STAND_IN_RULE_OPS: "
+             "\"aten.e.default:GeluFusionPass\"" +
+             (wrong.empty() ? "" : ", STAND_IN_WRONG_OPS: " + wrong)) +
+         "steps:\n  - {id: single, kind: single_op_check, target: {backend: 'ge_like:backend'}}\n";
+}
+
+TEST(DiagnosticSteps, SingleOpFailureIsAttributedToTheFusionRuleOnTheFailingOpsAlone) {
+  TempDir dir;
+  write_text(dir / "wf.yaml", rule_workflow(""));
+  Finished r = run_diagnose({"wf.yaml"}, dir.path());
+  ASSERT_EQ(r.code, 1) << r.out << r.err;
+  nlohmann::json report = report_of(dir);
+  const nlohmann::json& step = report["steps"][0];
+  EXPECT_EQ(report["verdict"]["category"], "single_op_graph_defect");
+  EXPECT_EQ(report["verdict"]["culprit"], "aten.e.default");  // the op; the rule is the cause
+  EXPECT_EQ(step["metrics"]["rules"], nlohmann::json{"GeluFusionPass"});
+  EXPECT_EQ(step["metrics"]["rule_conclusion"], "culprits_found");
+  std::string workaround = step["metrics"]["workaround"];
+  EXPECT_NE(report["verdict"]["summary"].get<std::string>().find(
+                "wrong in graph mode: aten.e.default; caused by fusion rule GeluFusionPass: switching it off fixes "
+                "it, switch file " +
+                workaround),
+            std::string::npos)
+      << report["verdict"]["summary"];
+  nlohmann::json fusion_switch = read_json(workaround)["Switch"];
+  EXPECT_EQ(fusion_switch["GraphFusion"]["GeluFusionPass"], "off");
+  EXPECT_FALSE(fusion_switch.contains("UBFusion") && fusion_switch["UBFusion"].contains("TbeEltwiseFusionPass") &&
+               fusion_switch["UBFusion"]["TbeEltwiseFusionPass"] == "off");
+  // Trials compiled the failing op alone: aten.a.default ran in its batch only.
+  int trials = 0;
+  for (const auto& run : step["runs"]) {
+    std::string argv = run["argv"].dump();
+    if (argv.find("fusion_switch") == std::string::npos && argv.find("/t") == std::string::npos) continue;
+    if (run["name"].get<std::string>().rfind("batch", 0) == 0 || run["name"] == "eager" || run["name"] == "ops")
+      continue;
+    ++trials;
+    EXPECT_NE(argv.find("\"aten.e.default\""), std::string::npos) << argv;
+  }
+  EXPECT_EQ(trials, step["metrics"]["rule_trials"]);
+  EXPECT_LE(trials, 40);
+  bool table = false;
+  for (const auto& e : step["evidence"])
+    table |= e["kind"] == "table" && e["name"].get<std::string>().find("rule search trials") == 0;
+  EXPECT_TRUE(table) << step["evidence"].dump(1);
+  bool finding = false;
+  for (const auto& f : step["findings"]) finding |= f["op"] == "GeluFusionPass";
+  EXPECT_TRUE(finding) << step["findings"].dump(1);
+}
+
+TEST(DiagnosticSteps, SingleOpFailureNoRuleExplainsSaysSo) {
+  TempDir dir;
+  write_text(dir / "wf.yaml", rule_workflow("aten.e.default"));
+  Finished r = run_diagnose({"wf.yaml"}, dir.path());
+  ASSERT_EQ(r.code, 1) << r.out << r.err;
+  const nlohmann::json step = report_of(dir)["steps"][0];
+  EXPECT_EQ(step["metrics"]["rule_conclusion"], "not_fusion");
+  EXPECT_EQ(step["metrics"]["rules"], nlohmann::json::array());
+  EXPECT_NE(step["summary"].get<std::string>().find(
+                "no switchable rule explains it: it still fails with all 2 rules that fired switched off "
+                "(GeluFusionPass, TbeEltwiseFusionPass)"),
+            std::string::npos)
+      << step["summary"];
+}
+
+TEST(DiagnosticSteps, SingleOpCheckCountsSkippedOpsApartAndSaysWhenNoRuleFired) {
+  TempDir dir;
+  write_text(dir / "wf.yaml",
+             stand_in_model("STAND_IN_OPS: \"aten.a.default,aten.b.default,aten.c.default\", STAND_IN_SKIP_OPS: "
+                            "aten.b.default, STAND_IN_WRONG_OPS: aten.c.default") +
+                 "steps:\n  - {id: single, kind: single_op_check, target: {backend: aot_eager}}\n");
+  Finished r = run_diagnose({"wf.yaml"}, dir.path());
+  ASSERT_EQ(r.code, 1) << r.out << r.err;
+  const nlohmann::json step = report_of(dir)["steps"][0];
+  EXPECT_EQ(step["metrics"]["checked"], 2);
+  EXPECT_EQ(step["metrics"]["skipped"], 1);
+  EXPECT_EQ(step["metrics"]["skipped_ops"], nlohmann::json{"aten.b.default"});
+  EXPECT_EQ(step["metrics"]["rule_conclusion"], "no_rule_fired");
+  std::string summary = step["summary"];
+  EXPECT_EQ(summary.rfind("2 ops checked alone in 1 round(s), 1 skipped (random: aten.b.default); wrong in graph "
+                          "mode: aten.c.default; no switchable rule explains it: no rule fired",
+                          0),
+            0u)
+      << summary;
 }
 
 TEST(DiagnosticSteps, SingleOpCheckPassesWhenEveryOpMatches) {
@@ -214,8 +332,10 @@ TEST(DiagnosticSteps, GraphDumpCompareLocalisesAndTakesExternalDumps) {
   write_text(dir / "wf.yaml",
              stand_in_model("STAND_IN_WRONG_BACKEND: inductor") +
                  "steps:\n  - {id: graph, kind: graph_dump_compare, on_failure: continue}\n"
-                 "  - id: again\n    kind: graph_dump_compare\n"
-                 "    golden: ${steps.graph.dir}/golden/dump\n    target: ${steps.graph.dir}/golden/dump\n");
+                 "  - id: again\n    kind: graph_dump_compare\n    on_failure: continue\n"
+                 "    golden: ${steps.graph.dir}/golden/dump\n    target: ${steps.graph.dir}/golden/dump\n"
+                 "  - id: outputs_only\n    kind: graph_dump_compare\n"
+                 "    golden: ${steps.graph.dir}/golden/outputs\n    target: ${steps.graph.dir}/target/outputs\n");
   Finished r = run_diagnose({"wf.yaml"}, dir.path());
   ASSERT_EQ(r.code, 1) << r.out << r.err;
   nlohmann::json report = report_of(dir);
@@ -226,6 +346,11 @@ TEST(DiagnosticSteps, GraphDumpCompareLocalisesAndTakesExternalDumps) {
   EXPECT_EQ(read_json(steps + "target/spec.json")["backend"], "inductor");
   EXPECT_EQ(report["steps"][1]["status"], "pass");  // external dumps, no runs
   EXPECT_TRUE(report["steps"][1]["runs"].empty());
+  // localized: an op, node or buffer fails; not when nothing fails or only final outputs do
+  EXPECT_EQ(report["steps"][0]["metrics"]["localized"], true);
+  EXPECT_EQ(report["steps"][1]["metrics"]["localized"], false);
+  EXPECT_EQ(report["steps"][2]["status"], "fail");
+  EXPECT_EQ(report["steps"][2]["metrics"]["localized"], false);
 }
 
 TEST(DiagnosticSteps, ModelWithoutScriptIsAnErrorNamingTheFix) {
