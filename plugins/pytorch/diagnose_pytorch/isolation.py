@@ -10,7 +10,8 @@ compiled (the backend gets Dynamo's graph and inputs, as in a plain run) or runs
 A piece's inputs are intermediate values, which exist only once the graph runs: a split piece is
 compiled on the real inputs of its first call (again for inputs of another shape, dtype or
 layout). Pieces pass tensors: a getitem that selects an element of a multi-output node's tuple
-stays in its producer's piece (selecting computes nothing). status.json's `isolation` says which
+(listed with `follows`: that node) stays in its producer's piece, whatever eager_nodes says, and
+is left out of `compiled` (selecting computes nothing). status.json's `isolation` says which
 nodes exist, which were compiled and how the graphs were split; with `isolation.repro` the
 compiled pieces' first inputs are kept for the standalone repro (repro_writer.py)."""
 
@@ -207,7 +208,8 @@ class Isolation:
         return LazyPiece(self, gm, piece, backend) if piece.compiled else extract(gm, piece)
 
     def _note_compiled(self, piece: Piece) -> None:
-        self.compiled.update(piece.ids())
+        # a selection goes where its producer goes: not a choice of its own, so not reported
+        self.compiled.update(node_id(piece.graph, n) for n in piece.nodes if selection_source(n) is None)
         self._update_report()
 
     def _update_report(self) -> None:

@@ -26,25 +26,35 @@ NODES = [  # id, op, module
     ("g0.scaled", "operator.mul", ""),
     ("g0.mixed", "operator.add", ""),
     ("g1.linear", "torch._C._nn.linear", "fc2"),
+    ("g1.split", "method split", ""),
+    ("g1.low", "operator.getitem", ""),
+    ("g1.high", "operator.getitem", ""),
     ("g1.tanh", "torch.tanh", ""),
+    ("g1.sub", "operator.sub", ""),
 ]
 ALL = [node for node, _, _ in NODES]
+SELECTIONS = ["g1.low", "g1.high"]  # of split's outputs: they go where split goes
+CHOICES = [n for n in ALL if n not in SELECTIONS]
 PAIR = ["g0.scaled", "g0.mixed"]
-HALF = ["g0.h", "g1.linear", "g1.tanh"]  # graph 0: compiled, eager, compiled; graph 1 eager
+# graph 0: compiled, eager, compiled; graph 1: compiled up to the selections (g1.low follows
+# split, whatever eager_nodes says), then eager
+HALF = ["g0.h", "g1.low", "g1.tanh", "g1.sub"]
 
 
 def isolated(eager_nodes: list[str], backend: str = FMA, **isolation) -> dict:
     return {"backend": backend, "isolation": {"eager_nodes": eager_nodes, **isolation}}
 
 
+# in the order the tests need them (the repro test, first, then replays while the others run)
 CATALOG = {
     "inductor-half": RunConfig(SCRIPT, isolated(HALF, "inductor"), cost=6),
-    "plain": RunConfig(SCRIPT, {"backend": FMA}),
+    "pair-compiled": RunConfig(SCRIPT, isolated([n for n in ALL if n not in PAIR], repro=True)),
     "eager": RunConfig(SCRIPT, {"mode": "eager", "dump": {"level": "none"}}),
     "all-compiled": RunConfig(SCRIPT, isolated([])),
+    "plain": RunConfig(SCRIPT, {"backend": FMA}),
     "all-eager": RunConfig(SCRIPT, isolated(ALL)),
-    "pair-compiled": RunConfig(SCRIPT, isolated([n for n in ALL if n not in PAIR], repro=True)),
-    "pair-eager": RunConfig(SCRIPT, isolated(PAIR)),
+    # graph 1: split's outputs cross from an eager piece into a compiled one
+    "pair-eager": RunConfig(SCRIPT, isolated([*PAIR, "g1.split"])),
 }
 
 
@@ -75,16 +85,34 @@ def outputs(runs: IsolationRuns, name: str) -> list[np.ndarray]:
     return ok(runs, name).output_arrays()
 
 
+def test_the_repro_fails_with_the_backend_and_passes_eagerly(runs, cache_dir, tmp_path):
+    run = ok(runs, "pair-compiled")
+    assert run.status["isolation"]["repro"] == "repro/repro.py"
+    repro = run.run_dir / "repro" / "repro.py"
+    env = plugin_env(cache_dir, {"PYTHONPATH": ""})  # repro.py puts the backend's directory on sys.path
+
+    def replay(*args: str) -> subprocess.Popen:
+        return subprocess.Popen([PYTHON, str(repro), *args], cwd=tmp_path, env=env, stdout=subprocess.PIPE, text=True)
+
+    failing, passing = replay(), replay("--backend", "eager")
+    failing.stdout, passing.stdout = failing.communicate()[0], passing.communicate()[0]
+    assert failing.returncode == 1, failing.stdout
+    assert "g0.scaled, g0.mixed" in failing.stdout and "max abs error vs eager 5.000e-02" in failing.stdout
+    assert passing.returncode == 0, passing.stdout
+    assert not list((run.run_dir / "repro").rglob("*.pt")) and list((run.run_dir / "repro").rglob("*.npy"))
+
+
 def test_every_candidate_is_listed_in_graph_order(runs):
     report = ok(runs, "all-compiled").status["isolation"]
     assert [(n["id"], n["op"], n["module"]) for n in report["nodes"]] == NODES
-    assert [n["graph"] for n in report["nodes"]] == [0, 0, 0, 0, 1, 1]
-    assert report["nodes"][2]["source"].endswith("tiny_model.py:15")  # scaled = h * 0.5
+    assert [n["graph"] for n in report["nodes"]] == [0] * 4 + [1] * 6
+    assert [n.get("follows") for n in report["nodes"] if n["id"] in SELECTIONS] == ["g1.split"] * 2
+    assert report["nodes"][2]["source"].endswith("tiny_model.py:16")  # scaled = h * 0.5
     assert report["graphs"] == 2 and report["unmatched"] == []
 
 
 def test_nothing_eager_is_the_plain_compiled_run(runs):
-    assert ok(runs, "all-compiled").status["isolation"]["compiled"] == ALL
+    assert ok(runs, "all-compiled").status["isolation"]["compiled"] == CHOICES
     pieces = ok(runs, "all-compiled").status["isolation"]["pieces"]
     assert pieces == [
         {"graph": 0, "nodes": ALL[:4], "compiled": True},
@@ -105,35 +133,25 @@ def test_the_multiply_add_pair_alone_is_wrong_and_everything_else_right(runs):
     assert report["pieces"][1] == {"graph": 0, "nodes": PAIR, "compiled": True}
     error = np.abs(outputs(runs, "pair-compiled")[0] - outputs(runs, "eager")[0]).max()
     assert error > 1e-3
-    assert ok(runs, "pair-eager").status["isolation"]["compiled"] == [n for n in ALL if n not in PAIR]
+    report = ok(runs, "pair-eager").status["isolation"]
+    assert report["compiled"] == [n for n in CHOICES if n not in (*PAIR, "g1.split")]
+    assert [p["nodes"] for p in report["pieces"][2:]] == [
+        ["g1.linear"],
+        ["g1.split", *SELECTIONS],
+        ["g1.tanh", "g1.sub"],
+    ]
     np.testing.assert_allclose(outputs(runs, "pair-eager")[0], outputs(runs, "eager")[0], rtol=0, atol=1e-6)
-
-
-def test_the_repro_fails_with_the_backend_and_passes_eagerly(runs, cache_dir, tmp_path):
-    run = ok(runs, "pair-compiled")
-    assert run.status["isolation"]["repro"] == "repro/repro.py"
-    repro = run.run_dir / "repro" / "repro.py"
-    env = plugin_env(cache_dir, {"PYTHONPATH": ""})  # repro.py puts the backend's directory on sys.path
-
-    def replay(*args: str) -> subprocess.Popen:
-        return subprocess.Popen([PYTHON, str(repro), *args], cwd=tmp_path, env=env, stdout=subprocess.PIPE, text=True)
-
-    failing, passing = replay(), replay("--backend", "eager")
-    failing.stdout, passing.stdout = failing.communicate()[0], passing.communicate()[0]
-    assert failing.returncode == 1, failing.stdout
-    assert "g0.scaled, g0.mixed" in failing.stdout and "max abs error vs eager 5.000e-02" in failing.stdout
-    assert passing.returncode == 0, passing.stdout
-    assert not list((run.run_dir / "repro").rglob("*.pt")) and list((run.run_dir / "repro").rglob("*.npy"))
 
 
 def test_inductor_split_in_pieces_matches_eager(runs):
     report = ok(runs, "inductor-half").status["isolation"]
-    assert report["compiled"] == [n for n in ALL if n not in HALF]
+    assert report["compiled"] == [n for n in CHOICES if n not in HALF]
     assert [(p["nodes"], p["compiled"]) for p in report["pieces"]] == [
         (["g0.linear"], True),
         (["g0.h"], False),
         (PAIR, True),
-        (ALL[4:], False),
+        (["g1.linear", "g1.split", *SELECTIONS], True),
+        (["g1.tanh", "g1.sub"], False),
     ]
     np.testing.assert_allclose(outputs(runs, "inductor-half")[0], outputs(runs, "eager")[0], rtol=1e-5, atol=1e-6)
 

@@ -1,5 +1,6 @@
 """A tiny model for subgraph isolation: two Dynamo graphs (a graph break between them); graph 0
-holds a multiply feeding an add (`scaled`, `mixed`), the pair fma_backend.py computes wrongly."""
+holds a multiply feeding an add (`scaled`, `mixed`), the pair fma_backend.py computes wrongly;
+graph 1 a multi-output op (`split`) and the selections of its outputs (`low`, `high`)."""
 
 import torch
 
@@ -15,7 +16,8 @@ class Tiny(torch.nn.Module):
         scaled = h * 0.5
         mixed = scaled + h
         torch._dynamo.graph_break()
-        return torch.tanh(self.fc2(mixed))
+        low, high = self.fc2(mixed).split([1, 2], dim=-1)
+        return torch.tanh(high) - low
 
 
 def main():
