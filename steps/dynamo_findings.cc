@@ -1,5 +1,6 @@
 #include "steps/dynamo_findings.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace diagnose {
@@ -7,6 +8,33 @@ namespace diagnose {
 namespace {
 
 std::string text_of(const nlohmann::json& value) { return value.is_string() ? value.get<std::string>() : value.dump(); }
+
+void add_once(std::vector<std::string>& list, const std::string& item) {
+  if (std::find(list.begin(), list.end(), item) == list.end()) list.push_back(item);
+}
+
+// A custom op's schema check: each violation a finding naming the op (namespace::name, as
+// torch.library registers it, and the overload the dump names).
+void summarize_schema_check(const nlohmann::json& entry, const std::string& op, MetaCheckSummary& summary) {
+  ++summary.custom_ops;
+  const std::string schema = entry.value("schema", "");
+  const std::string qualified = schema.substr(0, schema.find('('));
+  const std::string name = qualified.empty() ? op : qualified + " (" + op + ")";
+  if (entry.contains("schema_error"))
+    summary.findings.push_back(
+        {"schema check of custom op " + name + " raised: " + text_of(entry["schema_error"]), ""});
+  if (!entry.contains("violations") || !entry["violations"].is_array()) return;
+  for (const nlohmann::json& v : entry["violations"]) {
+    if (!v.is_object()) continue;
+    const std::string kind = v.contains("kind") ? text_of(v["kind"]) : "schema violation";
+    const std::string what = v.contains("message") ? text_of(v["message"]) : "";
+    add_once(summary.violating_ops, op);
+    summary.violation_table.push_back({{"op", op}, {"schema", schema}, {"violation", kind}, {"what", what}});
+    summary.findings.push_back({"custom op " + name + ": " + kind + ": " + what + "; schema " + schema +
+                                    " (torch.compile trusts the schema, so compiled code may differ from eager)",
+                                op});
+  }
+}
 
 }  // namespace
 
@@ -44,9 +72,7 @@ MetaCheckSummary summarize_meta_check(const nlohmann::json& document) {
                                    {"fake", fake}});
         }
       }
-      bool seen = false;
-      for (const std::string& known : summary.mismatched_ops) seen = seen || known == op;
-      if (!seen) summary.mismatched_ops.push_back(op);
+      add_once(summary.mismatched_ops, op);
       summary.findings.push_back({"meta (fake) result of " + op + " (" + where +
                                       ") differs from eager: " + (fields.empty() ? "no detail" : fields),
                                   op});
@@ -57,8 +83,18 @@ MetaCheckSummary summarize_meta_check(const nlohmann::json& document) {
       throw std::runtime_error("meta_check.json: op " + op + " has status '" + status +
                                "' (expected ok, mismatch, error or skipped)");
     }
+    if (entry.contains("schema")) summarize_schema_check(entry, op, summary);
   }
   return summary;
+}
+
+std::string violation_kinds(const MetaCheckSummary& summary, const std::string& op) {
+  std::vector<std::string> kinds;
+  for (const nlohmann::json& row : summary.violation_table)
+    if (row["op"] == op) add_once(kinds, row["violation"].get<std::string>());
+  std::string joined;
+  for (const std::string& kind : kinds) joined += (joined.empty() ? "" : ", ") + kind;
+  return joined;
 }
 
 GraphBreaks graph_breaks_of(const nlohmann::json& status) {

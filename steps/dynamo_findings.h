@@ -15,15 +15,23 @@ namespace diagnose {
 
 struct MetaCheckSummary {
   int ok = 0, mismatched = 0, errors = 0, skipped = 0;
-  std::vector<Finding> findings;                   // one per mismatching op (naming it), one per op that errored
-  nlohmann::json table = nlohmann::json::array();  // op, output, field, eager, fake
+  int custom_ops = 0;  // custom ops checked against their schema
+  // one per mismatching op (naming it), per schema violation, per op whose check errored
+  std::vector<Finding> findings;
+  nlohmann::json table = nlohmann::json::array();            // op, output, field, eager, fake
+  nlohmann::json violation_table = nlohmann::json::array();  // op, schema, violation, what
   std::vector<std::string> mismatched_ops;
+  std::vector<std::string> violating_ops;  // custom ops doing what their schema does not declare
 };
 
 // {"ops": [{"op", "op_key", "status": ok|mismatch|error|skipped,
-//           "mismatches": [{"output", "field", "eager", "fake"}], "message"}]}.
+//           "mismatches": [{"output", "field", "eager", "fake"}], "message",
+//           custom ops also: "schema", "violations": [{"check", "kind", "message"}], "schema_error"}]}.
 // Throws std::runtime_error naming what is wrong when the document has another shape.
 MetaCheckSummary summarize_meta_check(const nlohmann::json& document);
+
+// The kinds of schema violation of one custom op, distinct, in order: "undeclared mutation".
+std::string violation_kinds(const MetaCheckSummary& summary, const std::string& op);
 
 struct GraphBreaks {
   long long count = 0;

@@ -2,7 +2,8 @@
 // Final outputs of eager against backend "eager" (Dynamo only), "aot_eager" (plus AOT
 // Autograd and the fake-tensor trace) and "aot_eager_decomp_partition" (plus Inductor's
 // decompositions); graph breaks counted and listed; and the plugin's per-op meta check
-// (each op of the eager run under FakeTensor, shape/dtype/stride against the real output).
+// (each op of the eager run under FakeTensor, shape/dtype/stride against the real output;
+// each custom op also against its schema: undeclared mutation or aliasing of its inputs).
 
 #include "orchestrator/engine/step.h"
 #include "orchestrator/exec/command_line.h"
@@ -22,8 +23,9 @@ class DynamoMetaCheckStep : public StepKind {
   std::string name() const override { return "dynamo_meta_check"; }
   std::string description() const override {
     return "Final outputs of eager against torch.compile with backends eager, aot_eager and "
-           "aot_eager_decomp_partition, graph breaks listed, and a per-op meta (FakeTensor) check of shape, dtype "
-           "and stride; fails naming the op whose meta or decomposition is wrong, or the backend that diverges.";
+           "aot_eager_decomp_partition, graph breaks listed, a per-op meta (FakeTensor) check of shape, dtype "
+           "and stride, and each custom op's schema check (undeclared mutation or aliasing of its inputs); fails "
+           "naming the op whose meta, schema or decomposition is wrong, or the backend that diverges.";
   }
   std::vector<Property> parameters() const override {
     std::vector<Property> properties = {
@@ -41,7 +43,8 @@ class DynamoMetaCheckStep : public StepKind {
     return properties;
   }
   std::vector<std::string> result_fields() const override {
-    return {"graph_breaks", "meta_mismatches", "meta_errors", "meta_checked", "failed_backends", "culprit"};
+    return {"graph_breaks",      "meta_mismatches",      "meta_errors",     "meta_checked", "custom_ops_checked",
+            "schema_violations", "schema_violating_ops", "failed_backends", "culprit"};
   }
   std::string default_category() const override { return "dynamo_meta_defect"; }
   void check(const StepSpec& step, const CheckContext&, Diagnostics& diagnostics) const override {
@@ -128,8 +131,13 @@ class DynamoMetaCheckStep : public StepKind {
       }
       result.evidence.push_back({"file", "meta check", path, nullptr});
       if (!meta_summary.table.empty()) result.evidence.push_back({"table", "meta mismatches", "", meta_summary.table});
+      if (!meta_summary.violation_table.empty())
+        result.evidence.push_back({"table", "custom op schema violations", "", meta_summary.violation_table});
       result.findings.insert(result.findings.begin(), meta_summary.findings.begin(), meta_summary.findings.end());
-      if (!meta_summary.mismatched_ops.empty()) first_culprit = meta_summary.mismatched_ops.front();
+      if (!meta_summary.mismatched_ops.empty())
+        first_culprit = meta_summary.mismatched_ops.front();
+      else if (!meta_summary.violating_ops.empty())
+        first_culprit = meta_summary.violating_ops.front();
     }
     if (first_culprit.empty() && !failed_backends.empty())
       first_culprit = "backend " + failed_backends[0].get<std::string>();
@@ -139,13 +147,21 @@ class DynamoMetaCheckStep : public StepKind {
                       {"meta_checked", meta_summary.ok + meta_summary.mismatched},
                       {"meta_mismatches", meta_summary.mismatched},
                       {"meta_errors", meta_summary.errors},
+                      {"custom_ops_checked", meta_summary.custom_ops},
+                      {"schema_violations", meta_summary.violation_table.size()},
+                      {"schema_violating_ops", meta_summary.violating_ops},
                       {"failed_backends", failed_backends},
                       {"culprit", first_culprit.empty() ? nlohmann::json() : nlohmann::json(first_culprit)}};
     std::string counts = std::to_string(backends.size()) + " backends against eager, " + std::to_string(graph_breaks) +
                          " graph break(s)";
-    if (meta) counts += ", " + std::to_string(meta_summary.ok + meta_summary.mismatched) + " ops meta-checked";
+    if (meta)
+      counts += ", " + std::to_string(meta_summary.ok + meta_summary.mismatched) + " ops meta-checked, " +
+                std::to_string(meta_summary.custom_ops) + " custom op(s) schema-checked";
     std::vector<std::string> problems;
-    if (meta_summary.mismatched > 0) problems.push_back("meta differs for " + first_culprit);
+    if (meta_summary.mismatched > 0) problems.push_back("meta differs for " + meta_summary.mismatched_ops.front());
+    for (const std::string& op : meta_summary.violating_ops)
+      problems.push_back("custom op " + op + " does what its schema does not declare (" +
+                         violation_kinds(meta_summary, op) + ")");
     for (const auto& b : failed_backends) problems.push_back(b.get<std::string>() + " diverges");
     if (fail_on_breaks && graph_breaks > 0) problems.push_back("graph breaks");
     if (problems.empty()) {

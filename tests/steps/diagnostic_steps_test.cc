@@ -114,6 +114,28 @@ TEST(DynamoFindings, MetaMismatchNamesTheOp) {
   EXPECT_THROW(summarize_meta_check(nlohmann::json::parse("[]")), std::runtime_error);
 }
 
+TEST(DynamoFindings, CustomOpSchemaViolationNamesTheOpAndWhatItViolates) {
+  nlohmann::json document = nlohmann::json::parse(R"({"ops": [
+    {"op": "demo.gate.default", "op_key": "demo.gate.default#0", "status": "ok",
+     "schema": "demo::gate(Tensor x) -> Tensor",
+     "violations": [{"check": "schema", "kind": "undeclared mutation", "message": "writes its input `x` in place"}]},
+    {"op": "demo.clean.default", "status": "ok", "schema": "demo::clean(Tensor x) -> Tensor", "violations": []},
+    {"op": "demo.odd.default", "status": "ok", "schema": "demo::odd(Tensor x) -> Tensor", "violations": [],
+     "schema_error": "TypeError: no"}]})");
+  MetaCheckSummary s = summarize_meta_check(document);
+  EXPECT_EQ(s.ok, 3);
+  EXPECT_EQ(s.custom_ops, 3);
+  EXPECT_EQ(s.violating_ops, (std::vector<std::string>{"demo.gate.default"}));
+  EXPECT_EQ(violation_kinds(s, "demo.gate.default"), "undeclared mutation");
+  ASSERT_EQ(s.findings.size(), 2u);
+  EXPECT_EQ(s.findings[0].op, "demo.gate.default");
+  EXPECT_EQ(s.findings[0].message,
+            "custom op demo::gate (demo.gate.default): undeclared mutation: writes its input `x` in place; schema "
+            "demo::gate(Tensor x) -> Tensor (torch.compile trusts the schema, so compiled code may differ from eager)");
+  EXPECT_EQ(s.findings[1].message, "schema check of custom op demo::odd (demo.odd.default) raised: TypeError: no");
+  EXPECT_EQ(s.violation_table.size(), 1u);
+}
+
 TEST(DynamoFindings, GraphBreaksFromStatus) {
   GraphBreaks b = graph_breaks_of(nlohmann::json::parse(
       R"json({"graphs": {"graph_breaks": 2, "graph_break_reasons": ["print()", {"reason": "data-dependent"}],
@@ -203,15 +225,17 @@ TEST(DiagnosticSteps, SingleOpFailureIsAttributedToTheFusionRuleOnTheFailingOpsA
   EXPECT_EQ(fusion_switch["GraphFusion"]["GeluFusionPass"], "off");
   EXPECT_FALSE(fusion_switch.contains("UBFusion") && fusion_switch["UBFusion"].contains("TbeEltwiseFusionPass") &&
                fusion_switch["UBFusion"]["TbeEltwiseFusionPass"] == "off");
-  // Trials compiled the failing op alone: aten.a.default ran in its batch only.
+  // Every trial compiled the failing op alone, in its own directory (where the backend writes
+  // fusion_result.json), with its switches.
   int trials = 0;
   for (const auto& run : step["runs"]) {
-    std::string argv = run["argv"].dump();
-    if (argv.find("fusion_switch") == std::string::npos && argv.find("/t") == std::string::npos) continue;
-    if (run["name"].get<std::string>().rfind("batch", 0) == 0 || run["name"] == "eager" || run["name"] == "ops")
-      continue;
+    std::vector<std::string> argv = run["argv"];
+    if (std::string(run["name"]).rfind("t", 0) != 0) continue;  // eager, ops, batches
     ++trials;
-    EXPECT_NE(argv.find("\"aten.e.default\""), std::string::npos) << argv;
+    EXPECT_EQ(std::vector<std::string>(argv.end() - 2, argv.end()),
+              (std::vector<std::string>{"--ops", "aten.e.default"}));
+    EXPECT_EQ(run["cwd"], only_run_dir(dir / "runs") + "/steps/single/" + std::string(run["name"]));
+    EXPECT_NE(std::find(argv.begin(), argv.end(), "--switches"), argv.end());
   }
   EXPECT_EQ(trials, step["metrics"]["rule_trials"]);
   EXPECT_LE(trials, 40);
@@ -293,6 +317,26 @@ TEST(DiagnosticSteps, DynamoMetaCheckNamesTheMetaOpAndTheDivergingBackends) {
   // Every compiled run really used its backend.
   EXPECT_EQ(read_json(only_run_dir(dir / "runs") + "/steps/dynamo/backend-aot_eager/spec.json")["backend"],
             "aot_eager");
+}
+
+TEST(DiagnosticSteps, DynamoMetaCheckFailsOnACustomOpSchemaViolation) {
+  TempDir dir;
+  std::string meta =
+      R"('[{"op": "demo.gate.default", "op_key": "demo.gate.default#0", "status": "ok", "schema": "demo::gate(Tensor x) -> Tensor", "violations": [{"check": "schema", "kind": "undeclared mutation", "message": "writes its input `x` in place"}]}]')";
+  write_text(dir / "wf.yaml", stand_in_model("STAND_IN_META: " + meta) +
+                                  "steps:\n  - {id: dynamo, kind: dynamo_meta_check, backends: [aot_eager]}\n");
+  Finished r = run_diagnose({"wf.yaml"}, dir.path());
+  ASSERT_EQ(r.code, 1) << r.out << r.err;
+  nlohmann::json report = report_of(dir);
+  const nlohmann::json& step = report["steps"][0];
+  EXPECT_EQ(report["verdict"]["category"], "dynamo_meta_defect");
+  EXPECT_EQ(report["verdict"]["culprit"], "demo.gate.default");
+  EXPECT_EQ(step["metrics"]["schema_violating_ops"], nlohmann::json{"demo.gate.default"});
+  EXPECT_EQ(step["metrics"]["custom_ops_checked"], 1);
+  EXPECT_NE(step["summary"].get<std::string>().find("custom op demo.gate.default does what its schema does not "
+                                                    "declare (undeclared mutation)"),
+            std::string::npos)
+      << step["summary"];
 }
 
 TEST(DiagnosticSteps, DynamoMetaCheckPassesOnAgreement) {

@@ -14,6 +14,7 @@ from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from .call_args import encode_call
+from .meta_check import schema_check
 
 
 class ModuleStack:
@@ -79,13 +80,16 @@ class EagerDumpMode(TorchDispatchMode):
         n = self._count(self.op_counts, (module, op))
         op_key = f"{module}/{op}#{n}" if module else f"{op}#{n}"
         meta = session.meta_checker
-        fake = meta.fake_run(func, args, kwargs) if meta and meta.wants(op, args, kwargs) else None
+        checked = meta is not None and meta.wants(op, args, kwargs)
+        # both before the real op, which may mutate its inputs
+        fake = meta.fake_run(func, args, kwargs) if checked else None
+        schema = schema_check(func, args, kwargs) if checked else None
         if not (session.dumping_ops() and session.selected(op_key, op, module)):
             out = run()
         else:
             out = self._dump_call(run, args, kwargs, op_key, op, module)
-        if fake is not None:
-            meta.record(op, op_key, fake, out)
+        if checked:
+            meta.record(op, op_key, fake, out, schema)
         return out
 
     def _dump_call(self, run, args, kwargs, op_key: str, op: str, module: str):

@@ -34,6 +34,41 @@ def module_path(node: torch.fx.Node) -> str | None:
     return path.strip(".")
 
 
+_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
+
+
+def _user_op(node: torch.fx.Node) -> str | None:
+    """The op the user called, when it is a custom op (torch.library): `namespace::name`, from
+    the node's target or from the call Dynamo traced it from (source_fn_stack)."""
+    candidates = [node.target]
+    if node.meta.get("source_fn_stack"):
+        candidates.append(node.meta["source_fn_stack"][-1][1])
+    for fn in candidates:
+        fn = getattr(fn, "_opoverload", fn)  # a torch.library.custom_op's CustomOpDef
+        schema = getattr(fn, "_schema", None)  # an OpOverload
+        if schema is None and isinstance(fn, torch._ops.OpOverloadPacket):
+            schema = fn.default._schema if "default" in fn.overloads() else None
+        if schema is not None and schema.name.split("::")[0] not in ("aten", "prim", "prims"):
+            return schema.name
+    return None
+
+
+def node_source(node: torch.fx.Node) -> dict:
+    """Where an FX node came from in the user's code: its module path (`module`, "" for the
+    root), the custom op it belongs to (`custom_op`), and the innermost frame of its stack
+    trace (`line`: file name and line, `code`: that line's text); keys without a value are left out."""
+    source = {"node": node.name, "module": module_path(node), "custom_op": _user_op(node)}
+    trace = node.meta.get("stack_trace") or ""
+    lines = trace.rstrip().splitlines()
+    frames = [(i, m) for i, line in enumerate(lines) if (m := _FRAME.search(line))]
+    if frames:
+        i, frame = frames[-1]
+        source["line"] = f"{frame.group(1).rsplit('/', 1)[-1]}:{frame.group(2)}"
+        if i + 1 < len(lines) and not _FRAME.search(lines[i + 1]):
+            source["code"] = lines[i + 1].strip()
+    return {k: v for k, v in source.items() if v is not None}
+
+
 class DumpingInterpreter(torch.fx.Interpreter):
     def __init__(self, gm: torch.fx.GraphModule, session, graph_id: int):
         super().__init__(gm, garbage_collect_values=True)
@@ -67,7 +102,13 @@ class DumpingInterpreter(torch.fx.Interpreter):
             # graph inputs get their shadows here, lazily; the table outlives the graph
             pending = shadows.prepare(node.target, args, kwargs) if shadows is not None else None
             seq = session.next_seq() if dumped else None
-            fields = {"op": op, "module": module, "fx_nodes": [node.name], "graph": self.graph_id}
+            fields = {
+                "op": op,
+                "module": module,
+                "fx_nodes": [node.name],
+                "sources": [node_source(node)],
+                "graph": self.graph_id,
+            }
             if dumped and session.wants_io("input"):
                 session.write_args(args, seq=seq, op_key=op_key, io="input", **fields)
             out = self.call_function(node.target, args, kwargs)

@@ -45,6 +45,7 @@ from torch._inductor import hooks
 from torch.utils import _pytree as pytree
 
 from . import inductor_rules
+from .fx_dump import node_source
 
 
 @dataclass
@@ -54,6 +55,7 @@ class BufferInfo:
     target: str  # the origin node's target; "" when there is none
     index: int  # output k of the origin node
     fx_nodes: list[str]
+    sources: list[dict]  # fx_dump.node_source of each of fx_nodes
     found_by: str = ""  # how the FX node of a buffer without origin node was found
 
     @property
@@ -97,7 +99,12 @@ class GraphBuffers:
         name, target = (origin.name, self.target_of(origin)) if origin is not None else (buffer, "")
         same_origin = self.by_origin.setdefault(name, [])
         info = BufferInfo(
-            buffer, name, target, len(same_origin) if index is None else index, [n.name for n in fx_nodes]
+            buffer,
+            name,
+            target,
+            len(same_origin) if index is None else index,
+            [n.name for n in fx_nodes],
+            [node_source(n) for n in fx_nodes],
         )
         same_origin.append(info)
         self.by_buffer[buffer] = info
@@ -111,6 +118,7 @@ class GraphBuffers:
         info.origin, info.target, info.index, info.found_by = node.name, self.target_of(node), 0, found_by
         if node.name not in info.fx_nodes:
             info.fx_nodes = [*info.fx_nodes, node.name]
+            info.sources = [*info.sources, node_source(node)]
         self.by_origin.setdefault(node.name, []).append(info)
 
     def lookup(self, name: str) -> BufferInfo | None:
@@ -334,7 +342,7 @@ def _on_buffer(session, graph_id: int, table: GraphBuffers, seen: set, name: str
         return  # holds no FX node's value (status.json: inductor_unmapped), or a copy
     values = value if isinstance(value, (list, tuple)) else (value,)
     op_key = info.op_key
-    fields = {"op": info.target, "fx_nodes": info.fx_nodes, "buffer": info.buffer}
+    fields = {"op": info.target, "fx_nodes": info.fx_nodes, "sources": info.sources, "buffer": info.buffer}
     if not session.selected(op_key, info.target, "") or not session.wants_io("output"):
         return
     # a tuple reported under its node's name (Inductor's hook of a multi-output kernel) holds

@@ -4,15 +4,24 @@ fake outputs are compared with the real ones: shape, dtype, and stride where the
 dense and non-overlapping. The fake (meta) implementation is what torch.compile traces with,
 so a mismatch names an op whose graph-mode shape/dtype inference is wrong.
 
+A custom op (torch.library; a namespace other than aten/prim/prims) is also checked against its
+schema as `torch.library.opcheck`'s `test_schema` does: it runs on copies of the inputs under
+SchemaCheckMode, which fails when an input the schema does not declare mutable was written, or
+an output aliases an input without the schema saying so. torch.compile trusts the schema: an
+undeclared write is reordered or fused past (Inductor), so compiled and eager differ. The fake
+check above is opcheck's `test_faketensor` part; the autograd tests do not apply to inference.
+
 Writes <output_dir>/meta_check.json: one entry per distinct op, the first failing call kept."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import torch
+from torch._library.utils import is_builtin
 from torch._prims_common import is_non_overlapping_and_dense_or_false
 from torch._subclasses.fake_tensor import (
     DataDependentOutputException,
@@ -25,6 +34,30 @@ from torch.utils import _pytree as pytree
 # fake mode cannot compute these without the data: reported as skipped, not as failures
 _NEEDS_DATA = (DataDependentOutputException, DynamicOutputShapeException, UnsupportedOperatorException)
 _FAILED = ("mismatch", "error")
+
+# SchemaCheckMode's messages, and what each says in the words of torch.library.custom_op
+_SCHEMA_RULES = (
+    (
+        re.compile(r"Argument (\w+) is not defined as mutable but was mutated"),
+        "undeclared mutation",
+        "writes its input `{0}` in place, which the schema does not declare (custom_op: mutates_args=('{0}',))",
+    ),
+    (
+        re.compile(r"Argument (\w+) is not defined to alias output but was aliasing"),
+        "undeclared aliasing",
+        "returns a view of its input `{0}`, which the schema does not declare (return a new tensor: clone it)",
+    ),
+    (
+        re.compile(r"directly return inputs.*outputs\[(\d+)\] is (\w+)", re.S),
+        "returns an input",
+        "returns its input `{1}` itself as output {0} (return a new tensor: clone it)",
+    ),
+    (
+        re.compile(r"Outputs (\d+) and (\d+) alias unexpectedly"),
+        "undeclared aliasing",
+        "outputs {0} and {1} share memory, which the schema does not declare",
+    ),
+)
 
 
 def _signature(op: str, args, kwargs) -> tuple:
@@ -57,6 +90,52 @@ def compare_outputs(real, fake) -> list[dict]:
     return mismatches
 
 
+def is_custom_op(func) -> bool:
+    return isinstance(func, torch._ops.OpOverload) and not is_builtin(func)
+
+
+def _keeping_rng(args, kwargs):
+    """The generators as they were after the extra call: a custom op that draws random
+    numbers must not shift what the rest of the model draws."""
+    devices = {t.device for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)}
+    accelerators = [d for d in devices if d.type not in ("cpu", "meta")]
+    device_type = accelerators[0].type if accelerators else "cuda"
+    indices = [d.index or 0 for d in accelerators if d.type == device_type]
+    return torch.random.fork_rng(devices=indices, device_type=device_type)
+
+
+def describe_schema_violation(error: Exception) -> dict | None:
+    """SchemaCheckMode's error as a violation; None when the check itself could not run."""
+    for pattern, kind, text in _SCHEMA_RULES:
+        found = pattern.search(str(error))
+        if found:
+            return {"check": "schema", "kind": kind, "message": text.format(*found.groups())}
+    return None
+
+
+def schema_check(func, args, kwargs) -> dict | None:
+    """A custom op's schema and what the op does that the schema does not declare
+    (opcheck's test_schema, on copies of the inputs); None for torch's own ops."""
+    if not is_custom_op(func):
+        return None
+    with _keeping_rng(args, kwargs):
+        results = torch.library.opcheck(func, args, kwargs, test_utils=("test_schema",), raise_exception=False)
+    checked = {"schema": str(func._schema), "violations": []}
+    for result in results.values():
+        if not isinstance(result, Exception):
+            continue
+        violation = describe_schema_violation(result)
+        if violation is not None:
+            checked["violations"].append(violation)
+        else:
+            checked["schema_error"] = f"{type(result).__name__}: {result}"
+    return checked
+
+
+def _failed(entry: dict) -> bool:
+    return entry["status"] in _FAILED or bool(entry.get("violations"))
+
+
 class MetaChecker:
     def __init__(self, path: Path):
         self.path = path
@@ -66,7 +145,7 @@ class MetaChecker:
     def wants(self, op: str, args, kwargs) -> bool:
         """Each op is checked once per input signature, and no more once it failed."""
         entry = self.entries.get(op)
-        if entry is not None and entry["status"] in _FAILED:
+        if entry is not None and _failed(entry):
             return False
         signature = _signature(op, args, kwargs)
         if signature in self._seen:
@@ -86,9 +165,10 @@ class MetaChecker:
         except Exception as e:  # noqa: BLE001 — any failure of the meta function is a finding
             return "error", f"{type(e).__name__}: {e}"
 
-    def record(self, op: str, op_key: str, fake_result, real_out) -> None:
+    def record(self, op: str, op_key: str, fake_result, real_out, schema_result: dict | None = None) -> None:
+        """`schema_result`: schema_check of the same call (a custom op)."""
         status, value = fake_result
-        entry = {"op": op, "op_key": op_key, "status": status, "mismatches": [], "message": ""}
+        entry = {"op": op, "op_key": op_key, "status": status, "mismatches": [], "message": "", **(schema_result or {})}
         if status == "ok":
             entry["mismatches"] = compare_outputs(real_out, value)
             if entry["mismatches"]:
@@ -102,7 +182,7 @@ class MetaChecker:
         old = self.entries.get(op)
         if (
             old is None
-            or (entry["status"] in _FAILED and old["status"] not in _FAILED)
+            or (_failed(entry) and not _failed(old))
             or (old["status"] == "skipped" and entry["status"] == "ok")
         ):
             self.entries[op] = entry
