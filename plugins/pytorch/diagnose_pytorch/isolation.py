@@ -26,10 +26,9 @@ import torch
 from torch import fx
 from torch.utils import _pytree as pytree
 
-from .fx_dump import module_path
+from .fx_dump import node_source
 
 CANDIDATE_OPS = ("call_function", "call_method", "call_module")
-_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 
 
 @dataclass
@@ -69,12 +68,6 @@ def readable_op(node: fx.Node) -> str:
     return re.sub(r"^_operator\.", "operator.", name)
 
 
-def source_line(node: fx.Node) -> str:
-    """file:line of the innermost frame of the node's stack trace: the user code that made it."""
-    frames = _FRAME.findall(node.meta.get("stack_trace") or "")
-    return f"{frames[-1][0]}:{frames[-1][1]}" if frames else ""
-
-
 def selection_source(node: fx.Node) -> fx.Node | None:
     """The multi-output node whose tuple `node` picks an element of, if it does."""
     if node.target is not operator.getitem or not isinstance(node.args[0], fx.Node):
@@ -86,13 +79,16 @@ def selection_source(node: fx.Node) -> fx.Node | None:
 
 
 def describe(graph: int, node: fx.Node) -> dict:
+    where = node_source(node)
     entry = {
         "id": node_id(graph, node),
         "graph": graph,
         "op": readable_op(node),
-        "module": module_path(node) or "",
-        "source": source_line(node),
+        "module": where.get("module", ""),
+        "source": where.get("line", ""),
     }
+    if "custom_op" in where:
+        entry["custom_op"] = where["custom_op"]
     source = selection_source(node)
     if source is not None:
         entry["follows"] = node_id(graph, source)
