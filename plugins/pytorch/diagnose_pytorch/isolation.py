@@ -46,8 +46,12 @@ class Piece:
         return [node_id(self.graph, n) for n in self.nodes]
 
     def record(self, values) -> None:
-        self.recorded = pytree.tree_map_only(torch.Tensor, lambda t: t.detach().clone(), list(values))
+        self.recorded = pytree.tree_map_only(torch.Tensor, _kept, list(values))
         self.grad_enabled = torch.is_grad_enabled()
+
+
+def _kept(tensor: torch.Tensor) -> torch.Tensor:
+    return tensor.detach().clone().requires_grad_(tensor.requires_grad)
 
 
 def node_id(graph: int, node: fx.Node) -> str:
@@ -108,7 +112,6 @@ def plan(graph: int, candidates: list[fx.Node], eager_ids: set[str]) -> list[Pie
     order = {n: i for i, n in enumerate(candidates)}
     for node, source in sources.items():
         if source is not None:
-            piece_of[node] = piece_of[source]
             piece_of[source].nodes.append(node)
     for piece in pieces:
         piece.nodes.sort(key=order.__getitem__)
@@ -187,7 +190,7 @@ class Isolation:
         compiled = backend(gm, example_inputs)
         if not pieces:
             return compiled
-        self._note_compiled(pieces[0])
+        self.note_compiled(pieces[0])
         if not self.spec.repro:
             return compiled
         placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
@@ -203,7 +206,7 @@ class Isolation:
     def _runner(self, gm, piece: Piece, backend):
         return LazyPiece(self, gm, piece, backend) if piece.compiled else extract(gm, piece)
 
-    def _note_compiled(self, piece: Piece) -> None:
+    def note_compiled(self, piece: Piece) -> None:
         # a selection goes where its producer goes: not a choice of its own, so not reported
         self.compiled.update(node_id(piece.graph, n) for n in piece.nodes if selection_source(n) is None)
         self._update_report()
@@ -252,7 +255,7 @@ class LazyPiece:
                 self.piece.record(args)
             # a fresh copy each time: a backend's passes may rewrite the graph it is given
             compiled = self.compiled[key] = self.backend(extract(self.gm, self.piece), list(args))
-            self.isolation._note_compiled(self.piece)
+            self.isolation.note_compiled(self.piece)
         return compiled(*args)
 
 
