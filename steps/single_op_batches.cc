@@ -29,6 +29,21 @@ std::optional<std::vector<OpCount>> parse_op_inventory(const std::string& text, 
   return ops;
 }
 
+std::vector<std::string> single_op_args(const std::string& eager_dir, const std::string& out,
+                                        const nlohmann::json& target, const std::string& switches_file,
+                                        const std::vector<std::string>& ops) {
+  std::vector<std::string> args = {
+      "single-op", "--from", eager_dir, "--out", out, "--backend", target.value("backend", "inductor")};
+  for (const char* key : {"device", "dtype"})
+    if (target.contains(key) && target[key].is_string())
+      args.insert(args.end(), {std::string("--") + key, target[key]});
+  if (!switches_file.empty()) args.insert(args.end(), {"--switches", switches_file});
+  std::string names;
+  for (const std::string& op : ops) names += (names.empty() ? "" : ",") + op;
+  args.insert(args.end(), {"--ops", names});
+  return args;
+}
+
 std::vector<std::vector<std::string>> split_into_batches(const std::vector<std::string>& ops, size_t count) {
   std::vector<std::vector<std::string>> batches;
   count = std::min(std::max<size_t>(count, 1), ops.size());
@@ -41,9 +56,17 @@ std::vector<std::vector<std::string>> split_into_batches(const std::vector<std::
   return batches;
 }
 
+namespace {
+
+std::string string_field(const nlohmann::json& event, const char* key) {
+  return event.contains(key) && event[key].is_string() ? event[key].get<std::string>() : "";
+}
+
+}  // namespace
+
 BatchOutcome read_batch_progress(const std::string& progress_text, const std::vector<std::string>& batch,
                                  bool process_ok) {
-  std::map<std::string, std::string> last_event, message;
+  std::map<std::string, std::string> last_event, message, reason;
   std::string last_started;
   std::istringstream lines(progress_text);
   std::string line;
@@ -52,12 +75,11 @@ BatchOutcome read_batch_progress(const std::string& progress_text, const std::ve
     if (event.is_discarded() || !event.is_object() || !event.contains("op") || !event["op"].is_string()) continue;
     std::string op = event["op"].get<std::string>();
     std::string kind = event.value("event", "");
-    if (kind != "start" && kind != "done" && kind != "error") continue;
+    if (kind != "start" && kind != "done" && kind != "error" && kind != "skipped") continue;
     last_event[op] = kind;
     if (kind == "start") last_started = op;
-    if (kind == "error")
-      message[op] =
-          event.contains("message") && event["message"].is_string() ? event["message"].get<std::string>() : "";
+    message[op] = string_field(event, "message");
+    reason[op] = string_field(event, "reason");
   }
 
   BatchOutcome outcome;
@@ -72,6 +94,8 @@ BatchOutcome read_batch_progress(const std::string& progress_text, const std::ve
       outcome.done.push_back(op);
     } else if (event->second == "error") {
       outcome.errors.push_back({op, message[op]});
+    } else if (event->second == "skipped") {
+      outcome.skipped.push_back({op, reason[op].empty() ? "skipped" : reason[op], message[op]});
     } else if (!process_ok && op == last_started) {
       outcome.crashed = op;
     } else {

@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace diagnose {
 
 struct OpCount {
@@ -21,17 +23,32 @@ struct OpCount {
 // Returns nullopt and sets *error on anything else.
 std::optional<std::vector<OpCount>> parse_op_inventory(const std::string& text, std::string* error);
 
+// The arguments of `python -m diagnose_pytorch single-op`: `ops` of the eager run in eager_dir,
+// compiled alone with the target's backend, device and dtype and the switches file (empty:
+// none), results into `out`.
+std::vector<std::string> single_op_args(const std::string& eager_dir, const std::string& out,
+                                        const nlohmann::json& target, const std::string& switches_file,
+                                        const std::vector<std::string>& ops);
+
 // At most `count` batches of consecutive ops, sizes differing by one at most.
 std::vector<std::vector<std::string>> split_into_batches(const std::vector<std::string>& ops, size_t count);
+
+// An op the single-op run did not check, and why: `reason` is a short class ("random", "no
+// tensor output", "not registered"), `message` the plugin's words.
+struct SkippedOp {
+  std::string op, reason, message;
+};
 
 struct BatchOutcome {
   std::vector<std::string> done;                            // checked (compared later)
   std::vector<std::pair<std::string, std::string>> errors;  // op, message (compile error...)
+  std::vector<SkippedOp> skipped;                           // not checked on purpose (random...)
   std::optional<std::string> crashed;                       // started, never finished, process died
   std::vector<std::string> not_started;                     // to run again in a new batch
 };
 
-// Reads progress.jsonl lines {"op", "event": "start"|"done"|"error", "message"} of a batch
+// Reads progress.jsonl lines {"op", "event": "start"|"done"|"error"|"skipped", "message"[,
+// "reason"]} of a batch
 // whose process ended (`process_ok`: exit 0). A torn or unreadable line is ignored. When the
 // process died, the op that started last without finishing crashed it; ops never started
 // are returned to run again. When it exited 0, ops without any event count as errors.

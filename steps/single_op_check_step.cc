@@ -15,6 +15,7 @@
 #include "steps/dump_judgement.h"
 #include "steps/plugin_run.h"
 #include "steps/single_op_batches.h"
+#include "steps/single_op_rules.h"
 
 namespace diagnose {
 
@@ -28,13 +29,17 @@ std::string joined(const std::vector<std::string>& items, const std::string& sep
   return out;
 }
 
-// The single-op command's options shared by every batch: backend, device, dtype, switches.
-std::vector<std::string> target_options(const nlohmann::json& spec, const std::string& switches_file) {
-  std::vector<std::string> args = {"--backend", spec.value("backend", "inductor")};
-  if (spec.contains("device") && spec["device"].is_string()) args.insert(args.end(), {"--device", spec["device"]});
-  if (spec.contains("dtype") && spec["dtype"].is_string()) args.insert(args.end(), {"--dtype", spec["dtype"]});
-  if (!switches_file.empty()) args.insert(args.end(), {"--switches", switches_file});
-  return args;
+// "K skipped (random: a, b; no tensor output: c)": the ops not checked, by reason.
+std::string skipped_clause(const std::vector<SkippedOp>& skipped) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> by_reason;
+  for (const SkippedOp& op : skipped) {
+    auto group = std::find_if(by_reason.begin(), by_reason.end(), [&](const auto& g) { return g.first == op.reason; });
+    if (group == by_reason.end()) group = by_reason.insert(by_reason.end(), {op.reason, {}});
+    group->second.push_back(op.op);
+  }
+  std::vector<std::string> groups;
+  for (const auto& [reason, ops] : by_reason) groups.push_back(reason + ": " + joined(ops, ", "));
+  return std::to_string(skipped.size()) + " skipped (" + joined(groups, "; ") + ")";
 }
 
 class SingleOpCheckStep : public StepKind {
@@ -53,12 +58,22 @@ class SingleOpCheckStep : public StepKind {
         optional("target", plugin_side_schema("The graph-mode configuration under test: backend, device, dtype, "
                                               "switches (default: the model's).")),
         optional("batches", integer_schema("Processes the ops are split into (default: the workflow's slots).", 1)),
+        optional("attribute_rules",
+                 defaulted(boolean_schema("When ops fail alone, bisect the backend's switchable rules (fusion switch "
+                                          "file; Inductor's named switches) on those one-op graphs to name the rule "
+                                          "that breaks them."),
+                           true)),
+        optional("max_trials", defaulted(integer_schema("Trial budget of the rule search.", 2), 40)),
+        optional(
+            "confirmations",
+            defaulted(integer_schema("Agreeing trials behind each confirmation of the rule search's answer.", 1), 2)),
     };
     for (Property& p : comparison_properties()) properties.push_back(std::move(p));
     return properties;
   }
   std::vector<std::string> result_fields() const override {
-    return {"ops", "checked", "failed", "failed_ops", "crashed_ops", "op_errors", "rounds", "culprit"};
+    return {"ops",       "checked", "skipped", "skipped_ops", "failed",          "failed_ops", "crashed_ops",
+            "op_errors", "rounds",  "culprit", "rules",       "rule_conclusion", "workaround"};
   }
   std::string default_category() const override { return "single_op_graph_defect"; }
   void check(const StepSpec& step, const CheckContext&, Diagnostics& diagnostics) const override {
@@ -110,13 +125,13 @@ class SingleOpCheckStep : public StepKind {
       fs::create_directories(context.step_dir());
       std::ofstream(switches_file) << target["switches"].dump(2) << "\n";
     }
-    std::vector<std::string> options = target_options(target, switches_file);
 
     size_t batch_count =
         node["batches"] ? node["batches"].as<size_t>() : static_cast<size_t>(context.workflow().defaults.slots);
     std::vector<std::vector<std::string>> pending = split_into_batches(ops, batch_count);
     std::vector<std::string> out_dirs, crashed;
     std::vector<std::pair<std::string, std::string>> op_errors;
+    std::vector<SkippedOp> skipped;
     std::map<std::string, std::string> crash_logs;
     int rounds = 0;
     while (!pending.empty()) {
@@ -125,10 +140,8 @@ class SingleOpCheckStep : public StepKind {
       for (size_t b = 0; b < pending.size(); ++b) {
         std::string run_name = "batch" + std::to_string(rounds) + "-" + std::to_string(b + 1);
         std::string out = context.run_dir_of(run_name) + "/out";
-        std::vector<std::string> args = {"single-op", "--from", eager_dir, "--out", out};
-        args.insert(args.end(), options.begin(), options.end());
-        args.insert(args.end(), {"--ops", joined(pending[b], ",")});
-        requests.push_back(plugin_command(context, run_name, args));
+        requests.push_back(
+            plugin_command(context, run_name, single_op_args(eager_dir, out, target, switches_file, pending[b])));
       }
       std::vector<RunRecord> runs = context.run(requests);
       std::vector<std::vector<std::string>> next;
@@ -139,11 +152,13 @@ class SingleOpCheckStep : public StepKind {
         BatchOutcome outcome = read_batch_progress(read_file(out + "/progress.jsonl").value_or(""), pending[b], ok);
         if (!outcome.done.empty()) out_dirs.push_back(out);
         op_errors.insert(op_errors.end(), outcome.errors.begin(), outcome.errors.end());
+        skipped.insert(skipped.end(), outcome.skipped.begin(), outcome.skipped.end());
         if (outcome.crashed) {
           crashed.push_back(*outcome.crashed);
           crash_logs[*outcome.crashed] = run.error + "\n" + log_tail(run.stderr_path, 40, 1500);
         }
-        bool progressed = !outcome.done.empty() || !outcome.errors.empty() || outcome.crashed;
+        bool progressed =
+            !outcome.done.empty() || !outcome.errors.empty() || !outcome.skipped.empty() || outcome.crashed;
         if (!outcome.not_started.empty() && !progressed) {
           // The process died before checking any op: not the ops' fault, nothing to learn by retrying.
           StepResult failed = *error_from_runs({run});
@@ -196,22 +211,33 @@ class SingleOpCheckStep : public StepKind {
       result.findings.push_back(
           {op + " is wrong when compiled alone (" + std::to_string(rows->second) + " failing rows" + detail + ")", op});
       result.evidence.push_back({"table", "worst rows of " + op, "", worst});
-      result.reproduce.push_back(reproduce_command(
-          context.workflow().dir, {},
-          {context.model_python(), "-m", "diagnose_pytorch", "single-op", "--from", eager_dir, "--out",
-           "single-op-" + op, "--backend", target.value("backend", "inductor"), "--ops", op}));
+      std::vector<std::string> argv = {context.model_python(), "-m", "diagnose_pytorch"};
+      for (std::string& arg : single_op_args(eager_dir, "single-op-" + op, target, switches_file, {op}))
+        argv.push_back(std::move(arg));
+      result.reproduce.push_back(reproduce_command(context.workflow().dir, {}, argv));
     }
+    std::vector<std::string> wrong_ops;  // what a rule search over one-op graphs can explain
+    for (const nlohmann::json& op : failed_ops)
+      if (std::find(ops.begin(), ops.end(), op) != ops.end()) wrong_ops.push_back(op);
     for (const std::string& op : crashed) {
       result.findings.push_back({op + " crashed its single-op process", op});
       result.evidence.push_back({"log", "crash of " + op, "", crash_logs[op]});
     }
     for (const auto& [op, message] : op_errors)
       result.findings.push_back({op + " could not be checked alone: " + message, ""});
+    nlohmann::json skipped_ops = nlohmann::json::array();
+    for (const SkippedOp& op : skipped) {
+      result.findings.push_back({op.op + " was not checked alone: " + op.message, ""});
+      skipped_ops.push_back(op.op);
+    }
     for (const std::string& op : crashed) failed_ops.push_back(op);
     nlohmann::json crashed_json = crashed;
 
+    size_t checked = ops.size() - op_errors.size() - crashed.size() - skipped.size();
     result.metrics = {{"ops", ops.size()},
-                      {"checked", ops.size() - op_errors.size() - crashed.size()},
+                      {"checked", checked},
+                      {"skipped", skipped.size()},
+                      {"skipped_ops", skipped_ops},
                       {"failed", failed_ops.size()},
                       {"failed_ops", failed_ops},
                       {"crashed_ops", crashed_json},
@@ -219,7 +245,8 @@ class SingleOpCheckStep : public StepKind {
                       {"rounds", rounds},
                       {"compared", compared},
                       {"culprit", failed_ops.empty() ? nlohmann::json() : failed_ops[0]}};
-    std::string counts = std::to_string(ops.size()) + " ops checked alone in " + std::to_string(rounds) + " round(s)";
+    std::string counts = std::to_string(checked) + " ops checked alone in " + std::to_string(rounds) + " round(s)";
+    if (!skipped.empty()) counts += ", " + skipped_clause(skipped);
     if (!op_errors.empty()) counts += ", " + std::to_string(op_errors.size()) + " could not be checked";
     if (failed_ops.empty() && compared == 0) {
       result.status = StepStatus::Error;
@@ -232,6 +259,8 @@ class SingleOpCheckStep : public StepKind {
       std::vector<std::string> names;
       for (const auto& op : failed_ops) names.push_back(op.get<std::string>());
       result.summary = counts + "; wrong in graph mode: " + joined(names, ", ");
+      if (!wrong_ops.empty() && context.option<bool>("attribute_rules"))
+        result.summary += "; " + attribute_to_rules(context, {eager_dir, target}, wrong_ops, result);
     }
     return result;
   }

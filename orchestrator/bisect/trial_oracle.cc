@@ -142,9 +142,10 @@ std::string absolute_in(const std::string& path, const std::string& base) {
   return fs::path(path).is_absolute() ? path : (fs::path(base) / path).lexically_normal().string();
 }
 
-void judge_by_comparison(const TrialJudge& judge, const std::string& dump, TrialOutcome& outcome) {
+void judge_by_comparison(const TrialJudge& judge, const std::string& golden, const std::string& dump,
+                         TrialOutcome& outcome) {
   compare::CompareOptions options;
-  options.golden_path = judge.golden;
+  options.golden_path = golden;
   options.my_path = dump;
   options.tolerances = judge.tolerances;
   options.threads = 1;  // trials already run side by side
@@ -206,7 +207,8 @@ TrialOutcome TrialOracle::judge(const Trial& trial, const RunRequest& request, c
       if (setup_.judge.kind == JudgeKind::ExitCode)
         outcome.outcome = Outcome::Pass;
       else
-        judge_by_comparison(setup_.judge, absolute_in(setup_.judge.dump, trial.dir), outcome);
+        judge_by_comparison(setup_.judge, absolute_in(setup_.judge.golden, trial.dir),
+                            absolute_in(setup_.judge.dump, trial.dir), outcome);
       break;
     case RunStatus::Failed:
       outcome.outcome = setup_.judge.kind == JudgeKind::ExitCode ? Outcome::Fail : Outcome::Crash;

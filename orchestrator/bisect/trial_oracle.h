@@ -25,7 +25,9 @@ enum class JudgeKind {
 
 struct TrialJudge {
   JudgeKind kind = JudgeKind::ExitCode;
-  std::string golden;  // Compare: the golden dump (directory or file)
+  // Compare: the golden dump (directory or file); relative: to the trial's directory (a
+  // reference each trial computes itself, as single-op's eager side).
+  std::string golden;
   // Compare: the trial's dump, relative to the trial's directory (or absolute).
   std::string dump = "dump";
   // Compare: judge only the rows whose op_key matches one of these regexes (empty: every row).

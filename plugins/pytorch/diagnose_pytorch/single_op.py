@@ -23,6 +23,7 @@ import torch
 from .call_args import NotReplayable, decode_call
 from .dump_writer import DumpWriter, dumpable
 from .spec import Switches, _build
+from .status import RunStatus
 
 
 class SingleOpError(ValueError):
@@ -121,12 +122,13 @@ def make_backend(name: str, switches: Switches):
         from torch._inductor import config as inductor_config
         from torch._inductor.compile_fx import compile_fx
 
-        from .inductor_rules import overrides_off
+        from .inductor_rules import note_compile, overrides_off
 
         overrides = {**switches.inductor, **overrides_off(switches.inductor_off)}
 
         def inductor(gm, example_inputs):
             with inductor_config.patch(overrides):
+                note_compile()
                 return compile_fx(gm, example_inputs)
 
         return inductor
@@ -186,6 +188,35 @@ def _clone(tree):
     return torch.utils._pytree.tree_map_only(torch.Tensor, torch.clone, tree)
 
 
+# Two seeds under which a seeded op (nondeterministic_seeded: dropout, attention, random
+# fills) runs twice: a result the seed does not change uses no randomness and can be checked.
+SEEDS = (0, 1)
+RANDOM = "results depend on the RNG (two seeds give different results)"
+
+
+def _run_seeded(op, args, kwargs, seed: int | None):
+    if seed is not None:
+        torch.manual_seed(seed)
+    return op(*_clone(args), **_clone(kwargs))
+
+
+def _bytes(tensor: torch.Tensor) -> torch.Tensor:
+    return tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8)
+
+
+def _same_bits(x, y) -> bool:
+    if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor):
+        return x.dtype == y.dtype and x.shape == y.shape and torch.equal(_bytes(x), _bytes(y))
+    return not isinstance(x, torch.Tensor) and not isinstance(y, torch.Tensor) and bool(x == y)
+
+
+def _bitwise_equal(a, b) -> bool:
+    """The same structure, and every tensor the same dtype, shape and bytes (NaNs included)."""
+    leaves_a, structure_a = torch.utils._pytree.tree_flatten(a)
+    leaves_b, structure_b = torch.utils._pytree.tree_flatten(b)
+    return structure_a == structure_b and all(map(_same_bits, leaves_a, leaves_b))
+
+
 class Check:
     def __init__(self, options):
         self.switches = _read_switches(options.switches)
@@ -206,9 +237,16 @@ class Check:
         self.eager = DumpWriter(self.out / "eager", {**header, "mode": "eager"})
         self.graph = DumpWriter(self.out / "graph", {**header, "mode": "compiled"})
         self.progress = open(self.out / "progress.jsonl", "a", encoding="utf-8")
+        # The switches in force, for a rule search over these one-op graphs (fired Inductor rules).
+        self.status = RunStatus(
+            self.out / "status.json", {"check": "single_op", **header, "switches": options.switches}
+        )
 
-    def event(self, op: str, event: str, message: str = "") -> None:
-        self.progress.write(json.dumps({"op": op, "event": event, "message": message}) + "\n")
+    def event(self, op: str, event: str, message: str = "", reason: str = "") -> None:
+        record = {"op": op, "event": event, "message": message}
+        if reason:
+            record["reason"] = reason
+        self.progress.write(json.dumps(record) + "\n")
         self.progress.flush()
         os.fsync(self.progress.fileno())
 
@@ -217,9 +255,9 @@ class Check:
         try:
             op = resolve_op(name)
         except SingleOpError as e:
-            return {**result, "status": "skipped", "message": str(e)}
-        if torch.Tag.nondeterministic_seeded in op.tags:
-            return {**result, "status": "skipped", "message": "random op: results depend on the RNG"}
+            return {**result, "status": "skipped", "reason": "not registered", "message": str(e)}
+        seeded = torch.Tag.nondeterministic_seeded in op.tags
+        random_calls = 0
         backend = make_backend(self.backend_name, self.switches)
         for call in calls[: self.max_calls]:
             try:
@@ -228,7 +266,10 @@ class Check:
             except NotReplayable as e:
                 return {**result, "status": "no_inputs", "message": f"{call.op_key}: {e}"}
             try:
-                eager_out = op(*_clone(args), **_clone(kwargs))
+                eager_out = _run_seeded(op, args, kwargs, SEEDS[0] if seeded else None)
+                if seeded and not _bitwise_equal(eager_out, _run_seeded(op, args, kwargs, SEEDS[1])):
+                    random_calls += 1
+                    continue
             except Exception as e:  # noqa: BLE001
                 return {
                     **result,
@@ -237,7 +278,7 @@ class Check:
                 }
             leaves = torch.utils._pytree.tree_leaves(eager_out)
             if not any(isinstance(v, torch.Tensor) for v in leaves):
-                return {**result, "status": "skipped", "message": "no tensor output"}
+                return {**result, "status": "skipped", "reason": "no tensor output", "message": "no tensor output"}
             fn, tensors = _one_op_graph(op, *_clone((args, kwargs)))
             torch._dynamo.reset()
             compiled = torch.compile(fn, backend=backend, fullgraph=True, dynamic=False)
@@ -258,6 +299,10 @@ class Check:
             self._write(call, eager_out, graph_out)
             result["calls"] += 1
             result["op_keys"].append(call.op_key)
+        if random_calls and not result["calls"]:
+            return {**result, "status": "skipped", "reason": "random", "message": RANDOM}
+        if random_calls:
+            result["message"] = f"{random_calls} of {random_calls + result['calls']} calls not checked: {RANDOM}"
         return result
 
     def _write(self, call: RecordedCall, eager_out, graph_out) -> None:
@@ -286,6 +331,11 @@ class Check:
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_text(json.dumps({"ops": self.results, **extra}, indent=1))
         os.replace(tmp, path)
+        if self.backend_name == "inductor":
+            from .inductor_rules import report
+
+            self.status.set("inductor_rules", report(self.switches.inductor_off))
+        self.status.save()
 
     def close(self) -> None:
         self.eager.close()
@@ -320,6 +370,13 @@ def _read_switches(path: str | None) -> Switches:
     except (OSError, ValueError) as e:
         raise SingleOpError(f"switches file {path}: {e}") from None
     return _build(Switches, data, f"switches file {path}")
+
+
+def _event_of(status: str) -> str:
+    """The progress event of an op's result: errors (no_inputs too) could not be checked."""
+    if status.endswith("_error") or status == "no_inputs":
+        return "error"
+    return "skipped" if status == "skipped" else "done"
 
 
 def selected_ops(calls: list[RecordedCall], names: str | None) -> dict[str, list[RecordedCall]]:
@@ -358,11 +415,12 @@ def run_single_op(options) -> int:
                     "op_keys": [],
                 }
             check.results.append(result)
-            check.event(name, "error" if result["status"].endswith("_error") else "done", result["message"])
+            check.event(name, _event_of(result["status"]), result["message"], result.get("reason", ""))
             check.save(extra)
     finally:
         check.close()
     check.save(extra)
+    check.status.finish("ok")
     return 0
 
 

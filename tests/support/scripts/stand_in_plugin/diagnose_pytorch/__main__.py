@@ -10,7 +10,11 @@ files, with behaviour chosen by environment variables, for the step kinds' focus
   ops --from DIR    prints $STAND_IN_OPS (comma-separated) as the op inventory
   single-op ...     checks each --ops op: $STAND_IN_CRASH_OPS kill the process (SIGKILL),
                     $STAND_IN_WRONG_OPS give a wrong graph result, $STAND_IN_ERROR_OPS a
-                    compile error; appends each op's events to $STAND_IN_LOG
+                    compile error; appends each op's events to $STAND_IN_LOG;
+                    $STAND_IN_SKIP_OPS are skipped as random; $STAND_IN_RULE_OPS
+                    (op:Rule,...) are wrong while fusion rule Rule is on (the --switches file's
+                    fusion_switch_file), and Rule and TbeEltwiseFusionPass fire on them
+                    (./fusion_result.json, as GE writes it)
 """
 
 import json
@@ -94,6 +98,32 @@ def option(args, name, default=None):
     return args[args.index(name) + 1] if name in args else default
 
 
+def rules_off(args):
+    """The rules the --switches file's fusion switch file turns off ("ALL": every rule)."""
+    switches = json.load(open(option(args, "--switches"))) if option(args, "--switches") else {}
+    fusion_switch = json.load(open(switches["fusion_switch_file"])) if "fusion_switch_file" in switches else {}
+    return {rule for group in fusion_switch.get("Switch", {}).values() for rule, on in group.items() if on == "off"}
+
+
+def fire_rules(args):
+    """The rules that fire on this run's ops, into ./fusion_result.json; returns those that break one."""
+    rule_of = dict(item.split(":") for item in env_list("STAND_IN_RULE_OPS"))
+    off = rules_off(args)
+    fired, breaking = {"graph_fusion": {}, "ub_fusion": {}}, {}
+    for op in option(args, "--ops").split(","):
+        if op not in rule_of:
+            continue
+        for group, rule in (("graph_fusion", rule_of[op]), ("ub_fusion", "TbeEltwiseFusionPass")):
+            if rule not in off and "ALL" not in off:
+                fired[group][rule] = {"match_times": "1", "effect_times": "1"}
+        if rule_of[op] in fired["graph_fusion"]:
+            breaking[op] = rule_of[op]
+    if rule_of:
+        with open("fusion_result.json", "w") as f:
+            json.dump({"session_and_graph_id_0_0": fired}, f)
+    return breaking
+
+
 def single_op(args):
     out = option(args, "--out")
     os.makedirs(out, exist_ok=True)
@@ -101,9 +131,10 @@ def single_op(args):
     progress = open(os.path.join(out, "progress.jsonl"), "a")
     log = open(os.environ["STAND_IN_LOG"], "a") if os.environ.get("STAND_IN_LOG") else None
     results = []
+    broken_by_rule = fire_rules(args)
 
-    def event(op, kind, message=""):
-        progress.write(json.dumps({"op": op, "event": kind, "message": message}) + "\n")
+    def event(op, kind, message="", **extra):
+        progress.write(json.dumps({"op": op, "event": kind, "message": message, **extra}) + "\n")
         progress.flush()
         if log:
             log.write(f"{op} {kind} {option(args, '--backend')}\n")
@@ -117,8 +148,13 @@ def single_op(args):
             results.append({"op": op, "status": "compile_error", "message": "stand-in lowering failed"})
             event(op, "error", "stand-in lowering failed")
             continue
+        if op in env_list("STAND_IN_SKIP_OPS"):
+            results.append({"op": op, "status": "skipped", "reason": "random"})
+            event(op, "skipped", "results depend on the RNG", reason="random")
+            continue
         eager.write(op, op + "#0", value())
-        graph.write(op, op + "#0", value(1.25 if op in env_list("STAND_IN_WRONG_OPS") else 1.0))
+        wrong = op in env_list("STAND_IN_WRONG_OPS") or op in broken_by_rule
+        graph.write(op, op + "#0", value(1.25 if wrong else 1.0))
         results.append({"op": op, "status": "ok"})
         event(op, "done")
     with open(os.path.join(out, "single_op.json"), "w") as f:

@@ -1,0 +1,164 @@
+#include "steps/single_op_rules.h"
+
+#include <boost/filesystem.hpp>
+
+#include "orchestrator/bisect/driver.h"
+#include "orchestrator/exec/command_line.h"
+#include "steps/dump_judgement.h"
+#include "steps/plugin_run.h"
+#include "steps/single_op_batches.h"
+
+namespace diagnose {
+
+namespace {
+
+using bisect::Bisection;
+using bisect::BisectionOutcome;
+using bisect::BisectionPlan;
+using bisect::Conclusion;
+using bisect::Config;
+using bisect::Trial;
+using bisect::TrialSetup;
+
+std::string listed(const std::vector<std::string>& items) {
+  std::string text;
+  for (const std::string& item : items) text += (text.empty() ? "" : ", ") + item;
+  return text;
+}
+
+// A trial's `single-op` process: the failing ops with `off` switched off, in the trial's directory.
+RunRequest trial_request(const StepContext& context, const SingleOpTarget& target, bool inductor,
+                         const std::vector<std::string>& ops, const Trial& trial) {
+  nlohmann::json switches = target.spec.value("switches", nlohmann::json::object());
+  if (inductor) {
+    nlohmann::json off = switches.value("inductor_off", nlohmann::json::array());
+    for (const std::string& rule : trial.off) off.push_back(rule);  // the user's own stay off
+    switches["inductor_off"] = off;
+  } else {
+    switches["fusion_switch_file"] = trial.switch_file;
+  }
+  std::string switches_file = trial.dir + "/switches.json";
+  write_file_atomically(switches_file, switches.dump(2) + "\n");
+  RunRequest request = plugin_command(
+      context, trial.name, single_op_args(target.eager_dir, trial.dir + "/out", target.spec, switches_file, ops));
+  request.cwd = trial.dir;  // the backend writes fusion_result.json into its working directory
+  return request;
+}
+
+BisectionPlan rule_plan(const StepContext& context, const std::vector<std::string>& ops) {
+  BisectionPlan plan;
+  plan.dir = context.step_dir() + "/rules";
+  plan.fingerprint = {{"step", context.fingerprint()}, {"ops", ops}};
+  try {
+    std::optional<bisect::TrialLog> saved = bisect::read_trial_log(bisect::trial_log_path(plan.dir));
+    if (saved && saved->fingerprint == plan.fingerprint) plan.resume = saved;
+  } catch (const std::exception&) {
+    // unreadable: the search starts over
+  }
+  plan.options.slots = context.workflow().defaults.slots;
+  plan.options.max_trials = context.option<int>("max_trials");
+  // A one-op graph on fixed recorded inputs compiles to the same code every time; the repeated
+  // all-on trial still catches a nondeterministic backend.
+  plan.options.confirmations = plan.options.max_votes = context.option<int>("confirmations");
+  return plan;
+}
+
+// The workaround as the target's switches: for Inductor the run spec's switches.inductor_off
+// (a `single-op --switches` file as it is), else the fusion switch file the driver wrote.
+std::string workaround_file(const BisectionOutcome& outcome, const Config& culprits, bool inductor,
+                            const std::string& dir) {
+  if (!inductor) return outcome.workaround_path;
+  std::string path = dir + "/switches.json";
+  write_file_atomically(path, nlohmann::json({{"inductor_off", culprits}}).dump(2) + "\n");
+  return path;
+}
+
+std::string culprits_clause(const bisect::Result& bisection, const Config& culprits, bool inductor,
+                            const std::string& workaround) {
+  std::string what = inductor ? "Inductor switch" : "fusion rule";
+  std::string clause = "caused by " + what + (culprits.size() > 1 ? "es " : " ") + listed(culprits) + ": switching " +
+                       (culprits.size() > 1 ? "them" : "it") + " off fixes it";
+  if (bisection.culprit_sets.size() == 1 && culprits.size() > 1) clause += " (they fail only together)";
+  if (!bisection.verified) clause += " (not confirmed)";
+  return clause + ", switch file " + workaround;
+}
+
+}  // namespace
+
+std::string attribute_to_rules(const StepContext& context, const SingleOpTarget& target,
+                               const std::vector<std::string>& failing_ops, StepResult& result) {
+  bool inductor = target.spec.value("backend", "inductor") == "inductor";
+  std::string ops = listed(failing_ops);
+  TrialSetup setup;
+  setup.dir_of = [&](const std::string& name) { return context.run_dir_of(name); };
+  setup.execute = [&](const std::vector<RunRequest>& requests) { return context.run(requests); };
+  setup.make_request = [&](const Trial& trial) { return trial_request(context, target, inductor, failing_ops, trial); };
+  setup.fired_report = inductor ? "out/status.json" : "fusion_result.json";
+  setup.judge.kind = bisect::JudgeKind::Compare;
+  setup.judge.golden = "out/eager";  // each trial's own eager results
+  setup.judge.dump = "out/graph";
+  std::string tolerance_error;
+  setup.judge.tolerances = step_tolerances(context, &tolerance_error);
+  result.metrics["rules"] = nlohmann::json::array();
+  if (!tolerance_error.empty()) return "no rule search: bad tolerances: " + tolerance_error;
+
+  BisectionPlan plan = rule_plan(context, failing_ops);
+  std::vector<std::string> candidates;
+  plan.on_candidates = [&](const std::vector<std::string>& rules) { candidates = rules; };
+  Bisection driver(setup);
+  BisectionOutcome outcome =
+      driver.run(plan, {{"knob", inductor ? "inductor" : "fusion_switch_file"}, {"ops", failing_ops}});
+  switch (outcome.status) {
+    case BisectionOutcome::Status::NoRuleFired:
+      result.metrics["rule_conclusion"] = "no_rule_fired";
+      return "no switchable rule explains it: no rule fired on the one-op graph" +
+             std::string(failing_ops.size() > 1 ? "s" : "") + " (" + outcome.listing_run + " left " +
+             outcome.listing_report + ")";
+    case BisectionOutcome::Status::NoCandidates:
+      result.metrics["rule_conclusion"] = "no_rule_fired";
+      return "no switchable rule explains it: no candidate rules";
+    case BisectionOutcome::Status::Failed:
+      result.metrics["rule_conclusion"] = "error";
+      return "the rule search could not start: " + outcome.message;
+    case BisectionOutcome::Status::Bisected: break;
+  }
+
+  const bisect::Result& bisection = outcome.result;
+  Config culprits = bisection.culprits_off();
+  result.metrics["rule_conclusion"] = conclusion_name(bisection.conclusion);
+  result.metrics["rules"] = culprits;
+  result.metrics["rule_trials"] = bisection.trials.size();
+  result.evidence.push_back({"table", "rule search trials (" + ops + " alone)", "", trial_table(bisection)});
+  result.evidence.push_back({"file", "rule search (JSON)", outcome.json_path, nullptr});
+  result.evidence.push_back({"file", "rule search trial log", driver.log_path(), nullptr});
+  for (const std::string& note : bisection.confidence_notes) result.findings.push_back({note, ""});
+  for (const std::string& rule : bisection.unswitchable)
+    result.findings.push_back({"rule " + rule + " kept firing when switched off: its trials were invalid", rule});
+
+  switch (bisection.conclusion) {
+    case Conclusion::CulpritsFound: {
+      std::string workaround = workaround_file(outcome, culprits, inductor, plan.dir);
+      result.metrics["workaround"] = workaround;
+      result.evidence.push_back({"file", "workaround: switch file turning only the culprits off", workaround, nullptr});
+      for (const bisect::CulpritSet& set : bisection.culprit_sets) {
+        bool several = set.rules.size() > 1;
+        result.findings.push_back({ops + " is wrong alone because of " + (several ? "rules " : "rule ") +
+                                       listed(set.rules) + ": with only " + (several ? "them" : "it") +
+                                       " switched off it matches eager",
+                                   listed(set.rules)});
+      }
+      RunRequest fixed = driver.replay(culprits);
+      result.reproduce.push_back("# " + ops + " alone with the culprit rules off (the workaround)");
+      result.reproduce.push_back(reproduce_command(fixed.cwd, fixed.env, fixed.argv));
+      return culprits_clause(bisection, culprits, inductor, workaround);
+    }
+    case Conclusion::NotFusion:
+      return "no switchable rule explains it: it still fails with all " + std::to_string(candidates.size()) +
+             " rules that fired switched off (" + listed(candidates) + ")";
+    case Conclusion::NoFailure:
+      return "the rule search did not see the failure again: the one-op trials with every rule on passed";
+    default: return "the rule search was inconclusive: " + bisection.summary;
+  }
+}
+
+}  // namespace diagnose
