@@ -38,6 +38,8 @@ CATALOG = {
     "meta/eager-meta": RunConfig("meta_defect", {"mode": "eager", "checks": {"meta": True}}),
     "device/cpu": RunConfig("device_kernel_defect", {"mode": "eager"}),
     "device/fast": RunConfig("device_kernel_defect", {"mode": "eager"}, env={"EXAMPLE_KERNEL": "fast"}),
+    "custom_op/eager-meta": RunConfig("custom_op_mutation", {"mode": "eager", "checks": {"meta": True}}),
+    "custom_op/inductor": RunConfig("custom_op_mutation", {"backend": "inductor", "dump": {"level": "none"}}, cost=3),
     "graph_pass/eager": RunConfig("graph_pass_defect", {"mode": "eager"}),
     "graph_pass/compiled": RunConfig(
         "graph_pass_defect", {"backend": "graph_pass_backend:backend", "dump": {"level": "compiled"}}, cost=4
