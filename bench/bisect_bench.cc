@@ -105,6 +105,80 @@ Cell run_cell(int n, int scenario_index, int slots, bool flaky) {
   return cell;
 }
 
+// The subgraph_isolate step's node search: N FX nodes as candidates in graph order, a defect
+// that needs some nodes compiled. One slot, the defaults; flaky: each trial's outcome flipped
+// with probability 1/k.
+using Nodes = std::vector<std::string>;
+RuleSets one_node(const Nodes& nodes) { return {{nodes[nodes.size() * 3 / 8]}}; }
+RuleSets two_nodes(const Nodes& nodes) { return {{nodes[nodes.size() / 8]}, {nodes[nodes.size() * 6 / 8]}}; }
+RuleSets mul_add_pair(const Nodes& nodes) {
+  size_t mul = nodes.size() * 3 / 8;
+  return {{nodes[mul], nodes[mul + 1]}};
+}
+
+struct NodeCase {
+  const char* name;
+  RuleSets (*culprits)(const Nodes& nodes);
+  int flip_k;  // 0: exact
+  // An exact oracle's bound on the trials (bench/README.md): times_log2 * ceil(log2 N) + plus.
+  int times_log2, plus;
+};
+const NodeCase kNodeCases[] = {
+    {"1 node", one_node, 0, 1, 11},           {"2 independent", two_nodes, 0, 2, 16},
+    {"mul+add pair", mul_add_pair, 0, 2, 19}, {"pair, flaky 1/10", mul_add_pair, 10},
+    {"pair, flaky 1/5", mul_add_pair, 5},
+};
+const int kNodeSizes[] = {8, 64, 512};
+constexpr int kNodeSeeds = 20;
+
+void node_search_table(std::vector<std::string>& missed) {
+  std::printf("\nsubgraph_isolate: nodes as candidates (1 slot, defaults)\n%5s  %-18s %14s  %7s  %7s  %10s\n", "N",
+              "defect", "trials avg/max", "right", "high", "wrong+high");
+  for (int n : kNodeSizes)
+    for (const NodeCase& node_case : kNodeCases) {
+      Nodes candidates;
+      for (int i = 0; i < n; ++i) candidates.push_back("g0.n" + std::to_string(i));
+      RuleSets culprits = node_case.culprits(candidates);
+      int seeds = node_case.flip_k ? kNodeSeeds : 1;
+      Cell cell;
+      for (int seed = 1; seed <= seeds; ++seed) {
+        std::mt19937 noise(seed * 7727 + n);
+        std::bernoulli_distribution flip(node_case.flip_k ? 1.0 / node_case.flip_k : 0.0);
+        diagnose::bisect::FunctionOracle oracle([&](const Config& eager) {
+          std::set<std::string> eager_set(eager.begin(), eager.end());
+          bool fails = std::any_of(culprits.begin(), culprits.end(), [&](const std::set<std::string>& set) {
+            return std::none_of(set.begin(), set.end(), [&](const std::string& node) { return eager_set.count(node); });
+          });
+          if (flip(noise)) fails = !fails;
+          return TrialOutcome{fails ? Outcome::Fail : Outcome::Pass, 0, {}, {}, {}};
+        });
+        diagnose::bisect::Options options;
+        options.slots = 1;
+        diagnose::bisect::Result result = diagnose::bisect::bisect(candidates, oracle, options);
+        RuleSets found;
+        for (const auto& set : result.culprit_sets) found.insert({set.rules.begin(), set.rules.end()});
+        bool right = result.conclusion == diagnose::bisect::Conclusion::CulpritsFound && found == culprits;
+        bool high = result.confidence == diagnose::bisect::Confidence::High;
+        ++cell.runs;
+        cell.right += right;
+        cell.high += high;
+        cell.wrong_high += high && !right;
+        cell.trials += result.new_trials;
+        cell.max_trials = std::max(cell.max_trials, result.new_trials);
+      }
+      std::printf("%5d  %-18s %8.1f/%-5d  %3d/%-3d  %3d/%-3d  %10d\n", n, node_case.name,
+                  double(cell.trials) / cell.runs, cell.max_trials, cell.right, cell.runs, cell.high, cell.runs,
+                  cell.wrong_high);
+      std::string where = std::string("nodes N=") + std::to_string(n) + " " + node_case.name;
+      int bound = node_case.times_log2 * static_cast<int>(std::ceil(std::log2(n))) + node_case.plus;
+      if (!node_case.flip_k && (cell.right != cell.runs || cell.high != cell.runs))
+        missed.push_back(where + ": exact oracle, wrong or not high confidence");
+      if (!node_case.flip_k && cell.max_trials > bound)
+        missed.push_back(where + ": " + std::to_string(cell.max_trials) + " trials > " + std::to_string(bound));
+      if (cell.wrong_high > 0) missed.push_back(where + ": wrong answers with high confidence");
+    }
+}
+
 }  // namespace
 
 int main() {
@@ -136,6 +210,7 @@ int main() {
   std::printf(
       "\nsanity+srch: worst trials until the first answer (all-on, its repeat, all-off, searches), before\n"
       "the checks and confirmations counted in 'trials'.\n");
+  node_search_table(missed);
   if (missed.empty()) {
     std::printf("targets: all met\n");
     return 0;

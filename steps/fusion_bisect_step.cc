@@ -7,7 +7,7 @@
 #include "orchestrator/exec/command_line.h"
 #include "orchestrator/workflow/validate.h"
 #include "orchestrator/workflow/workflow_schema.h"
-#include "steps/dump_judgement.h"
+#include "steps/bisection_steps.h"
 #include "steps/plugin_run.h"
 
 namespace diagnose {
@@ -18,13 +18,11 @@ using bisect::Bisection;
 using bisect::BisectionOutcome;
 using bisect::BisectionPlan;
 using bisect::Conclusion;
-using bisect::Confidence;
 using bisect::Config;
 using bisect::CulpritSet;
 using bisect::JudgeKind;
 using bisect::Result;
 using bisect::Trial;
-using bisect::TrialLog;
 using bisect::TrialSetup;
 
 std::vector<std::string> strings(const YAML::Node& node) {
@@ -86,7 +84,7 @@ class FusionBisectStep : public StepKind {
                                                 "(default: dump)."),
                                   p.schema});
     Schema side_run = object_schema("A run of the model.", side);
-    return {
+    std::vector<Property> properties = {
         optional("golden", any_of_schema("The reference: a dump path, or a run of the model (default: the model in "
                                          "eager mode through the plugin).",
                                          {string_schema("path of an existing dump"), side_run})),
@@ -108,15 +106,9 @@ class FusionBisectStep : public StepKind {
                                            plain_string_schema("regex"))),
         optional("tolerances", map_schema("Tolerance overrides by preset name.", any_schema("preset fields"))),
         optional("preset", string_schema("Tolerance preset for every row.")),
-        optional("slots", integer_schema("Trials at the same time (default: defaults.slots).", 1)),
-        optional("max_trials", defaulted(integer_schema("Trial budget.", 2), bisect::Options{}.max_trials)),
-        optional("crash_is_failure", defaulted(boolean_schema("A crashing trial counts as a failure."),
-                                               bisect::Options{}.crash_is_failure)),
-        optional("baseline_repeats", defaulted(integer_schema("Extra runs of the all-on configuration.", 0),
-                                               bisect::Options{}.baseline_repeats)),
-        optional("confirmations", defaulted(integer_schema("Agreeing runs behind each confirmation.", 1),
-                                            bisect::Options{}.confirmations)),
     };
+    for (const Property& p : bisection_properties()) properties.push_back(p);
+    return properties;
   }
   std::vector<std::string> result_fields() const override {
     return {"conclusion",      "culprit", "culprits", "trials",    "new_trials",
@@ -205,59 +197,18 @@ class FusionBisectStep : public StepKind {
       return request;
     };
 
-    // The golden side.
-    BisectionPlan plan;
-    std::string judge_kind = node["judge"] ? node["judge"].Scalar() : "compare";
-    if (judge_kind == "exit_code") {
+    // The golden side; candidates listed, or what fired in the all-on run.
+    BisectionPlan plan = bisection_plan(context);
+    std::optional<StepResult> golden_error;
+    if (node["judge"] && node["judge"].Scalar() == "exit_code") {
       setup.judge.kind = JudgeKind::ExitCode;
     } else {
-      setup.judge.kind = JudgeKind::Compare;
-      std::string tolerance_error;
-      setup.judge.tolerances = step_tolerances(context, &tolerance_error);
-      if (!tolerance_error.empty()) return error_result("bad tolerances: " + tolerance_error);
-      setup.judge.ops = judge_ops;
-      std::string compared = judge_ops.empty() ? "outputs" : "dump";
-      YAML::Node golden = node["golden"];
-      if (golden && golden.IsScalar()) {
-        setup.judge.golden = context.path(golden.Scalar());
-      } else if (plugin) {
-        // Each golden record carries its float64 truth: a trial fails where it is further from it
-        // than eager is, so precision loss inside the dtype's tolerances is bisected too.
-        nlohmann::json defaults = {{"mode", "eager"}, {"dump", {{"level", "none"}, {"truth", true}}}};
-        if (!judge_ops.empty()) defaults["dump"] = {{"level", "aten"}, {"include", judge_ops}, {"truth", true}};
-        plan.alongside.push_back(plugin_run(context, "golden", side_spec(context, golden, defaults), golden));
-        setup.judge.golden = plan.alongside.back().dir + "/" + compared;
-      } else {
-        plan.alongside.push_back(context.model_run("golden", golden));
-        setup.judge.golden =
-            golden["dump"] ? context.path(golden["dump"].Scalar(), "golden") : plan.alongside.back().dump_dir;
-      }
-      setup.judge.dump = plugin ? compared : (target && target["dump"] ? target["dump"].Scalar() : "dump");
-    }
-    std::optional<StepResult> golden_error;
-    plan.check_alongside = [&](const std::vector<RunRecord>& records) {
-      golden_error = error_from_runs(records);
-      return golden_error ? golden_error->summary : std::string();
-    };
-
-    // Candidates: listed, or what fired in the all-on run; the log of an interrupted
-    // invocation of this same step brings its own (and its trials).
-    plan.dir = context.step_dir();
-    plan.fingerprint = context.fingerprint();
-    try {
-      std::optional<TrialLog> saved = bisect::read_trial_log(bisect::trial_log_path(plan.dir));
-      if (saved && saved->fingerprint == plan.fingerprint) plan.resume = saved;
-    } catch (const std::exception&) {
-      // unreadable: the bisection starts over
+      std::string problem = judge_against_golden(context, node["golden"], target, judge_ops, setup, plan, golden_error);
+      if (!problem.empty()) return error_result(problem);
     }
     plan.candidates = strings(node["candidates"]);
     plan.include = strings(node["include"]);
     plan.exclude = strings(node["exclude"]);
-    plan.options.slots = node["slots"] ? node["slots"].as<int>() : workflow.defaults.slots;
-    plan.options.max_trials = context.option<int>("max_trials");
-    plan.options.crash_is_failure = context.option<bool>("crash_is_failure");
-    plan.options.baseline_repeats = context.option<int>("baseline_repeats");
-    plan.options.confirmations = context.option<int>("confirmations");
 
     Bisection driver(setup);
     BisectionOutcome outcome = driver.run(plan, {{"knob", knob}});
@@ -290,20 +241,10 @@ class FusionBisectStep : public StepKind {
   StepResult report(const Bisection& driver, const BisectionOutcome& outcome, const std::string& knob,
                     StepResult result) const {
     const Result& bisection = outcome.result;
-    result.evidence.push_back({"table", "bisection trials", "", trial_table(bisection)});
-    result.evidence.push_back({"file", "bisection (JSON)", outcome.json_path, nullptr});
-    result.evidence.push_back({"file", "trial log", driver.log_path(), nullptr});
-
+    add_bisection_evidence(driver, outcome, "rules_off", result);
+    record_bisection(bisection, result);
     Config culprits = bisection.culprits_off();
-    result.metrics["conclusion"] = conclusion_name(bisection.conclusion);
     result.metrics["culprits"] = culprits;
-    result.metrics["trials"] = bisection.trials.size();
-    result.metrics["new_trials"] = bisection.new_trials;
-    result.metrics["replayed_trials"] = bisection.replayed_trials;
-    result.metrics["rounds"] = bisection.rounds;
-    result.metrics["verified"] = bisection.verified;
-    result.metrics["confidence"] = bisection.confidence == Confidence::High ? "high" : "low";
-    result.summary = bisection.summary;
 
     auto command_of = [&](const Config& off) {
       RunRequest request = driver.replay(off);

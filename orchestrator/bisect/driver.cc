@@ -137,7 +137,7 @@ BisectionOutcome Bisection::run(const BisectionPlan& plan, const nlohmann::json&
   doc.update(extra_json);
   outcome.json_path = plan.dir + "/bisection.json";
   write_file_atomically(outcome.json_path, doc.dump(1) + "\n");
-  if (outcome.result.conclusion == Conclusion::CulpritsFound) {
+  if (outcome.result.conclusion == Conclusion::CulpritsFound && setup_.switch_files) {
     outcome.workaround_path = plan.dir + "/fusion_switch.json";
     torchair::write_fusion_switch_file(outcome.workaround_path,
                                        switch_for(outcome.result.culprits_off(), oracle_->sections()));

@@ -73,7 +73,7 @@ struct BisectionOutcome {
   std::string listing_run, listing_outcome, listing_report;
   Result result;
   std::string json_path;        // bisection.json (Bisected)
-  std::string workaround_path;  // the culprits-off switch file (CulpritsFound)
+  std::string workaround_path;  // the culprits-off switch file (CulpritsFound, when the setup writes switch files)
 };
 
 class Bisection {

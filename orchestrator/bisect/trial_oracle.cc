@@ -41,13 +41,17 @@ std::optional<std::vector<std::string>> read_fired_report(const std::string& pat
   std::string text = torchair::read_fusion_file(path);
   nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
   if (doc.is_object() && doc.value("format", "") == "diagnose-run-status") {
-    // The plugin's status.json: which Inductor switches took effect.
-    if (!doc.contains("inductor_rules") || !doc["inductor_rules"].contains("fired")) return std::nullopt;
-    const nlohmann::json& fired = doc["inductor_rules"]["fired"];
-    if (!fired.is_array()) throw std::runtime_error(path + ": inductor_rules.fired is not a list");
+    // The plugin's status.json: the nodes a node search's run compiled (an Inductor run has
+    // inductor_rules too), else which Inductor switches took effect.
+    const char* section = doc.contains("isolation") ? "isolation" : "inductor_rules";
+    const char* key = doc.contains("isolation") ? "compiled" : "fired";
+    if (!doc.contains(section) || !doc[section].contains(key)) return std::nullopt;
+    const nlohmann::json& fired = doc[section][key];
+    std::string where = path + ": " + section + "." + key;
+    if (!fired.is_array()) throw std::runtime_error(where + " is not a list");
     std::vector<std::string> rules;
     for (const auto& rule : fired) {
-      if (!rule.is_string()) throw std::runtime_error(path + ": inductor_rules.fired holds a non-string");
+      if (!rule.is_string()) throw std::runtime_error(where + " holds a non-string");
       rules.push_back(rule.get<std::string>());
     }
     return rules;
@@ -96,14 +100,14 @@ TrialRecord candidate_listing_record(const TrialOutcome& outcome) {
   return record;
 }
 
-nlohmann::json trial_table(const Result& result) {
+nlohmann::json trial_table(const Result& result, const std::string& off_column) {
   nlohmann::json table = nlohmann::json::array();
   std::map<Config, int> seen;
   for (const TrialRecord& trial : result.trials) {
     std::string off;
     for (const std::string& rule : trial.off) off += (off.empty() ? "" : " ") + rule;
     nlohmann::json row = {{"trial", trial_name(trial.off, seen[trial.off]++)},
-                          {"rules_off", off.empty() ? "(none: all on)" : off},
+                          {off_column, off.empty() ? "(none: all on)" : off},
                           {"outcome", outcome_name(trial.outcome)},
                           {"duration_s", std::round(trial.duration_s * 100) / 100},
                           {"round", trial.round},
@@ -125,6 +129,7 @@ Trial TrialOracle::prepare(const Config& off, int occurrence) const {
   trial.name = trial_name(off, occurrence);
   trial.dir = setup_.dir_of(trial.name);
   fs::create_directories(trial.dir);
+  if (!setup_.switch_files) return trial;
   trial.switch_file = trial.dir + "/fusion_switch.json";
   torchair::write_fusion_switch_file(trial.switch_file, switch_for(off, setup_.sections));
   return trial;

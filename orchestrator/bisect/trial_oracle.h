@@ -39,7 +39,7 @@ struct TrialJudge {
 struct Trial {
   std::string name;         // stable across resumes: trial_name(off, occurrence)
   std::string dir;          // its own directory (created)
-  std::string switch_file;  // TorchAir switch file turning `off` off, written in dir
+  std::string switch_file;  // TorchAir switch file turning `off` off, written in dir (when the setup writes one)
   Config off;
 };
 
@@ -52,8 +52,12 @@ struct TrialSetup {
   // The switch file section of each rule; a rule without one is switched off in both sections.
   std::map<std::string, torchair::FusionSection> sections;
   // The fired-rule report, relative to the trial's working directory (or absolute):
-  // a fusion_result.json, or the plugin's status.json (its inductor_rules.fired). Empty: none.
+  // a fusion_result.json, or the plugin's status.json (its inductor_rules.fired, or in a node
+  // search isolation.compiled: the nodes the backend compiled). Empty: none.
   std::string fired_report = "fusion_result.json";
+  // Each trial's TorchAir switch file and the culprits-off workaround; false when the
+  // configuration reaches the run another way (a node search's run spec).
+  bool switch_files = true;
 };
 
 // Arguments that name an existing file or directory relative to `cwd` made absolute, so that
@@ -63,7 +67,8 @@ void anchor_relative_paths(RunRequest& request, const std::string& cwd);
 // "t" + 8 hex digits of the configuration + "-" + occurrence: the k-th trial of a configuration.
 std::string trial_name(const Config& off, int occurrence);
 
-// The rules a report says fired; nullopt when the file is absent. Throws std::runtime_error
+// The rules a report says fired (a status.json of a node search: the nodes compiled); nullopt
+// when the file is absent. Throws std::runtime_error
 // naming the file when it is malformed.
 std::optional<std::vector<std::string>> read_fired_report(const std::string& path);
 
@@ -77,8 +82,9 @@ std::map<std::string, torchair::FusionSection> report_sections(const std::string
 std::vector<std::string> select_rules(const std::vector<std::string>& rules, const std::vector<std::string>& include,
                                       const std::vector<std::string>& exclude);
 
-// The trial table of a bisection: one row per trial, the trial's name included.
-nlohmann::json trial_table(const Result& result);
+// The trial table of a bisection: one row per trial, the trial's name included; `off_column`
+// names what the trial switched off (rules; a node search's nodes run eagerly).
+nlohmann::json trial_table(const Result& result, const std::string& off_column = "rules_off");
 
 // The record of the all-on run that listed the candidates: the first sanity trial.
 TrialRecord candidate_listing_record(const TrialOutcome& outcome);

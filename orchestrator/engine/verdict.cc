@@ -23,6 +23,11 @@ const std::vector<VerdictCategory>& verdict_categories() {
        "A fusion rule (or graph pass) produces the wrong result: turn the named rule off (fusion_switch_file) "
        "to work around it, and report it with the failing subgraph.",
        true},
+      {"subgraph_defect", "Graph-only defect localised to a minimal subgraph",
+       "The compiled graph fails only when the named ops are compiled together, and no fusion rule explains "
+       "it: report the subgraph to the backend's developers with its standalone repro.py, and run those nodes "
+       "eagerly to work around it.",
+       true},
       {"localized_op_defect", "Defect localised to an op, not caused by fusion",
        "The graph run diverges at the named op while fusion is ruled out: examine that op's graph-mode "
        "inputs, layout and precision handling in context.",

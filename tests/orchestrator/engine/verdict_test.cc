@@ -50,6 +50,16 @@ TEST(Verdict, FlowchartOrderDecidesBetweenFailures) {
   EXPECT_EQ(fusion.summary, "Graph structure / fusion defect: SoftmaxFusionPass (step 'bisect': bisect summary)");
 }
 
+TEST(Verdict, AMinimalSubgraphRanksAfterAFusionRuleAndBeforeTheLocalisedOp) {
+  StepResult graph = step("graph", StepStatus::Fail, "localized_op_defect", {{"first_failing_op", "output"}});
+  StepResult subgraph =
+      step("subgraph", StepStatus::Fail, "subgraph_defect", {{"culprit", "operator.mul+operator.add"}});
+  Verdict v = verdict_of({graph, subgraph});
+  EXPECT_EQ(v.category, "subgraph_defect");
+  EXPECT_EQ(v.culprit, "operator.mul+operator.add");
+  EXPECT_EQ(verdict_of({graph, subgraph, step("bisect", StepStatus::Fail, "fusion_defect")}).category, "fusion_defect");
+}
+
 TEST(Verdict, CustomOrderAndAdvice) {
   Verdict v = verdict_of(
       {step("graph", StepStatus::Fail, "localized_op_defect"), step("eager", StepStatus::Fail, "eager_device_defect")},
@@ -92,7 +102,7 @@ TEST(Verdict, EveryDiagnosableCategoryHasTitleAndAdvice) {
     EXPECT_FALSE(c.advice.empty());
     diagnosable += c.diagnosable;
   }
-  EXPECT_EQ(diagnosable, 6u);
+  EXPECT_EQ(diagnosable, 7u);
 }
 
 }  // namespace

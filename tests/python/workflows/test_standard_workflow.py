@@ -33,6 +33,8 @@ EXPECTED = [
     ("precision_loss", "fusion_defect", ("SoftmaxFusionPass",)),
     ("precision_loss/workflow_tanh_gelu", "fusion_defect", ("GeluFusionPass",)),
     ("bf16_transformer", "no_precision_problem", None),
+    # a vendor backend dumping only final outputs: the mul and the add it feeds, compiled together
+    ("graph_only_defect", "subgraph_defect", ("operator.mul+operator.add",)),
 ]
 
 
@@ -56,6 +58,26 @@ def run_workflow(diagnose_bin: Path, example: str, out: Path, cache: Path) -> tu
     return report, done
 
 
+def check_the_subgraph_and_its_repro(steps: dict) -> None:
+    """The minimal failing subgraph is the mul and the add it feeds, no fusion rule explains it,
+    and its standalone repro.py fails alone and passes with the backend replaced by eager."""
+    assert steps["fusion"]["metrics"]["conclusion"] == "not_fusion", steps["fusion"]["summary"]
+    metrics = steps["subgraph"]["metrics"]
+    assert metrics["subgraph"] == ["g0.mul", "g0.h_1"] and metrics["repro_fails"], metrics
+    repro = Path(metrics["repro"])
+    for backend, exit_code in (([], 1), (["--backend", "eager"], 0)):
+        done = subprocess.run(
+            [sys.executable, str(repro), *backend], cwd=repro.parent, capture_output=True, text=True, timeout=300
+        )
+        assert done.returncode == exit_code, (backend, done.stdout, done.stderr)
+
+
+# What some examples show beyond their verdict, checked on the same workflow run.
+MORE_CHECKS = {
+    "graph_only_defect": check_the_subgraph_and_its_repro,
+}
+
+
 @pytest.mark.parametrize("example,category,culprit", EXPECTED, ids=[e[0] for e in EXPECTED])
 def test_standard_workflow_finds_the_planted_cause(diagnose_bin, tmp_path, inductor_cache, example, category, culprit):
     report, done = run_workflow(diagnose_bin, example, tmp_path / "runs", inductor_cache)
@@ -73,3 +95,5 @@ def test_standard_workflow_finds_the_planted_cause(diagnose_bin, tmp_path, induc
         text in (finding.get("op") or "") + finding["message"] for finding in verdict["findings"] for text in culprit
     ), verdict["findings"]
     assert verdict["reproduce"], "a verdict without the commands that reproduce it"
+    if example in MORE_CHECKS:
+        MORE_CHECKS[example](steps)

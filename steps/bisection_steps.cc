@@ -1,0 +1,95 @@
+#include "steps/bisection_steps.h"
+
+#include "orchestrator/workflow/workflow_schema.h"
+#include "steps/dump_judgement.h"
+#include "steps/plugin_run.h"
+
+namespace diagnose {
+
+using bisect::BisectionPlan;
+using bisect::JudgeKind;
+using bisect::TrialSetup;
+
+std::vector<Property> bisection_properties() {
+  return {
+      optional("slots", integer_schema("Trials at the same time (default: defaults.slots).", 1)),
+      optional("max_trials", defaulted(integer_schema("Trial budget.", 2), bisect::Options{}.max_trials)),
+      optional("crash_is_failure",
+               defaulted(boolean_schema("A crashing trial counts as a failure."), bisect::Options{}.crash_is_failure)),
+      optional("baseline_repeats", defaulted(integer_schema("Extra runs of the all-on configuration.", 0),
+                                             bisect::Options{}.baseline_repeats)),
+      optional("confirmations", defaulted(integer_schema("Agreeing runs behind each confirmation.", 1),
+                                          bisect::Options{}.confirmations)),
+  };
+}
+
+BisectionPlan bisection_plan(const StepContext& context) {
+  BisectionPlan plan;
+  plan.dir = context.step_dir();
+  plan.fingerprint = context.fingerprint();
+  try {
+    std::optional<bisect::TrialLog> saved = bisect::read_trial_log(bisect::trial_log_path(plan.dir));
+    if (saved && saved->fingerprint == plan.fingerprint) plan.resume = saved;
+  } catch (const std::exception&) {
+    // unreadable: the bisection starts over
+  }
+  const YAML::Node& node = context.step().node;
+  plan.options.slots = node["slots"] ? node["slots"].as<int>() : context.workflow().defaults.slots;
+  plan.options.max_trials = context.option<int>("max_trials");
+  plan.options.crash_is_failure = context.option<bool>("crash_is_failure");
+  plan.options.baseline_repeats = context.option<int>("baseline_repeats");
+  plan.options.confirmations = context.option<int>("confirmations");
+  return plan;
+}
+
+std::string judge_against_golden(const StepContext& context, const YAML::Node& golden, const YAML::Node& target,
+                                 const std::vector<std::string>& judge_ops, TrialSetup& setup, BisectionPlan& plan,
+                                 std::optional<StepResult>& golden_error) {
+  bool plugin = !context.workflow().model.script.empty();
+  setup.judge.kind = JudgeKind::Compare;
+  std::string tolerance_error;
+  setup.judge.tolerances = step_tolerances(context, &tolerance_error);
+  if (!tolerance_error.empty()) return "bad tolerances: " + tolerance_error;
+  setup.judge.ops = judge_ops;
+  std::string compared = judge_ops.empty() ? "outputs" : "dump";
+  if (golden && golden.IsScalar()) {
+    setup.judge.golden = context.path(golden.Scalar());
+  } else if (plugin) {
+    // Each golden record carries its float64 truth: a trial fails where it is further from it
+    // than eager is, so precision loss inside the dtype's tolerances is bisected too.
+    nlohmann::json defaults = {{"mode", "eager"}, {"dump", {{"level", "none"}, {"truth", true}}}};
+    if (!judge_ops.empty()) defaults["dump"] = {{"level", "aten"}, {"include", judge_ops}, {"truth", true}};
+    plan.alongside.push_back(plugin_run(context, "golden", side_spec(context, golden, defaults), golden));
+    setup.judge.golden = plan.alongside.back().dir + "/" + compared;
+  } else {
+    plan.alongside.push_back(context.model_run("golden", golden));
+    setup.judge.golden =
+        golden["dump"] ? context.path(golden["dump"].Scalar(), "golden") : plan.alongside.back().dump_dir;
+  }
+  setup.judge.dump = plugin ? compared : (target && target["dump"] ? target["dump"].Scalar() : "dump");
+  plan.check_alongside = [&golden_error](const std::vector<RunRecord>& records) {
+    golden_error = error_from_runs(records);
+    return golden_error ? golden_error->summary : std::string();
+  };
+  return "";
+}
+
+void record_bisection(const bisect::Result& bisection, StepResult& result) {
+  result.metrics["conclusion"] = conclusion_name(bisection.conclusion);
+  result.metrics["trials"] = bisection.trials.size();
+  result.metrics["new_trials"] = bisection.new_trials;
+  result.metrics["replayed_trials"] = bisection.replayed_trials;
+  result.metrics["rounds"] = bisection.rounds;
+  result.metrics["verified"] = bisection.verified;
+  result.metrics["confidence"] = bisection.confidence == bisect::Confidence::High ? "high" : "low";
+  result.summary = bisection.summary;
+}
+
+void add_bisection_evidence(const bisect::Bisection& driver, const bisect::BisectionOutcome& outcome,
+                            const std::string& configuration_column, StepResult& result) {
+  result.evidence.push_back({"table", "bisection trials", "", trial_table(outcome.result, configuration_column)});
+  result.evidence.push_back({"file", "bisection (JSON)", outcome.json_path, nullptr});
+  result.evidence.push_back({"file", "trial log", driver.log_path(), nullptr});
+}
+
+}  // namespace diagnose

@@ -1,0 +1,43 @@
+// What the step kinds that run a bisection (fusion_bisect over rules, subgraph_isolate over
+// FX nodes) share: their search keys, the golden side that judges the trials, the plan
+// resumed from an interrupted invocation's trial log, and the bisection's metrics and evidence.
+#pragma once
+
+#include "steps/layer.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "orchestrator/bisect/driver.h"
+#include "orchestrator/engine/step.h"
+#include "orchestrator/workflow/schema.h"
+
+namespace diagnose {
+
+// slots, max_trials, crash_is_failure, baseline_repeats, confirmations, with their defaults.
+std::vector<Property> bisection_properties();
+
+// A plan in the step's directory under the step's fingerprint, the search options from the
+// step's keys, resuming the saved trial log of an earlier invocation of this same step.
+bisect::BisectionPlan bisection_plan(const StepContext& context);
+
+// Trials judged by the comparison core against a golden: `golden` a dump path, a plugin run (an
+// eager run whose final outputs, or `judge_ops`' records, carry their float64 truth) or a
+// command run of a command model, which joins the plan's first round. Sets setup.judge; a
+// golden run that fails leaves its result in *golden_error (which must outlive the plan).
+// Returns an error message ("" when set up).
+std::string judge_against_golden(const StepContext& context, const YAML::Node& golden, const YAML::Node& target,
+                                 const std::vector<std::string>& judge_ops, bisect::TrialSetup& setup,
+                                 bisect::BisectionPlan& plan, std::optional<StepResult>& golden_error);
+
+// conclusion, trials, new_trials, replayed_trials, rounds, verified, confidence; the summary.
+void record_bisection(const bisect::Result& bisection, StepResult& result);
+// The trial table (`configuration_column` names what a trial switched off), bisection.json,
+// the trial log.
+void add_bisection_evidence(const bisect::Bisection& driver, const bisect::BisectionOutcome& outcome,
+                            const std::string& configuration_column, StepResult& result);
+
+}  // namespace diagnose
