@@ -298,11 +298,25 @@ GeDump read_or_report(GroupContext& ctx, const GeOpFile& file) {
   return dump;
 }
 
+// The FX nodes a GE op computes (a fused op: those its constituents stand for), in order, set
+// on the rows it gave from `first` on.
+void note_fx_nodes(GroupContext& ctx, size_t first, const std::vector<const GeGraphOp*>& ops) {
+  std::vector<std::string> nodes;
+  for (const GeGraphOp* op : ops) {
+    const auto prefix = op ? op->fx_prefix() : std::nullopt;
+    if (!prefix) continue;
+    const std::string node = prefix->substr(0, prefix->find('-'));  // "{node}-{target}"
+    if (std::find(nodes.begin(), nodes.end(), node) == nodes.end()) nodes.push_back(node);
+  }
+  for (size_t i = first; i < ctx.out->rows.size(); ++i) ctx.out->rows[i].fx_nodes = nodes;
+}
+
 void match_op_fx(GroupContext& ctx, const GeGraph& graph, int64_t token, FxStepIndex& fx, const GeOpFile& file) {
   const GeDump dump = read_or_report(ctx, file);
   if (!dump.ok()) return;
   const int64_t order = file.name.timestamp;
   const std::string& op_name = file.name.op_name;
+  const size_t first_row = ctx.out->rows.size();
 
   if (const GeGraphOp* op = find_graph_op(graph, dump, file)) {
     const auto prefix = op->fx_prefix();
@@ -310,6 +324,7 @@ void match_op_fx(GroupContext& ctx, const GeGraph& graph, int64_t token, FxStepI
       input_rows_fx(ctx, token, order, fx, *prefix, dump, file);
       for (size_t k = 0; k < dump.outputs.size(); ++k)
         if (const auto link = output_link(*op, k)) output_row_fx(ctx, token, order, fx, *link, k, dump, file);
+      note_fx_nodes(ctx, first_row, {op});
     } else if (is_self_compared_type(file.name.op_type) || is_self_compared_type(op->type)) {
       self_compare_rows(ctx, token, order, dump, file, op_name);
     } else {
@@ -349,6 +364,7 @@ void match_op_fx(GroupContext& ctx, const GeGraph& graph, int64_t token, FxStepI
     if (!link) link = output_link(*parts.back(), k);
     if (link) output_row_fx(ctx, token, order, fx, *link, k, dump, file);
   }
+  note_fx_nodes(ctx, first_row, parts);
 }
 
 struct LoadedGraph {
@@ -452,12 +468,14 @@ void match_op_ge(GroupContext& ctx, const GeGraph& graph, int64_t token, GoldenT
   const int64_t order = file.name.timestamp;
   const std::string op_key = ge_op_key(graph, dump, file);
 
+  const size_t first_row = ctx.out->rows.size();
   if (const GeOpFile* g = golden.find(file.name.op_name)) {
     golden.used.insert(g->name.op_name);
     const GeDump gd = read_or_report(ctx, *g);
     if (!gd.ok()) return;
     for (Direction d : {Direction::Input, Direction::Output})
       pair_rows(ctx, token, op_key, order, d, ge_side(gd, *g, d, "golden GE op"), ge_side(dump, file, d, "GE op"));
+    note_fx_nodes(ctx, first_row, {find_graph_op(graph, dump, file)});
     return;
   }
   const Constituents fused =
@@ -495,6 +513,7 @@ void match_op_ge(GroupContext& ctx, const GeGraph& graph, int64_t token, GoldenT
   }
   pair_rows(ctx, token, op_key, order, Direction::Input, inputs, ge_side(dump, file, Direction::Input, "GE op"));
   pair_rows(ctx, token, op_key, order, Direction::Output, outputs, ge_side(dump, file, Direction::Output, "GE op"));
+  note_fx_nodes(ctx, first_row, parts);
 }
 
 }  // namespace

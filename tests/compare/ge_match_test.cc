@@ -219,6 +219,8 @@ TEST(GeMatch, FusedOpUsesFirstInputsAndLastOutputs) {
   EXPECT_NE(fused[2]->golden_path.find("relu-aten.relu.default.OUTPUT.0."), std::string::npos);
   EXPECT_EQ(fused[2]->my_op_type, "AutomaticBufferFusionOp");
   for (const RowSpec* row : fused) EXPECT_TRUE(row->match_note.empty()) << row->match_note;
+  // every row names the FX nodes fused into the GE op (Cast_5, which GE inserted, stands for none)
+  for (const RowSpec* row : fused) EXPECT_EQ(row->fx_nodes, (std::vector<std::string>{"add_2", "relu"}));
 }
 
 TEST(GeMatch, FusedOpOutputsFollowOriginalOp) {
