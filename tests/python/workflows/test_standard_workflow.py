@@ -26,6 +26,8 @@ EXPECTED = [
     ("meta_defect", "dynamo_meta_defect", ("diagnose_example.rms_scale.default",)),
     # the buffer that computes mean, sub, mul (named after mul), whose input sub is wrong
     ("graph_pass_defect", "localized_op_defect", ("mul-aten.mul.Tensor", "sub")),
+    # a custom op writing its input in place under mutates_args=(): the schema check names it
+    ("custom_op_mutation", "dynamo_meta_defect", ("diagnose_example.scaled_gate.default",)),
     ("fusion_rules", "fusion_defect", ("GeluFusionPass",)),
     ("bf16_more_accurate", "no_precision_problem", None),
     ("mlp", "no_precision_problem", None),
@@ -72,9 +74,32 @@ def check_the_subgraph_and_its_repro(steps: dict) -> None:
         assert done.returncode == exit_code, (backend, done.stdout, done.stderr)
 
 
+def check_the_fused_nodes_and_their_lines(steps: dict) -> None:
+    """The culprit buffer's FX nodes and the model lines they come from, in metrics and findings."""
+    metrics = steps["graph_compare"]["metrics"]
+    assert metrics["localized"] is True and metrics["culprit_nodes"] == ["mean", "sub", "mul"], metrics
+    assert [place.split(" ")[0] for place in metrics["culprit_sources"]] == ["model.py:24", "model.py:25"], metrics
+    assert any(
+        "fused FX nodes mean, sub, mul; from model.py:24" in f["message"] for f in steps["graph_compare"]["findings"]
+    )
+
+
+def check_the_undeclared_mutation(steps: dict) -> None:
+    """Every backend matches eager; the finding names the custom op and the input it writes."""
+    dynamo = steps["dynamo"]
+    assert dynamo["metrics"]["failed_backends"] == [] and dynamo["metrics"]["schema_violations"] == 1, dynamo["summary"]
+    assert any(
+        "custom op diagnose_example::scaled_gate" in f["message"]
+        and "undeclared mutation: writes its input `x`" in f["message"]
+        for f in dynamo["findings"]
+    ), dynamo["findings"]
+
+
 # What some examples show beyond their verdict, checked on the same workflow run.
 MORE_CHECKS = {
     "graph_only_defect": check_the_subgraph_and_its_repro,
+    "graph_pass_defect": check_the_fused_nodes_and_their_lines,
+    "custom_op_mutation": check_the_undeclared_mutation,
 }
 
 
