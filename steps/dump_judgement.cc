@@ -118,7 +118,7 @@ std::vector<std::string> source_places(const compare::RowSpec& row) {
   return places;
 }
 
-// What a localised op (an Inductor buffer, an FX node) is in the model: "fused FX nodes mean,
+// What a localised op (an Inductor buffer, a GE op, an FX node) is in the model: "fused FX nodes mean,
 // sub, mul; from model.py:24 `...`, model.py:25 `...`"; "" when its dump does not say.
 std::string origin_text(const compare::CompareResult& compared, const std::string& op) {
   const compare::RowSpec* row = row_with_nodes(compared, op);
@@ -258,13 +258,13 @@ DumpJudgement judge_dumps(const StepContext& context, const std::string& golden,
       divergences.begin(), divergences.end(),
       [](const compare::Divergence& a, const compare::Divergence& b) { return a.graph >= 0 && b.graph < 0; });
   nlohmann::json source_ops = nlohmann::json::array();
+  auto origin = [&](const std::string& op) {
+    const std::string text = origin_text(compared, op);
+    return text.empty() ? "" : "; " + text;
+  };
   for (const compare::Divergence& d : divergences) {
     std::string where = (d.rank >= 0 ? " rank " + std::to_string(d.rank) : "") +
                         (d.graph >= 0 ? " graph " + std::to_string(d.graph) : "");
-    auto origin = [&](const std::string& op) {
-      const std::string text = origin_text(compared, op);
-      return text.empty() ? "" : "; " + text;
-    };
     result.findings.push_back({prefix + "first failing op" + where + ": " + d.first_failing_op +
                                    truth_distance(compared, d.first_failing_op) + origin(d.first_failing_op),
                                d.first_failing_op});

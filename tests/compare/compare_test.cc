@@ -166,7 +166,7 @@ TEST(Compare, ManifestTruthsJudgeByIdentityAndUnmatchedSayWhy) {
       mine.path() + "/manifest.jsonl",
       R"({"type": "header", "format": "diagnose-dump", "version": 1})"
       "\n"
-      R"({"type": "tensor", "seq": 0, "op_key": "b-aten.add.Tensor", "io": "output", "index": 0, "file": "tensors/buf0.npy", "dtype": "torch.float32", "shape": [3], "fx_nodes": ["a", "b"], "graph": 0})"
+      R"({"type": "tensor", "seq": 0, "op_key": "b-aten.add.Tensor", "io": "output", "index": 0, "file": "tensors/buf0.npy", "dtype": "torch.float32", "shape": [3], "fx_nodes": ["a", "b"], "graph": 0, "sources": [{"node": "a", "module": "fc", "line": "model.py:3", "code": "y = x * 2"}, {"node": "b", "custom_op": "demo::add"}]})"
       "\n"
       R"({"type": "end", "records": 1})"
       "\n");
@@ -184,6 +184,14 @@ TEST(Compare, ManifestTruthsJudgeByIdentityAndUnmatchedSayWhy) {
   EXPECT_EQ(unmatched["graph0/step0/a-aten.mul.Tensor.OUTPUT.0"],
             "fused into another node's buffer; never materialised");
   EXPECT_EQ(r.summary.judged_by.at("fp32 truth ratio"), 1u);
+  // the row carries what the buffer computes and where each node came from
+  EXPECT_EQ(b->spec.fx_nodes, (std::vector<std::string>{"a", "b"}));
+  ASSERT_EQ(b->spec.sources.size(), 2u);
+  EXPECT_EQ(b->spec.sources[0].module, "fc");
+  EXPECT_EQ(b->spec.sources[0].line, "model.py:3");
+  EXPECT_EQ(b->spec.sources[0].code, "y = x * 2");
+  EXPECT_EQ(b->spec.sources[1].custom_op, "demo::add");
+  EXPECT_FALSE(b->spec.final_output);
 }
 
 void write_stats_manifest(const std::string& dir, double l2, const std::string& hash) {
