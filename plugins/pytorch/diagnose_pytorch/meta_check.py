@@ -9,7 +9,10 @@ schema as `torch.library.opcheck`'s `test_schema` does: it runs on copies of the
 SchemaCheckMode, which fails when an input the schema does not declare mutable was written, or
 an output aliases an input without the schema saying so. torch.compile trusts the schema: an
 undeclared write is reordered or fused past (Inductor), so compiled and eager differ. The fake
-check above is opcheck's `test_faketensor` part; the autograd tests do not apply to inference.
+check above is the shape/dtype/stride part of opcheck's `test_faketensor`; its
+`test_autograd_registration` checks nothing without inputs that require grad, and its
+`test_aot_dispatch_*` run the op through AOT Autograd, as dynamo_meta_check's aot_eager runs
+do for the whole model.
 
 Writes <output_dir>/meta_check.json: one entry per distinct op, the first failing call kept."""
 

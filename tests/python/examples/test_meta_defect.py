@@ -31,6 +31,9 @@ def test_meta_check_names_the_custom_op_with_the_wrong_fake_dtype(example_runs):
             "status": "mismatch",
             "mismatches": [{"output": 0, "field": "dtype", "eager": "torch.float32", "fake": "torch.bfloat16"}],
             "message": "output 0 dtype: eager torch.float32, fake torch.bfloat16",
+            # a custom op is checked against its schema too: it keeps to it
+            "schema": "diagnose_example::rms_scale(Tensor x, Tensor weight) -> Tensor",
+            "violations": [],
         }
     ]
     assert run.status["graphs"]["graph_break_reasons"] == []
