@@ -406,5 +406,44 @@ TEST(DiagnosticSteps, ModelWithoutScriptIsAnErrorNamingTheFix) {
   EXPECT_NE(report_of(dir)["steps"][0]["summary"].get<std::string>().find("give model.script"), std::string::npos);
 }
 
+// The stand-in's graph has four nodes; `culprits` must all be compiled for the output to be wrong.
+nlohmann::json isolate_nodes(const TempDir& dir, const std::string& env, int expected_code) {
+  write_text(dir / "wf.yaml", stand_in_model("STAND_IN_NODES: \"g0.a,g0.mul,g0.add,g0.b\", " + env) +
+                                  "steps:\n  - {id: subgraph, kind: subgraph_isolate, confirmations: 1}\n");
+  Finished r = run_diagnose({"wf.yaml"}, dir.path());
+  EXPECT_EQ(r.code, expected_code) << r.out << r.err;
+  return report_of(dir);
+}
+
+TEST(DiagnosticSteps, SubgraphIsolationNamesTheMinimalSubgraphAndItsRepro) {
+  TempDir dir;
+  nlohmann::json report = isolate_nodes(dir, "STAND_IN_CULPRIT_NODES: \"g0.mul,g0.add\"", 1);
+  const nlohmann::json& step = report["steps"][0];
+  EXPECT_EQ(report["verdict"]["category"], "subgraph_defect");
+  EXPECT_EQ(report["verdict"]["culprit"], "aten.mul+aten.add");
+  EXPECT_EQ(step["metrics"]["subgraph"], (nlohmann::json{"g0.mul", "g0.add"}));
+  EXPECT_EQ(step["metrics"]["nodes"], 4);
+  EXPECT_EQ(step["metrics"]["repro_fails"], true);
+  std::string repro = step["metrics"]["repro"];
+  EXPECT_EQ(repro, only_run_dir(dir / "runs") + "/steps/subgraph/subgraph-1/repro/repro.py");
+  EXPECT_TRUE(boost::filesystem::exists(repro));
+  EXPECT_EQ(read_json(only_run_dir(dir / "runs") + "/steps/subgraph/subgraph-1/spec.json")["isolation"],
+            (nlohmann::json{{"eager_nodes", {"g0.a", "g0.b"}}, {"repro", true}}));
+  EXPECT_NE(step["findings"][0]["message"].get<std::string>().find("aten.mul (g0.mul, model.py:1) -> aten.add"),
+            std::string::npos);
+  EXPECT_NE(step["reproduce"].back().get<std::string>().find("repro.py --backend eager"), std::string::npos);
+  EXPECT_FALSE(boost::filesystem::exists(only_run_dir(dir / "runs") + "/steps/subgraph/fusion_switch.json"));
+}
+
+TEST(DiagnosticSteps, SubgraphIsolationWithNothingToIsolateSaysWhy) {
+  TempDir passing, always_wrong;
+  nlohmann::json report = isolate_nodes(passing, "STAND_IN_CULPRIT_NODES: \"\"", 0);
+  EXPECT_EQ(report["steps"][0]["metrics"]["conclusion"], "no_failure");
+  report = isolate_nodes(always_wrong, "STAND_IN_WRONG_BACKEND: inductor", 3);
+  EXPECT_EQ(report["steps"][0]["metrics"]["conclusion"], "not_fusion");
+  EXPECT_NE(report["steps"][0]["summary"].get<std::string>().find("remains with all 4 nodes run eagerly"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace diagnose

@@ -320,7 +320,8 @@ steps:
     kind: compre
 )yaml",
      "wf.yaml:4:11: error: steps.a: unknown step kind 'compre' (did you mean 'compare'?); known kinds: run, compare, "
-     "assert, gate, fusion_bisect, single_op_check, eager_device_vs_cpu, dynamo_meta_check, graph_dump_compare",
+     "assert, gate, fusion_bisect, single_op_check, eager_device_vs_cpu, dynamo_meta_check, graph_dump_compare, "
+     "subgraph_isolate",
      1},
     {"unknown_model_key",
      R"yaml(model:

@@ -6,7 +6,9 @@ files, with behaviour chosen by environment variables, for the step kinds' focus
                     $STAND_IN_WRONG_BACKEND=B makes backend B's output wrong,
                     $STAND_IN_FAIL_BACKEND=B makes it exit 1 (FX-level dumps run the graph
                     eagerly: always right); $STAND_IN_SCALE scales every run's output;
-                    graph breaks: $STAND_IN_BREAKS
+                    graph breaks: $STAND_IN_BREAKS; a spec's isolation (subgraph_isolate):
+                    the graph's nodes $STAND_IN_NODES, wrong while every one of
+                    $STAND_IN_CULPRIT_NODES is compiled (status.json isolation; repro/repro.py)
   ops --from DIR    prints $STAND_IN_OPS (comma-separated) as the op inventory
   single-op ...     checks each --ops op: $STAND_IN_CRASH_OPS kill the process (SIGKILL),
                     $STAND_IN_WRONG_OPS give a wrong graph result, $STAND_IN_ERROR_OPS a
@@ -61,6 +63,21 @@ def value(scale=1.0):
     return (np.arange(12, dtype=np.float32).reshape(3, 4) / 7.0 + 0.5) * scale
 
 
+def isolate(out, isolation):
+    """status.json's isolation for a run with `isolation.eager_nodes`, and whether the run is
+    wrong: every culprit node compiled. The repro exits 1 when wrong, 0 with --backend."""
+    nodes = env_list("STAND_IN_NODES")
+    compiled = [node for node in nodes if node not in isolation.get("eager_nodes", [])]
+    culprits = env_list("STAND_IN_CULPRIT_NODES")
+    wrong = bool(culprits) and all(node in compiled for node in culprits)
+    if isolation.get("repro"):
+        os.makedirs(os.path.join(out, "repro"), exist_ok=True)
+        with open(os.path.join(out, "repro", "repro.py"), "w") as f:
+            f.write(f"import sys\nsys.exit(0 if '--backend' in sys.argv else {int(wrong)})\n")
+    infos = [{"id": n, "graph": 0, "op": "aten." + n[3:], "module": "", "source": "model.py:1"} for n in nodes]
+    return {"nodes": infos, "compiled": compiled, "pieces": [], "repro": "repro/repro.py"}, wrong
+
+
 def run(argv):
     with open(os.environ["DIAGNOSE_RUN_SPEC"]) as f:
         spec = json.load(f)
@@ -75,6 +92,10 @@ def run(argv):
         and compiled_backend == os.environ.get("STAND_IN_WRONG_BACKEND")
         and spec.get("dump", {}).get("level") != "fx"
     )
+    isolation = None
+    if "isolation" in spec:
+        isolation, wrong_subgraph = isolate(out, spec["isolation"])
+        wrong = wrong or wrong_subgraph
     result = value((1.5 if wrong else 1.0) * float(os.environ.get("STAND_IN_SCALE", "1")))
     if spec.get("dump", {}).get("level") != "none":
         Dump(os.path.join(out, "dump")).write("aten.mul.Tensor", "mul-aten.mul.Tensor", result)
@@ -84,11 +105,14 @@ def run(argv):
             json.dump({"ops": json.loads(os.environ.get("STAND_IN_META", "[]"))}, f)
     breaks = env_list("STAND_IN_BREAKS") if compiled_backend else []
     status = {
+        "format": "diagnose-run-status",
         "state": "ok",
         "spec": spec,
         "argv": argv,
         "graphs": {"count": 1 + len(breaks), "graph_breaks": len(breaks), "graph_break_reasons": breaks},
     }
+    if isolation is not None:
+        status["isolation"] = isolation
     with open(os.path.join(out, "status.json"), "w") as f:
         json.dump(status, f)
     return 0
