@@ -104,6 +104,11 @@ class SubgraphIsolateStep : public StepKind {
       diagnostics.error(step.node.Mark(), "steps." + step.id +
                                               ": subgraph_isolate splits the graphs the plugin captures; give "
                                               "model.script");
+    YAML::Node dump = step.node["target"] ? step.node["target"]["dump"] : YAML::Node();
+    if (dump && dump.IsMap() && dump["level"] && dump["level"].Scalar() != "none")
+      diagnostics.error(dump["level"].Mark(), "steps." + step.id +
+                                                  ".target.dump.level: must be none (a trial is judged on its final "
+                                                  "outputs; the plugin splits graphs only without a per-op dump)");
     check_tolerances(step.node["tolerances"], diagnostics);
   }
 

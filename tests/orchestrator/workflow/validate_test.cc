@@ -402,6 +402,16 @@ steps:
      "wf.yaml:5:20: error: steps.fusion.target.dump: a run of the model's script takes the plugin's dump spec "
      "({level: ..., include: ...}), not a path",
      1},
+    {"subgraph_trials_with_an_op_dump",
+     R"yaml(model: {script: model.py}
+steps:
+  - id: subgraph
+    kind: subgraph_isolate
+    target: {dump: {level: aten}}
+)yaml",
+     "wf.yaml:5:28: error: steps.subgraph.target.dump.level: must be none (a trial is judged on its final outputs; "
+     "the plugin splits graphs only without a per-op dump)",
+     1},
     {"command_side_dump_as_spec",
      R"yaml(model: {argv: [python, model.py, "${switch_file}"]}
 steps:
