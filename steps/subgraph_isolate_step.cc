@@ -36,12 +36,16 @@ struct NodeInfo {
   std::string op, module, source;
 };
 
+std::string text_at(const nlohmann::json& node, const char* key) {
+  return node.contains(key) && node[key].is_string() ? node[key].get<std::string>() : "";
+}
+
 std::map<std::string, NodeInfo> node_infos(const nlohmann::json& status) {
   std::map<std::string, NodeInfo> infos;
-  if (!status.is_object() || !status.contains("isolation")) return infos;
-  for (const nlohmann::json& node : status["isolation"].value("nodes", nlohmann::json::array()))
-    if (node.is_object() && node.contains("id"))
-      infos[node["id"].get<std::string>()] = {node.value("op", ""), node.value("module", ""), node.value("source", "")};
+  if (!status.is_object() || !status.contains("isolation") || !status["isolation"].contains("nodes")) return infos;
+  for (const nlohmann::json& node : status["isolation"]["nodes"])
+    if (node.is_object() && !text_at(node, "id").empty())
+      infos[text_at(node, "id")] = {text_at(node, "op"), text_at(node, "module"), text_at(node, "source")};
   return infos;
 }
 
@@ -51,7 +55,7 @@ std::string joined(const std::vector<std::string>& items, const std::string& sep
   return text;
 }
 
-// The nodes not in `compiled`, in candidate order: a trial's eager_nodes.
+// The candidates not in `compiled`: a trial's eager_nodes.
 Config all_but(const std::vector<std::string>& candidates, const std::vector<std::string>& compiled) {
   Config eager;
   for (const std::string& node : candidates)
