@@ -26,17 +26,23 @@ std::string listed(const std::vector<std::string>& items) {
   return text;
 }
 
+// The target's switches with the Inductor switches `off` off too (the user's own stay off).
+nlohmann::json with_inductor_off(const SingleOpTarget& target, const Config& off) {
+  nlohmann::json switches = target.spec.value("switches", nlohmann::json::object());
+  nlohmann::json all_off = switches.value("inductor_off", nlohmann::json::array());
+  for (const std::string& rule : off) all_off.push_back(rule);
+  switches["inductor_off"] = all_off;
+  return switches;
+}
+
 // A trial's `single-op` process: the failing ops with `off` switched off, in the trial's directory.
 RunRequest trial_request(const StepContext& context, const SingleOpTarget& target, bool inductor,
                          const std::vector<std::string>& ops, const Trial& trial) {
   nlohmann::json switches = target.spec.value("switches", nlohmann::json::object());
-  if (inductor) {
-    nlohmann::json off = switches.value("inductor_off", nlohmann::json::array());
-    for (const std::string& rule : trial.off) off.push_back(rule);  // the user's own stay off
-    switches["inductor_off"] = off;
-  } else {
+  if (inductor)
+    switches = with_inductor_off(target, trial.off);
+  else
     switches["fusion_switch_file"] = trial.switch_file;
-  }
   std::string switches_file = trial.dir + "/switches.json";
   write_file_atomically(switches_file, switches.dump(2) + "\n");
   RunRequest request = plugin_command(
@@ -63,13 +69,14 @@ BisectionPlan rule_plan(const StepContext& context, const std::vector<std::strin
   return plan;
 }
 
-// The workaround as the target's switches: for Inductor the run spec's switches.inductor_off
-// (a `single-op --switches` file as it is), else the fusion switch file the driver wrote.
-std::string workaround_file(const BisectionOutcome& outcome, const Config& culprits, bool inductor,
-                            const std::string& dir) {
+// The workaround: for Inductor the target's run spec switches with the culprits in
+// inductor_off (a `single-op --switches` file as it is), else the fusion switch file the driver
+// wrote.
+std::string workaround_file(const BisectionOutcome& outcome, const SingleOpTarget& target, const Config& culprits,
+                            bool inductor, const std::string& dir) {
   if (!inductor) return outcome.workaround_path;
   std::string path = dir + "/switches.json";
-  write_file_atomically(path, nlohmann::json({{"inductor_off", culprits}}).dump(2) + "\n");
+  write_file_atomically(path, with_inductor_off(target, culprits).dump(2) + "\n");
   return path;
 }
 
@@ -137,7 +144,7 @@ std::string attribute_to_rules(const StepContext& context, const SingleOpTarget&
 
   switch (bisection.conclusion) {
     case Conclusion::CulpritsFound: {
-      std::string workaround = workaround_file(outcome, culprits, inductor, plan.dir);
+      std::string workaround = workaround_file(outcome, target, culprits, inductor, plan.dir);
       result.metrics["workaround"] = workaround;
       result.evidence.push_back({"file", "workaround: switch file turning only the culprits off", workaround, nullptr});
       for (const bisect::CulpritSet& set : bisection.culprit_sets) {

@@ -248,6 +248,32 @@ TEST(DiagnosticSteps, SingleOpFailureIsAttributedToTheFusionRuleOnTheFailingOpsA
   EXPECT_TRUE(finding) << step["findings"].dump(1);
 }
 
+TEST(DiagnosticSteps, SingleOpFailureIsAttributedToAnInductorSwitch) {
+  TempDir dir;
+  write_text(dir / "wf.yaml", stand_in_model("STAND_IN_OPS: \"aten.a.default,aten.e.default\", STAND_IN_RULE_OPS: "
+                                             "\"aten.e.default:pattern_matcher\"") +
+                                  "steps:\n  - {id: single, kind: single_op_check, target: {backend: inductor, "
+                                  "switches: {inductor_off: [fallback_random]}}}\n");
+  Finished r = run_diagnose({"wf.yaml"}, dir.path());
+  ASSERT_EQ(r.code, 1) << r.out << r.err;
+  const nlohmann::json step = report_of(dir)["steps"][0];
+  EXPECT_EQ(step["metrics"]["rules"], nlohmann::json{"pattern_matcher"});
+  std::string workaround = only_run_dir(dir / "runs") + "/steps/single/rules/switches.json";
+  EXPECT_EQ(step["metrics"]["workaround"], workaround);
+  EXPECT_NE(step["summary"].get<std::string>().find("caused by Inductor switch pattern_matcher: switching it off fixes "
+                                                    "it, switch file " +
+                                                    workaround),
+            std::string::npos)
+      << step["summary"];
+  EXPECT_EQ(read_json(workaround), (nlohmann::json{{"inductor_off", {"fallback_random", "pattern_matcher"}}}));
+  // The user's own switches stay off in every trial.
+  for (const auto& run : step["runs"]) {
+    if (std::string(run["name"]).rfind("t", 0) != 0) continue;
+    nlohmann::json off = read_json(std::string(run["cwd"]) + "/switches.json")["inductor_off"];
+    EXPECT_EQ(off[0], "fallback_random") << off;
+  }
+}
+
 TEST(DiagnosticSteps, SingleOpFailureNoRuleExplainsSaysSo) {
   TempDir dir;
   write_text(dir / "wf.yaml", rule_workflow("aten.e.default"));

@@ -16,7 +16,9 @@ files, with behaviour chosen by environment variables, for the step kinds' focus
                     $STAND_IN_SKIP_OPS are skipped as random; $STAND_IN_RULE_OPS
                     (op:Rule,...) are wrong while fusion rule Rule is on (the --switches file's
                     fusion_switch_file), and Rule and TbeEltwiseFusionPass fire on them
-                    (./fusion_result.json, as GE writes it)
+                    (./fusion_result.json, as GE writes it); with --backend inductor Rule is
+                    an Inductor switch (the --switches file's inductor_off) and it and
+                    split_reductions fire (OUT/status.json inductor_rules.fired)
 """
 
 import json
@@ -123,28 +125,39 @@ def option(args, name, default=None):
 
 
 def rules_off(args):
-    """The rules the --switches file's fusion switch file turns off ("ALL": every rule)."""
+    """The rules the --switches file turns off: Inductor's inductor_off, else those its fusion
+    switch file turns off ("ALL": every rule)."""
     switches = json.load(open(option(args, "--switches"))) if option(args, "--switches") else {}
+    if option(args, "--backend") == "inductor":
+        return set(switches.get("inductor_off", []))
     fusion_switch = json.load(open(switches["fusion_switch_file"])) if "fusion_switch_file" in switches else {}
     return {rule for group in fusion_switch.get("Switch", {}).values() for rule, on in group.items() if on == "off"}
 
 
 def fire_rules(args):
-    """The rules that fire on this run's ops, into ./fusion_result.json; returns those that break one."""
+    """The rules that fire on this run's ops, into their report; returns the ops a rule breaks."""
     rule_of = dict(item.split(":") for item in env_list("STAND_IN_RULE_OPS"))
+    inductor = option(args, "--backend") == "inductor"
+    innocent = "split_reductions" if inductor else "TbeEltwiseFusionPass"
     off = rules_off(args)
-    fired, breaking = {"graph_fusion": {}, "ub_fusion": {}}, {}
+    fired, breaking = [], {}
     for op in option(args, "--ops").split(","):
         if op not in rule_of:
             continue
-        for group, rule in (("graph_fusion", rule_of[op]), ("ub_fusion", "TbeEltwiseFusionPass")):
-            if rule not in off and "ALL" not in off:
-                fired[group][rule] = {"match_times": "1", "effect_times": "1"}
-        if rule_of[op] in fired["graph_fusion"]:
+        fired += [rule for rule in (rule_of[op], innocent) if rule not in off and "ALL" not in off]
+        if rule_of[op] in fired:
             breaking[op] = rule_of[op]
-    if rule_of:
+    if inductor:
+        status = {"format": "diagnose-run-status", "inductor_rules": {"fired": sorted(set(fired))}}
+        with open(os.path.join(option(args, "--out"), "status.json"), "w") as f:
+            json.dump(status, f)
+    elif rule_of:
+        groups = {"graph_fusion": {}, "ub_fusion": {}}
+        for rule in fired:
+            group = groups["ub_fusion" if rule == innocent else "graph_fusion"]
+            group[rule] = {"match_times": "1", "effect_times": "1"}
         with open("fusion_result.json", "w") as f:
-            json.dump({"session_and_graph_id_0_0": fired}, f)
+            json.dump({"session_and_graph_id_0_0": groups}, f)
     return breaking
 
 
