@@ -23,16 +23,21 @@ std::vector<Property> bisection_properties() {
   };
 }
 
-BisectionPlan bisection_plan(const StepContext& context) {
+BisectionPlan resumable_plan(const std::string& dir, const nlohmann::json& fingerprint) {
   BisectionPlan plan;
-  plan.dir = context.step_dir();
-  plan.fingerprint = context.fingerprint();
+  plan.dir = dir;
+  plan.fingerprint = fingerprint;
   try {
     std::optional<bisect::TrialLog> saved = bisect::read_trial_log(bisect::trial_log_path(plan.dir));
     if (saved && saved->fingerprint == plan.fingerprint) plan.resume = saved;
   } catch (const std::exception&) {
     // unreadable: the bisection starts over
   }
+  return plan;
+}
+
+BisectionPlan bisection_plan(const StepContext& context) {
+  BisectionPlan plan = resumable_plan(context.step_dir(), context.fingerprint());
   const YAML::Node& node = context.step().node;
   plan.options.slots = node["slots"] ? node["slots"].as<int>() : context.workflow().defaults.slots;
   plan.options.max_trials = context.option<int>("max_trials");

@@ -20,6 +20,8 @@ namespace diagnose {
 // slots, max_trials, crash_is_failure, baseline_repeats, confirmations, with their defaults.
 std::vector<Property> bisection_properties();
 
+// A plan kept in `dir`, resuming the trial log saved there when it has this `fingerprint`.
+bisect::BisectionPlan resumable_plan(const std::string& dir, const nlohmann::json& fingerprint);
 // A plan in the step's directory under the step's fingerprint, the search options from the
 // step's keys, resuming the saved trial log of an earlier invocation of this same step.
 bisect::BisectionPlan bisection_plan(const StepContext& context);

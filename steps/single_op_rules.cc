@@ -4,6 +4,7 @@
 
 #include "orchestrator/bisect/driver.h"
 #include "orchestrator/exec/command_line.h"
+#include "steps/bisection_steps.h"
 #include "steps/dump_judgement.h"
 #include "steps/plugin_run.h"
 #include "steps/single_op_batches.h"
@@ -52,15 +53,7 @@ RunRequest trial_request(const StepContext& context, const SingleOpTarget& targe
 }
 
 BisectionPlan rule_plan(const StepContext& context, const std::vector<std::string>& ops) {
-  BisectionPlan plan;
-  plan.dir = context.step_dir() + "/rules";
-  plan.fingerprint = {{"step", context.fingerprint()}, {"ops", ops}};
-  try {
-    std::optional<bisect::TrialLog> saved = bisect::read_trial_log(bisect::trial_log_path(plan.dir));
-    if (saved && saved->fingerprint == plan.fingerprint) plan.resume = saved;
-  } catch (const std::exception&) {
-    // unreadable: the search starts over
-  }
+  BisectionPlan plan = resumable_plan(context.step_dir() + "/rules", {{"step", context.fingerprint()}, {"ops", ops}});
   plan.options.slots = context.workflow().defaults.slots;
   plan.options.max_trials = context.option<int>("max_trials");
   // A one-op graph on fixed recorded inputs compiles to the same code every time; the repeated
