@@ -7,6 +7,7 @@ Real subprocesses, real torch.compile; one Inductor cache per session.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -61,6 +62,19 @@ CATALOG = {
         "bf16_more_accurate", {"backend": "inductor", "dtype": "bfloat16", "dump": {"level": "none"}}, cost=3
     ),
 }
+
+
+def example_model(example: str):
+    """examples/<example>/model.py as a module of its own name: every example has a model.py, and
+    one test process imports several. Its directory goes on sys.path, as in a run, so that its
+    own imports (the example's backend) resolve."""
+    directory = EXAMPLES / example
+    if str(directory) not in sys.path:
+        sys.path.insert(0, str(directory))
+    spec = importlib.util.spec_from_file_location(f"{example}_model", directory / "model.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def needs(*names):

@@ -5,17 +5,15 @@ controls. The rewrites are checked on the real Dynamo graph of the example model
 import copy
 import json
 import subprocess
-import sys
 
 import numpy as np
 import pytest
 import torch
 
-from example_runs import EXAMPLES, PYTHON, example_cache, example_runs, needs  # noqa: F401
+from example_runs import EXAMPLES, PYTHON, example_cache, example_model, example_runs, needs  # noqa: F401
 
-sys.path.insert(0, str(EXAMPLES / "fusion_rules"))
+fusion_model = example_model("fusion_rules")
 import fusion_backend as fb  # noqa: E402
-import model as fusion_model  # noqa: E402
 
 ALL_RULES = {
     "MatMulBiasAddFusionPass": "3",

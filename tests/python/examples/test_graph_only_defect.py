@@ -4,14 +4,13 @@ wrong, every op alone and both fusion rules are right, the switch file and fusio
 follow GE's formats. The standard workflow's diagnosis of it is asserted in
 tests/python/workflows/test_standard_workflow.py."""
 
-import importlib.util
 import json
 import sys
 
 import pytest
 import torch
 
-from example_runs import EXAMPLES
+from example_runs import EXAMPLES, example_model
 
 sys.path.insert(0, str(EXAMPLES / "graph_only_defect"))
 import vendor_backend as vb  # noqa: E402
@@ -20,10 +19,7 @@ import vendor_backend as vb  # noqa: E402
 @pytest.fixture(scope="module")
 def dynamo_graph():
     """The example's Dynamo graph, its inputs and the eager output."""
-    path = EXAMPLES / "graph_only_defect" / "model.py"
-    spec = importlib.util.spec_from_file_location("graph_only_defect_model", path)
-    model = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(model)
+    model = example_model("graph_only_defect")
     torch.manual_seed(0)
     block = model.Block().eval()
     x = torch.randn(8, 16, generator=torch.Generator().manual_seed(100))

@@ -4,22 +4,15 @@ compile), against eager float32 and a float64 run of the same model; one Inducto
 one-node graph checks that the float16 softmax kernel survives Inductor."""
 
 import copy
-import importlib.util
 import json
-import sys
 
 import pytest
 import torch
 
-from example_runs import EXAMPLES
+from example_runs import example_model
 
-sys.path.insert(0, str(EXAMPLES / "precision_loss"))
+precision_model = example_model("precision_loss")
 import precision_backend as pb  # noqa: E402
-
-# model.py by path: test_fusion_rules imports its own model.py as `model`
-_spec = importlib.util.spec_from_file_location("precision_loss_model", EXAMPLES / "precision_loss" / "model.py")
-precision_model = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(precision_model)
 
 ALL_RULES = {
     "MatMulBiasAddFusionPass": "6",

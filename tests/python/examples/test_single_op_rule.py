@@ -6,18 +6,16 @@ and the switch file it writes fixes the op (single-op run again with it)."""
 
 import json
 import subprocess
-import sys
 
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 
-from example_runs import EXAMPLES, PYTHON, plugin_env
+from example_runs import EXAMPLES, PYTHON, example_model, plugin_env
 from fixtures.dump_reader import read_dump
 
-sys.path.insert(0, str(EXAMPLES / "single_op_rule"))
-import model as rule_model  # noqa: E402
+rule_model = example_model("single_op_rule")
 import rule_backend as rb  # noqa: E402
 
 GELU = "aten.gelu.default"
