@@ -111,8 +111,7 @@ std::vector<std::string> source_places(const compare::RowSpec& row) {
     if (!source.custom_op.empty()) parts.push_back("custom op " + source.custom_op);
     if (!source.module.empty()) parts.push_back("module " + source.module);
     if (!source.line.empty()) parts.push_back(source.line + (source.code.empty() ? "" : " `" + source.code + "`"));
-    std::string place;
-    for (const std::string& part : parts) place += (place.empty() ? "" : " ") + part;
+    std::string place = joined(parts, " ");
     if (!place.empty() && std::find(places.begin(), places.end(), place) == places.end()) places.push_back(place);
   }
   return places;
@@ -123,10 +122,9 @@ std::vector<std::string> source_places(const compare::RowSpec& row) {
 std::string origin_text(const compare::CompareResult& compared, const std::string& op) {
   const compare::RowSpec* row = row_with_nodes(compared, op);
   if (!row) return "";
-  std::string text = row->fx_nodes.size() > 1 ? "fused FX nodes " : "FX node ";
-  for (size_t i = 0; i < row->fx_nodes.size(); ++i) text += (i ? ", " : "") + row->fx_nodes[i];
+  std::string text = (row->fx_nodes.size() > 1 ? "fused FX nodes " : "FX node ") + joined(row->fx_nodes);
   const std::vector<std::string> places = source_places(*row);
-  for (size_t i = 0; i < places.size(); ++i) text += (i ? ", " : "; from ") + places[i];
+  if (!places.empty()) text += "; from " + joined(places);
   return text;
 }
 

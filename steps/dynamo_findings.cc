@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "orchestrator/engine/step.h"
+
 namespace diagnose {
 
 namespace {
@@ -92,9 +94,7 @@ std::string violation_kinds(const MetaCheckSummary& summary, const std::string& 
   std::vector<std::string> kinds;
   for (const nlohmann::json& row : summary.violation_table)
     if (row["op"] == op) add_once(kinds, row["violation"].get<std::string>());
-  std::string joined;
-  for (const std::string& kind : kinds) joined += (joined.empty() ? "" : ", ") + kind;
-  return joined;
+  return joined(kinds);
 }
 
 GraphBreaks graph_breaks_of(const nlohmann::json& status) {

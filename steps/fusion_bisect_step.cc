@@ -57,12 +57,6 @@ YAML::Node with_switch_file(const YAML::Node& node, const std::string& path) {
   return copy;
 }
 
-std::string rule_names(const std::vector<std::string>& rules, const std::string& separator = ", ") {
-  std::string text;
-  for (const std::string& rule : rules) text += (text.empty() ? "" : separator) + rule;
-  return text;
-}
-
 class FusionBisectStep : public StepKind {
  public:
   std::string name() const override { return "fusion_bisect"; }
@@ -257,13 +251,13 @@ class FusionBisectStep : public StepKind {
                                        "fails, with only it switched off it passes",
                                    set.rules.front()});
       else
-        result.findings.push_back({"fusion rules " + rule_names(set.rules, " + ") +
+        result.findings.push_back({"fusion rules " + joined(set.rules, " + ") +
                                        " break precision only together "
                                        "(each without the others passes)",
-                                   rule_names(set.rules, "+")});
-      result.reproduce.push_back("# last passing configuration (off: " + rule_names(set.last_passing) + ")");
+                                   joined(set.rules, "+")});
+      result.reproduce.push_back("# last passing configuration (off: " + joined(set.last_passing) + ")");
       result.reproduce.push_back(command_of(set.last_passing));
-      result.reproduce.push_back("# first failing configuration (off: " + rule_names(set.first_failing) + ")");
+      result.reproduce.push_back("# first failing configuration (off: " + joined(set.first_failing) + ")");
       result.reproduce.push_back(command_of(set.first_failing));
     }
     for (const std::string& note : bisection.confidence_notes) result.findings.push_back({note, ""});
@@ -273,7 +267,7 @@ class FusionBisectStep : public StepKind {
     switch (bisection.conclusion) {
       case Conclusion::CulpritsFound: {
         result.status = StepStatus::Fail;
-        result.metrics["culprit"] = rule_names(culprits, "+");
+        result.metrics["culprit"] = joined(culprits, "+");
         result.evidence.push_back(
             {"file", "workaround: switch file turning only the culprits off", outcome.workaround_path, nullptr});
         if (knob == "inductor")
@@ -287,7 +281,7 @@ class FusionBisectStep : public StepKind {
       default:
         result.status = StepStatus::Error;
         if (!bisection.unresolved.empty())
-          result.findings.push_back({"narrowed to: " + rule_names(bisection.unresolved), ""});
+          result.findings.push_back({"narrowed to: " + joined(bisection.unresolved), ""});
     }
     return result;
   }

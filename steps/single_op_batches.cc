@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "orchestrator/engine/step.h"
+
 namespace diagnose {
 
 std::optional<std::vector<OpCount>> parse_op_inventory(const std::string& text, std::string* error) {
@@ -38,9 +40,7 @@ std::vector<std::string> single_op_args(const std::string& eager_dir, const std:
     if (target.contains(key) && target[key].is_string())
       args.insert(args.end(), {std::string("--") + key, target[key]});
   if (!switches_file.empty()) args.insert(args.end(), {"--switches", switches_file});
-  std::string names;
-  for (const std::string& op : ops) names += (names.empty() ? "" : ",") + op;
-  args.insert(args.end(), {"--ops", names});
+  args.insert(args.end(), {"--ops", joined(ops, ",")});
   return args;
 }
 

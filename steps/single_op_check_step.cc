@@ -23,12 +23,6 @@ namespace {
 
 namespace fs = boost::filesystem;
 
-std::string joined(const std::vector<std::string>& items, const std::string& separator) {
-  std::string out;
-  for (const std::string& item : items) out += (out.empty() ? "" : separator) + item;
-  return out;
-}
-
 // "K skipped (random: a, b; no tensor output: c)": the ops not checked, by reason.
 std::string skipped_clause(const std::vector<SkippedOp>& skipped) {
   std::vector<std::pair<std::string, std::vector<std::string>>> by_reason;

@@ -21,12 +21,6 @@ using bisect::Config;
 using bisect::Trial;
 using bisect::TrialSetup;
 
-std::string listed(const std::vector<std::string>& items) {
-  std::string text;
-  for (const std::string& item : items) text += (text.empty() ? "" : ", ") + item;
-  return text;
-}
-
 // The target's switches with the Inductor switches `off` off too (the user's own stay off).
 nlohmann::json with_inductor_off(const SingleOpTarget& target, const Config& off) {
   nlohmann::json switches = target.spec.value("switches", nlohmann::json::object());
@@ -76,7 +70,7 @@ std::string workaround_file(const BisectionOutcome& outcome, const SingleOpTarge
 std::string culprits_clause(const bisect::Result& bisection, const Config& culprits, bool inductor,
                             const std::string& workaround) {
   std::string what = inductor ? "Inductor switch" : "fusion rule";
-  std::string clause = "caused by " + what + (culprits.size() > 1 ? "es " : " ") + listed(culprits) + ": switching " +
+  std::string clause = "caused by " + what + (culprits.size() > 1 ? "es " : " ") + joined(culprits) + ": switching " +
                        (culprits.size() > 1 ? "them" : "it") + " off fixes it";
   if (bisection.culprit_sets.size() == 1 && culprits.size() > 1) clause += " (they fail only together)";
   if (!bisection.verified) clause += " (not confirmed)";
@@ -88,7 +82,7 @@ std::string culprits_clause(const bisect::Result& bisection, const Config& culpr
 std::string attribute_to_rules(const StepContext& context, const SingleOpTarget& target,
                                const std::vector<std::string>& failing_ops, StepResult& result) {
   bool inductor = target.spec.value("backend", "inductor") == "inductor";
-  std::string ops = listed(failing_ops);
+  std::string ops = joined(failing_ops);
   TrialSetup setup;
   setup.dir_of = [&](const std::string& name) { return context.run_dir_of(name); };
   setup.execute = [&](const std::vector<RunRequest>& requests) { return context.run(requests); };
@@ -143,9 +137,9 @@ std::string attribute_to_rules(const StepContext& context, const SingleOpTarget&
       for (const bisect::CulpritSet& set : bisection.culprit_sets) {
         bool several = set.rules.size() > 1;
         result.findings.push_back({ops + " is wrong alone because of " + (several ? "rules " : "rule ") +
-                                       listed(set.rules) + ": with only " + (several ? "them" : "it") +
+                                       joined(set.rules) + ": with only " + (several ? "them" : "it") +
                                        " switched off it matches eager",
-                                   listed(set.rules)});
+                                   joined(set.rules)});
       }
       RunRequest fixed = driver.replay(culprits);
       result.reproduce.push_back("# " + ops + " alone with the culprit rules off (the workaround)");
@@ -154,7 +148,7 @@ std::string attribute_to_rules(const StepContext& context, const SingleOpTarget&
     }
     case Conclusion::NotFusion:
       return "no switchable rule explains it: it still fails with all " + std::to_string(candidates.size()) +
-             " rules that fired switched off (" + listed(candidates) + ")";
+             " rules that fired switched off (" + joined(candidates) + ")";
     case Conclusion::NoFailure:
       return "the rule search did not see the failure again: the one-op trials with every rule on passed";
     default: return "the rule search was inconclusive: " + bisection.summary;

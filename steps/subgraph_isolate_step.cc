@@ -49,12 +49,6 @@ std::map<std::string, NodeInfo> node_infos(const nlohmann::json& status) {
   return infos;
 }
 
-std::string joined(const std::vector<std::string>& items, const std::string& separator) {
-  std::string text;
-  for (const std::string& item : items) text += (text.empty() ? "" : separator) + item;
-  return text;
-}
-
 // The candidates not in `compiled`: a trial's eager_nodes.
 Config all_but(const std::vector<std::string>& candidates, const std::vector<std::string>& compiled) {
   Config eager;

@@ -118,6 +118,9 @@ class StepKind {
 // `path` made absolute against `base` and normalised ("." and ".." removed).
 std::string absolute_path(const std::string& path, const std::string& base);
 
+// `items` with `separator` between them: "a, b, c".
+std::string joined(const std::vector<std::string>& items, const std::string& separator = ", ");
+
 // A step that could not judge: `partial` (what it found so far) as an Error, with the reason.
 StepResult error_result(std::string summary, StepResult partial = {});
 

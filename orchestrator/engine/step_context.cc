@@ -37,6 +37,12 @@ std::string StepContext::run_dir_of(const std::string& run_name) const {
   return run_name == "main" ? step_dir() : step_dir() + "/" + run_name;
 }
 
+std::string joined(const std::vector<std::string>& items, const std::string& separator) {
+  std::string text;
+  for (const std::string& item : items) text += (text.empty() ? "" : separator) + item;
+  return text;
+}
+
 std::string absolute_path(const std::string& path, const std::string& base) {
   fs::path p(path);
   if (p.is_relative()) p = fs::path(base) / p;
