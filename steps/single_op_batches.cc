@@ -70,8 +70,13 @@ BatchOutcome read_batch_progress(const std::string& progress_text, const std::ve
   std::string last_started;
   std::istringstream lines(progress_text);
   std::string line;
+  BatchOutcome outcome;
   while (std::getline(lines, line)) {
     nlohmann::json event = nlohmann::json::parse(line, nullptr, false);
+    if (event.is_object() && event.value("event", "") == "setup_failed") {
+      outcome.setup_error = string_field(event, "message");
+      continue;
+    }
     if (event.is_discarded() || !event.is_object() || !event.contains("op") || !event["op"].is_string()) continue;
     std::string op = event["op"].get<std::string>();
     std::string kind = event.value("event", "");
@@ -82,7 +87,6 @@ BatchOutcome read_batch_progress(const std::string& progress_text, const std::ve
     reason[op] = string_field(event, "reason");
   }
 
-  BatchOutcome outcome;
   for (const std::string& op : batch) {
     auto event = last_event.find(op);
     if (event == last_event.end()) {

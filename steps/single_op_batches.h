@@ -45,11 +45,13 @@ struct BatchOutcome {
   std::vector<SkippedOp> skipped;                           // not checked on purpose (random...)
   std::optional<std::string> crashed;                       // started, never finished, process died
   std::vector<std::string> not_started;                     // to run again in a new batch
+  std::optional<std::string> setup_error;                   // why the process could not set up
 };
 
 // Reads progress.jsonl lines {"op", "event": "start"|"done"|"error"|"skipped", "message"[,
-// "reason"]} of a batch
-// whose process ended (`process_ok`: exit 0). A torn or unreadable line is ignored. When the
+// "reason"]} of a batch whose process ended (`process_ok`: exit 0); a line {"event":
+// "setup_failed", "message"} (the process could not set up: the model script did not reach
+// its first compiled call) gives setup_error. A torn or unreadable line is ignored. When the
 // process died, the op that started last without finishing crashed it; ops never started
 // are returned to run again. When it exited 0, ops without any event count as errors.
 BatchOutcome read_batch_progress(const std::string& progress_text, const std::vector<std::string>& batch,

@@ -156,7 +156,9 @@ class SingleOpCheckStep : public StepKind {
         if (!outcome.not_started.empty() && !progressed) {
           // The process died before checking any op: not the ops' fault, nothing to learn by retrying.
           StepResult failed = *error_from_runs({run});
-          failed.summary = "the single-op run " + run.name + " checked no op: " + run.error;
+          std::string setup_error = outcome.setup_error.value_or("");
+          failed.summary = "the single-op run " + run.name +
+                           (setup_error.empty() ? " checked no op: " + run.error : " could not set up: " + setup_error);
           return failed;
         }
         if (!outcome.not_started.empty()) next.push_back(outcome.not_started);

@@ -90,6 +90,18 @@ TEST(SingleOpBatches, CrashBlamesTheStartedOpAndReturnsTheRest) {
   EXPECT_EQ(ended.errors[0].first, "b");
 }
 
+TEST(SingleOpBatches, SetupFailureCarriesThePluginsMessage) {
+  // The model script exited before its first compiled call: no op started, the message says why.
+  BatchOutcome outcome = read_batch_progress(
+      R"({"event": "setup_failed", "message": "model.py exited with status 2 before its first compiled call"})",
+      {"a", "b"}, false);
+  EXPECT_EQ(outcome.setup_error,
+            std::optional<std::string>("model.py exited with status 2 before its first compiled call"));
+  EXPECT_EQ(outcome.not_started, (std::vector<std::string>{"a", "b"}));
+  EXPECT_FALSE(outcome.crashed);
+  EXPECT_FALSE(read_batch_progress(R"({"op": "a", "event": "done"})", {"a"}, true).setup_error);
+}
+
 TEST(DynamoFindings, MetaMismatchNamesTheOp) {
   nlohmann::json document = nlohmann::json::parse(R"({"ops": [
     {"op": "aten.mm.default", "op_key": "mm#0", "status": "ok"},

@@ -4,6 +4,9 @@ FX and compiled levels, TorchAir, or a builtin / user backend counted and timed 
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import os
+import sys
 import time
 
 
@@ -11,10 +14,26 @@ def resolve(name: str):
     """A builtin backend name, or `module:function` for a user entry point."""
     if ":" in name:
         module, _, attr = name.partition(":")
-        return getattr(importlib.import_module(module), attr)
+        return getattr(user_module(module), attr)
     from torch._dynamo import lookup_backend
 
     return lookup_backend(name)
+
+
+def user_module(name: str):
+    """The module `name`; the running script's own module when `name` is the script (`model` for
+    model.py): importing it would run its program a second time, under another name."""
+    main = sys.modules.get("__main__")
+    main_file = getattr(main, "__file__", None)
+    if main_file and name not in sys.modules:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            spec = None
+        origin = getattr(spec, "origin", None)
+        if origin and os.path.isfile(origin) and os.path.samefile(origin, main_file):
+            return main
+    return importlib.import_module(name)
 
 
 def make_backend(session):

@@ -4,50 +4,26 @@ redirected to the spec's mode, backend and options."""
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import os
-import runpy
-import sys
 import traceback
 
-import torch
-
 from . import entry
+from .main_script import compile_redirected, run_as_main
 from .session import Session
 from .spec import RunSpec
-
-
-def redirected_compile(session: Session):
-    def compile(model=None, **options):
-        if model is None:
-            return lambda fn: entry.compile_under_spec(session, fn, options)
-        return entry.compile_under_spec(session, model, options)
-
-    return compile
-
-
-@contextlib.contextmanager
-def compile_redirected(session: Session):
-    original = torch.compile
-    torch.compile = redirected_compile(session)
-    try:
-        yield
-    finally:
-        torch.compile = original
 
 
 def run_script(spec: RunSpec, script: str, args: list[str]) -> int:
     """Runs `script` as __main__ with `args` as its argv; returns the exit code."""
     session = Session(spec)
-    session.status.update("ran", script=script, script_args=list(args))
+    # what a helper process needs to run the script as this run did (main_script.py)
+    session.status.update("ran", script=script, script_args=list(args), cwd=os.getcwd())
     error = None
     code = 0
-    sys.argv = [script, *args]
-    # as `python script.py` does: the script's directory comes first on the import path
-    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
     try:
-        with compile_redirected(session):
-            runpy.run_path(script, run_name="__main__")
+        with compile_redirected(functools.partial(entry.compile_under_spec, session)):
+            run_as_main(script, args)
     except SystemExit as exit_:
         code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
         if code:

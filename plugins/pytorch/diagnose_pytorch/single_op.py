@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import runpy
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +20,7 @@ import torch
 
 from .call_args import NotReplayable, decode_call
 from .dump_writer import DumpWriter, dumpable
+from .main_script import ScriptSetupError, run_until_first_compiled_call
 from .spec import Switches, _build
 from .status import RunStatus
 
@@ -89,23 +88,13 @@ def _load_tensor(dump: Path, record: dict) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(array)).to(dtype)
 
 
-# --- the run's environment: its script's imports (custom ops, backends) and switches --------
-def load_script_definitions(run_dir: Path) -> str | None:
-    """Runs the model script's top level (not its __main__ block) so that the custom ops it
-    registers and its user backend exist here, with its directory on sys.path as in the run.
-    Returns an error message when that fails."""
+# --- the run's environment: its script's definitions (custom ops, backends) and switches ----
+def set_up_script(run_dir: Path) -> None:
+    """What the eager run's script defines, here: the script run as that run ran it, up to its
+    first compiled call (main_script.py). Raises ScriptSetupError when it cannot get there."""
     status_path = run_dir / "status.json"
-    if not status_path.is_file():
-        return None
-    script = json.loads(status_path.read_text()).get("ran", {}).get("script")
-    if not script or not Path(script).is_file():
-        return None
-    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
-    try:
-        runpy.run_path(script, run_name="__diagnose_single_op__")
-    except Exception as e:  # noqa: BLE001 — the ops that need it report their own failure
-        return f"importing {script}: {type(e).__name__}: {e}"
-    return None
+    if status_path.is_file():
+        run_until_first_compiled_call(json.loads(status_path.read_text()).get("ran", {}), "the single-op check")
 
 
 def make_backend(name: str, switches: Switches):
@@ -246,6 +235,15 @@ class Check:
         record = {"op": op, "event": event, "message": message}
         if reason:
             record["reason"] = reason
+        self._progress(record)
+
+    def setup_failed(self, error: ScriptSetupError) -> None:
+        """No op can be checked: the step reports this message instead of a bare exit status."""
+        self._progress({"event": "setup_failed", "message": str(error)})
+        self.status.add_error(error, "setup")
+        self.status.finish("error")
+
+    def _progress(self, record: dict) -> None:
         self.progress.write(json.dumps(record) + "\n")
         self.progress.flush()
         os.fsync(self.progress.fileno())
@@ -398,9 +396,12 @@ def run_single_op(options) -> int:
     ops = selected_ops(calls, options.ops)
     check = Check(options)
     extra = {"from": str(run_dir), "backend": options.backend, "device": options.device, "dtype": options.dtype}
-    import_error = load_script_definitions(run_dir)
-    if import_error:
-        extra["script_error"] = import_error
+    try:
+        set_up_script(run_dir)
+    except ScriptSetupError as e:
+        check.setup_failed(e)
+        check.close()
+        raise SingleOpError(str(e)) from None
     try:
         for name, op_calls in ops.items():
             check.event(name, "start")
