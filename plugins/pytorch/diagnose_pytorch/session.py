@@ -10,12 +10,12 @@ import re
 import time
 
 import torch
-from torch.utils import _pytree as pytree
 
 from .dump_writer import DumpWriter, dumpable
 from .eager_dump import EagerDumper
 from .graph_info import collect_graph_info
 from .meta_check import MetaChecker
+from .output_tree import output_tensors
 from .shadow import Shadows
 from .spec import RunSpec
 from .status import RunStatus
@@ -189,25 +189,27 @@ class Session:
         self.status.save()
 
     def _write_final(self, outputs) -> None:
-        leaves = [x for x in pytree.tree_leaves(outputs)]
+        """One record per tensor reachable from the return value (output_tree.py), named by its
+        `path` there; `index` is its position among the flattened leaves, as before paths."""
         seq = self.next_seq()
-        for index, value in enumerate(leaves):
-            if not dumpable(value):
+        for output in output_tensors(outputs):
+            if not dumpable(output.tensor):
                 continue
             record = {
                 "seq": seq,
                 "kind": "final",
                 "op_key": "output",
                 "io": "output",
-                "index": index,
+                "index": output.index,
+                "path": output.path,
                 "step": self.step,
             }
             # the shadow of the returned tensor, if it is in sync (no lazy cast: that is no truth)
-            truth = self._truth(self.shadows.lookup(value, create=False) if self.shadows else None)
+            truth = self._truth(self.shadows.lookup(output.tensor, create=False) if self.shadows else None)
             if self.outputs is not None:
-                self.outputs.write_tensor(value, record, **truth)
+                self.outputs.write_tensor(output.tensor, record, **truth)
             if self.spec.dump.final and self.dumping():
-                self.dump.write_tensor(value, record, **truth)
+                self.dump.write_tensor(output.tensor, record, **truth)
 
     # --- end of run ---------------------------------------------------------------------
     def close(self, error: BaseException | None = None) -> None:
