@@ -14,17 +14,6 @@ namespace diagnose {
 
 namespace {
 
-using bisect::Bisection;
-using bisect::BisectionOutcome;
-using bisect::BisectionPlan;
-using bisect::Conclusion;
-using bisect::Config;
-using bisect::CulpritSet;
-using bisect::JudgeKind;
-using bisect::Result;
-using bisect::Trial;
-using bisect::TrialSetup;
-
 std::vector<std::string> strings(const YAML::Node& node) {
   std::vector<std::string> out;
   if (node && node.IsSequence())
@@ -157,7 +146,7 @@ class FusionBisectStep : public StepKind {
     StepResult result;
     result.metrics["knob"] = knob;
 
-    TrialSetup setup;
+    bisect::TrialSetup setup;
     setup.dir_of = [&](const std::string& name) { return context.run_dir_of(name); };
     setup.execute = [&](const std::vector<RunRequest>& requests) { return context.run(requests); };
     setup.fired_report = node["fired_report"] ? node["fired_report"].Scalar()
@@ -165,7 +154,7 @@ class FusionBisectStep : public StepKind {
                                               : "fusion_result.json";
     std::string model_cwd = context.path(workflow.model.command.cwd.value_or("."));
     std::string switch_env = node["switch_env"] ? node["switch_env"].Scalar() : "";
-    setup.make_request = [&, knob](const Trial& trial) {
+    setup.make_request = [&, knob](const bisect::Trial& trial) {
       RunRequest request;
       if (plugin) {
         nlohmann::json spec = target_spec;
@@ -192,10 +181,10 @@ class FusionBisectStep : public StepKind {
     };
 
     // The golden side; candidates listed, or what fired in the all-on run.
-    BisectionPlan plan = bisection_plan(context);
+    bisect::BisectionPlan plan = bisection_plan(context);
     std::optional<StepResult> golden_error;
     if (node["judge"] && node["judge"].Scalar() == "exit_code") {
-      setup.judge.kind = JudgeKind::ExitCode;
+      setup.judge.kind = bisect::JudgeKind::ExitCode;
     } else {
       std::string problem = judge_against_golden(context, node["golden"], target, judge_ops, setup, plan, golden_error);
       if (!problem.empty()) return error_result(problem);
@@ -204,17 +193,17 @@ class FusionBisectStep : public StepKind {
     plan.include = strings(node["include"]);
     plan.exclude = strings(node["exclude"]);
 
-    Bisection driver(setup);
-    BisectionOutcome outcome = driver.run(plan, {{"knob", knob}});
+    bisect::Bisection driver(setup);
+    bisect::BisectionOutcome outcome = driver.run(plan, {{"knob", knob}});
     switch (outcome.status) {
-      case BisectionOutcome::Status::NoRuleFired: return no_rule_fired(outcome);
-      case BisectionOutcome::Status::Failed:
+      case bisect::BisectionOutcome::Status::NoRuleFired: return no_rule_fired(outcome);
+      case bisect::BisectionOutcome::Status::Failed:
         if (golden_error) return *golden_error;
         return error_result(outcome.message + "; list the rules under candidates:");
-      case BisectionOutcome::Status::NoCandidates:
+      case bisect::BisectionOutcome::Status::NoCandidates:
         return error_result("no candidate rules" + std::string(outcome.listed ? " fired in the all-on run" : "") +
                             " (after include/exclude)");
-      case BisectionOutcome::Status::Bisected: break;
+      case bisect::BisectionOutcome::Status::Bisected: break;
     }
     return report(driver, outcome, knob, std::move(result));
   }
@@ -222,29 +211,29 @@ class FusionBisectStep : public StepKind {
  private:
   // A graph-mode run that fused nothing cannot owe its failure to a fusion rule: the flowchart
   // goes on with the other causes (a backend without fusion rules writes no report at all).
-  static StepResult no_rule_fired(const BisectionOutcome& outcome) {
+  static StepResult no_rule_fired(const bisect::BisectionOutcome& outcome) {
     StepResult result;
     result.status = StepStatus::Pass;
     result.summary = "no fusion rule fired in the all-on run (" + outcome.listing_run + " left " +
                      outcome.listing_report + "): the failure does not come from a fusion rule";
-    result.metrics["conclusion"] = conclusion_name(Conclusion::NotFusion);
+    result.metrics["conclusion"] = conclusion_name(bisect::Conclusion::NotFusion);
     result.metrics["culprits"] = nlohmann::json::array();
     return result;
   }
 
-  StepResult report(const Bisection& driver, const BisectionOutcome& outcome, const std::string& knob,
+  StepResult report(const bisect::Bisection& driver, const bisect::BisectionOutcome& outcome, const std::string& knob,
                     StepResult result) const {
-    const Result& bisection = outcome.result;
+    const bisect::Result& bisection = outcome.result;
     add_bisection_evidence(driver, outcome, "rules_off", result);
     record_bisection(bisection, result);
-    Config culprits = bisection.culprits_off();
+    bisect::Config culprits = bisection.culprits_off();
     result.metrics["culprits"] = culprits;
 
-    auto command_of = [&](const Config& off) {
+    auto command_of = [&](const bisect::Config& off) {
       RunRequest request = driver.replay(off);
       return reproduce_command(request.cwd, request.env, request.argv);
     };
-    for (const CulpritSet& set : bisection.culprit_sets) {
+    for (const bisect::CulpritSet& set : bisection.culprit_sets) {
       if (set.rules.size() == 1)
         result.findings.push_back({"fusion rule " + set.rules.front() +
                                        " breaks precision: with it on the target "
@@ -265,7 +254,7 @@ class FusionBisectStep : public StepKind {
       result.findings.push_back({"rule " + rule + " kept firing when switched off: its trials were invalid", rule});
 
     switch (bisection.conclusion) {
-      case Conclusion::CulpritsFound: {
+      case bisect::Conclusion::CulpritsFound: {
         result.status = StepStatus::Fail;
         result.metrics["culprit"] = joined(culprits, "+");
         result.evidence.push_back(
@@ -276,8 +265,8 @@ class FusionBisectStep : public StepKind {
         result.reproduce.push_back(command_of(culprits));
         break;
       }
-      case Conclusion::NoFailure:
-      case Conclusion::NotFusion: result.status = StepStatus::Pass; break;
+      case bisect::Conclusion::NoFailure:
+      case bisect::Conclusion::NotFusion: result.status = StepStatus::Pass; break;
       default:
         result.status = StepStatus::Error;
         if (!bisection.unresolved.empty())

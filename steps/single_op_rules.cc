@@ -13,16 +13,8 @@ namespace diagnose {
 
 namespace {
 
-using bisect::Bisection;
-using bisect::BisectionOutcome;
-using bisect::BisectionPlan;
-using bisect::Conclusion;
-using bisect::Config;
-using bisect::Trial;
-using bisect::TrialSetup;
-
 // The target's switches with the Inductor switches `off` off too (the user's own stay off).
-nlohmann::json with_inductor_off(const SingleOpTarget& target, const Config& off) {
+nlohmann::json with_inductor_off(const SingleOpTarget& target, const bisect::Config& off) {
   nlohmann::json switches = target.spec.value("switches", nlohmann::json::object());
   nlohmann::json all_off = switches.value("inductor_off", nlohmann::json::array());
   for (const std::string& rule : off) all_off.push_back(rule);
@@ -32,7 +24,7 @@ nlohmann::json with_inductor_off(const SingleOpTarget& target, const Config& off
 
 // A trial's `single-op` process: the failing ops with `off` switched off, in the trial's directory.
 RunRequest trial_request(const StepContext& context, const SingleOpTarget& target, bool inductor,
-                         const std::vector<std::string>& ops, const Trial& trial) {
+                         const std::vector<std::string>& ops, const bisect::Trial& trial) {
   nlohmann::json switches = target.spec.value("switches", nlohmann::json::object());
   if (inductor)
     switches = with_inductor_off(target, trial.off);
@@ -46,8 +38,9 @@ RunRequest trial_request(const StepContext& context, const SingleOpTarget& targe
   return request;
 }
 
-BisectionPlan rule_plan(const StepContext& context, const std::vector<std::string>& ops) {
-  BisectionPlan plan = resumable_plan(context.step_dir() + "/rules", {{"step", context.fingerprint()}, {"ops", ops}});
+bisect::BisectionPlan rule_plan(const StepContext& context, const std::vector<std::string>& ops) {
+  bisect::BisectionPlan plan =
+      resumable_plan(context.step_dir() + "/rules", {{"step", context.fingerprint()}, {"ops", ops}});
   plan.options.slots = context.workflow().defaults.slots;
   plan.options.max_trials = context.option<int>("max_trials");
   // A one-op graph on fixed recorded inputs compiles to the same code every time; the repeated
@@ -59,15 +52,15 @@ BisectionPlan rule_plan(const StepContext& context, const std::vector<std::strin
 // The workaround: for Inductor the target's run spec switches with the culprits in
 // inductor_off (a `single-op --switches` file as it is), else the fusion switch file the driver
 // wrote.
-std::string workaround_file(const BisectionOutcome& outcome, const SingleOpTarget& target, const Config& culprits,
-                            bool inductor, const std::string& dir) {
+std::string workaround_file(const bisect::BisectionOutcome& outcome, const SingleOpTarget& target,
+                            const bisect::Config& culprits, bool inductor, const std::string& dir) {
   if (!inductor) return outcome.workaround_path;
   std::string path = dir + "/switches.json";
   write_file_atomically(path, with_inductor_off(target, culprits).dump(2) + "\n");
   return path;
 }
 
-std::string culprits_clause(const bisect::Result& bisection, const Config& culprits, bool inductor,
+std::string culprits_clause(const bisect::Result& bisection, const bisect::Config& culprits, bool inductor,
                             const std::string& workaround) {
   std::string what = inductor ? "Inductor switch" : "fusion rule";
   std::string clause = "caused by " + what + (culprits.size() > 1 ? "es " : " ") + joined(culprits) + ": switching " +
@@ -83,10 +76,12 @@ std::string attribute_to_rules(const StepContext& context, const SingleOpTarget&
                                const std::vector<std::string>& failing_ops, StepResult& result) {
   bool inductor = target.spec.value("backend", "inductor") == "inductor";
   std::string ops = joined(failing_ops);
-  TrialSetup setup;
+  bisect::TrialSetup setup;
   setup.dir_of = [&](const std::string& name) { return context.run_dir_of(name); };
   setup.execute = [&](const std::vector<RunRequest>& requests) { return context.run(requests); };
-  setup.make_request = [&](const Trial& trial) { return trial_request(context, target, inductor, failing_ops, trial); };
+  setup.make_request = [&](const bisect::Trial& trial) {
+    return trial_request(context, target, inductor, failing_ops, trial);
+  };
   setup.fired_report = inductor ? "out/status.json" : "fusion_result.json";
   setup.judge.kind = bisect::JudgeKind::Compare;
   setup.judge.golden = "out/eager";  // each trial's own eager results
@@ -96,29 +91,29 @@ std::string attribute_to_rules(const StepContext& context, const SingleOpTarget&
   result.metrics["rules"] = nlohmann::json::array();
   if (!tolerance_error.empty()) return "no rule search: bad tolerances: " + tolerance_error;
 
-  BisectionPlan plan = rule_plan(context, failing_ops);
+  bisect::BisectionPlan plan = rule_plan(context, failing_ops);
   std::vector<std::string> candidates;
   plan.on_candidates = [&](const std::vector<std::string>& rules) { candidates = rules; };
-  Bisection driver(setup);
-  BisectionOutcome outcome =
+  bisect::Bisection driver(setup);
+  bisect::BisectionOutcome outcome =
       driver.run(plan, {{"knob", inductor ? "inductor" : "fusion_switch_file"}, {"ops", failing_ops}});
   switch (outcome.status) {
-    case BisectionOutcome::Status::NoRuleFired:
+    case bisect::BisectionOutcome::Status::NoRuleFired:
       result.metrics["rule_conclusion"] = "no_rule_fired";
       return "no switchable rule explains it: no rule fired on the one-op graph" +
              std::string(failing_ops.size() > 1 ? "s" : "") + " (" + outcome.listing_run + " left " +
              outcome.listing_report + ")";
-    case BisectionOutcome::Status::NoCandidates:
+    case bisect::BisectionOutcome::Status::NoCandidates:
       result.metrics["rule_conclusion"] = "no_rule_fired";
       return "no switchable rule explains it: no candidate rules";
-    case BisectionOutcome::Status::Failed:
+    case bisect::BisectionOutcome::Status::Failed:
       result.metrics["rule_conclusion"] = "error";
       return "the rule search could not start: " + outcome.message;
-    case BisectionOutcome::Status::Bisected: break;
+    case bisect::BisectionOutcome::Status::Bisected: break;
   }
 
   const bisect::Result& bisection = outcome.result;
-  Config culprits = bisection.culprits_off();
+  bisect::Config culprits = bisection.culprits_off();
   result.metrics["rule_conclusion"] = conclusion_name(bisection.conclusion);
   result.metrics["rules"] = culprits;
   result.metrics["rule_trials"] = bisection.trials.size();
@@ -130,7 +125,7 @@ std::string attribute_to_rules(const StepContext& context, const SingleOpTarget&
     result.findings.push_back({"rule " + rule + " kept firing when switched off: its trials were invalid", rule});
 
   switch (bisection.conclusion) {
-    case Conclusion::CulpritsFound: {
+    case bisect::Conclusion::CulpritsFound: {
       std::string workaround = workaround_file(outcome, target, culprits, inductor, plan.dir);
       result.metrics["workaround"] = workaround;
       result.evidence.push_back({"file", "workaround: switch file turning only the culprits off", workaround, nullptr});
@@ -146,10 +141,10 @@ std::string attribute_to_rules(const StepContext& context, const SingleOpTarget&
       result.reproduce.push_back(reproduce_command(fixed.cwd, fixed.env, fixed.argv));
       return culprits_clause(bisection, culprits, inductor, workaround);
     }
-    case Conclusion::NotFusion:
+    case bisect::Conclusion::NotFusion:
       return "no switchable rule explains it: it still fails with all " + std::to_string(candidates.size()) +
              " rules that fired switched off (" + joined(candidates) + ")";
-    case Conclusion::NoFailure:
+    case bisect::Conclusion::NoFailure:
       return "the rule search did not see the failure again: the one-op trials with every rule on passed";
     default: return "the rule search was inconclusive: " + bisection.summary;
   }

@@ -18,16 +18,6 @@ namespace diagnose {
 namespace {
 
 namespace fs = boost::filesystem;
-using bisect::Bisection;
-using bisect::BisectionOutcome;
-using bisect::BisectionPlan;
-using bisect::Conclusion;
-using bisect::Config;
-using bisect::CulpritSet;
-using bisect::JudgeKind;
-using bisect::Result;
-using bisect::Trial;
-using bisect::TrialSetup;
 
 struct Arguments {
   std::string output, candidates_from, switch_env, fired_report = "fusion_result.json", golden, dump = "dump", preset;
@@ -53,7 +43,7 @@ std::vector<std::string> split_commas(const std::vector<std::string>& lists) {
 }
 
 // The command of a trial: ${switch_file}, ${trial_dir} and ${trial_name} expanded, no shell.
-std::vector<std::string> trial_argv(const std::vector<std::string>& command, const Trial& trial) {
+std::vector<std::string> trial_argv(const std::vector<std::string>& command, const bisect::Trial& trial) {
   std::vector<std::string> argv;
   for (const std::string& arg : command)
     argv.push_back(expand_template(arg, [&](const std::string& name) -> std::optional<std::string> {
@@ -74,32 +64,32 @@ nlohmann::json fingerprint(const Arguments& a) {
           {"fired_report", a.fired_report}};
 }
 
-int report(const Bisection& bisection, const BisectionOutcome& outcome) {
+int report(const bisect::Bisection& bisection, const bisect::BisectionOutcome& outcome) {
   bool no_report = outcome.listing_had_no_report;
   switch (outcome.status) {
-    case BisectionOutcome::Status::NoRuleFired:
-    case BisectionOutcome::Status::Failed:
+    case bisect::BisectionOutcome::Status::NoRuleFired:
+    case bisect::BisectionOutcome::Status::Failed:
       if (no_report) {
         std::cerr << "diagnose bisect: the all-on run (" << outcome.listing_outcome << ") left "
                   << outcome.listing_report << "; give the candidates with --rules or --candidates-from\n";
         return kExitInfrastructure;
       }
-      if (outcome.status == BisectionOutcome::Status::Failed) {
+      if (outcome.status == bisect::BisectionOutcome::Status::Failed) {
         std::cerr << "diagnose bisect: " << outcome.message << "\n";
         return kExitInfrastructure;
       }
       [[fallthrough]];  // an empty report: no candidates
-    case BisectionOutcome::Status::NoCandidates:
+    case bisect::BisectionOutcome::Status::NoCandidates:
       std::cerr << "diagnose bisect: no candidate rules (after --include/--exclude)\n";
       return kExitUsage;
-    case BisectionOutcome::Status::Bisected: break;
+    case bisect::BisectionOutcome::Status::Bisected: break;
   }
-  const Result& result = outcome.result;
+  const bisect::Result& result = outcome.result;
   std::cout << result.summary << "\n";
   std::cout << "trials: " << result.trials.size() << " (" << result.new_trials << " run now, " << result.replayed_trials
             << " from the log), " << result.rounds << " rounds\n";
-  for (const CulpritSet& set : result.culprit_sets) {
-    auto replay = [&](const char* what, const Config& off) {
+  for (const bisect::CulpritSet& set : result.culprit_sets) {
+    auto replay = [&](const char* what, const bisect::Config& off) {
       RunRequest request = bisection.replay(off);
       std::cout << what << ": " << reproduce_command(request.cwd, request.env, request.argv) << "\n";
     };
@@ -108,11 +98,11 @@ int report(const Bisection& bisection, const BisectionOutcome& outcome) {
   }
   std::cout << "json: " << outcome.json_path << "\n";
   switch (result.conclusion) {
-    case Conclusion::CulpritsFound:
+    case bisect::Conclusion::CulpritsFound:
       std::cout << "switch file turning only the culprits off: " << outcome.workaround_path << "\n";
       return kExitProblem;
-    case Conclusion::NoFailure:
-    case Conclusion::NotFusion: return kExitNoProblem;
+    case bisect::Conclusion::NoFailure:
+    case bisect::Conclusion::NotFusion: return kExitNoProblem;
     default: return kExitInfrastructure;
   }
 }
@@ -144,10 +134,10 @@ int run(const Arguments& a) {
   }
   fs::create_directories(out / "trials");
 
-  TrialSetup setup;
+  bisect::TrialSetup setup;
   setup.dir_of = [&](const std::string& name) { return (out / "trials" / name).string(); };
   setup.fired_report = a.fired_report;
-  setup.make_request = [&](const Trial& trial) {
+  setup.make_request = [&](const bisect::Trial& trial) {
     RunRequest request;
     request.name = trial.name;
     request.argv = trial_argv(a.command, trial);
@@ -175,7 +165,7 @@ int run(const Arguments& a) {
     return records;
   };
   if (!a.golden.empty()) {
-    setup.judge.kind = JudgeKind::Compare;
+    setup.judge.kind = bisect::JudgeKind::Compare;
     setup.judge.golden = absolute_path(a.golden, cwd);
     setup.judge.dump = a.dump;
     for (const std::string& o : a.tolerance_overrides) {
@@ -188,7 +178,7 @@ int run(const Arguments& a) {
     if (!a.preset.empty()) setup.judge.tolerances.forced_preset = a.preset;
   }
 
-  BisectionPlan plan;
+  bisect::BisectionPlan plan;
   plan.dir = out.string();
   plan.fingerprint = fingerprint(a);
   plan.candidates = a.rules;
@@ -220,7 +210,7 @@ int run(const Arguments& a) {
   }
   if (!plan.resume && plan.candidates.empty())
     std::cerr << "diagnose bisect: running the command with every rule on to list the candidates\n";
-  Bisection bisection(setup);
+  bisect::Bisection bisection(setup);
   try {
     return report(bisection, bisection.run(plan));
   } catch (const RunsInterrupted&) {
