@@ -1,13 +1,9 @@
 #include "orchestrator/exec/slurm_runner.h"
 
-#include <signal.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <boost/filesystem.hpp>
 #include <boost/process.hpp>
-#include <boost/process/extend.hpp>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -21,6 +17,7 @@
 #include "orchestrator/exec/command_line.h"
 #include "orchestrator/exec/interrupt.h"
 #include "orchestrator/exec/log_follower.h"
+#include "orchestrator/exec/process_group.h"
 #include "orchestrator/exec/subprocess.h"
 
 namespace diagnose {
@@ -29,18 +26,6 @@ namespace bp = boost::process;
 namespace fs = boost::filesystem;
 
 namespace {
-
-// Slurm's commands run in a process group of their own, so that Ctrl-C at the terminal
-// reaches the engine (which then cancels its jobs) and not an scancel halfway through.
-struct SlurmCommandGroup : bp::extend::handler {
-  template <typename Executor>
-  void on_exec_setup(Executor&) const {
-    ::setpgid(0, 0);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  }
-};
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;
@@ -73,7 +58,8 @@ ToolResult run_tool(const std::vector<std::string>& argv) {
   std::future<std::string> out, err;
   std::error_code error;
   bp::child child(bp::exe = program, bp::args = std::vector<std::string>(argv.begin() + 1, argv.end()),
-                  bp::std_in<bp::null, bp::std_out> out, bp::std_err > err, io, SlurmCommandGroup{}, error);
+                  bp::std_in<bp::null, bp::std_out> out, bp::std_err > err, io,
+                  OwnProcessGroup(/*dies_with_engine=*/false), error);
   if (error) {
     result.err = "cannot start " + argv[0] + ": " + error.message();
     return result;

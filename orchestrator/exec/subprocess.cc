@@ -1,12 +1,10 @@
 #include "orchestrator/exec/subprocess.h"
 
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <boost/process.hpp>
-#include <boost/process/extend.hpp>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -15,6 +13,7 @@
 
 #include "orchestrator/exec/interrupt.h"
 #include "orchestrator/exec/log_follower.h"
+#include "orchestrator/exec/process_group.h"
 
 namespace diagnose {
 
@@ -22,19 +21,6 @@ namespace bp = boost::process;
 namespace fs = boost::filesystem;
 
 namespace {
-
-// Runs in the child between fork and exec.
-struct OwnProcessGroup : bp::extend::handler {
-  template <typename Executor>
-  void on_exec_setup(Executor&) const {
-    ::setpgid(0, 0);
-    // If the engine dies without cleaning up (SIGKILL), the direct child goes with it.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  }
-};
 
 std::string find_program(const std::string& name, const std::map<std::string, std::string>& env) {
   if (name.find('/') != std::string::npos) return name;
