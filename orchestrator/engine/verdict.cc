@@ -67,6 +67,21 @@ std::string advice_for(const std::string& category, const std::map<std::string, 
   return c ? c->advice : "";
 }
 
+// Fills in the verdict that `step` decides: the category with its title and advice, the exit
+// code, and the step's findings, evidence and reproduce commands.
+void decided_by(Verdict& v, const StepResult& step, const std::string& category, int exit_code,
+                const std::map<std::string, std::string>& advice) {
+  const VerdictCategory* c = find_verdict_category(category);
+  v.category = category;
+  v.title = c ? c->title : category;
+  v.step = step.id;
+  v.findings = step.findings;
+  v.evidence = step.evidence;
+  v.reproduce = step.reproduce;
+  v.advice = advice_for(category, advice);
+  v.exit_code = exit_code;
+}
+
 }  // namespace
 
 Verdict compute_verdict(const Workflow& workflow, const State& state) {
@@ -97,34 +112,19 @@ Verdict compute_verdict(const std::vector<std::string>& custom_order, const std:
 
   // A failure is conclusive unless a step that could have explained it better errored.
   if (decisive && (!first_error || rank(decisive->category) <= rank(first_error->category))) {
-    const VerdictCategory* c = find_verdict_category(decisive->category);
-    v.category = decisive->category;
-    v.title = c ? c->title : decisive->category;
-    v.step = decisive->id;
+    decided_by(v, *decisive, decisive->category, kExitProblem, advice);
     v.culprit = culprit_of(*decisive);
     v.summary = v.title + (v.culprit.empty() ? "" : ": " + v.culprit) + " (step '" + decisive->id +
                 "': " + decisive->summary + ")";
-    v.findings = decisive->findings;
-    v.evidence = decisive->evidence;
-    v.reproduce = decisive->reproduce;
-    v.advice = advice_for(v.category, advice);
-    v.exit_code = kExitProblem;
     return v;
   }
   if (first_error) {
-    v.category = "inconclusive";
-    v.title = find_verdict_category("inconclusive")->title;
-    v.step = first_error->id;
+    decided_by(v, *first_error, "inconclusive", kExitInfrastructure, advice);
     v.summary = v.title + ": step '" + first_error->id + "' " +
                 (first_error->status == StepStatus::Pending ? std::string("did not finish")
                                                             : "errored: " + first_error->summary);
     if (decisive)
       v.summary += "; step '" + decisive->id + "' suggests " + decisive->category + " but an earlier check is missing";
-    v.findings = first_error->findings;
-    v.evidence = first_error->evidence;
-    v.reproduce = first_error->reproduce;
-    v.advice = advice_for(v.category, advice);
-    v.exit_code = kExitInfrastructure;
     return v;
   }
   v.category = "no_precision_problem";
