@@ -185,18 +185,16 @@ steps:
             std::string::npos);
 }
 
+// One run of scripts/hang.sh (which writes its pids to pids and never ends) with `model_extra`
+// in the model section and `kill_grace` seconds between SIGTERM and SIGKILL.
+std::string hanging_workflow(const std::string& model_extra, const std::string& kill_grace) {
+  return "model:\n  argv: [sh, " + script("hang.sh") + ", \"${workflow_dir}/pids\"]\n" + model_extra +
+         "defaults:\n  kill_grace: " + kill_grace + "\nsteps:\n  - {id: hang, kind: run}\n";
+}
+
 TEST(EndToEnd, HangingModelIsKilledWithItsChildrenAtTheTimeout) {
   TempDir dir;
-  write_text(dir / "wf.yaml", R"yaml(
-model:
-  argv: [sh, )yaml" + script("hang.sh") +
-                                  R"yaml(, "${workflow_dir}/pids"]
-  timeout: 1
-defaults:
-  kill_grace: 0.5
-steps:
-  - {id: hang, kind: run}
-)yaml");
+  write_text(dir / "wf.yaml", hanging_workflow("  timeout: 1\n", "0.5"));
   auto start = std::chrono::steady_clock::now();
   Finished r = run_diagnose({"wf.yaml"}, dir.path());
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -277,13 +275,26 @@ size_t count_lines(const std::string& text, const std::string& needle) {
   return n;
 }
 
+// Sends `signal` to the engine once resumable_workflow()'s slow run has started; false when it
+// did not start within 20 s.
+bool signal_once_slow_run_started(DiagnoseProcess& engine, const TempDir& dir, int signal) {
+  if (!wait_until([&] { return count_lines(read_text(dir / "times.log"), "slow start") == 1; }, 20)) return false;
+  ::kill(engine.pid(), signal);
+  return true;
+}
+
+// The slow run's process (the last word of times.log).
+pid_t slow_run_pid(const TempDir& dir) {
+  std::string log = read_text(dir / "times.log");
+  return std::stoi(log.substr(log.rfind(' ') + 1));
+}
+
 TEST(EndToEnd, ResumeAfterAKilledEngineRerunsOnlyWhatWasMissing) {
   TempDir dir;
   write_text(dir / "wf.yaml", resumable_workflow());
   {
     DiagnoseProcess engine({"wf.yaml"}, dir.path(), {{"SLOW_SECONDS", "60"}});
-    ASSERT_TRUE(wait_until([&] { return count_lines(read_text(dir / "times.log"), "slow start") == 1; }, 20));
-    ::kill(engine.pid(), SIGKILL);
+    ASSERT_TRUE(signal_once_slow_run_started(engine, dir, SIGKILL));
     engine.wait();
   }
   std::string run_dir = only_run_dir(dir / "runs");
@@ -292,13 +303,12 @@ TEST(EndToEnd, ResumeAfterAKilledEngineRerunsOnlyWhatWasMissing) {
   EXPECT_EQ(state["steps"][1]["status"], "pending");
   EXPECT_EQ(state["steps"][1]["runs"][0]["status"], "running");
   // The orphaned model run does not outlive the engine.
-  std::string log = read_text(dir / "times.log");
-  pid_t slow_pid = std::stoi(log.substr(log.rfind(' ') + 1));
+  pid_t slow_pid = slow_run_pid(dir);
   EXPECT_TRUE(wait_until([&] { return process_gone(slow_pid); }, 5));
 
   Finished resumed = run_diagnose({"wf.yaml", "--resume", run_dir}, dir.path(), {{"SLOW_SECONDS", "0"}});
   ASSERT_EQ(resumed.code, 0) << resumed.out << resumed.err;
-  log = read_text(dir / "times.log");
+  std::string log = read_text(dir / "times.log");
   EXPECT_EQ(count_lines(log, "quick start"), 1u) << log;
   EXPECT_EQ(count_lines(log, "slow start"), 2u) << log;
   EXPECT_EQ(count_lines(log, "slow end"), 1u) << log;
@@ -311,17 +321,14 @@ TEST(EndToEnd, CtrlCStopsTheChildrenAndLeavesAResumableState) {
   TempDir dir;
   write_text(dir / "wf.yaml", resumable_workflow());
   DiagnoseProcess engine({"wf.yaml"}, dir.path(), {{"SLOW_SECONDS", "60"}});
-  ASSERT_TRUE(wait_until([&] { return count_lines(read_text(dir / "times.log"), "slow start") == 1; }, 20));
-  ::kill(engine.pid(), SIGINT);
+  ASSERT_TRUE(signal_once_slow_run_started(engine, dir, SIGINT));
   ASSERT_EQ(engine.wait(), 130) << engine.err();
   EXPECT_NE(engine.err().find("interrupted; continue with: diagnose <workflow.yaml> --resume"), std::string::npos);
   std::string run_dir = only_run_dir(dir / "runs");
   nlohmann::json state = read_json(run_dir + "/state.json");
   EXPECT_EQ(state["interrupted"], true);
   EXPECT_EQ(state["steps"][1]["runs"][0]["status"], "interrupted");
-  std::string log = read_text(dir / "times.log");
-  pid_t slow_pid = std::stoi(log.substr(log.rfind(' ') + 1));
-  EXPECT_TRUE(process_gone(slow_pid));
+  EXPECT_TRUE(process_gone(slow_run_pid(dir)));
 
   Finished resumed = run_diagnose({"run", "wf.yaml", "--resume", run_dir}, dir.path(), {{"SLOW_SECONDS", "0"}});
   ASSERT_EQ(resumed.code, 0) << resumed.err;
@@ -330,15 +337,7 @@ TEST(EndToEnd, CtrlCStopsTheChildrenAndLeavesAResumableState) {
 
 TEST(EndToEnd, SecondCtrlCKillsAChildThatIgnoresTheFirst) {
   TempDir dir;
-  write_text(dir / "wf.yaml", R"yaml(
-model:
-  argv: [sh, )yaml" + script("hang.sh") +
-                                  R"yaml(, "${workflow_dir}/pids"]
-defaults:
-  kill_grace: 60
-steps:
-  - {id: hang, kind: run}
-)yaml");
+  write_text(dir / "wf.yaml", hanging_workflow("", "60"));
   DiagnoseProcess engine({"wf.yaml"}, dir.path());
   ASSERT_TRUE(wait_until([&] { return !read_text(dir / "pids").empty(); }, 10));
   ::kill(engine.pid(), SIGINT);
