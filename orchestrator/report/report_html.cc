@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <boost/filesystem.hpp>
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <set>
@@ -22,12 +23,16 @@ using nlohmann::json;
 using svg::short_number;
 
 constexpr size_t kMaxTableRows = 200;
+constexpr size_t kVerdictFindings = 5;
+// A table cell holding a word longer than this (a path, an op's full name) may break it anywhere.
+constexpr size_t kLongWord = 32;  // the rest are listed at the end of the page
 constexpr uintmax_t kMaxJsonBytes = 64u << 20;
 
 const char* kStyle = R"css(
 :root { --pass: #1a7f37; --fail: #cf222e; --error: #bc4c00; --skipped: #6e7781; --pending: #8250df; --ink: #1f2328; --muted: #59636e; --line: #d0d7de; }
 * { box-sizing: border-box; }
-body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", "DejaVu Sans", sans-serif; color: var(--ink); margin: 0 auto; max-width: 1040px; padding: 16px 24px 48px; }
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", "DejaVu Sans", sans-serif; color: var(--ink); margin: 0 auto; max-width: 1040px; padding: 16px 24px 48px; overflow-wrap: anywhere; }
+td, th { overflow-wrap: normal; } td.long { overflow-wrap: anywhere; min-width: 14em; }
 h1 { font-size: 22px; margin: 8px 0 4px; } h2 { font-size: 18px; margin: 28px 0 8px; border-bottom: 1px solid var(--line); padding-bottom: 4px; }
 h3 { font-size: 16px; margin: 20px 0 6px; } h4 { font-size: 14px; margin: 14px 0 4px; }
 .meta { color: var(--muted); margin: 0; } .meta code { color: var(--ink); }
@@ -41,13 +46,17 @@ pre { background: #f6f8fa; border: 1px solid var(--line); padding: 8px; overflow
 .status.pass, .status.succeeded { background: var(--pass); } .status.fail, .status.failed { background: var(--fail); }
 .status.error, .status.crashed, .status.timed_out, .status.not_started, .status.missing_outputs { background: var(--error); }
 .status.skipped { background: var(--skipped); } .status.pending, .status.running, .status.interrupted { background: var(--pending); }
-table { border-collapse: collapse; margin: 6px 0 10px; font-size: 12px; width: 100%; }
+.table-box { overflow-x: auto; margin: 6px 0 10px; }
+table { border-collapse: collapse; font-size: 12px; width: 100%; }
 th, td { border: 1px solid var(--line); padding: 2px 6px; text-align: left; vertical-align: top; }
-th { background: #f6f8fa; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
+th { background: #f6f8fa; } td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+.status { white-space: nowrap; }
 tr.fail td { background: #ffebe9; } tr.pass td { background: #fff; } tr.crash td, tr.timeout td, tr.invalid td { background: #fff1e5; }
 .step { border-top: 1px solid var(--line); padding-top: 4px; }
 .note { color: var(--muted); font-size: 12px; }
-ul.links { columns: 2; margin: 4px 0; } ul.links li { break-inside: avoid; }
+ul.links { margin: 4px 0; }
+ul.findings { max-height: 22em; overflow-y: auto; }
+:target { scroll-margin-top: 8px; } .step:target > header, #all-findings:target h2 { background: #fff8c5; }
 figure { margin: 8px 0 14px; } figcaption { color: var(--muted); font-size: 12px; }
 svg.chart, svg.flowchart, svg.narrowing { max-width: 100%; height: auto; display: block; }
 svg text { font: 11px system-ui, "DejaVu Sans", sans-serif; fill: var(--ink); }
@@ -78,6 +87,8 @@ svg .cell.off { fill: #eaeef2; } svg .culprit-column { fill: #fff8c5; } svg .cul
   a { color: inherit; text-decoration: none; }
   ul.links a[href]::after { content: " (" attr(href) ")"; font-size: 8pt; color: var(--muted); }
   pre { white-space: pre-wrap; }
+  ul.findings { max-height: none; overflow: visible; }
+  .table-box { overflow: visible; }
 }
 )css";
 
@@ -96,6 +107,22 @@ std::string cell_text(const json& value) {
     return joined;
   }
   return value.dump();
+}
+
+// A column name may break after its underscores (rows_compared), so that it is not what widens the table.
+std::string header_text(const std::string& name) {
+  std::string escaped = markup_escape(name), out;
+  for (char c : escaped) out += c == '_' ? std::string("_<wbr>") : std::string(1, c);
+  return out;
+}
+
+size_t longest_word(const std::string& text) {
+  size_t longest = 0, run = 0;
+  for (char c : text) {
+    run = std::isspace(static_cast<unsigned char>(c)) ? 0 : run + 1;
+    longest = std::max(longest, run);
+  }
+  return longest;
 }
 
 json read_json_file(const std::string& path) {
@@ -121,6 +148,12 @@ class Page {
     flowchart();
     out_ << "<h2 id=\"steps\">Steps</h2>\n";
     for (const StepResult& step : state_.steps) step_section(step);
+    if (verdict_.findings.size() > kVerdictFindings) {
+      out_ << "<section id=\"all-findings\">\n<h2>All findings of the verdict (" << verdict_.findings.size()
+           << ")</h2>\n";
+      findings(verdict_.findings);
+      out_ << "</section>\n";
+    }
     out_ << "</body>\n</html>\n";
     return out_.str();
   }
@@ -169,7 +202,10 @@ class Page {
            << ".</p>\n";
     if (!verdict_.advice.empty())
       out_ << "<p><strong>What to do:</strong> " << markup_escape(verdict_.advice) << "</p>\n";
-    findings(verdict_.findings);
+    findings(verdict_.findings, kVerdictFindings);
+    if (verdict_.findings.size() > kVerdictFindings)
+      out_ << "<p class=\"more-findings\"><a href=\"#all-findings\">" << verdict_.findings.size() - kVerdictFindings
+           << " more findings</a> (" << verdict_.findings.size() << " in all)</p>\n";
     if (!verdict_.evidence.empty()) {
       out_ << "<h4>Evidence</h4>\n";
       evidence(verdict_.evidence);
@@ -191,18 +227,38 @@ class Page {
 
   void flowchart() {
     std::map<std::string, std::string> when = conditions();
-    const int box_w = 200, box_h = 66, gap_x = 44, gap_y = 56, per_row = 4, margin = 12;
+    const int box_w = 200, line_h = 17, gap_x = 44, gap_y = 40, per_row = 4, margin = 12;
+    const double text_w = box_w - 20;
+    // Each box: its id (bold), kind, status and condition, wrapped to the box, never cut; all
+    // boxes as tall as the tallest so that the arrows meet them in the middle.
+    struct Line {
+      std::string css_class, text;
+    };
+    std::vector<std::vector<Line>> box_lines;
+    size_t most_lines = 1;
+    for (const StepResult& s : state_.steps) {
+      std::vector<Line> lines;
+      for (const std::string& l : wrapped(s.id, text_w, 13)) lines.push_back({"id", l});
+      for (const std::string& l : wrapped(s.kind, text_w, 11)) lines.push_back({"kind", l});
+      lines.push_back({"state", status_class(step_status_name(s.status))});
+      auto condition = when.find(s.id);
+      if (condition != when.end())
+        for (const std::string& l : wrapped("when " + condition->second, text_w, 11)) lines.push_back({"when", l});
+      most_lines = std::max(most_lines, lines.size());
+      box_lines.push_back(std::move(lines));
+    }
+    const int box_h = line_h * static_cast<int>(most_lines) + 15;
     size_t n = state_.steps.size();
     int rows = static_cast<int>((n + per_row - 1) / per_row);
     int width = margin * 2 + per_row * box_w + (per_row - 1) * gap_x;
-    int height = margin * 2 + std::max(1, rows) * (box_h + gap_y) - gap_y + 16;
+    int height = margin * 2 + std::max(1, rows) * (box_h + gap_y) - gap_y;
     // Boxes snake left-to-right, then right-to-left, so every arrow is short.
     auto box_x = [&](size_t i) {
       size_t row = i / per_row, column = i % per_row;
       if (row % 2) column = per_row - 1 - column;
       return margin + static_cast<int>(column) * (box_w + gap_x);
     };
-    auto box_y = [&](size_t i) { return margin + 16 + static_cast<int>(i / per_row) * (box_h + gap_y); };
+    auto box_y = [&](size_t i) { return margin + static_cast<int>(i / per_row) * (box_h + gap_y); };
     out_ << "<h2>Flowchart</h2>\n<figure id=\"flowchart\">\n<svg xmlns=\"http://www.w3.org/2000/svg\" "
             "class=\"flowchart\" "
             "role=\"img\" viewBox=\"0 0 "
@@ -233,31 +289,54 @@ class Page {
            << markup_escape(s.id) << "\" data-status=\"" << status << "\"><title>"
            << markup_escape(s.id + ": " + s.summary) << "</title>"
            << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"" << box_w << "\" height=\"" << box_h
-           << "\" rx=\"8\"/>"
-           << "<text class=\"id\" x=\"" << x + 10 << "\" y=\"" << y + 20 << "\">" << markup_escape(clip(s.id, 26))
-           << "</text>"
-           << "<text class=\"kind\" x=\"" << x + 10 << "\" y=\"" << y + 37 << "\">" << markup_escape(clip(s.kind, 28))
-           << "</text>"
-           << "<text class=\"state\" x=\"" << x + 10 << "\" y=\"" << y + 56 << "\">" << markup_escape(status)
-           << "</text>";
-      auto condition = when.find(s.id);
-      if (condition != when.end())
-        out_ << "<text class=\"when\" x=\"" << x << "\" y=\"" << y - 5 << "\">when "
-             << markup_escape(clip(condition->second, 34)) << "</text>";
+           << "\" rx=\"8\"/>";
+      for (size_t l = 0; l < box_lines[i].size(); ++l)
+        out_ << "<text class=\"" << box_lines[i][l].css_class << "\" x=\"" << x + 10 << "\" y=\""
+             << y + 20 + line_h * static_cast<int>(l) << "\">" << markup_escape(box_lines[i][l].text) << "</text>";
       out_ << "</g></a>\n";
     }
     out_ << "</svg>\n<figcaption>Steps in workflow order with their status (green pass, red fail, orange error, dashed "
-            "skipped); a step with a condition shows it above its box.</figcaption>\n</figure>\n";
+            "skipped); a step with a condition shows it in its box.</figcaption>\n</figure>\n";
+  }
+
+  // Lines of `text` no wider than `width` pixels at `font_px`: broken at spaces, and inside a
+  // word only where the word alone is wider.
+  static std::vector<std::string> wrapped(const std::string& text, double width, double font_px) {
+    std::vector<std::string> lines;
+    std::string line;
+    auto fits = [&](const std::string& t) { return svg::text_width(t, font_px) <= width; };
+    std::istringstream words(text);
+    for (std::string word; words >> word;) {
+      std::string joined = line.empty() ? word : line + " " + word;
+      if (fits(joined)) {
+        line = joined;
+        continue;
+      }
+      if (!line.empty()) lines.push_back(line);
+      line.clear();
+      for (size_t at = 0; at < word.size();) {  // by characters, never inside one
+        size_t next = at + 1;
+        while (next < word.size() && (static_cast<unsigned char>(word[next]) & 0xC0) == 0x80) ++next;
+        if (!line.empty() && !fits(line + word.substr(at, next - at))) {
+          lines.push_back(line);
+          line.clear();
+        }
+        line += word.substr(at, next - at);
+        at = next;
+      }
+    }
+    if (!line.empty() || lines.empty()) lines.push_back(line);
+    return lines;
   }
 
   static std::string clip(const std::string& text, size_t limit) {
     return text.size() <= limit ? text : text.substr(0, limit - 1) + "…";
   }
 
-  void findings(const std::vector<Finding>& list) {
+  void findings(const std::vector<Finding>& list, size_t limit = SIZE_MAX) {
     if (list.empty()) return;
     out_ << "<ul class=\"findings\">\n";
-    for (const Finding& f : list) out_ << "<li>" << markup_escape(f.message) << "</li>\n";
+    for (size_t i = 0; i < list.size() && i < limit; ++i) out_ << "<li>" << markup_escape(list[i].message) << "</li>\n";
     out_ << "</ul>\n";
   }
 
@@ -268,14 +347,21 @@ class Page {
     out_ << "</pre>\n";
   }
 
-  void table(const json& rows, const std::string& css_class = "") {
+  // `columns`: those that come first, where the rows have them (a JSON object's keys come
+  // sorted); the rest follow.
+  void table(const json& rows, const std::string& css_class = "", std::vector<std::string> columns = {}) {
     if (!rows.is_array() || rows.empty() || !rows[0].is_object()) return;
-    std::vector<std::string> columns;
+    columns.erase(std::remove_if(columns.begin(), columns.end(),
+                                 [&](const std::string& c) {
+                                   return std::none_of(rows.begin(), rows.end(),
+                                                       [&](const json& row) { return row.contains(c); });
+                                 }),
+                  columns.end());
     for (const auto& row : rows)
       for (const auto& [key, value] : row.items())
         if (std::find(columns.begin(), columns.end(), key) == columns.end()) columns.push_back(key);
-    out_ << "<table" << (css_class.empty() ? "" : " class=\"" + css_class + "\"") << ">\n<tr>";
-    for (const std::string& c : columns) out_ << "<th>" << markup_escape(c) << "</th>";
+    out_ << "<div class=\"table-box\"><table" << (css_class.empty() ? "" : " class=\"" + css_class + "\"") << ">\n<tr>";
+    for (const std::string& c : columns) out_ << "<th>" << header_text(c) << "</th>";
     out_ << "</tr>\n";
     size_t shown = std::min(rows.size(), kMaxTableRows);
     for (size_t i = 0; i < shown; ++i) {
@@ -286,12 +372,16 @@ class Page {
       out_ << "<tr" << (row_class.empty() ? "" : " class=\"" + markup_escape(row_class) + "\"") << ">";
       for (const std::string& c : columns) {
         json value = row.value(c, json());
-        out_ << "<td" << (value.is_number() ? " class=\"num\"" : "") << ">" << markup_escape(cell_text(value))
-             << "</td>";
+        std::string text = cell_text(value);
+        out_ << "<td"
+             << (value.is_number()                ? " class=\"num\""
+                 : longest_word(text) > kLongWord ? " class=\"long\""
+                                                  : "")
+             << ">" << markup_escape(text) << "</td>";
       }
       out_ << "</tr>\n";
     }
-    out_ << "</table>\n";
+    out_ << "</table></div>\n";
     if (rows.size() > shown) out_ << "<p class=\"note\">" << rows.size() - shown << " more rows not shown.</p>\n";
   }
 
@@ -337,7 +427,8 @@ class Page {
 
   void runs(const StepResult& step) {
     if (step.runs.empty()) return;
-    out_ << "<table class=\"runs\">\n<tr><th>run</th><th>status</th><th>exit</th><th>seconds</th><th>attempts</th>"
+    out_ << "<div class=\"table-box\"><table "
+            "class=\"runs\">\n<tr><th>run</th><th>status</th><th>exit</th><th>seconds</th><th>attempts</th>"
             "<th>files</th><th>why</th></tr>\n";
     for (const RunRecord& r : step.runs) {
       std::string status = status_class(run_status_name(r.status));
@@ -361,7 +452,7 @@ class Page {
       }
       out_ << "</td><td>" << markup_escape(r.error) << "</td></tr>\n";
     }
-    out_ << "</table>\n";
+    out_ << "</table></div>\n";
   }
 
   void metrics_list(const StepResult& step) {
@@ -454,6 +545,7 @@ class Page {
           if (op.is_string()) sources.insert(op.get<std::string>());
       std::set<std::string> marked_sources;
       bool first_marked = false;
+      size_t empty = 0;
       // Big dumps: keep every failing row and thin the passing ones so the page stays light.
       size_t every = std::max<size_t>(1, rows.size() / 3000);
       for (size_t i = 0; i < rows.size(); ++i) {
@@ -474,9 +566,12 @@ class Page {
             markers.back().label += " (source op)";
           marked_sources.insert(op);
         }
+        if (row.value("elements", json()) == 0) {  // no values, no error to draw
+          ++empty;
+          continue;
+        }
         if (verdict != "fail" && i % every) continue;
-        double cos = compare::number_from_json(
-            row.contains("cosine_unrounded") ? row["cosine_unrounded"] : row.value("cosine_similarity", json()));
+        double cos = compare::number_from_json(cosine_of(row));
         std::string label = "#" + std::to_string(i) + " " + op + " " + row.value("io", "") + " " +
                             cell_text(row.value("index", json())) + " — " + verdict;
         std::string point_class = verdict == "fail" ? "fail" : "";
@@ -491,7 +586,8 @@ class Page {
       svg::Chart similarity;
       similarity.title = "Cosine similarity along execution order" + title_where;
       similarity.kind = "compare-cosine";
-      similarity.x_label = "row in execution order (" + std::to_string(rows.size()) + " rows; red points fail)";
+      similarity.x_label = "row in execution order (" + std::to_string(rows.size()) + " rows; red points fail" +
+                           (empty ? "; " + std::to_string(empty) + " empty tensors not drawn" : std::string()) + ")";
       similarity.y_label = "1 − cosine";
       similarity.log_y = true;
       similarity.series = {cosine};
@@ -521,6 +617,11 @@ class Page {
     }
   }
 
+  // The cosine before rounding to ten places, where the result keeps it: a failing row's may round to 1.
+  static json cosine_of(const json& row) {
+    return row.contains("cosine_unrounded") ? row["cosine_unrounded"] : row.value("cosine_similarity", json());
+  }
+
   void worst_rows(const json& rows) {
     std::vector<const json*> failing;
     for (const json& row : rows)
@@ -540,14 +641,15 @@ class Page {
                             {"index", row.value("index", json())},
                             {"data_id", row.value("data_id", json())},
                             {"dtype", row.value("my_dtype", json())},
-                            {"cosine", row.value("cosine_similarity", json())},
+                            {"cosine", cosine_of(row)},
                             {"relative L2", row.value("relative_euclidean_distance", json())},
                             {"max abs", row.value("max_absolute_error", json())},
                             {"judged by", row.value("judged_by", json())},
                             {"reason", row.value("cmp_fail_reason", json())}});
     }
     out_ << "<h4>Worst rows (largest relative L2 error first, of " << failing.size() << " failing)</h4>\n";
-    table(table_rows, "worst-rows");
+    table(table_rows, "worst-rows",
+          {"op", "io", "index", "data_id", "dtype", "cosine", "relative L2", "max abs", "judged by", "reason"});
   }
 
   // A step that lists its trials as evidence already (fusion_bisect does) needs no second table.
@@ -606,7 +708,7 @@ class Page {
       table_rows.push_back(row);
     }
     out_ << "<h4>Trials</h4>\n";
-    table(table_rows, "trials");
+    table(table_rows, "trials", {"#", "round", "phase", "rules off", "outcome", "seconds", "replayed", "detail"});
     out_ << "<p class=\"note\">From ";
     anchor(path, link(path));
     out_ << ".</p>\n</div>\n";
@@ -616,9 +718,12 @@ class Page {
   // by the trial's outcome; the columns still filled in failing rows show where the search narrowed.
   void narrowing(const json& trials, const std::vector<std::string>& rules, const std::vector<std::string>& culprits) {
     if (rules.empty() || trials.empty()) return;
+    const size_t label_chars = 40;
+    double longest = 0;  // rule label, drawn at 60 degrees: it rises 0.87 and runs right 0.5 of its length
+    for (const std::string& rule : rules) longest = std::max(longest, svg::text_width(clip(rule, label_chars), 11));
     const int cell_w = std::max(10, std::min(40, 640 / static_cast<int>(rules.size()))), cell_h = 14, left = 150,
-              top = 110, legend = 28;
-    int width = left + cell_w * static_cast<int>(rules.size()) + 20;
+              top = static_cast<int>(0.87 * longest) + 20, legend = 28;
+    int width = std::max(430, left + cell_w * static_cast<int>(rules.size()) + static_cast<int>(0.5 * longest) + 16);
     int height = top + cell_h * static_cast<int>(trials.size()) + legend;
     out_ << "<figure class=\"narrowing-figure\">\n<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"narrowing\" "
             "data-chart=\"bisection-narrowing\" role=\"img\" viewBox=\"0 0 "
@@ -631,7 +736,8 @@ class Page {
         out_ << "<rect class=\"culprit-column\" x=\"" << x << "\" y=\"" << top - 4 << "\" width=\"" << cell_w
              << "\" height=\"" << cell_h * static_cast<int>(trials.size()) + 8 << "\"/>\n";
       out_ << "<text" << (culprit ? " class=\"culprit-label\"" : "") << " transform=\"translate(" << x + cell_w / 2 + 4
-           << " " << top - 8 << ") rotate(-60)\">" << markup_escape(clip(rules[c], 20)) << "</text>\n";
+           << " " << top - 8 << ") rotate(-60)\">" << markup_escape(clip(rules[c], label_chars))
+           << (rules[c].size() > label_chars ? "<title>" + markup_escape(rules[c]) + "</title>" : "") << "</text>\n";
     }
     for (size_t i = 0; i < trials.size(); ++i) {
       const json& t = trials[i];
@@ -705,7 +811,7 @@ class Page {
          << markup_escape(document.value("database", "")) << "); from ";
     anchor(path, link(path));
     out_ << ".</figcaption>\n</figure>\n";
-    table(rows, "trend-table");
+    table(rows, "trend-table", {"model version", "run", "when", "verdict", "cosine", "relative L2", "max relative"});
   }
 
   const State& state_;

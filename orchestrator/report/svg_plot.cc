@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <sstream>
 
@@ -13,6 +14,7 @@ namespace diagnose::svg {
 namespace {
 
 constexpr double kLeft = 72, kRight = 16, kTop = 30, kBottom = 64;
+constexpr double kFontPx = 11;  // svg text in report.html's style
 
 std::string coordinate(double v) {
   char buffer[32];
@@ -41,9 +43,21 @@ std::vector<double> linear_ticks(double low, double high, int count) {
 std::string short_number(double value) {
   if (std::isnan(value)) return "nan";
   if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  // Four significant digits; more where four would round a small value onto a whole number it is
+  // not (a failing row's cosine of 0.99997 must not read 1).
   char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.4g", value);
+  for (int digits = 4; digits <= 12; ++digits) {
+    std::snprintf(buffer, sizeof buffer, "%.*g", digits, value);
+    double shown = std::strtod(buffer, nullptr);
+    if (shown == value || std::abs(shown) >= 10 || shown != std::round(shown)) break;
+  }
   return buffer;
+}
+
+double text_width(const std::string& text, double font_px) {
+  size_t characters = 0;
+  for (unsigned char c : text) characters += (c & 0xC0) != 0x80;  // UTF-8 lead bytes
+  return 0.6 * font_px * static_cast<double>(characters);
 }
 
 std::string chart(const Chart& c) {
@@ -108,13 +122,16 @@ std::string chart(const Chart& c) {
         << label << "</text>\n";
   }
   if (c.log_y)
-    out << "<text class=\"note\" x=\"" << coordinate(kLeft + plot_w) << "\" y=\"18\" text-anchor=\"end\">log scale; "
-        << "values ≤ " << short_number(c.log_floor) << " drawn at " << short_number(c.log_floor) << "</text>\n";
+    out << "<text class=\"note\" x=\"" << coordinate(kLeft + plot_w) << "\" y=\"" << c.height - 6
+        << "\" text-anchor=\"end\">log scale; values ≤ " << short_number(c.log_floor) << " drawn at "
+        << short_number(c.log_floor) << "</text>\n";
 
   // x axis: categorical labels (thinned to fit) or round steps.
   if (!c.x_tick_labels.empty()) {
     size_t n = c.x_tick_labels.size();
-    size_t every = std::max<size_t>(1, n / 12 + (n % 12 ? 1 : 0));
+    double widest = 0;
+    for (const std::string& label : c.x_tick_labels) widest = std::max(widest, text_width(label, kFontPx) + 8);
+    size_t every = std::max<size_t>(1, static_cast<size_t>(std::ceil(n * widest / plot_w)));
     for (size_t i = 0; i < n; i += every)
       out << "<text class=\"tick\" text-anchor=\"middle\" x=\"" << coordinate(px(static_cast<double>(i))) << "\" y=\""
           << coordinate(kTop + plot_h + 16) << "\">" << markup_escape(c.x_tick_labels[i]) << "</text>\n";
@@ -132,11 +149,23 @@ std::string chart(const Chart& c) {
   out << "<text class=\"axis-label\" text-anchor=\"middle\" transform=\"translate(14 " << coordinate(kTop + plot_h / 2)
       << ") rotate(-90)\">" << markup_escape(c.y_label) << "</text>\n";
 
+  // A marker's label sits right of its line, or left of it near the right edge, one line lower
+  // than any earlier label it would run into.
+  std::vector<std::pair<double, double>> label_spans;  // left, right
   for (const Marker& m : c.markers) {
-    out << "<g class=\"marker " << markup_escape(m.css_class) << "\"><line x1=\"" << coordinate(px(m.x)) << "\" x2=\""
-        << coordinate(px(m.x)) << "\" y1=\"" << kTop << "\" y2=\"" << coordinate(kTop + plot_h) << "\"/>"
-        << "<text x=\"" << coordinate(px(m.x) + 3) << "\" y=\"" << kTop + 12 << "\">" << markup_escape(m.label)
-        << "</text><title>" << markup_escape(m.label) << "</title></g>\n";
+    double x = px(m.x), width = text_width(m.label, kFontPx);
+    bool right_of_line = x + 3 + width <= kLeft + plot_w;
+    double left = right_of_line ? x + 3 : x - 3 - width;
+    size_t line = 0;
+    for (; line < label_spans.size(); ++line)
+      if (left > label_spans[line].second + 4 || left + width < label_spans[line].first - 4) break;
+    if (line == label_spans.size()) label_spans.emplace_back(left, left + width);
+    label_spans[line] = {std::min(label_spans[line].first, left), std::max(label_spans[line].second, left + width)};
+    out << "<g class=\"marker " << markup_escape(m.css_class) << "\"><line x1=\"" << coordinate(x) << "\" x2=\""
+        << coordinate(x) << "\" y1=\"" << kTop << "\" y2=\"" << coordinate(kTop + plot_h) << "\"/>"
+        << "<text x=\"" << coordinate(right_of_line ? x + 3 : x - 3) << "\" y=\"" << kTop + 12 + 13 * line << "\""
+        << (right_of_line ? "" : " text-anchor=\"end\"") << ">" << markup_escape(m.label) << "</text><title>"
+        << markup_escape(m.label) << "</title></g>\n";
   }
 
   auto point_y = [&](double y) { return std::isinf(y) ? (y > 0 ? py(y_high) : py(y_low)) : py(shown_y(y)); };
@@ -165,7 +194,7 @@ std::string chart(const Chart& c) {
         << coordinate(legend_x + 18) << "\" y1=\"" << c.height - 10 << "\" y2=\"" << c.height - 10 << "\"/>"
         << "<text x=\"" << coordinate(legend_x + 22) << "\" y=\"" << c.height - 6 << "\">" << markup_escape(s.name)
         << "</text></g>\n";
-    legend_x += 40 + 7.0 * s.name.size();
+    legend_x += 40 + text_width(s.name, kFontPx);
   }
   out << "</svg>\n";
   return out.str();

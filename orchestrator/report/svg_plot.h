@@ -41,7 +41,12 @@ struct Chart {
 
 std::string chart(const Chart& chart);
 
-// A number in few characters: 0.9999, 1.2e-05.
+// A number in few characters: 0.9999, 1.2e-05; as many more as it takes not to round a value
+// onto a whole number it is not: 0.99999.
 std::string short_number(double value);
+
+// About how wide `text` is drawn at `font_px` in the report's sans-serif: generous, for laying
+// labels out so that they neither overlap nor run off the drawing.
+double text_width(const std::string& text, double font_px);
 
 }  // namespace diagnose::svg

@@ -181,6 +181,80 @@ TEST_F(ReportHtml, AGateRunShowsTheTrend) {
   EXPECT_NE(html.find("<table class=\"trend-table\">"), std::string::npos);
 }
 
+TEST_F(ReportHtml, TheVerdictShowsAHandfulOfFindingsAndLinksToTheRest) {
+  state_.steps.push_back(compare_step("fx", "ge"));
+  Verdict verdict = compute_verdict({}, {}, state_);
+  verdict.findings.clear();
+  for (int i = 0; i < 300; ++i) verdict.findings.push_back({"not matched: rank0/Op_" + std::to_string(i), ""});
+  std::string html = report_html(state_, verdict);
+  size_t verdict_start = html.find("<section id=\"verdict\""), verdict_end = html.find("</section>", verdict_start);
+  std::string box = html.substr(verdict_start, verdict_end - verdict_start);
+  EXPECT_EQ(count(box, "<li>not matched"), 5u);
+  EXPECT_NE(box.find("<a href=\"#all-findings\">295 more findings</a> (300 in all)"), std::string::npos);
+  size_t all = html.find("<section id=\"all-findings\">");
+  ASSERT_NE(all, std::string::npos);
+  EXPECT_EQ(count(html.substr(all), "<li>not matched"), 300u);
+  EXPECT_NE(html.find("Op_299"), std::string::npos);
+}
+
+TEST_F(ReportHtml, FlowchartConditionsAreWrappedIntoTheirBoxNotCut) {
+  std::string condition = "steps.graph_compare.status == fail and steps.graph_compare.failed_outputs != 0";
+  write_text(
+      run_dir_ + "/resolved.json",
+      nlohmann::json({{"steps", {{{"id", "a_rather_long_step_identifier_name"}}, {{"id", "b"}, {"when", condition}}}}})
+          .dump());
+  for (const char* id : {"a_rather_long_step_identifier_name", "b"}) {
+    StepResult s;
+    s.id = id;
+    s.kind = "assert";
+    s.status = StepStatus::Pass;
+    state_.steps.push_back(s);
+  }
+  std::string html = report_html(state_, compute_verdict({}, {}, state_));
+  std::regex line("<text class=\"(id|when)\" x=\"[0-9]+\" y=\"[0-9]+\">([^<]*)</text>");
+  std::string ids, when;
+  for (std::sregex_iterator it(html.begin(), html.end(), line), end; it != end; ++it) {
+    std::string text = (*it)[2];
+    EXPECT_LE(svg::text_width(text, (*it)[1] == "id" ? 13 : 11), 180) << text;
+    ((*it)[1] == "id" ? ids : when) += ((*it)[1] == "id" || when.empty() ? "" : " ") + text;
+  }
+  auto spaceless = [](std::string t) {
+    t.erase(std::remove(t.begin(), t.end(), ' '), t.end());
+    return t;
+  };
+  EXPECT_EQ(ids, "a_rather_long_step_identifier_nameb");
+  EXPECT_EQ(spaceless(when), spaceless("when " + condition));               // a word wider than the box is split
+  EXPECT_NE(html.find(">steps.graph_compare.status<"), std::string::npos);  // the others are not
+  EXPECT_EQ(html.find("…"), std::string::npos);
+}
+
+TEST(SvgChart, ShortNumbersNeverRoundOntoAWholeNumberTheyAreNot) {
+  EXPECT_EQ(svg::short_number(0.9999662428), "0.99997");
+  EXPECT_EQ(svg::short_number(-0.999999), "-0.999999");
+  EXPECT_EQ(svg::short_number(1.0000001), "1.0000001");
+  EXPECT_EQ(svg::short_number(1.0), "1");
+  EXPECT_EQ(svg::short_number(0.03642129898), "0.03642");
+  EXPECT_EQ(svg::short_number(12345.6), "1.235e+04");
+  EXPECT_EQ(svg::short_number(7.153e-07), "7.153e-07");
+}
+
+TEST(SvgChart, MarkerLabelsCloseTogetherTakeSeparateLines) {
+  svg::Chart c;
+  c.title = "t";
+  c.series = {{"s", "cosine", {{0, 1, "", ""}, {100, 2, "", ""}}, true}};
+  c.markers = {{50, "first divergence: layer.0/aten.mul.Tensor#0", "first-divergence"},
+               {51, "source op: layer.0/aten.add.Tensor#0", "source-op"},
+               {100, "source op: the last op, near the right edge", "source-op"}};
+  std::string out = svg::chart(c);
+  std::regex label("<g class=\"marker [^\"]*\">.*?<text x=\"([0-9.]+)\" y=\"([0-9.]+)\"( text-anchor=\"end\")?>");
+  std::vector<std::smatch> labels;
+  for (std::sregex_iterator it(out.begin(), out.end(), label), end; it != end; ++it) labels.push_back(*it);
+  ASSERT_EQ(labels.size(), 3u);
+  EXPECT_NE(labels[0][2], labels[1][2]);        // one below the other
+  EXPECT_TRUE(labels[2][3].matched);            // drawn left of its line
+  EXPECT_LE(std::stod(labels[2][1]), c.width);  // and so inside the chart
+}
+
 TEST(SvgChart, LogScaleKeepsZeroAndInfinityOnTheChart) {
   svg::Chart c;
   c.title = "t";
