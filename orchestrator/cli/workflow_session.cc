@@ -4,6 +4,7 @@
 
 #include "orchestrator/ci/history.h"
 #include "orchestrator/report/reports.h"
+#include "orchestrator/workflow/validate.h"
 #include "orchestrator/workflow/workflow_loader.h"
 
 namespace diagnose {
@@ -11,7 +12,9 @@ namespace diagnose {
 std::optional<Workflow> load_or_report(const std::string& path) {
   Diagnostics diagnostics(path);
   std::optional<Workflow> workflow = load_workflow(path, diagnostics);
+  if (workflow) check_model_paths(*workflow, diagnostics);
   diagnostics.print(std::cerr);
+  if (!diagnostics.empty()) workflow.reset();
   return workflow;
 }
 

@@ -11,10 +11,12 @@ std::string format_diagnostic(const Diagnostic& d) {
   return where + ": error: " + d.message;
 }
 
-void Diagnostics::error(const YAML::Mark& at, const std::string& message) {
+void Diagnostics::error(const YAML::Mark& at, const std::string& message) { error_in(file_, at, message); }
+
+void Diagnostics::error_in(const std::string& file, const YAML::Mark& at, const std::string& message) {
   // yaml-cpp counts from 0 and uses -1 for nodes without a position.
-  if (at.line < 0) return error_in_file(message);
-  list_.push_back({file_, at.line + 1, at.column + 1, message});
+  if (at.line < 0) return list_.push_back({file, 0, 0, message});
+  list_.push_back({file, at.line + 1, at.column + 1, message});
 }
 
 void Diagnostics::error_in_file(const std::string& message) { list_.push_back({file_, 0, 0, message}); }

@@ -23,6 +23,8 @@ class Diagnostics {
  public:
   explicit Diagnostics(std::string file) : file_(std::move(file)) {}
   void error(const YAML::Mark& at, const std::string& message);
+  // An error in another file than this one's (a base workflow's key, through `extends:`).
+  void error_in(const std::string& file, const YAML::Mark& at, const std::string& message);
   void error_in_file(const std::string& message);
   bool empty() const { return list_.empty(); }
   const std::vector<Diagnostic>& list() const { return list_; }

@@ -6,6 +6,8 @@
 #include <set>
 #include <sstream>
 
+#include <boost/filesystem.hpp>
+
 #include "compare/judge.h"
 #include "orchestrator/engine/step.h"
 #include "orchestrator/engine/step_registry.h"
@@ -13,6 +15,8 @@
 #include "orchestrator/workflow/template.h"
 
 namespace diagnose {
+
+namespace fs = boost::filesystem;
 
 namespace {
 
@@ -203,6 +207,27 @@ static void check_model(const YAML::Node& model, Diagnostics& diagnostics) {
   if (model["script"].IsScalar() && model["script"].Scalar().empty())
     diagnostics.error(model["script"].Mark(), "model: script must name a file");
   check_command_form(model, "model", false, diagnostics);
+}
+
+void check_model_paths(const Workflow& workflow, Diagnostics& diagnostics) {
+  YAML::Node model = workflow.root["model"];
+  if (!model || !model.IsMap()) return;
+  // An inherited model's relative paths start at the extending file's directory, not at the base's.
+  std::string inherited =
+      workflow.model_source == workflow.path ? "" : " (relative to " + workflow.path + ", which extends this file)";
+  auto check = [&](const char* key, bool directory) {
+    YAML::Node value = model[key];
+    if (!value || !value.IsScalar() || value.Scalar().empty() || value.Scalar().find("${") != std::string::npos) return;
+    std::string resolved = absolute_path(value.Scalar(), workflow.dir);
+    boost::system::error_code error;
+    fs::file_status status = fs::status(resolved, error);
+    if (directory ? fs::is_directory(status) : fs::is_regular_file(status)) return;
+    std::string problem = !fs::exists(status) ? "does not exist" : directory ? "is not a directory" : "is not a file";
+    diagnostics.error_in(workflow.model_source, value.Mark(),
+                         std::string("model.") + key + ": " + resolved + " " + problem + inherited);
+  };
+  check("script", false);
+  check("cwd", true);
 }
 
 YAML::Mark mark_within(const std::string& file_text, const YAML::Node& node, size_t offset) {

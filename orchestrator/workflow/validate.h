@@ -22,6 +22,11 @@ struct StringUse {
 
 void validate_workflow(const Workflow& workflow, const std::vector<StringUse>& strings, Diagnostics& diagnostics);
 
+// The model's script and working directory exist, resolved as a run resolves them (against the
+// workflow's directory; a cwd with templates only when its run starts). Not part of
+// load_workflow: `diagnose report` reads a run's copy of its workflow, far from these files.
+void check_model_paths(const Workflow& workflow, Diagnostics& diagnostics);
+
 // The position `offset` characters into a scalar's text (quotes skipped), on the same line.
 YAML::Mark mark_within(const std::string& file_text, const YAML::Node& node, size_t offset);
 

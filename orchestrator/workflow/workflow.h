@@ -67,6 +67,8 @@ struct Workflow {
   std::string name;
   std::string text;  // the file's bytes, copied into the run directory
   ModelSpec model;
+  // The file that wrote `model:`: `path`, or the base's when inherited through `extends:`.
+  std::string model_source;
   Defaults defaults;
   std::vector<StepSpec> steps;
   VerdictSpec verdict;

@@ -117,14 +117,16 @@ Workflow build_workflow(const YAML::Node& root, const std::string& path, const s
 }
 
 // `extends: BASE.yaml`: the base workflow (checked on its own first) with this file's
-// top-level keys in place of the base's (typically just model:).
-std::optional<YAML::Node> extend(const YAML::Node& root, const std::string& path, Diagnostics& diagnostics) {
+// top-level keys in place of the base's (typically just model:), but never the base's name:
+// without a name of its own, a workflow is named after its file. `base_path` gets the base's path.
+std::optional<YAML::Node> extend(const YAML::Node& root, const std::string& path, Diagnostics& diagnostics,
+                                 std::string& base_path) {
   YAML::Node extends = root["extends"];
   if (!extends.IsScalar() || extends.Scalar().empty()) {
     diagnostics.error(extends.Mark(), "extends: give the path of a workflow file");
     return std::nullopt;
   }
-  std::string base_path = absolute_path(extends.Scalar(), fs::path(path).parent_path().string());
+  base_path = absolute_path(extends.Scalar(), fs::path(path).parent_path().string());
   try {  // one level only: no chains, no cycles
     YAML::Node raw = YAML::LoadFile(base_path);
     if (raw.IsMap() && raw["extends"]) {
@@ -141,7 +143,10 @@ std::optional<YAML::Node> extend(const YAML::Node& root, const std::string& path
     diagnostics.error(extends.Mark(), "extends: " + where + ": " + d.message);
   }
   if (!base) return std::nullopt;
-  YAML::Node merged = YAML::Clone(base->root);
+  // The base's nodes themselves (YAML::Clone would lose their positions), no longer needed by `base`.
+  YAML::Node merged(YAML::NodeType::Map);
+  for (const auto& entry : base->root)
+    if (entry.first.Scalar() != "name") merged[entry.first.Scalar()] = entry.second;
   for (const auto& entry : root)
     if (entry.first.Scalar() != "extends") merged[entry.first.Scalar()] = entry.second;
   return merged;
@@ -185,9 +190,12 @@ std::optional<Workflow> load_workflow_text(const std::string& text, const std::s
     diagnostics.error(root.Mark(), "a workflow must be a mapping with model and steps");
     return std::nullopt;
   }
+  std::string model_source = path;
   if (root["extends"]) {
-    std::optional<YAML::Node> extended = extend(root, path, diagnostics);
+    std::string base_path;
+    std::optional<YAML::Node> extended = extend(root, path, diagnostics, base_path);
     if (!extended) return std::nullopt;
+    if (!root["model"]) model_source = base_path;
     root = *extended;
   }
 
@@ -213,6 +221,7 @@ std::optional<Workflow> load_workflow_text(const std::string& text, const std::s
   Workflow workflow;
   try {
     workflow = build_workflow(root, path, text);
+    workflow.model_source = model_source;
   } catch (const YAML::Exception& e) {
     diagnostics.error(e.mark, e.msg);
     return std::nullopt;

@@ -140,7 +140,7 @@ TEST(WorkflowExtends, TheBaseWithThisFilesTopLevelKeys) {
                               "name: base\nmodel: {argv: [python, m.py]}\ndefaults: {slots: 2}\n"
                               "steps:\n  - {id: a, kind: run}\n  - {id: b, kind: run}\n");
   Workflow workflow = load(dir, "extends: base/flow.yaml\nmodel: {script: mine.py, backend: aot_eager}\n");
-  EXPECT_EQ(workflow.name, "base");
+  EXPECT_EQ(workflow.name, "wf");  // this file's stem: a base's name is not inherited
   EXPECT_EQ(workflow.defaults.slots, 2);
   ASSERT_EQ(workflow.steps.size(), 2u);
   EXPECT_EQ(workflow.steps[1].id, "b");

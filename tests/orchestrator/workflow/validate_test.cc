@@ -1,7 +1,9 @@
 // `diagnose validate`: malformed workflows, each with its exact message and position.
 #include <gtest/gtest.h>
 
+#include "orchestrator/workflow/validate.h"
 #include "orchestrator/workflow/workflow_loader.h"
+#include "tests/support/e2e_helpers.h"
 
 namespace diagnose {
 namespace {
@@ -552,12 +554,83 @@ steps:
   EXPECT_GT(rejected, 1000u / stride);
 }
 
+namespace fs = boost::filesystem;
+using testing_support::Finished;
+using testing_support::run_diagnose;
+using testing_support::TempDir;
+using testing_support::write_text;
+
+// The errors of a workflow file and of its model's paths, as a run or `diagnose validate` reports them.
+std::vector<std::string> path_errors(const std::string& path) {
+  Diagnostics diagnostics(path);
+  std::optional<Workflow> workflow = load_workflow(path, diagnostics);
+  if (workflow) check_model_paths(*workflow, diagnostics);
+  std::vector<std::string> messages;
+  for (const Diagnostic& d : diagnostics.list()) messages.push_back(format_diagnostic(d));
+  return messages;
+}
+
+TEST(Validate, AMissingScriptOrCwdIsAnErrorAtItsValue) {
+  TempDir dir;
+  write_text(dir / "model.py", "");
+  write_text(dir / "wf.yaml", "model:\n  script: modle.py\n  cwd: work\nsteps:\n  - {id: a, kind: run}\n");
+  EXPECT_EQ(path_errors(dir / "wf.yaml"),
+            (std::vector<std::string>{dir / "wf.yaml:2:11: error: model.script: " + dir / "modle.py does not exist",
+                                      dir / "wf.yaml:3:8: error: model.cwd: " + dir / "work does not exist"}));
+  // A directory is not a script, a file is not a working directory; a templated cwd waits for its run.
+  write_text(dir / "wf.yaml", "model:\n  script: .\n  cwd: model.py\nsteps:\n  - {id: a, kind: run}\n");
+  EXPECT_EQ(path_errors(dir / "wf.yaml"),
+            (std::vector<std::string>{dir / "wf.yaml:2:11: error: model.script: " + dir.path() + " is not a file",
+                                      dir / "wf.yaml:3:8: error: model.cwd: " + dir / "model.py is not a directory"}));
+  write_text(dir / "wf.yaml", "model: {script: model.py, cwd: \"${run_dir}\"}\nsteps:\n  - {id: a, kind: run}\n");
+  EXPECT_EQ(path_errors(dir / "wf.yaml"), std::vector<std::string>{});
+}
+
+TEST(Validate, ValidateAndRunRefuseAMissingScriptWithExitTwo) {
+  TempDir dir;
+  fs::create_directories(dir / "sub");
+  write_text(dir / "sub/wf.yaml", "model:\n  script: model.py\nsteps:\n  - {id: a, kind: run}\n");
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"validate", "sub/wf.yaml"}, {"sub/wf.yaml"}}) {
+    Finished r = run_diagnose(args, dir.path());
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_EQ(r.err, "sub/wf.yaml:2:11: error: model.script: " + dir / "sub/model.py does not exist\n");
+    EXPECT_EQ(r.out, "");
+  }
+  EXPECT_FALSE(fs::exists(dir / "runs"));
+  write_text(dir / "sub/model.py", "");
+  EXPECT_EQ(run_diagnose({"validate", "sub/wf.yaml"}, dir.path()).code, 0);
+}
+
+TEST(Validate, AnExtendingWorkflowIsNamedAfterItsFileAndResolvesTheBasesModelFromItsOwnDirectory) {
+  TempDir dir;
+  fs::create_directories(dir / "mine");
+  write_text(dir / "model.py", "");
+  write_text(dir / "base.yaml", "name: standard\nmodel:\n  script: model.py\nsteps:\n  - {id: a, kind: run}\n");
+  write_text(dir / "mine/own.yaml", "extends: ../base.yaml\nmodel: {script: ../model.py}\n");
+  Diagnostics diagnostics(dir / "mine/own.yaml");
+  std::optional<Workflow> own = load_workflow(dir / "mine/own.yaml", diagnostics);
+  ASSERT_TRUE(own) << testing::PrintToString(path_errors(dir / "mine/own.yaml"));
+  EXPECT_EQ(own->name, "own");
+  EXPECT_EQ(path_errors(dir / "mine/own.yaml"), std::vector<std::string>{});
+  write_text(dir / "mine/named.yaml", "extends: ../base.yaml\nname: mine\nmodel: {script: ../model.py}\n");
+  EXPECT_EQ(load_workflow(dir / "mine/named.yaml", diagnostics)->name, "mine");
+  // The base's own model resolves against the extending file's directory, where it is missing:
+  // the error points at the base's key.
+  write_text(dir / "mine/inherits.yaml", "extends: ../base.yaml\n");
+  EXPECT_EQ(path_errors(dir / "mine/inherits.yaml"),
+            std::vector<std::string>{dir / "base.yaml:3:11: error: model.script: " + dir / "mine/model.py" +
+                                     " does not exist (relative to " + dir / "mine/inherits.yaml" +
+                                     ", which extends this file)"});
+}
+
 TEST(Validate, ExampleWorkflowsAreValid) {
   for (const char* name : {"workflows/minimal.yaml"}) {
     Diagnostics diagnostics(name);
     EXPECT_TRUE(load_workflow(std::string(DIAGNOSE_SOURCE_DIR) + "/" + name, diagnostics)) << name;
     for (const Diagnostic& d : diagnostics.list()) ADD_FAILURE() << format_diagnostic(d);
   }
+  for (const char* name : {"workflows/graph-mode-precision.yaml", "workflows/minimal.yaml", "workflows/ci-gate.yaml"})
+    EXPECT_EQ(path_errors(std::string(DIAGNOSE_SOURCE_DIR) + "/" + name), std::vector<std::string>{}) << name;
 }
 
 }  // namespace
