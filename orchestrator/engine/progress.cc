@@ -1,5 +1,6 @@
 #include "orchestrator/engine/progress.h"
 
+#include <algorithm>
 #include <cmath>
 #include <iomanip>
 #include <ostream>
@@ -20,6 +21,23 @@ std::string seconds_text(double s) {
   return out.str();
 }
 }  // namespace
+
+std::optional<TimeLeft> estimate_time_left(const RunsSoFar& runs) {
+  if (runs.finished_seconds.empty() || (runs.running_seconds.empty() && runs.queued == 0)) return std::nullopt;
+  TimeLeft left;
+  for (double s : runs.finished_seconds) left.mean_run_seconds += s;
+  left.mean_run_seconds /= static_cast<double>(runs.finished_seconds.size());
+  double work = static_cast<double>(runs.queued) * left.mean_run_seconds, longest_running = 0;
+  for (double s : runs.running_seconds) {
+    double rest = std::max(0.0, left.mean_run_seconds - s);
+    left.overdue = left.overdue || s > left.mean_run_seconds;
+    work += rest;
+    longest_running = std::max(longest_running, rest);
+  }
+  double parallel = std::max<double>(1, static_cast<double>(runs.running_seconds.size()));
+  left.seconds = std::max(longest_running, work / parallel);
+  return left;
+}
 
 Progress::Progress(std::ostream& out, Verbosity verbosity, LogFormat format, double heartbeat_s)
     : out_(out), verbosity_(verbosity), format_(format), heartbeat_s_(heartbeat_s) {
@@ -47,14 +65,21 @@ void Progress::emit(const nlohmann::json& event, const std::string& human, bool 
 }
 
 std::string Progress::step_progress_line() {
-  double elapsed = now_seconds() - step_started_;
+  double now = now_seconds();
+  RunsSoFar runs{finished_seconds_, {}, 0};
+  for (const auto& [name, started] : running_since_) runs.running_seconds.push_back(now - started);
+  size_t started_runs = finished_seconds_.size() + running_since_.size();
+  runs.queued = runs_total_ > started_runs ? runs_total_ - started_runs : 0;
   std::ostringstream line;
-  line << "  " << step_ << ": " << runs_done_ << "/" << runs_total_ << " runs done, " << runs_running_ << " running, "
-       << seconds_text(elapsed) << " elapsed";
-  if (runs_done_ > 0 && runs_done_ < runs_total_) {
-    double per_run = run_seconds_ / static_cast<double>(runs_done_);
-    double parallel = std::max<double>(1, static_cast<double>(runs_running_));
-    line << ", about " << seconds_text(per_run * static_cast<double>(runs_total_ - runs_done_) / parallel) << " left";
+  line << "  " << step_ << ": " << finished_seconds_.size() << "/" << runs_total_ << " runs done, "
+       << running_since_.size() << " running, " << seconds_text(now - step_started_) << " elapsed";
+  if (std::optional<TimeLeft> left = estimate_time_left(runs)) {
+    std::string mean = "the finished runs' mean of " + seconds_text(left->mean_run_seconds);
+    if (left->overdue && left->seconds < 0.05)
+      line << ", a run is past " << mean;
+    else
+      line << ", about " << seconds_text(left->seconds) << " left"
+           << (left->overdue ? " after the run past " + mean : "");
   }
   return line.str();
 }
@@ -67,7 +92,7 @@ void Progress::heartbeat_loop() {
     if (step_.empty() || runs_total_ == 0 || now_seconds() - step_started_ < heartbeat_s_) continue;
     emit({{"event", "heartbeat"},
           {"step", step_},
-          {"runs_done", runs_done_},
+          {"runs_done", finished_seconds_.size()},
           {"runs_total", runs_total_},
           {"elapsed", now_seconds() - step_started_}},
          step_progress_line());
@@ -84,8 +109,9 @@ void Progress::workflow_started(const std::string& name, const std::string& run_
 void Progress::step_started(const std::string& id, size_t index, size_t total) {
   std::lock_guard<std::mutex> guard(lock_);
   step_ = id;
-  runs_total_ = runs_done_ = runs_running_ = 0;
-  run_seconds_ = 0;
+  runs_total_ = 0;
+  finished_seconds_.clear();
+  running_since_.clear();
   step_started_ = now_seconds();
   emit({{"event", "step_started"}, {"step", id}, {"index", index}, {"total", total}},
        "[" + std::to_string(index + 1) + "/" + std::to_string(total) + "] " + id);
@@ -107,7 +133,7 @@ void Progress::step_kept(const StepResult& result) {
 
 void Progress::run_started(const std::string& step, const RunRecord& run) {
   std::lock_guard<std::mutex> guard(lock_);
-  ++runs_running_;
+  running_since_[run.name] = run.started > 0 ? run.started : now_seconds();
   if (verbosity_ != Verbosity::Verbose && format_ == LogFormat::Human) return;
   std::string command;
   for (const std::string& a : run.argv) command += (command.empty() ? "" : " ") + a;
@@ -117,13 +143,13 @@ void Progress::run_started(const std::string& step, const RunRecord& run) {
 
 void Progress::run_finished(const std::string& step, const RunRecord& run) {
   std::lock_guard<std::mutex> guard(lock_);
-  if (runs_running_ > 0) --runs_running_;
-  ++runs_done_;
-  run_seconds_ += run.finished - run.started;
+  running_since_.erase(run.name);
+  finished_seconds_.push_back(run.finished - run.started);
+  std::string done = std::to_string(finished_seconds_.size());
   std::string human = "  " + step + "/" + run.name + ": " + run_status_name(run.status) + " in " +
                       seconds_text(run.finished - run.started);
   if (!run.error.empty() && run.status != RunStatus::Succeeded) human += " (" + run.error + ")";
-  if (runs_total_ > 1) human += "  [" + std::to_string(runs_done_) + "/" + std::to_string(runs_total_) + "]";
+  if (runs_total_ > 1) human += "  [" + done + "/" + std::to_string(runs_total_) + "]";
   emit({{"event", "run_finished"},
         {"step", step},
         {"run", run.name},
@@ -131,7 +157,7 @@ void Progress::run_finished(const std::string& step, const RunRecord& run) {
         {"exit_code", run.exit_code ? nlohmann::json(*run.exit_code) : nlohmann::json()},
         {"signal", run.signal ? nlohmann::json(*run.signal) : nlohmann::json()},
         {"seconds", run.finished - run.started},
-        {"runs_done", runs_done_},
+        {"runs_done", finished_seconds_.size()},
         {"runs_total", runs_total_}},
        human);
 }

@@ -5,15 +5,37 @@
 
 #include <condition_variable>
 #include <iosfwd>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "orchestrator/engine/state.h"
 
 namespace diagnose {
+
+// What is known of a step's runs when its progress line is written.
+struct RunsSoFar {
+  std::vector<double> finished_seconds;  // the durations of the runs done
+  std::vector<double> running_seconds;   // how long each running run has been running
+  size_t queued = 0;                     // scheduled, not started
+};
+
+struct TimeLeft {
+  double seconds = 0;
+  double mean_run_seconds = 0;  // of the finished runs
+  bool overdue = false;         // a running run has taken longer than that mean
+};
+
+// Each run still to start takes the finished runs' mean and each running one the rest of it,
+// as many at a time as are running now: the estimate counts down between runs and moves when
+// one finishes. An overdue run counts as about to finish. nullopt before any run finished or
+// when none is left.
+std::optional<TimeLeft> estimate_time_left(const RunsSoFar& runs);
 
 enum class Verbosity { Quiet, Normal, Verbose };
 enum class LogFormat { Human, Json };
@@ -51,8 +73,10 @@ class Progress {
   std::thread heartbeat_;
   // The step now running.
   std::string step_;
-  size_t runs_total_ = 0, runs_done_ = 0, runs_running_ = 0;
-  double step_started_ = 0, run_seconds_ = 0;
+  size_t runs_total_ = 0;
+  std::vector<double> finished_seconds_;
+  std::map<std::string, double> running_since_;  // run name -> its start
+  double step_started_ = 0;
 };
 
 }  // namespace diagnose

@@ -19,22 +19,54 @@ RunRecord finished_run(const std::string& name, double seconds) {
   return r;
 }
 
-TEST(Progress, LongStepsGetRunsDoneElapsedAndAnEstimate) {
+// What step 3 of 5, "bisect", prints over half a second of heartbeats (every 0.2 s) once its
+// run t1 finished in `t1_seconds` and t2 started.
+std::string heartbeats_after_one_run(size_t runs, double t1_seconds) {
   std::ostringstream out;
   {
     Progress progress(out, Verbosity::Normal, LogFormat::Human, 0.2);
     progress.step_started("bisect", 2, 5);
-    progress.runs_scheduled("bisect", 4);
+    progress.runs_scheduled("bisect", runs);
     progress.run_started("bisect", finished_run("t1", 0));
-    progress.run_finished("bisect", finished_run("t1", 2.0));
+    progress.run_finished("bisect", finished_run("t1", t1_seconds));
     progress.run_started("bisect", finished_run("t2", 0));
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
-  std::string text = out.str();
+  return out.str();
+}
+
+TEST(Progress, LongStepsGetRunsDoneElapsedAndAnEstimate) {
+  std::string text = heartbeats_after_one_run(4, 2.0);
   EXPECT_NE(text.find("[3/5] bisect\n  bisect: starting 4 runs\n"), std::string::npos) << text;
   EXPECT_NE(text.find("  bisect/t1: succeeded in 2.0s  [1/4]"), std::string::npos) << text;
   EXPECT_NE(text.find("  bisect: 1/4 runs done, 1 running, 0."), std::string::npos) << text;
-  EXPECT_NE(text.find("elapsed, about 6.0s left"), std::string::npos) << text;  // 3 runs x 2 s, one at a time
+  // 2 runs x 2 s queued and 2 s less the running one's half second at most, one at a time.
+  EXPECT_NE(text.find("elapsed, about 5."), std::string::npos) << text;
+}
+
+TEST(Progress, TheEstimateCountsDownBetweenRunsAndMovesWhenOneFinishes) {
+  // Two runs of 2 s and 4 s done, two running for 1 s and 2.5 s, two queued: 3 s each.
+  RunsSoFar runs{{2, 4}, {1, 2.5}, 2};
+  std::optional<TimeLeft> left = estimate_time_left(runs);
+  ASSERT_TRUE(left);
+  EXPECT_DOUBLE_EQ(left->mean_run_seconds, 3);
+  EXPECT_DOUBLE_EQ(left->seconds, (2 + 0.5 + 2 * 3) / 2.0);
+  EXPECT_FALSE(left->overdue);
+  runs.running_seconds = {3, 4.5};  // 2 s later
+  left = estimate_time_left(runs);
+  EXPECT_DOUBLE_EQ(left->seconds, 2 * 3 / 2.0);
+  EXPECT_TRUE(left->overdue);
+  runs.queued = 0;
+  EXPECT_DOUBLE_EQ(estimate_time_left(runs)->seconds, 0);
+  runs = {{2, 4, 9}, {1}, 0};  // a slow run finished: the mean moves
+  EXPECT_DOUBLE_EQ(estimate_time_left(runs)->seconds, 4);
+  EXPECT_FALSE(estimate_time_left({{}, {1}, 3}));  // nothing finished yet
+  EXPECT_FALSE(estimate_time_left({{2}, {}, 0}));  // nothing left
+}
+
+TEST(Progress, AnOverdueRunIsNamedNotCountedDown) {
+  std::string text = heartbeats_after_one_run(2, 0.1);
+  EXPECT_NE(text.find("elapsed, a run is past the finished runs' mean of 0.1s"), std::string::npos) << text;
 }
 
 TEST(Progress, QuietPrintsOnlyWhatMatters) {
