@@ -4,6 +4,7 @@
 
 #include <sqlite3.h>
 #include <unistd.h>
+#include <algorithm>
 #include <boost/filesystem.hpp>
 #include <chrono>
 #include <cmath>
@@ -336,6 +337,25 @@ std::string record_run_history(const State& state, const Verdict& verdict) {
   std::string database = history_path(fs::path(state.run_dir).parent_path().string());
   History(database).record(summarize_run(state, verdict));
   return database;
+}
+
+std::string aligned_table(const std::vector<std::vector<std::string>>& rows, const std::set<size_t>& right_aligned) {
+  std::vector<size_t> widths;
+  for (const auto& row : rows)
+    for (size_t i = 0; i < row.size(); ++i) {
+      if (widths.size() <= i) widths.push_back(0);
+      widths[i] = std::max(widths[i], row[i].size());
+    }
+  std::string text;
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      std::string padding(widths[i] - row[i].size(), ' ');
+      line += (i ? "  " : "") + (right_aligned.count(i) ? padding + row[i] : row[i] + padding);
+    }
+    text += line.substr(0, line.find_last_not_of(' ') + 1) + "\n";
+  }
+  return text;
 }
 
 json trend_json(const std::vector<TrendPoint>& points, const std::string& output, const std::string& database) {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -83,6 +84,10 @@ std::string history_path(const std::string& output_dir);
 // Records a finished run in the database of its output directory (the run directory's
 // parent); returns the database's path. Throws std::runtime_error.
 std::string record_run_history(const State& state, const Verdict& verdict);
+
+// Rows of cells, the header first, as lines of text: each column as wide as its widest cell,
+// two spaces apart; the columns in `right_aligned` (numbers) padded on the left.
+std::string aligned_table(const std::vector<std::vector<std::string>>& rows, const std::set<size_t>& right_aligned);
 
 // A trend as the JSON document report.html draws ("format": "diagnose-history-trend").
 nlohmann::json trend_json(const std::vector<TrendPoint>& points, const std::string& output,

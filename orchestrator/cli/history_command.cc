@@ -65,19 +65,20 @@ int history_command(int argc, char** argv) {
         return 0;
       }
       std::cout << "trend of " << output << " (" << db << "), oldest first:\n";
-      std::printf("%-20s %-20s %-6s %-14s %-14s %-14s %-14s\n", "model version", "started", "result", "cosine",
-                  "relative L2", "max relative", "change L2");
+      std::vector<std::vector<std::string>> rows = {
+          {"model version", "started", "result", "cosine", "relative L2", "max relative", "change L2"}};
       double previous = NAN;
       for (const TrendPoint& p : points) {
         std::string change =
             std::isnan(previous) || std::isnan(p.metrics.relative_l2)
                 ? "-"
                 : (p.metrics.relative_l2 >= previous ? "+" : "") + cell(p.metrics.relative_l2 - previous);
-        std::printf("%-20s %-20s %-6s %-14s %-14s %-14s %-14s\n", p.model_version.c_str(), date(p.started).c_str(),
-                    p.metrics.passed ? "pass" : "FAIL", cell(p.metrics.cosine_similarity).c_str(),
-                    cell(p.metrics.relative_l2).c_str(), cell(p.metrics.max_relative_error).c_str(), change.c_str());
+        rows.push_back({p.model_version, date(p.started), p.metrics.passed ? "pass" : "FAIL",
+                        cell(p.metrics.cosine_similarity), cell(p.metrics.relative_l2),
+                        cell(p.metrics.max_relative_error), change});
         previous = p.metrics.relative_l2;
       }
+      std::cout << aligned_table(rows, {});
       return 0;
     }
     std::vector<RunSummary> runs = history.runs(workflow, limit);
@@ -107,17 +108,20 @@ int history_command(int argc, char** argv) {
       std::cout << list.dump(2) << "\n";
       return 0;
     }
-    std::printf("%-5s %-20s %-16s %-14s %-22s %4s %9s %-9s\n", "id", "started", "workflow", "model version", "verdict",
-                "exit", "seconds", "outputs");
+    std::vector<std::vector<std::string>> rows = {
+        {"id", "started", "workflow", "model version", "verdict", "exit", "seconds", "outputs"}};
     for (const RunSummary& r : runs) {
       size_t failed = 0;
       for (const OutputMetrics& m : r.outputs) failed += !m.passed;
       std::string outputs = r.outputs.empty() ? "-"
                                               : std::to_string(r.outputs.size() - failed) + "/" +
                                                     std::to_string(r.outputs.size()) + " ok";
-      std::printf("%-5lld %-20s %-16s %-14s %-22s %4d %9.1f %-9s\n", r.id, date(r.started).c_str(), r.workflow.c_str(),
-                  r.model_version.c_str(), r.verdict.c_str(), r.exit_code, r.duration_s, outputs.c_str());
+      char seconds[32];
+      std::snprintf(seconds, sizeof seconds, "%.1f", r.duration_s);
+      rows.push_back({std::to_string(r.id), date(r.started), r.workflow, r.model_version, r.verdict,
+                      std::to_string(r.exit_code), seconds, outputs});
     }
+    std::cout << aligned_table(rows, {0, 5, 6});
     if (runs.empty()) std::cout << "(no runs recorded)\n";
   } catch (const std::exception& e) {
     std::cerr << "diagnose history: " << e.what() << "\n";

@@ -5,6 +5,7 @@
 #include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <sstream>
 
 #include "orchestrator/ci/history.h"
 #include "tests/support/e2e_helpers.h"
@@ -90,6 +91,48 @@ TEST(History, RecordsRunsAndOutputsAndGivesTheTrendOldestFirst) {
   EXPECT_EQ(doc["format"], "diagnose-history-trend");
   EXPECT_EQ(doc["points"].size(), 3u);
   EXPECT_EQ(doc["points"][2]["passed"], false);
+}
+
+TEST(History, TablesAlignEachColumnToItsWidestCell) {
+  EXPECT_EQ(aligned_table({{"id", "workflow", "seconds"}, {"7", "a-rather-long-workflow-name", "2.5"}, {"12", "w", ""}},
+                          {0, 2}),
+            "id  workflow                     seconds\n"
+            " 7  a-rather-long-workflow-name      2.5\n"
+            "12  w\n");
+}
+
+// `diagnose history` lists a run of a long-named workflow with every column under its header.
+TEST(History, TheListingAlignsLongNames) {
+  TempDir dir;
+  std::string db = history_path(dir.path());
+  RunSummary long_named = run_of("v1", 100, 1e-7, true);
+  long_named.workflow = "graph-mode-precision-of-a-long-model-name";
+  long_named.model_version = "2026.12.01-release-candidate";
+  {
+    History h(db);
+    h.record(long_named);
+    h.record(run_of("v2", 200, 0.2, false));
+  }
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"history", "--db", db}, {"history", "--db", db, "--output", "output.0"}}) {
+    Finished listed = run_diagnose(args, dir.path());
+    ASSERT_EQ(listed.code, 0) << listed.err;
+    std::vector<std::string> lines;
+    std::istringstream text(listed.out);
+    for (std::string line; std::getline(text, line);) lines.push_back(line);
+    ASSERT_GE(lines.size(), 3u) << listed.out;
+    if (args.size() > 3) lines.erase(lines.begin());  // "trend of output.0 (...), oldest first:"
+    // Where a header starts (two spaces after the previous one), every row has a gap.
+    const std::string& header = lines[0];
+    for (size_t column = 2; column < header.size(); ++column) {
+      if (header[column] == ' ' || header.compare(column - 2, 2, "  ")) continue;
+      for (const std::string& row : lines)
+        if (column < row.size())
+          EXPECT_EQ(row.substr(column - 2, 2), "  ") << "column " << column << "\n" << listed.out;
+    }
+    EXPECT_NE(listed.out.find(args.size() > 3 ? "2026.12.01-release-candidate" : long_named.workflow),
+              std::string::npos);
+  }
 }
 
 TEST(History, SummaryOfARunTakesTheGateMetrics) {
