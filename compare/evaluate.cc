@@ -147,6 +147,7 @@ class Worker {
 Plan plan_row(const RowSpec& spec, const Tolerances& tolerances, Row& row) {
   Plan plan;
   if (!spec.match_note.empty()) row.reasons.push_back(spec.match_note);
+  if (!spec.pairing_note.empty()) row.reasons.push_back(spec.pairing_note);
   if (!spec.golden || !spec.mine) {
     if (spec.match_note.empty())
       row.reasons.push_back(!spec.golden ? "no golden tensor to compare with" : "no tensor on my side");
@@ -164,7 +165,8 @@ Plan plan_row(const RowSpec& spec, const Tolerances& tolerances, Row& row) {
   if (!g.ok()) row.reasons.push_back("golden: " + g.error);
   if (!m.ok()) row.reasons.push_back("mine: " + m.error);
   if (spec.referee && !spec.referee->ok()) row.reasons.push_back("referee: " + spec.referee->error);
-  if (!row.reasons.empty()) return plan;
+  const bool unreadable = !g.ok() || !m.ok() || (spec.referee && !spec.referee->ok());
+  if (unreadable || !spec.match_note.empty()) return plan;
 
   plan.target = m.logical_dtype();
   const TolerancePreset& preset = tolerances.for_dtype(plan.target);

@@ -186,11 +186,16 @@ Side ge_side(const GeDump& dump, const GeOpFile& file, Direction d, const std::s
   return s;
 }
 
-// Rows pairing the two sides index by index; a count difference is noted on every row
-// of that direction instead of being zipped away.
+// Rows pairing the two sides index by index. When the counts differ (a fused GE op that folded a
+// scalar operand of its first FX node), tensors of the same index are still compared, as msit
+// does, and every row of that direction says so; a tensor without a counterpart gets a row of
+// its own instead of being zipped away.
 void pair_rows(GroupContext& ctx, int64_t token, const std::string& op_key, int64_t order, Direction d,
                const Side& golden, const Side& mine) {
   const size_t n = std::max(golden.size(), mine.size());
+  const std::string counts = std::string(d == Direction::Input ? "inputs" : "outputs") +
+                             " count differs: " + mine.description + " has " + std::to_string(mine.size()) + ", " +
+                             golden.description + " has " + std::to_string(golden.size());
   for (size_t i = 0; i < n; ++i) {
     RowSpec r = ctx.row(token, op_key, d, static_cast<int>(i), order);
     if (i < golden.size()) {
@@ -204,9 +209,13 @@ void pair_rows(GroupContext& ctx, int64_t token, const std::string& op_key, int6
     r.golden_op_type = golden.op_type;
     r.my_op_type = mine.op_type;
     if (golden.size() != mine.size()) {
-      r.match_note = std::string(d == Direction::Input ? "inputs" : "outputs") + " count differs: " + mine.description +
-                     " has " + std::to_string(mine.size()) + ", " + golden.description + " has " +
-                     std::to_string(golden.size());
+      if (i < golden.size() && i < mine.size())
+        r.pairing_note = counts + "; compared by position";
+      else if (std::min(golden.size(), mine.size()) == 0)
+        r.match_note = counts;
+      else
+        r.match_note = counts + "; " + (i < mine.size() ? golden.description : mine.description) + " has no " +
+                       (d == Direction::Input ? "input " : "output ") + std::to_string(i);
     }
     ctx.out->rows.push_back(std::move(r));
   }

@@ -71,6 +71,9 @@ struct RowSpec {
   // Set by a matcher when the pair cannot be compared for a structural reason
   // (no FX link, counts differ...). Becomes the row's reason.
   std::string match_note;
+  // Set by a matcher when the pair is compared on weaker evidence (by position across a count
+  // difference, as msit does): said in the row's reasons, the metrics still computed.
+  std::string pairing_note;
   // Comparing an op's own input with its output (GE Cast/TransData).
   bool self_compare = false;
   // A final output of the model (a `kind: final` record), not an op, node or buffer.

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "compare/evaluate.h"
+#include "compare/judge.h"
 #include "compare/match.h"
 #include "ge_fixtures.h"
 
@@ -175,18 +177,31 @@ TEST(GeMatch, UnlinkedOpsAndFxNodesAreListed) {
   EXPECT_TRUE(has_unmatched(r, "rank0/orphan-aten.neg.default", "no linked GE op"));
 }
 
-TEST(GeMatch, InputCountMismatchIsNotedNotZipped) {
+// As msit does, inputs of the same index are compared across a count difference (a scalar
+// folded into the GE op); the rows say so, and the input without a counterpart is not compared.
+TEST(GeMatch, InputCountMismatchIsComparedByPositionAndNoted) {
   Fixture f;
   const MatchResult r = match_ge_vs_fx(f.fx.path(), f.ge.path(), std::nullopt);
   std::vector<const RowSpec*> inputs, outputs;
   for (const auto& row : r.rows)
     if (row.op_key == "mm-aten.mm.default") (row.direction == Direction::Input ? inputs : outputs).push_back(&row);
   ASSERT_EQ(inputs.size(), 3u);
-  for (const RowSpec* row : inputs)
-    EXPECT_NE(row->match_note.find("inputs count differs: GE op has 2, FX node mm-aten.mm.default has 3"),
-              std::string::npos)
-        << row->match_note;
+  const std::string counts = "inputs count differs: GE op has 2, FX node mm-aten.mm.default has 3";
+  for (const RowSpec* row : {inputs[0], inputs[1]}) {
+    EXPECT_EQ(row->pairing_note, counts + "; compared by position");
+    EXPECT_TRUE(row->match_note.empty()) << row->match_note;
+    EXPECT_TRUE(row->golden && row->mine);
+  }
+  EXPECT_EQ(inputs[2]->match_note, counts + "; GE op has no input 2");
   EXPECT_FALSE(inputs[2]->mine);
+  const std::vector<Row> judged =
+      evaluate_rows({*inputs[0], *inputs[2]}, Tolerances::defaults(), 1);  // GE [1] against FX [1]
+  EXPECT_EQ(judged[0].verdict, Verdict::Pass);
+  ASSERT_TRUE(judged[0].metrics);
+  EXPECT_EQ(judged[0].metrics->max_absolute_error, 0);
+  EXPECT_EQ(judged[0].reasons, std::vector<std::string>{counts + "; compared by position"});
+  EXPECT_EQ(judged[1].verdict, Verdict::NotComparable);
+  EXPECT_FALSE(judged[1].metrics);
   EXPECT_TRUE(inputs[2]->my_path.empty());
   EXPECT_TRUE(inputs[2]->golden);
   ASSERT_EQ(outputs.size(), 1u);
@@ -362,8 +377,7 @@ TEST(GeMatch, GeVsGeGathersFusedInputs) {
 
   const auto mm = rows_of(r, "MatMul.MatMul_2.");
   ASSERT_EQ(mm.size(), 3u);  // the golden third input has no row of mine, so no my_path
-  EXPECT_NE(mm[0]->match_note.find("inputs count differs: GE op has 2, golden GE op has 3"), std::string::npos)
-      << mm[0]->match_note;
+  EXPECT_EQ(mm[0]->pairing_note, "inputs count differs: GE op has 2, golden GE op has 3; compared by position");
   EXPECT_TRUE(mm[2]->match_note.empty());
   EXPECT_EQ(mm[2]->direction, Direction::Output);
 
