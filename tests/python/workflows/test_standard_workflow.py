@@ -28,6 +28,8 @@ EXPECTED = [
     ("graph_pass_defect", "localized_op_defect", ("mul-aten.mul.Tensor", "sub")),
     # a custom op writing its input in place under mutates_args=(): the schema check names it
     ("custom_op_mutation", "dynamo_meta_defect", ("diagnose_example.scaled_gate.default",)),
+    # no __main__ guard: argparse (a required --case), the custom op and the backend at top level
+    ("unguarded_script", "single_op_graph_defect", ("unguarded_example.soft_clip.default",)),
     ("fusion_rules", "fusion_defect", ("GeluFusionPass",)),
     ("bf16_more_accurate", "no_precision_problem", None),
     ("mlp", "no_precision_problem", None),

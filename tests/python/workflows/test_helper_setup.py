@@ -1,0 +1,65 @@
+"""A helper process that cannot set up, through the workflow: single_op_check's batches run the
+model script as the eager run did, up to its first compiled call (diagnose_pytorch/main_script.py).
+This unguarded script refuses to overwrite the results file its eager run wrote, so the batch
+exits before any compiled call: the step's summary and the verdict say what the script did and
+what to do, not a bare exit status. (The passing case, an unguarded script with a custom op and
+its own backend, is examples/unguarded_script in test_standard_workflow.py.)"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+MODEL = """\
+import argparse
+import os
+import sys
+
+import torch
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--out", required=True)
+args = parser.parse_args()
+if os.path.exists(args.out):
+    sys.exit(f"{args.out} exists: not overwriting it")
+compiled = torch.compile(torch.nn.Linear(4, 4))
+torch.save(compiled(torch.randn(2, 4)), args.out)
+"""
+
+WORKFLOW = """\
+name: helper_setup
+model: {script: model.py, args: [--out, results.pt], backend: inductor, device: cpu}
+steps:
+  - id: single_op
+    kind: single_op_check
+"""
+
+
+def test_a_script_that_exits_before_its_compiled_call_in_a_helper_is_named_in_the_verdict(
+    diagnose_bin, tmp_path, inductor_cache
+):
+    (tmp_path / "model.py").write_text(MODEL)
+    (tmp_path / "workflow.yaml").write_text(textwrap.dedent(WORKFLOW))
+    env = dict(os.environ, DIAGNOSE_PYTHON=sys.executable, TORCHINDUCTOR_CACHE_DIR=str(inductor_cache))
+    done = subprocess.run(
+        [str(diagnose_bin), str(tmp_path / "workflow.yaml"), "--output-dir", str(tmp_path / "runs"), "--quiet"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    (run_dir,) = [p for p in (tmp_path / "runs").iterdir() if p.is_dir()]
+    report = json.loads((run_dir / "report.json").read_text())
+    verdict, step = report["verdict"], report["steps"][0]
+    assert (verdict["category"], step["status"]) == ("inconclusive", "error"), (done.stdout, done.stderr[-3000:])
+    what = (
+        "could not set up: model.py exited with status 1 before its first compiled call; its last stderr lines: "
+        "results.pt exists: not overwriting it. The single-op check runs the script as the eager run did "
+        f"(cd {tmp_path} && python {tmp_path}/model.py --out results.pt) up to its first compiled call"
+    )
+    assert step["summary"].startswith("the single-op run batch1-") and what in step["summary"], step["summary"]
+    assert what in verdict["summary"] and what in done.stdout
+    assert "checked no op" not in verdict["summary"]
