@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.chromium import dump_dom, elements, find, layout_facts, screenshot
+from fixtures.chromium import check_fits, dump_dom, elements, find
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -149,11 +149,9 @@ def test_planted_regression_fails_diagnoses_and_reports(gate, tmp_path):
     for href in links:
         assert (run_dir / href).exists(), href
 
-    facts = layout_facts(html, tmp_path)
-    (trend_box,) = [c for c in facts["charts"] if c["kind"] == "history-trend"]
-    assert trend_box["w"] > 600 and trend_box["fail_points"] >= 1
-    results = Path(os.environ.get("DIAGNOSE_TEST_RESULTS", ROOT / "build" / "test-results")) / "report"
-    assert screenshot(html, results / "failing-gate.png").stat().st_size > 20_000
+    for facts in check_fits(html, tmp_path, "failing-gate"):
+        (trend_box,) = [c for c in facts["charts"] if c["kind"] == "history-trend"]
+        assert trend_box["w"] > 600 and trend_box["fail_points"] >= 1
 
 
 def test_history_lists_runs_and_the_outputs_trend(gate):
