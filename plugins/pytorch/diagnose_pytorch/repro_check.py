@@ -84,7 +84,14 @@ def backend_named(name: str, recorded: dict):
         return torchair_backend(recorded["torchair"])
     if ":" in name:
         module, _, function = name.partition(":")
-        return getattr(importlib.import_module(module), function)
+        try:
+            return getattr(importlib.import_module(module), function)
+        except SystemExit as e:  # a script with its program at top level, not a module
+            sys.exit(
+                f"importing {module}, the backend's module, exited (status {e.code}): it runs a program when "
+                "imported (no `if __name__ == '__main__':` guard). Move the backend into a module of its own, "
+                "or pass --backend."
+            )
     return name
 
 

@@ -5,7 +5,6 @@ reads as attributes as .npy files under repro/piece<i>/ (never pickled)."""
 
 from __future__ import annotations
 
-import importlib
 import operator
 import os
 import pprint
@@ -16,6 +15,7 @@ import numpy as np
 import torch
 from torch import fx
 
+from .backends import user_module
 from .dump_writer import to_numpy
 from .inductor_rules import overrides_off
 
@@ -143,7 +143,7 @@ def _import_paths(backend: str) -> list[str]:
         name = "torchair"
     else:
         return []
-    top = importlib.import_module(name.split(".")[0])
+    top = user_module(name.split(".")[0])  # the running script itself: not imported a second time
     origin = Path(top.__file__ or next(iter(top.__path__))).resolve()
     package = hasattr(top, "__path__")
     return [str(origin.parent.parent if package and top.__file__ else origin.parent)]

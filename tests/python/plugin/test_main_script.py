@@ -12,6 +12,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 PYTHON = sys.executable
 
 UNGUARDED = """\
@@ -180,3 +182,16 @@ def test_the_single_op_command_reports_a_script_that_exits_before_its_compiled_c
     assert "the following arguments are required: --case" in event["message"]
     status = json.loads((out / "status.json").read_text())
     assert status["state"] == "error" and status["errors"][0]["where"] == "setup"
+
+
+def test_repro_py_says_when_its_backends_module_runs_a_program_on_import(tmp_path, monkeypatch):
+    """repro.py (repro_check.py's runtime) imports a `module:function` backend: an unguarded
+    script as that module exits on import, and repro.py says why instead of the script's usage."""
+    from diagnose_pytorch.repro_check import backend_named
+
+    script(tmp_path, "unguarded_backend.py", "import argparse\nargparse.ArgumentParser().parse_args(['--case'])\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(SystemExit) as exited:
+        backend_named("unguarded_backend:backend", {})
+    assert str(exited.value.code).startswith("importing unguarded_backend, the backend's module, exited (status 2)")
+    assert "Move the backend into a module of its own, or pass --backend." in str(exited.value.code)
