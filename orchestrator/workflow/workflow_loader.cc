@@ -143,10 +143,11 @@ std::optional<YAML::Node> extend(const YAML::Node& root, const std::string& path
     diagnostics.error(extends.Mark(), "extends: " + where + ": " + d.message);
   }
   if (!base) return std::nullopt;
-  // The base's nodes themselves (YAML::Clone would lose their positions), no longer needed by `base`.
-  YAML::Node merged(YAML::NodeType::Map);
-  for (const auto& entry : base->root)
-    if (entry.first.Scalar() != "name") merged[entry.first.Scalar()] = entry.second;
+  YAML::Node merged = YAML::Clone(base->root);
+  merged.remove("name");
+  // An inherited model keeps its positions (YAML::Clone drops them) for errors about its paths,
+  // which name the base file (check_model_paths).
+  if (!root["model"] && base->root["model"]) merged["model"] = base->root["model"];
   for (const auto& entry : root)
     if (entry.first.Scalar() != "extends") merged[entry.first.Scalar()] = entry.second;
   return merged;
