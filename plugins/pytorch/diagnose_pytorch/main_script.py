@@ -112,10 +112,12 @@ def run_until_first_compiled_call(ran: dict, helper: str) -> types.ModuleType | 
     script = os.path.join(cwd, ran["script"])
     args = [str(a) for a in ran.get("script_args", [])]
     command = f"cd {shlex.quote(cwd)} && python {shlex.join([ran['script'], *args])}"
-    if not os.path.isfile(script):
-        raise ScriptSetupError(
-            f"{helper} needs the run's script {script} (its custom ops, backend and settings), which no longer exists"
-        )
+    for path, exists in ((script, os.path.isfile), (cwd, os.path.isdir)):
+        if not exists(path):
+            raise ScriptSetupError(
+                f"{helper} runs the eager run's script as that run did, for the custom ops, backend and settings "
+                f"it defines, but {path} no longer exists"
+            )
     reached: list = []
     ended: BaseException | None = None
     here, argv, tail = os.getcwd(), list(sys.argv), _StderrTail(sys.stderr)
@@ -155,12 +157,11 @@ def _what_happened(ended: BaseException | None, script: str, stderr: list[str], 
         what = f"{name} raised {type(ended).__name__}: {first_line}{where} before its first compiled call"
     else:
         what = f"{name} ended (exit status 0) without calling a torch.compile'd model or function"
-    text = what
     if stderr:
-        text += "; its last stderr lines: " + " | ".join(line.rstrip()[:300] for line in stderr)
+        what += "; its last stderr lines: " + " | ".join(line.rstrip()[:300] for line in stderr)
     return (
-        f"{text}. {helper.capitalize()} runs the script as the eager run did ({command}) up to its first "
-        "compiled call, for the custom ops, backend and settings it defines: make that command reach "
-        "torch.compile's model (the eager run did, with these arguments: does the script depend on "
-        "something that run changed, or on the eager side's env?)"
+        f"{what}. {helper.capitalize()} runs the script as the eager run did ({command}) up to its first "
+        "compiled call, for the custom ops, backend and settings it defines: that command must reach a call "
+        "of what torch.compile returned, as it did in the eager run (does the script depend on a file that "
+        "run wrote, or on environment variables set for the eager run alone?)"
     )

@@ -134,7 +134,9 @@ def test_a_script_that_does_not_reach_a_compiled_call_says_what_happened(tmp_pat
         name: {"script": script(tmp_path, f"{name}.py", text), "script_args": ["--flag"], "cwd": str(tmp_path)}
         for name, text in scripts.items()
     }
+    runs["gone"] = {"script": str(tmp_path / "gone.py"), "cwd": str(tmp_path)}
     results = {name: result["error"] for name, result in helper(tmp_path, runs).items()}
+    assert results.pop("gone").endswith(f"but {tmp_path}/gone.py no longer exists")
     assert results["exits"].startswith("exits.py exited with status 2 before its first compiled call")
     assert "unrecognized arguments: --nope" in results["exits"]
     assert results["raises"].startswith("raises.py raised KeyError: 'MODEL_CASE' at raises.py:3 before")
