@@ -23,6 +23,7 @@ bool parse_record(const nlohmann::json& j, ManifestRecord* r, std::string* why) 
     }
     r->index = j.at("index").get<int>();
     if (j.contains("item") && !j["item"].is_null()) r->item = j["item"].get<int>();
+    r->path = j.value("path", std::string());
     r->kind = j.value("kind", std::string("op"));
     r->op = j.value("op", std::string());
     r->file = j.value("file", std::string());
@@ -61,11 +62,19 @@ std::optional<TensorRef> escaping_path(const std::string& file) {
 
 }  // namespace
 
+std::string ManifestRecord::name() const { return path.empty() ? op_key : op_key + "." + path; }
+
 std::string ManifestRecord::match_key() const {
   return "graph" + std::to_string(graph) + "/step" + std::to_string(step) + "/" + identity();
 }
 
-std::string ManifestRecord::identity() const {
+std::string ManifestRecord::positional_match_key() const {
+  return "graph" + std::to_string(graph) + "/step" + std::to_string(step) + "/" + positional_identity();
+}
+
+std::string ManifestRecord::identity() const { return path.empty() ? positional_identity() : name(); }
+
+std::string ManifestRecord::positional_identity() const {
   std::string id = op_key + (io == "input" ? ".INPUT." : ".OUTPUT.") + std::to_string(index);
   if (item) id += "." + std::to_string(*item);
   return id;

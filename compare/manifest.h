@@ -20,6 +20,10 @@ struct ManifestRecord {
   std::string op_key, op, io;
   int index = 0;
   std::optional<int> item;
+  // A final output's place in the model's return value (`logits`,
+  // `past_key_values.layers.0.keys`); empty for the return value itself and in dumps written
+  // before paths, whose final outputs are known by `index` alone.
+  std::string path;
   std::string file;  // relative to the dump directory; empty for stats-only records
   // The float64 truth of this tensor (shadow execution, docs/dump-format.md); empty when none.
   std::string truth_file;
@@ -35,10 +39,18 @@ struct ManifestRecord {
   int64_t step = 0;
   nlohmann::json stats;  // null when absent
 
-  // "{op_key}.{INPUT|OUTPUT}.{index}[.{item}]", as reports show it.
+  // The op or final output the tensor belongs to, as rows name it: op_key, or
+  // "{op_key}.{path}" for a final output with a path ("output.logits").
+  std::string name() const;
+  // "{op_key}.{INPUT|OUTPUT}.{index}[.{item}]", as reports show it; a final output with a path
+  // is its name: paths pair outputs, not their positions.
   std::string identity() const;
   // What two dumps are matched by: the identity within its graph and step.
   std::string match_key() const;
+  // The identity and match key by position, as before paths: they pair a final output with one
+  // of a dump that has no paths.
+  std::string positional_identity() const;
+  std::string positional_match_key() const;
 };
 
 struct Manifest {

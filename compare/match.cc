@@ -115,10 +115,21 @@ std::map<std::string, double> input_scales(const Manifest& dump) {
 void match_one_manifest(const Manifest& golden, const Manifest& mine, int rank, MatchResult& out) {
   const std::map<std::string, double> scales = input_scales(golden);
   std::map<std::string, const ManifestRecord*> golden_by_id;
+  // The golden final outputs by position, for a target output on the other side of paths (a
+  // dump written before final outputs had paths): positional key -> match key.
+  std::map<std::string, std::string> golden_finals_by_position;
   for (const auto& r : golden.records) {
     auto [it, fresh] = golden_by_id.try_emplace(r.match_key(), &r);
     if (!fresh) out.warnings.push_back(golden.dir + ": duplicate tensor " + r.match_key() + ", first kept");
+    if (fresh && r.kind == "final") golden_finals_by_position.emplace(r.positional_match_key(), r.match_key());
   }
+  // Only one side has paths: the golden record at the target's position, if it has none either.
+  const auto by_position = [&](const ManifestRecord& r) {
+    auto key = golden_finals_by_position.find(r.positional_match_key());
+    if (r.kind != "final" || key == golden_finals_by_position.end()) return golden_by_id.end();
+    auto g = golden_by_id.find(key->second);
+    return g != golden_by_id.end() && g->second->path.empty() != r.path.empty() ? g : golden_by_id.end();
+  };
   std::map<std::string, bool> used;
   for (const auto& r : mine.records) {
     const std::string id = r.match_key();
@@ -131,7 +142,7 @@ void match_one_manifest(const Manifest& golden, const Manifest& mine, int rank, 
     s.rank = rank;
     s.graph = r.graph;
     s.token_id = r.step;
-    s.op_key = r.op_key;
+    s.op_key = r.name();
     s.direction = r.io == "input" ? Direction::Input : Direction::Output;
     s.index = r.index;
     s.order = r.seq;
@@ -142,11 +153,12 @@ void match_one_manifest(const Manifest& golden, const Manifest& mine, int rank, 
     s.mine = manifest_tensor(mine, r);
     s.my_path = r.file.empty() ? mine.dir + "/manifest.jsonl#" + id : s.mine->path;
     auto g = golden_by_id.find(id);
+    if (g == golden_by_id.end()) g = by_position(r);
     if (g == golden_by_id.end()) {
       s.match_note = "no golden tensor " + id;
     } else {
       s.golden = manifest_tensor(golden, *g->second);
-      s.golden_key = id;
+      s.golden_key = g->first;
       s.referee = manifest_truth(golden, *g->second);
       s.precision = dtype_from_name(g->second->precision);
       if (auto scale = scales.find(op_call_key(*g->second)); scale != scales.end()) s.input_scale = scale->second;
@@ -317,8 +329,8 @@ MatchResult match_files(const std::string& golden_file, const std::string& my_fi
 namespace {
 
 // Manifest dumps: each golden record's counterpart in the referee dump is the record with the
-// same identity (op_key, io, index, graph, step), wherever the float64 run wrote its file, so
-// ops the float64 run adds or drops shift nothing.
+// same identity (op_key, io, index or a final output's path, graph, step), wherever the float64
+// run wrote its file, so ops the float64 run adds or drops shift nothing.
 void attach_manifest_referee(const std::string& referee_root, std::vector<RowSpec>& rows, size_t* missing,
                              std::vector<std::string>& warnings) {
   const std::map<int, std::string> referee_ranks = manifest_ranks(referee_root);
@@ -340,8 +352,11 @@ void attach_manifest_referee(const std::string& referee_root, std::vector<RowSpe
     if (fresh) {
       manifest->second = read_manifest(dir->second);
       if (!manifest->second.error.empty()) warnings.push_back("referee: " + manifest->second.error);
-      for (const ManifestRecord& record : manifest->second.records)
+      for (const ManifestRecord& record : manifest->second.records) {
         by_key[dir->first].emplace(record.match_key(), &record);
+        // a golden dump written before final outputs had paths names them by position
+        if (record.kind == "final") by_key[dir->first].emplace(record.positional_match_key(), &record);
+      }
     }
     const auto& records = by_key[dir->first];
     auto found = records.find(row.golden_key);

@@ -32,10 +32,12 @@ namespace {
 namespace fs = boost::filesystem;
 using nlohmann::json;
 
+// "output.0" (a final output by position), "output.logits" (by its path in the return value),
+// "mul_1-aten.mul.default output.0" (a layer).
 std::string row_name(const json& row, bool final_outputs) {
   std::string name = row.value("op_key", std::string());
   if (!final_outputs) name += " " + row.value("io", std::string());
-  name += "." + std::to_string(row.value("index", 0));
+  if (!final_outputs || name == "output") name += "." + std::to_string(row.value("index", 0));
   long long token = row.value("token_id", 0LL);
   if (token) name += "@step" + std::to_string(token);
   return name;

@@ -194,6 +194,64 @@ TEST(Compare, ManifestTruthsJudgeByIdentityAndUnmatchedSayWhy) {
   EXPECT_FALSE(b->spec.final_output);
 }
 
+// Final outputs (`kind: final`): each with its path in the return value, or none (a dump
+// written before paths), and its position among the flattened leaves.
+struct FinalOutput {
+  std::optional<std::string> path;
+  int index;
+  std::vector<float> values;
+};
+
+void write_finals(const std::string& dir, const std::vector<FinalOutput>& outputs) {
+  std::string m = R"({"type": "header", "format": "diagnose-dump", "version": 1})"
+                  "\n";
+  for (const FinalOutput& o : outputs) {
+    const std::string file = "tensors/" + std::to_string(o.index) + ".npy";
+    write_npy_f32(dir + "/" + file, o.values);
+    m += R"({"type": "tensor", "seq": 0, "kind": "final", "op_key": "output", "io": "output", "index": )" +
+         std::to_string(o.index) + (o.path ? R"(, "path": ")" + *o.path + "\"" : "") + R"(, "file": ")" + file +
+         R"(", "dtype": "torch.float32", "shape": [)" + std::to_string(o.values.size()) + "]}\n";
+  }
+  write_bytes(dir + "/manifest.jsonl", m + R"({"type": "end", "records": )" + std::to_string(outputs.size()) + "}\n");
+}
+
+TEST(Compare, FinalOutputsPairByPathAndByPositionWithDumpsBeforePaths) {
+  TempDir golden, mine, before_paths;
+  write_finals(golden.path(), {{"logits", 0, {1, 2, 3}},
+                               {"past_key_values.layers.0.keys", 1, {4, 5}},
+                               {"past_key_values.layers.0.values", 2, {6, 7}}});
+  // another order and other positions: the paths pair them; the values differ
+  write_finals(mine.path(), {{"past_key_values.layers.0.values", 0, {6, 9}},
+                             {"past_key_values.layers.0.keys", 1, {4, 5}},
+                             {"logits", 2, {1, 2, 3}}});
+  CompareResult r = compare_dirs(golden.path(), mine.path());
+  ASSERT_EQ(r.fatal_error, "");
+  EXPECT_TRUE(r.summary.unmatched.empty());
+  const Row* logits = find_row(r, "output.logits", Direction::Output, 2);
+  const Row* keys = find_row(r, "output.past_key_values.layers.0.keys", Direction::Output, 1);
+  const Row* values = find_row(r, "output.past_key_values.layers.0.values", Direction::Output, 0);
+  ASSERT_TRUE(logits && keys && values);
+  EXPECT_EQ(logits->verdict, Verdict::Pass);
+  EXPECT_EQ(keys->verdict, Verdict::Pass);
+  EXPECT_EQ(values->verdict, Verdict::Fail);
+  EXPECT_TRUE(logits->spec.final_output);
+  ASSERT_EQ(r.summary.divergences.size(), 1u);
+  EXPECT_EQ(r.summary.divergences[0].first_failing_op, "output.past_key_values.layers.0.values");
+
+  // a dump without paths pairs by position, either way round
+  write_finals(before_paths.path(), {{std::nullopt, 0, {1, 2, 3}}});
+  r = compare_dirs(before_paths.path(), golden.path());
+  const Row* by_position = find_row(r, "output.logits", Direction::Output, 0);
+  ASSERT_NE(by_position, nullptr);
+  EXPECT_EQ(by_position->verdict, Verdict::Pass);
+  EXPECT_EQ(r.summary.unmatched.size(), 0u);
+  EXPECT_EQ(r.summary.rows, 3u);  // the two cache tensors have no golden
+  r = compare_dirs(golden.path(), before_paths.path());
+  ASSERT_NE(find_row(r, "output", Direction::Output, 0), nullptr);
+  EXPECT_EQ(find_row(r, "output", Direction::Output, 0)->verdict, Verdict::Pass);
+  EXPECT_EQ(r.summary.unmatched.size(), 2u);
+}
+
 void write_stats_manifest(const std::string& dir, double l2, const std::string& hash) {
   write_bytes(
       dir + "/manifest.jsonl",
