@@ -797,9 +797,10 @@ class Page {
       rel_l2.points.push_back({x, l2, label + ": relative L2 " + short_number(l2), cls});
       double mr = compare::number_from_json(p.value("max_relative_error", json()));
       max_rel.points.push_back({x, mr, label + ": max relative " + short_number(mr), cls});
+      double started = compare::number_from_json(p.value("started", json()));
       rows.push_back({{"model version", version},
                       {"run", p.value("run", json())},
-                      {"when", p.value("started", json())},
+                      {"when", iso_time(std::isfinite(started) ? started : 0)},
                       {"verdict", p.value("passed", true) ? "pass" : "fail"},
                       {"cosine", p.value("cosine_similarity", json())},
                       {"relative L2", p.value("relative_l2", json())},
