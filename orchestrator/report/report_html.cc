@@ -203,9 +203,9 @@ class Page {
     if (!verdict_.advice.empty())
       out_ << "<p><strong>What to do:</strong> " << markup_escape(verdict_.advice) << "</p>\n";
     findings(verdict_.findings, kVerdictFindings);
-    if (verdict_.findings.size() > kVerdictFindings)
-      out_ << "<p class=\"more-findings\"><a href=\"#all-findings\">" << verdict_.findings.size() - kVerdictFindings
-           << " more findings</a> (" << verdict_.findings.size() << " in all)</p>\n";
+    if (size_t more = verdict_.findings.size() > kVerdictFindings ? verdict_.findings.size() - kVerdictFindings : 0)
+      out_ << "<p class=\"more-findings\"><a href=\"#all-findings\">" << more << " more finding"
+           << (more == 1 ? "" : "s") << "</a> (" << verdict_.findings.size() << " in all)</p>\n";
     if (!verdict_.evidence.empty()) {
       out_ << "<h4>Evidence</h4>\n";
       evidence(verdict_.evidence);

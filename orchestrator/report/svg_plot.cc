@@ -38,6 +38,18 @@ std::vector<double> linear_ticks(double low, double high, int count) {
   return ticks;
 }
 
+// `text`, or as much of it as fits in `width` pixels followed by "…".
+std::string fitted(const std::string& text, double width) {
+  if (text_width(text, kFontPx) <= width) return text;
+  std::string kept = text;
+  while (!kept.empty() && text_width(kept + "…", kFontPx) > width) {
+    size_t last = kept.size() - 1;
+    while (last > 0 && (static_cast<unsigned char>(kept[last]) & 0xC0) == 0x80) --last;  // a whole character
+    kept.erase(last);
+  }
+  return kept + "…";
+}
+
 }  // namespace
 
 std::string short_number(double value) {
@@ -153,8 +165,10 @@ std::string chart(const Chart& c) {
   // than any earlier label it would run into.
   std::vector<std::pair<double, double>> label_spans;  // left, right
   for (const Marker& m : c.markers) {
-    double x = px(m.x), width = text_width(m.label, kFontPx);
-    bool right_of_line = x + 3 + width <= kLeft + plot_w;
+    double x = px(m.x), room_right = kLeft + plot_w - x - 3, room_left = x - 3 - kLeft;
+    bool right_of_line = text_width(m.label, kFontPx) <= room_right || room_right >= room_left;
+    std::string label = fitted(m.label, right_of_line ? room_right : room_left);  // all of it in the <title>
+    double width = text_width(label, kFontPx);
     double left = right_of_line ? x + 3 : x - 3 - width;
     size_t line = 0;
     for (; line < label_spans.size(); ++line)
@@ -164,7 +178,7 @@ std::string chart(const Chart& c) {
     out << "<g class=\"marker " << markup_escape(m.css_class) << "\"><line x1=\"" << coordinate(x) << "\" x2=\""
         << coordinate(x) << "\" y1=\"" << kTop << "\" y2=\"" << coordinate(kTop + plot_h) << "\"/>"
         << "<text x=\"" << coordinate(right_of_line ? x + 3 : x - 3) << "\" y=\"" << kTop + 12 + 13 * line << "\""
-        << (right_of_line ? "" : " text-anchor=\"end\"") << ">" << markup_escape(m.label) << "</text><title>"
+        << (right_of_line ? "" : " text-anchor=\"end\"") << ">" << markup_escape(label) << "</text><title>"
         << markup_escape(m.label) << "</title></g>\n";
   }
 

@@ -244,15 +244,21 @@ TEST(SvgChart, MarkerLabelsCloseTogetherTakeSeparateLines) {
   c.series = {{"s", "cosine", {{0, 1, "", ""}, {100, 2, "", ""}}, true}};
   c.markers = {{50, "first divergence: layer.0/aten.mul.Tensor#0", "first-divergence"},
                {51, "source op: layer.0/aten.add.Tensor#0", "source-op"},
-               {100, "source op: the last op, near the right edge", "source-op"}};
+               {100, "source op: the last op, near the right edge", "source-op"},
+               {0, "first divergence: " + std::string(200, 'x'), "first-divergence"}};
   std::string out = svg::chart(c);
   std::regex label("<g class=\"marker [^\"]*\">.*?<text x=\"([0-9.]+)\" y=\"([0-9.]+)\"( text-anchor=\"end\")?>");
   std::vector<std::smatch> labels;
   for (std::sregex_iterator it(out.begin(), out.end(), label), end; it != end; ++it) labels.push_back(*it);
-  ASSERT_EQ(labels.size(), 3u);
+  ASSERT_EQ(labels.size(), 4u);
   EXPECT_NE(labels[0][2], labels[1][2]);        // one below the other
   EXPECT_TRUE(labels[2][3].matched);            // drawn left of its line
   EXPECT_LE(std::stod(labels[2][1]), c.width);  // and so inside the chart
+  std::string longest = labels[3].suffix().str();
+  longest = longest.substr(0, longest.find("</text>"));
+  EXPECT_EQ(longest.substr(longest.size() - 3), "…");  // as much as fits; all of it in the <title>
+  EXPECT_LE(std::stod(labels[3][1]) + svg::text_width(longest, 11), c.width);
+  EXPECT_NE(out.find("<title>first divergence: " + std::string(200, 'x') + "</title>"), std::string::npos);
 }
 
 TEST(SvgChart, LogScaleKeepsZeroAndInfinityOnTheChart) {
