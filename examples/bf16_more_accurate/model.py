@@ -6,10 +6,14 @@ into one kernel that keeps the intermediates in float32 and rounds once (see REA
     python examples/bf16_more_accurate/model.py [--out OUT.pt] [--steps N] [--dtype bfloat16]
 """
 
-import argparse
+import sys
+from pathlib import Path
 
 import torch
 from torch import nn
+
+sys.path.append(str(Path(__file__).resolve().parent.parent))  # examples/, where example_loop.py is
+import example_loop  # noqa: E402
 
 
 class GatedNorm(nn.Module):
@@ -26,31 +30,9 @@ class GatedNorm(nn.Module):
         return h * self.gain + 0.5 * x
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--out", help="save the outputs (torch.save) here")
-    parser.add_argument("--steps", type=int, default=1, help="forward calls, one batch each")
-    parser.add_argument(
-        "--dtype",
-        choices=("float32", "bfloat16", "float64"),
-        default="float32",
-        help="run alone in this dtype (under diagnose the run spec's dtype wins)",
-    )
-    args = parser.parse_args()
-
+if __name__ == "__main__":
+    args = example_loop.parser(dtype="float32").parse_args()
     torch.manual_seed(0)
     dtype = getattr(torch, args.dtype)
-    model = GatedNorm().eval().to(dtype)
-    compiled = torch.compile(model)
-    outputs = []
-    with torch.no_grad():
-        for step in range(args.steps):
-            x = torch.randn(8, 64, generator=torch.Generator().manual_seed(100 + step)).to(dtype)
-            outputs.append(compiled(x))
-    print("bf16_more_accurate output[0, :4]:", outputs[0][0, :4].float().tolist())
-    if args.out:
-        torch.save(outputs, args.out)
-
-
-if __name__ == "__main__":
-    main()
+    compiled = torch.compile(GatedNorm().eval().to(dtype))
+    example_loop.run("bf16_more_accurate", compiled, (8, 64), args, dtype)

@@ -7,10 +7,14 @@ README.md). Compiled with torch.compile (Inductor), as a user would.
     python examples/bf16_transformer/model.py [--out OUT.pt] [--steps N] [--dtype bfloat16]
 """
 
-import argparse
+import sys
+from pathlib import Path
 
 import torch
 from torch import nn
+
+sys.path.append(str(Path(__file__).resolve().parent.parent))  # examples/, where example_loop.py is
+import example_loop  # noqa: E402
 
 
 class RMSNorm(nn.Module):
@@ -117,31 +121,9 @@ class DecoderLayer(nn.Module):
         return self.norm(hidden_states)
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--out", help="save the outputs (torch.save) here")
-    parser.add_argument("--steps", type=int, default=1, help="forward calls, one batch each")
-    parser.add_argument(
-        "--dtype",
-        choices=("bfloat16", "float32", "float64"),
-        default="bfloat16",
-        help="run alone in this dtype (under diagnose the run spec's dtype wins)",
-    )
-    args = parser.parse_args()
-
+if __name__ == "__main__":
+    args = example_loop.parser(dtype="bfloat16").parse_args()
     torch.manual_seed(0)
     dtype = getattr(torch, args.dtype)
-    model = DecoderLayer().eval().to(dtype)
-    compiled = torch.compile(model)
-    outputs = []
-    with torch.no_grad():
-        for step in range(args.steps):
-            x = torch.randn(2, 16, 64, generator=torch.Generator().manual_seed(100 + step)).to(dtype)
-            outputs.append(compiled(x))
-    print("bf16_transformer output[0, 0, :4]:", outputs[0][0, 0, :4].float().tolist())
-    if args.out:
-        torch.save(outputs, args.out)
-
-
-if __name__ == "__main__":
-    main()
+    compiled = torch.compile(DecoderLayer().eval().to(dtype))
+    example_loop.run("bf16_transformer", compiled, (2, 16, 64), args, dtype)

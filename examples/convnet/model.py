@@ -4,10 +4,14 @@ torch.compile, as a user would write it.
     python examples/convnet/model.py [--out OUT.pt] [--steps N]
 """
 
-import argparse
+import sys
+from pathlib import Path
 
 import torch
 from torch import nn
+
+sys.path.append(str(Path(__file__).resolve().parent.parent))  # examples/, where example_loop.py is
+import example_loop  # noqa: E402
 
 
 class ConvNet(nn.Module):
@@ -29,12 +33,7 @@ class ConvNet(nn.Module):
         return self.head(torch.flatten(self.features(x), 1))
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--out", help="save the outputs (torch.save) here")
-    parser.add_argument("--steps", type=int, default=1, help="forward calls, one batch each")
-    args = parser.parse_args()
-
+if __name__ == "__main__":
     torch.manual_seed(0)
     model = ConvNet()
     # Give batch norm non-trivial running statistics, then evaluate with them.
@@ -42,17 +41,5 @@ def main():
         for bn in (m for m in model.modules() if isinstance(m, nn.BatchNorm2d)):
             bn.running_mean.uniform_(-0.5, 0.5)
             bn.running_var.uniform_(0.5, 1.5)
-    model.eval()
-    compiled = torch.compile(model)
-    outputs = []
-    with torch.no_grad():
-        for step in range(args.steps):
-            x = torch.randn(2, 3, 16, 16, generator=torch.Generator().manual_seed(100 + step))
-            outputs.append(compiled(x))
-    print("convnet output[0, :4]:", outputs[0][0, :4].float().tolist())
-    if args.out:
-        torch.save(outputs, args.out)
-
-
-if __name__ == "__main__":
-    main()
+    compiled = torch.compile(model.eval())
+    example_loop.run("convnet", compiled, (2, 3, 16, 16))

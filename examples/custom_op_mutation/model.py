@@ -6,10 +6,14 @@ past the call (see README.md).
     python examples/custom_op_mutation/model.py [--out OUT.pt] [--steps N] [--backend B]
 """
 
-import argparse
+import sys
+from pathlib import Path
 
 import torch
 from torch import nn
+
+sys.path.append(str(Path(__file__).resolve().parent.parent))  # examples/, where example_loop.py is
+import example_loop  # noqa: E402
 
 
 @torch.library.custom_op("diagnose_example::scaled_gate", mutates_args=())
@@ -37,25 +41,10 @@ class MLP(nn.Module):
         return self.down(gate + residual)
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--out", help="save the outputs (torch.save) here")
-    parser.add_argument("--steps", type=int, default=1, help="forward calls, one batch each")
+if __name__ == "__main__":
+    parser = example_loop.parser()
     parser.add_argument("--backend", default="inductor")
     args = parser.parse_args()
-
     torch.manual_seed(0)
-    model = MLP().eval()
-    compiled = torch.compile(model, backend=args.backend)
-    outputs = []
-    with torch.no_grad():
-        for step in range(args.steps):
-            x = torch.randn(4, 16, generator=torch.Generator().manual_seed(100 + step))
-            outputs.append(compiled(x))
-    print("custom_op_mutation output[0, :4]:", outputs[0][0, :4].float().tolist())
-    if args.out:
-        torch.save(outputs, args.out)
-
-
-if __name__ == "__main__":
-    main()
+    compiled = torch.compile(MLP().eval(), backend=args.backend)
+    example_loop.run("custom_op_mutation", compiled, (4, 16), args)

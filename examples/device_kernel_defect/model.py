@@ -5,11 +5,15 @@ configuration under test — and anything else the reference kernel (see README.
     [EXAMPLE_KERNEL=fast] python examples/device_kernel_defect/model.py [--out OUT.pt] [--steps N]
 """
 
-import argparse
 import os
+import sys
+from pathlib import Path
 
 import torch
 from torch import nn
+
+sys.path.append(str(Path(__file__).resolve().parent.parent))  # examples/, where example_loop.py is
+import example_loop  # noqa: E402
 
 
 def rms_norm_reference(x, weight, eps):
@@ -43,24 +47,7 @@ class MLP(nn.Module):
         return self.down(torch.relu(rms_norm(self.up(x), self.norm_weight, 1e-6)))
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--out", help="save the outputs (torch.save) here")
-    parser.add_argument("--steps", type=int, default=1, help="forward calls, one batch each")
-    args = parser.parse_args()
-
-    torch.manual_seed(0)
-    model = MLP().eval()
-    compiled = torch.compile(model)
-    outputs = []
-    with torch.no_grad():
-        for step in range(args.steps):
-            x = torch.randn(4, 16, generator=torch.Generator().manual_seed(100 + step))
-            outputs.append(compiled(x))
-    print("device_kernel_defect output[0, :4]:", outputs[0][0, :4].float().tolist())
-    if args.out:
-        torch.save(outputs, args.out)
-
-
 if __name__ == "__main__":
-    main()
+    torch.manual_seed(0)
+    compiled = torch.compile(MLP().eval())
+    example_loop.run("device_kernel_defect", compiled, (4, 16))

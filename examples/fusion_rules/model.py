@@ -6,13 +6,17 @@ pattern: two matmul+bias (MatMulBiasAddFusionPass), an erf GELU (GeluFusionPass)
     python examples/fusion_rules/model.py [--out OUT.pt] [--steps N] [--backend fusion|inductor]
 """
 
-import argparse
 import math
+import sys
+from pathlib import Path
 
 import torch
 from torch import nn
 
-import fusion_backend
+sys.path.append(str(Path(__file__).resolve().parent.parent))  # examples/: example_loop.py, mock_ge.py
+import example_loop  # noqa: E402
+import fusion_backend  # noqa: E402
+import mock_ge  # noqa: E402
 
 
 class BiasMatMul(nn.Module):
@@ -32,7 +36,7 @@ class Norm(nn.Module):
         self.beta = nn.Parameter(0.1 * torch.randn(dim))
 
     def forward(self, x):
-        return fusion_backend.manual_layer_norm(x, self.gamma, self.beta)
+        return mock_ge.manual_layer_norm(x, self.gamma, self.beta)
 
 
 class Block(nn.Module):
@@ -43,31 +47,14 @@ class Block(nn.Module):
         self.norm = Norm(dim)
 
     def forward(self, x):
-        h = fusion_backend.erf_gelu(self.up(x))
+        h = mock_ge.erf_gelu(self.up(x))
         y = self.norm(fusion_backend.sigmoid_mul(self.down(h)))
-        attention = fusion_backend.manual_softmax(y @ y.transpose(0, 1) / math.sqrt(y.shape[-1]))
+        attention = mock_ge.manual_softmax(y @ y.transpose(0, 1) / math.sqrt(y.shape[-1]))
         return attention @ y + x
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--out", help="save the outputs (torch.save) here")
-    parser.add_argument("--steps", type=int, default=1, help="forward calls, one batch each")
-    parser.add_argument("--backend", choices=("fusion", "inductor"), default="fusion")
-    args = parser.parse_args()
-
-    torch.manual_seed(0)
-    model = Block().eval()
-    compiled = torch.compile(model, backend=fusion_backend.backend if args.backend == "fusion" else "inductor")
-    outputs = []
-    with torch.no_grad():
-        for step in range(args.steps):
-            x = torch.randn(8, 16, generator=torch.Generator().manual_seed(100 + step))
-            outputs.append(compiled(x))
-    print("fusion_rules output[0, :4]:", outputs[0][0, :4].float().tolist())
-    if args.out:
-        torch.save(outputs, args.out)
-
-
 if __name__ == "__main__":
-    main()
+    args = example_loop.parser(backends=("fusion", "inductor")).parse_args()
+    torch.manual_seed(0)
+    compiled = torch.compile(Block().eval(), backend=fusion_backend.backend if args.backend == "fusion" else "inductor")
+    example_loop.run("fusion_rules", compiled, (8, 16), args)

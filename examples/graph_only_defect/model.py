@@ -5,12 +5,15 @@ Compiled with the vendor backend unless told otherwise.
     python examples/graph_only_defect/model.py [--out OUT.pt] [--steps N] [--backend vendor|eager]
 """
 
-import argparse
+import sys
+from pathlib import Path
 
 import torch
 from torch import nn
 
-import vendor_backend
+sys.path.append(str(Path(__file__).resolve().parent.parent))  # examples/, where example_loop.py is
+import example_loop  # noqa: E402
+import vendor_backend  # noqa: E402
 
 
 class Block(nn.Module):
@@ -27,25 +30,8 @@ class Block(nn.Module):
         return self.down(torch.tanh(h)) + x
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--out", help="save the outputs (torch.save) here")
-    parser.add_argument("--steps", type=int, default=1, help="forward calls, one batch each")
-    parser.add_argument("--backend", choices=("vendor", "eager"), default="vendor")
-    args = parser.parse_args()
-
-    torch.manual_seed(0)
-    model = Block().eval()
-    compiled = torch.compile(model, backend=vendor_backend.backend if args.backend == "vendor" else "eager")
-    outputs = []
-    with torch.no_grad():
-        for step in range(args.steps):
-            x = torch.randn(8, 16, generator=torch.Generator().manual_seed(100 + step))
-            outputs.append(compiled(x))
-    print("graph_only_defect output[0, :4]:", outputs[0][0, :4].tolist())
-    if args.out:
-        torch.save(outputs, args.out)
-
-
 if __name__ == "__main__":
-    main()
+    args = example_loop.parser(backends=("vendor", "eager")).parse_args()
+    torch.manual_seed(0)
+    compiled = torch.compile(Block().eval(), backend=vendor_backend.backend if args.backend == "vendor" else "eager")
+    example_loop.run("graph_only_defect", compiled, (8, 16), args)

@@ -2,8 +2,9 @@
 compiler: it executes the FX graph it receives with its own kernels (torch.fx.Interpreter),
 exposes only the final outputs (no per-op dump), applies two switchable fusion rules
 (TorchAir-format switch file at $DIAGNOSE_FUSION_SWITCH_FILE, ./fusion_result.json in GE's
-format), and selects a fused multiply-add kernel, always, for a mul whose only user is an add
-of the same graph: that kernel is planted wrong (see README.md).
+format, as examples/mock_ge.py mocks them), and selects a fused multiply-add kernel, always,
+for a mul whose only user is an add of the same graph: that kernel is planted wrong (see
+README.md).
 
     torch.compile(model, backend=vendor_backend.backend)
     spec: {"backend": "vendor_backend:backend"} with examples/graph_only_defect on sys.path
@@ -11,9 +12,9 @@ of the same graph: that kernel is planted wrong (see README.md).
 
 from __future__ import annotations
 
-import json
 import operator
-import os
+import sys
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -21,9 +22,8 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-SWITCH_FILE_ENV = "DIAGNOSE_FUSION_SWITCH_FILE"
-RESULT_FILE = "fusion_result.json"
-GROUPS = {"GraphFusion": "graph_fusion", "UBFusion": "ub_fusion"}
+sys.path.append(str(Path(__file__).resolve().parent.parent))  # examples/, where mock_ge.py is
+import mock_ge  # noqa: E402
 
 MUL = {operator.mul, torch.mul, torch.ops.aten.mul.Tensor}
 ADD = {operator.add, torch.add, torch.ops.aten.add.Tensor}
@@ -60,29 +60,8 @@ RULES = (
     Fusion("MatMulReluFusionPass", "GraphFusion", LINEAR, RELU, linear_relu),
     Fusion("TbeTanhMatMulFusionPass", "UBFusion", TANH, LINEAR, tanh_linear),
 )
+RULES_BY_NAME = {rule.name: rule for rule in RULES}
 MUL_ADD = Fusion("FusedMulAdd", "", MUL, ADD, fused_mul_add)  # kernel selection: no rule, no switch
-
-
-class FusionConfigError(ValueError):
-    pass
-
-
-def read_switches(path: str | None) -> dict[str, dict[str, str]]:
-    """{group: {"ALL" or rule: "on"|"off"}} from a TorchAir fusion switch file."""
-    if not path:
-        return {}
-    try:
-        switch = json.loads(Path(path).read_text())["Switch"]
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise FusionConfigError(f"fusion switch file {path}: {e!r}") from None
-    if not isinstance(switch, dict) or not set(switch) <= set(GROUPS):
-        raise FusionConfigError(f"fusion switch file {path}: groups must be {', '.join(GROUPS)}")
-    return switch
-
-
-def rule_enabled(rule: Fusion, switches: dict) -> bool:
-    entries = switches.get(rule.group, {})
-    return entries.get(rule.name, entries.get("ALL", "on")) == "on"
 
 
 def _is(node: torch.fx.Node, targets: set) -> bool:
@@ -118,26 +97,13 @@ class VendorExecutor(torch.fx.Interpreter):
         return rule.kernel(producer_args, others)
 
 
-_results: dict[str, dict] = {}
-
-
-def _write_result(fused: dict) -> None:
-    graph_result = {key: {} for key in GROUPS.values()}
-    for rule, _ in fused.values():
-        if rule.group:
-            entry = graph_result[GROUPS[rule.group]].setdefault(rule.name, {"match_times": "0", "effect_times": "0"})
-            count = str(int(entry["effect_times"]) + 1)
-            entry.update(match_times=count, effect_times=count)
-    _results[f"session_and_graph_id_0_{len(_results)}"] = graph_result
-    path = Path.cwd() / RESULT_FILE
-    tmp = path.with_name(RESULT_FILE + ".tmp")
-    tmp.write_text(json.dumps(_results, indent=1))
-    os.replace(tmp, path)
+fusion_report = mock_ge.FusionReport()  # every graph of this process
 
 
 def backend(gm: torch.fx.GraphModule, example_inputs):
-    switches = read_switches(os.environ.get(SWITCH_FILE_ENV))
-    fused = fusions(gm, [rule for rule in RULES if rule_enabled(rule, switches)] + [MUL_ADD])
-    _write_result(fused)
+    switches = mock_ge.switches_from_environment()
+    fused = fusions(gm, [rule for rule in RULES if mock_ge.rule_enabled(rule, switches)] + [MUL_ADD])
+    fired = Counter(rule.name for rule, _ in fused.values() if rule.group)
+    fusion_report.add(mock_ge.graph_result((RULES_BY_NAME[name], count, count) for name, count in fired.items()))
     executor = VendorExecutor(gm, fused)
     return lambda *args: executor.run(*args)

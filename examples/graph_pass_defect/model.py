@@ -1,16 +1,16 @@
-"""A small MLP with a mean-centring step, compiled with torch.compile, as a user would write
-it; run alone it compiles with graph_pass_backend.py, whose custom Inductor pass turns the
-centring `h - mean(h)` into `mean(h) - h` (see README.md).
+"""A small MLP with a mean-centring step, as a user would write it. Run alone (`python model.py
+[--out OUT.pt] [--steps N] [--backend pass|inductor]`) it compiles with graph_pass_backend.py,
+whose custom Inductor pass turns the centring `h - mean(h)` into `mean(h) - h` (see README.md)."""
 
-    python examples/graph_pass_defect/model.py [--out OUT.pt] [--steps N] [--backend pass|inductor]
-"""
-
-import argparse
+import sys
+from pathlib import Path
 
 import torch
 from torch import nn
 
-import graph_pass_backend
+sys.path.append(str(Path(__file__).resolve().parent.parent))  # examples/, where example_loop.py is
+import example_loop  # noqa: E402
+import graph_pass_backend  # noqa: E402
 
 
 class MLP(nn.Module):
@@ -25,25 +25,8 @@ class MLP(nn.Module):
         return self.down(centred * 2.0) + x
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--out", help="save the outputs (torch.save) here")
-    parser.add_argument("--steps", type=int, default=1, help="forward calls, one batch each")
-    parser.add_argument("--backend", choices=("pass", "inductor"), default="pass")
-    args = parser.parse_args()
-
-    torch.manual_seed(0)
-    model = MLP().eval()
-    compiled = torch.compile(model, backend=graph_pass_backend.backend if args.backend == "pass" else "inductor")
-    outputs = []
-    with torch.no_grad():
-        for step in range(args.steps):
-            x = torch.randn(4, 16, generator=torch.Generator().manual_seed(100 + step))
-            outputs.append(compiled(x))
-    print("graph_pass_defect output[0, :4]:", outputs[0][0, :4].float().tolist())
-    if args.out:
-        torch.save(outputs, args.out)
-
-
 if __name__ == "__main__":
-    main()
+    args = example_loop.parser(backends=("pass", "inductor")).parse_args()
+    torch.manual_seed(0)
+    compiled = torch.compile(MLP().eval(), backend=graph_pass_backend.backend if args.backend == "pass" else "inductor")
+    example_loop.run("graph_pass_defect", compiled, (4, 16), args)

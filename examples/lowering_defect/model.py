@@ -6,11 +6,15 @@ is the textbook log(1 + exp(x)), which overflows to inf for x > 88 and returns 0
     python examples/lowering_defect/model.py [--out OUT.pt] [--steps N]
 """
 
-import argparse
+import sys
+from pathlib import Path
 
 import torch
 from torch import nn
 from torch._inductor.decomposition import register_decomposition
+
+sys.path.append(str(Path(__file__).resolve().parent.parent))  # examples/, where example_loop.py is
+import example_loop  # noqa: E402
 
 
 @torch.library.custom_op("diagnose_example::softplus", mutates_args=())
@@ -40,24 +44,7 @@ class ScoringHead(nn.Module):
         return softplus(logits).mean(-1)
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--out", help="save the outputs (torch.save) here")
-    parser.add_argument("--steps", type=int, default=1, help="forward calls, one batch each")
-    args = parser.parse_args()
-
-    torch.manual_seed(0)
-    model = ScoringHead().eval()
-    compiled = torch.compile(model)
-    outputs = []
-    with torch.no_grad():
-        for step in range(args.steps):
-            x = torch.randn(4, 16, generator=torch.Generator().manual_seed(100 + step))
-            outputs.append(compiled(x))
-    print("lowering_defect output:", outputs[0].float().tolist())
-    if args.out:
-        torch.save(outputs, args.out)
-
-
 if __name__ == "__main__":
-    main()
+    torch.manual_seed(0)
+    compiled = torch.compile(ScoringHead().eval())
+    example_loop.run("lowering_defect", compiled, (4, 16))

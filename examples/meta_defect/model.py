@@ -6,10 +6,14 @@ dtype (see README.md).
     python examples/meta_defect/model.py [--out OUT.pt] [--steps N]
 """
 
-import argparse
+import sys
+from pathlib import Path
 
 import torch
 from torch import nn
+
+sys.path.append(str(Path(__file__).resolve().parent.parent))  # examples/, where example_loop.py is
+import example_loop  # noqa: E402
 
 
 @torch.library.custom_op("diagnose_example::rms_scale", mutates_args=())
@@ -34,24 +38,7 @@ class MLP(nn.Module):
         return self.down(h * 0.5 + 1.0)
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--out", help="save the outputs (torch.save) here")
-    parser.add_argument("--steps", type=int, default=1, help="forward calls, one batch each")
-    args = parser.parse_args()
-
-    torch.manual_seed(0)
-    model = MLP().eval()
-    compiled = torch.compile(model)
-    outputs = []
-    with torch.no_grad():
-        for step in range(args.steps):
-            x = torch.randn(4, 16, generator=torch.Generator().manual_seed(100 + step))
-            outputs.append(compiled(x))
-    print("meta_defect output[0, :4]:", outputs[0][0, :4].float().tolist())
-    if args.out:
-        torch.save(outputs, args.out)
-
-
 if __name__ == "__main__":
-    main()
+    torch.manual_seed(0)
+    compiled = torch.compile(MLP().eval())
+    example_loop.run("meta_defect", compiled, (4, 16))

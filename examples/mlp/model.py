@@ -3,10 +3,14 @@
 python examples/mlp/model.py [--out OUT.pt] [--steps N]
 """
 
-import argparse
+import sys
+from pathlib import Path
 
 import torch
 from torch import nn
+
+sys.path.append(str(Path(__file__).resolve().parent.parent))  # examples/, where example_loop.py is
+import example_loop  # noqa: E402
 
 
 class MLP(nn.Module):
@@ -23,10 +27,8 @@ class MLP(nn.Module):
         return torch.log_softmax(self.layers(x), dim=-1)
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--out", help="save the outputs (torch.save) here")
-    parser.add_argument("--steps", type=int, default=1, help="forward calls, one batch each")
+if __name__ == "__main__":
+    parser = example_loop.parser()
     parser.add_argument(
         "--perturb-weight",
         type=float,
@@ -35,22 +37,9 @@ def main():
         "(a 'new model version') for the CI gate tests",
     )
     args = parser.parse_args()
-
     torch.manual_seed(0)
     model = MLP().eval()
     if args.perturb_weight:
         with torch.no_grad():
             model.layers[-1].weight[0].mul_(1 + args.perturb_weight)
-    compiled = torch.compile(model)
-    outputs = []
-    with torch.no_grad():
-        for step in range(args.steps):
-            x = torch.randn(8, 32, generator=torch.Generator().manual_seed(100 + step))
-            outputs.append(compiled(x))
-    print("mlp output[0, :4]:", outputs[0][0, :4].float().tolist())
-    if args.out:
-        torch.save(outputs, args.out)
-
-
-if __name__ == "__main__":
-    main()
+    example_loop.run("mlp", torch.compile(model), (8, 32), args)

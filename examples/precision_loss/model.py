@@ -8,13 +8,17 @@ backend unless told otherwise.
     python examples/precision_loss/model.py [--out OUT.pt] [--steps N] [--backend fusion|inductor]
 """
 
-import argparse
 import math
+import sys
+from pathlib import Path
 
 import torch
 from torch import nn
 
-import precision_backend
+sys.path.append(str(Path(__file__).resolve().parent.parent))  # examples/: example_loop.py, mock_ge.py
+import example_loop  # noqa: E402
+import mock_ge  # noqa: E402
+import precision_backend  # noqa: E402
 
 
 class BiasMatMul(nn.Module):
@@ -34,7 +38,7 @@ class Norm(nn.Module):
         self.beta = nn.Parameter(0.1 * torch.randn(dim))
 
     def forward(self, x):
-        return precision_backend.manual_layer_norm(x, self.gamma, self.beta)
+        return mock_ge.manual_layer_norm(x, self.gamma, self.beta)
 
 
 class Block(nn.Module):
@@ -54,29 +58,13 @@ class Block(nn.Module):
         h = self.attn_norm(x)
         q, k, v = self.q(h), self.k(h), self.v(h)
         scores = q @ k.transpose(0, 1) / math.sqrt(q.shape[-1])
-        x = x + self.o(precision_backend.manual_softmax(scores) @ v)
-        return x + self.down(precision_backend.erf_gelu(self.up(self.mlp_norm(x))))
-
-
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--out", help="save the outputs (torch.save) here")
-    parser.add_argument("--steps", type=int, default=1, help="forward calls, one sequence each")
-    parser.add_argument("--backend", choices=("fusion", "inductor"), default="fusion")
-    args = parser.parse_args()
-
-    torch.manual_seed(0)
-    model = Block().eval()
-    compiled = torch.compile(model, backend=precision_backend.backend if args.backend == "fusion" else "inductor")
-    outputs = []
-    with torch.no_grad():
-        for step in range(args.steps):
-            x = torch.randn(64, 64, generator=torch.Generator().manual_seed(100 + step))
-            outputs.append(compiled(x))
-    print("precision_loss output[0, :4]:", outputs[0][0, :4].float().tolist())
-    if args.out:
-        torch.save(outputs, args.out)
+        x = x + self.o(mock_ge.manual_softmax(scores) @ v)
+        return x + self.down(mock_ge.erf_gelu(self.up(self.mlp_norm(x))))
 
 
 if __name__ == "__main__":
-    main()
+    args = example_loop.parser(backends=("fusion", "inductor")).parse_args()
+    torch.manual_seed(0)
+    model = Block().eval()
+    compiled = torch.compile(model, backend=precision_backend.backend if args.backend == "fusion" else "inductor")
+    example_loop.run("precision_loss", compiled, (64, 64), args)

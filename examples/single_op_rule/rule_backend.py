@@ -3,16 +3,16 @@ GE's GELU and LayerNorm fusion passes do: a rule recognises its op however the g
 (`F.gelu` in the model's Dynamo graph, `torch.ops.aten.gelu.default` in a one-op graph), so it
 fires even when the op is alone in its graph. Rules are switched by a TorchAir-format fusion
 switch file ($DIAGNOSE_FUSION_SWITCH_FILE); what fired is written to ./fusion_result.json in
-GE's format. GeluFusionPass is planted wrong (README.md).
+GE's format (both as examples/mock_ge.py mocks them). GeluFusionPass is planted wrong
+(README.md).
 
     spec: {"backend": "rule_backend:backend"} with examples/single_op_rule on sys.path
 """
 
 from __future__ import annotations
 
-import json
 import operator
-import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -20,9 +20,9 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-SWITCH_FILE_ENV = "DIAGNOSE_FUSION_SWITCH_FILE"
-RESULT_FILE = "fusion_result.json"
-GROUPS = {"GraphFusion": "graph_fusion", "UBFusion": "ub_fusion"}
+sys.path.append(str(Path(__file__).resolve().parent.parent))  # examples/, where mock_ge.py is
+import mock_ge  # noqa: E402
+
 aten = torch.ops.aten
 
 
@@ -70,35 +70,11 @@ RULES = (
 )
 
 
-class FusionConfigError(ValueError):
-    pass
-
-
-def read_switches(path: str | None) -> dict[str, dict[str, str]]:
-    """{group: {"ALL" or rule: "on"|"off"}} from a TorchAir fusion switch file."""
-    if not path:
-        return {}
-    try:
-        switch = json.loads(Path(path).read_text())["Switch"]
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise FusionConfigError(f'fusion switch file {path}: expected {{"Switch": {{...}}}}: {e}') from None
-    for group, entries in switch.items():
-        valid = isinstance(entries, dict) and all(v in ("on", "off") for v in entries.values())
-        if group not in GROUPS or not valid:
-            raise FusionConfigError(f'fusion switch file {path}: {group} must map rule names to "on" or "off"')
-    return switch
-
-
-def rule_enabled(rule: Rule, switches: dict) -> bool:
-    entries = switches.get(rule.group, {})
-    return entries.get(rule.name, entries.get("ALL", "on")) == "on"
-
-
 def fuse(gm: torch.fx.GraphModule, switches: dict) -> dict:
     """Applies the enabled rules in order; returns {group key: {rule: counts}}."""
-    result: dict[str, dict] = {key: {} for key in GROUPS.values()}
+    matched = []
     for rule in RULES:
-        if not rule_enabled(rule, switches):
+        if not mock_ge.rule_enabled(rule, switches):
             continue
         rewritten = 0
         for node in gm.graph.nodes:
@@ -107,24 +83,16 @@ def fuse(gm: torch.fx.GraphModule, switches: dict) -> dict:
                 node.target = fused
                 rewritten += 1
         if rewritten:
-            result[GROUPS[rule.group]][rule.name] = {"match_times": str(rewritten), "effect_times": str(rewritten)}
+            matched.append((rule, rewritten, rewritten))
     gm.recompile()
-    return result
+    return mock_ge.graph_result(matched)
 
 
-_results: dict[str, dict] = {}  # every graph of this process
-
-
-def _write_result(graph_result: dict) -> None:
-    _results[f"session_and_graph_id_0_{len(_results)}"] = graph_result
-    path = Path.cwd() / RESULT_FILE
-    tmp = path.with_name(RESULT_FILE + ".tmp")
-    tmp.write_text(json.dumps(_results, indent=1))
-    os.replace(tmp, path)
+fusion_report = mock_ge.FusionReport()  # every graph of this process
 
 
 def backend(gm: torch.fx.GraphModule, example_inputs):
     from torch._inductor.compile_fx import compile_fx
 
-    _write_result(fuse(gm, read_switches(os.environ.get(SWITCH_FILE_ENV))))
+    fusion_report.add(fuse(gm, mock_ge.switches_from_environment()))
     return compile_fx(gm, example_inputs)

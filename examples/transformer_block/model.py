@@ -4,11 +4,15 @@ GELU MLP) compiled with torch.compile, as a user would write it.
     python examples/transformer_block/model.py [--out OUT.pt] [--steps N]
 """
 
-import argparse
 import math
+import sys
+from pathlib import Path
 
 import torch
 from torch import nn
+
+sys.path.append(str(Path(__file__).resolve().parent.parent))  # examples/, where example_loop.py is
+import example_loop  # noqa: E402
 
 
 class RMSNorm(nn.Module):
@@ -52,24 +56,7 @@ class Block(nn.Module):
         return x + self.mlp(self.mlp_norm(x))
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--out", help="save the outputs (torch.save) here")
-    parser.add_argument("--steps", type=int, default=1, help="forward calls, one batch each")
-    args = parser.parse_args()
-
-    torch.manual_seed(0)
-    model = Block().eval()
-    compiled = torch.compile(model)
-    outputs = []
-    with torch.no_grad():
-        for step in range(args.steps):
-            x = torch.randn(2, 8, 32, generator=torch.Generator().manual_seed(100 + step))
-            outputs.append(compiled(x))
-    print("transformer_block output[0, 0, :4]:", outputs[0][0, 0, :4].float().tolist())
-    if args.out:
-        torch.save(outputs, args.out)
-
-
 if __name__ == "__main__":
-    main()
+    torch.manual_seed(0)
+    compiled = torch.compile(Block().eval())
+    example_loop.run("transformer_block", compiled, (2, 8, 32))

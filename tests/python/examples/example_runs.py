@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+import torch
 
 from fixtures.plugin_runs import Run, RunPool
 
@@ -75,6 +76,22 @@ def example_model(example: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def dynamo_graph(fn, *inputs) -> tuple[torch.fx.GraphModule, list]:
+    """The one Dynamo graph of `fn` called on `inputs`, with the example inputs Dynamo passed
+    its backend (the graph is captured, not compiled)."""
+    captured = []
+
+    def capture(gm, example_inputs):
+        captured.append((gm, list(example_inputs)))
+        return gm.forward
+
+    torch._dynamo.reset()
+    torch.compile(fn, backend=capture, fullgraph=True)(*inputs)
+    torch._dynamo.reset()
+    ((gm, example_inputs),) = captured
+    return gm, example_inputs
 
 
 def needs(*names):

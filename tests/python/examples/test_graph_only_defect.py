@@ -5,60 +5,49 @@ follow GE's formats. The standard workflow's diagnosis of it is asserted in
 tests/python/workflows/test_standard_workflow.py."""
 
 import json
-import sys
 
 import pytest
 import torch
 
-from example_runs import EXAMPLES, example_model
+from example_runs import dynamo_graph, example_model
 
-sys.path.insert(0, str(EXAMPLES / "graph_only_defect"))
+graph_only_model = example_model("graph_only_defect")
+import mock_ge  # noqa: E402
 import vendor_backend as vb  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def dynamo_graph():
+def model_graph():
     """The example's Dynamo graph, its inputs and the eager output."""
-    model = example_model("graph_only_defect")
     torch.manual_seed(0)
-    block = model.Block().eval()
+    block = graph_only_model.Block().eval()
     x = torch.randn(8, 16, generator=torch.Generator().manual_seed(100))
-    captured = []
-
-    def capture(gm, example_inputs):
-        captured.append((gm, list(example_inputs)))
-        return gm.forward
-
     with torch.no_grad():
-        eager = block(x)
-        torch._dynamo.reset()
-        torch.compile(block, backend=capture)(x)
-    assert len(captured) == 1
-    return captured[0][0], captured[0][1], eager
+        return *dynamo_graph(block, x), block(x)
 
 
 def run_vendor(gm, inputs, monkeypatch, tmp_path, switch=None):
     monkeypatch.chdir(tmp_path)
     if switch is not None:
         (tmp_path / "switch.json").write_text(json.dumps({"Switch": switch}))
-        monkeypatch.setenv(vb.SWITCH_FILE_ENV, str(tmp_path / "switch.json"))
+        monkeypatch.setenv(mock_ge.SWITCH_FILE_ENV, str(tmp_path / "switch.json"))
     else:
-        monkeypatch.delenv(vb.SWITCH_FILE_ENV, raising=False)
-    vb._results.clear()
+        monkeypatch.delenv(mock_ge.SWITCH_FILE_ENV, raising=False)
+    vb.fusion_report.graphs.clear()
     with torch.no_grad():
         (out,) = vb.backend(gm, inputs)(*inputs)
-    return out, json.loads((tmp_path / vb.RESULT_FILE).read_text())
+    return out, json.loads((tmp_path / mock_ge.RESULT_FILE).read_text())
 
 
 @pytest.mark.parametrize("switch", [None, {"GraphFusion": {"ALL": "off"}, "UBFusion": {"ALL": "off"}}])
-def test_the_fused_multiply_add_is_wrong_with_or_without_the_rules(dynamo_graph, monkeypatch, tmp_path, switch):
-    gm, inputs, eager = dynamo_graph
+def test_the_fused_multiply_add_is_wrong_with_or_without_the_rules(model_graph, monkeypatch, tmp_path, switch):
+    gm, inputs, eager = model_graph
     out, _ = run_vendor(gm, inputs, monkeypatch, tmp_path, switch)
     assert (out - eager).abs().max() > 1e-4  # eager is 1.6e-7 from float64
 
 
-def test_the_rules_fire_in_ges_format_and_are_innocent(dynamo_graph, monkeypatch, tmp_path):
-    gm, inputs, eager = dynamo_graph
+def test_the_rules_fire_in_ges_format_and_are_innocent(model_graph, monkeypatch, tmp_path):
+    gm, inputs, eager = model_graph
     _, result = run_vendor(gm, inputs, monkeypatch, tmp_path)
     counts = {"match_times": "1", "effect_times": "1"}
     assert result == {
@@ -87,11 +76,5 @@ def test_every_op_alone_is_right_and_a_shared_product_is_not_fused(monkeypatch, 
     for function, inputs in ((mul_alone, (a, b)), (product_used_twice, (a, b, c))):
         gm = torch.fx.symbolic_trace(function)
         monkeypatch.chdir(tmp_path)
-        vb._results.clear()
+        vb.fusion_report.graphs.clear()
         torch.testing.assert_close(vb.backend(gm, list(inputs))(*inputs), function(*inputs), rtol=0, atol=0)
-
-
-def test_a_malformed_switch_file_is_refused(tmp_path):
-    (tmp_path / "bad.json").write_text('{"Switch": {"Nope": {}}}')
-    with pytest.raises(vb.FusionConfigError, match="groups"):
-        vb.read_switches(str(tmp_path / "bad.json"))

@@ -23,9 +23,12 @@ def single_op(eager, out, backend, ops, cache, env=None):
     return proc
 
 
-def probe(eager, out, backend, ops, cache):
-    """The single-op check with one of probe_backends.py's backends (found through PYTHONPATH)."""
-    return single_op(eager, out, f"probe_backends:{backend}", ops, cache, {"PYTHONPATH": str(HERE)})
+def probe(example_runs, cache, tmp_path, backend, ops):
+    """The single-op check of the eager run with one of probe_backends.py's backends (found
+    through PYTHONPATH): its output directory and the finished process."""
+    out = tmp_path / backend
+    eager = example_runs.get("lowering/eager")
+    return out, single_op(eager, out, f"probe_backends:{backend}", ops, cache, {"PYTHONPATH": str(HERE)})
 
 
 def outputs_by_key(dump):
@@ -69,11 +72,8 @@ def test_single_op_check_catches_the_wrong_lowering_on_recorded_inputs(example_r
 
 @needs("lowering/eager")
 def test_a_compile_error_is_recorded_and_the_other_ops_still_run(example_runs, example_cache, tmp_path):
-    eager = example_runs.get("lowering/eager")
-    out = tmp_path / "refused"
-    proc = probe(
-        eager, out, "refusing_backend", ["aten.tanh.default", "aten.div.Tensor", "aten.addmm.default"], example_cache
-    )
+    probed = ["aten.tanh.default", "aten.div.Tensor", "aten.addmm.default"]
+    out, proc = probe(example_runs, example_cache, tmp_path, "refusing_backend", probed)
     assert proc.returncode == 0, proc.stderr[-3000:]
     ops = {o["op"]: o for o in json.loads((out / "single_op.json").read_text())["ops"]}
     assert ops["aten.tanh.default"]["status"] == "compile_error"
@@ -84,11 +84,8 @@ def test_a_compile_error_is_recorded_and_the_other_ops_still_run(example_runs, e
 
 @needs("lowering/eager")
 def test_progress_names_the_op_that_was_running_when_the_process_died(example_runs, example_cache, tmp_path):
-    eager = example_runs.get("lowering/eager")
-    out = tmp_path / "aborted"
-    proc = probe(
-        eager, out, "aborting_backend", ["aten.div.Tensor", "aten.tanh.default", "aten.mean.dim"], example_cache
-    )
+    probed = ["aten.div.Tensor", "aten.tanh.default", "aten.mean.dim"]
+    out, proc = probe(example_runs, example_cache, tmp_path, "aborting_backend", probed)
     assert proc.returncode < 0
     events = [json.loads(line) for line in (out / "progress.jsonl").read_text().splitlines()]
     assert [(e["op"], e["event"]) for e in events] == [

@@ -12,26 +12,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from example_runs import EXAMPLES, PYTHON, example_model, plugin_env
+from example_runs import EXAMPLES, PYTHON, dynamo_graph, example_model, plugin_env, run_module
 from fixtures.dump_reader import read_dump
 
 rule_model = example_model("single_op_rule")
 import rule_backend as rb  # noqa: E402
 
 GELU = "aten.gelu.default"
-
-
-def dynamo_graph(fn, *inputs) -> torch.fx.GraphModule:
-    captured = []
-
-    def capture(gm, example_inputs):
-        captured.append(gm)
-        return gm.forward
-
-    torch._dynamo.reset()
-    torch.compile(fn, backend=capture, fullgraph=True)(*inputs)
-    torch._dynamo.reset()
-    return captured[0]
 
 
 def rule_counts(result: dict) -> dict:
@@ -41,18 +28,18 @@ def rule_counts(result: dict) -> dict:
 def test_rules_fire_on_the_model_graph_and_on_one_op_graphs():
     torch.manual_seed(0)
     block, x = rule_model.Block().eval(), torch.randn(8, 32)
-    model_graph = dynamo_graph(block, x)
+    model_graph, _ = dynamo_graph(block, x)
     assert rule_counts(rb.fuse(model_graph, {})) == {
         "GeluFusionPass": "1",
         "LayerNormFusionPass": "1",
         "TbeEltwiseFusionPass": "2",  # the (fused) GELU and the residual add
     }
-    one_op = dynamo_graph(lambda t: torch.ops.aten.gelu.default(t), x)
+    one_op, _ = dynamo_graph(lambda t: torch.ops.aten.gelu.default(t), x)
     assert rule_counts(rb.fuse(one_op, {})) == {"GeluFusionPass": "1", "TbeEltwiseFusionPass": "1"}
     assert (one_op(x)[0] - F.gelu(x)).abs().max() > 1e-3  # the planted FastGelu
-    norm = dynamo_graph(lambda t: torch.ops.aten.native_layer_norm.default(t, [32], None, None, 1e-5), x)
+    norm, _ = dynamo_graph(lambda t: torch.ops.aten.native_layer_norm.default(t, [32], None, None, 1e-5), x)
     assert rule_counts(rb.fuse(norm, {})) == {"LayerNormFusionPass": "1"}
-    fixed = dynamo_graph(lambda t: torch.ops.aten.gelu.default(t), x)
+    fixed, _ = dynamo_graph(lambda t: torch.ops.aten.gelu.default(t), x)
     assert rule_counts(rb.fuse(fixed, {"GraphFusion": {"GeluFusionPass": "off"}})) == {"TbeEltwiseFusionPass": "1"}
     torch.testing.assert_close(fixed(x)[0], F.gelu(x))
 
@@ -101,14 +88,7 @@ def test_the_switch_file_fixes_the_op(diagnosis, inductor_cache, tmp_path):
     (tmp_path / "switches.json").write_text(json.dumps({"fusion_switch_file": str(workaround)}))
     command = ["single-op", "--from", str(run_dir / "steps" / "single_op" / "eager"), "--out", str(tmp_path / "out")]
     command += ["--backend", "rule_backend:backend", "--switches", str(tmp_path / "switches.json"), "--ops", GELU]
-    proc = subprocess.run(
-        [PYTHON, "-m", "diagnose_pytorch", *command],
-        cwd=tmp_path,
-        env=plugin_env(inductor_cache),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    proc = run_module(command, inductor_cache, tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     eager, graph = read_dump(tmp_path / "out" / "eager"), read_dump(tmp_path / "out" / "graph")
     (eager_gelu,), (graph_gelu,) = eager.ops(), graph.ops()
