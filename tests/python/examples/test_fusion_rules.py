@@ -83,13 +83,6 @@ def test_each_rule_can_be_faulted_wrong_beyond_fp32_tolerance(model_graph, rule)
     assert error > 1e-4
 
 
-def test_switch_file_rule_entry_beats_all_and_unnamed_rules_stay_on(model_graph, tmp_path):
-    path = tmp_path / "switch.cfg"
-    path.write_text(json.dumps({"Switch": {"GraphFusion": {"ALL": "off", "SoftmaxFusionPass": "on"}, "UBFusion": {}}}))
-    result, _ = fused(model_graph, mock_ge.read_switches(str(path)))
-    assert counts(result) == {"SoftmaxFusionPass": "1", "TbeEltwiseFusionPass": "1"}
-
-
 def test_pair_fault_is_wrong_only_when_both_rules_fire(model_graph):
     pair = "pair:SoftmaxFusionPass+LayerNormFusionPass"
     assert fused(model_graph, faults=pair)[1] > 1e-4
