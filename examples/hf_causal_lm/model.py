@@ -2,7 +2,8 @@
 seeded weights (nothing is downloaded), compiled with torch.compile as a user would write it.
 
     python examples/hf_causal_lm/model.py [--arch llama|gpt2] [--dtype float32|bfloat16]
-                                          [--graph-break] [--two-lengths] [--out OUT.pt]
+                                          [--graph-break] [--two-lengths] [--use-cache]
+                                          [--out OUT.pt]
 
 `--arch llama`: LlamaForCausalLM (hidden 64, intermediate 128, 2 layers, 4 heads, 2 KV heads,
 vocab 256): RMSNorm, rotary embeddings, grouped-query attention, SwiGLU. `--arch gpt2`:
@@ -12,8 +13,9 @@ GPT2LMHeadModel (n_embd 64, 2 layers, 4 heads, vocab 256, n_positions 64): Layer
 Input ids: batch 2 x 16 tokens from a seeded generator. `--graph-break` puts a
 `.item()` (a Dynamo graph break) into the forward of the second decoder layer; `--two-lengths`
 calls the compiled model a second time with 12 tokens (Dynamo compiles again, with a dynamic
-sequence length). Under diagnose the model's dtype is the run spec's (the workflow's
-`model: dtype:`); alone, `--dtype`.
+sequence length). `--use-cache` calls it with `use_cache=True`: it also returns the KV cache (a
+DynamicCache), whose key and value tensors are final outputs too. Under diagnose the model's
+dtype is the run spec's (the workflow's `model: dtype:`); alone, `--dtype`.
 """
 
 import argparse
@@ -93,6 +95,7 @@ def main():
     )
     parser.add_argument("--graph-break", action="store_true", help="a .item() inside the second decoder layer")
     parser.add_argument("--two-lengths", action="store_true", help="a second call with 12 tokens")
+    parser.add_argument("--use-cache", action="store_true", help="return the KV cache too")
     parser.add_argument("--out", help="save the logits (torch.save) here")
     args = parser.parse_args()
 
@@ -105,7 +108,7 @@ def main():
     logits = []
     with torch.no_grad():
         for call, length in enumerate(lengths):
-            out = compiled(input_ids=input_ids(length, seed=100 + call))
+            out = compiled(input_ids=input_ids(length, seed=100 + call), use_cache=args.use_cache)
             logits.append(out.logits)
     for tensor in logits:
         print(f"{args.arch} logits {list(tensor.shape)} [0, -1, :4]:", tensor[0, -1, :4].float().tolist())

@@ -3,13 +3,15 @@ LlamaForCausalLM and GPT2LMHeadModel from configs with seeded random weights, of
 on CPU, in float32 and bfloat16, and the Llama with a graph break and a second call with
 another sequence length. Nothing is planted: the verdict must be "no precision problem", and it
 must rest on the evidence — the graph compare judges at least 90% of its rows, the logits among
-them, and every graph of every call (before and after the break, both lengths)."""
+them (and the KV cache's keys and values where the model returns it), and every graph of every
+call (before and after the break, both lengths)."""
 
 from __future__ import annotations
 
 import collections
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -24,13 +26,24 @@ MIN_JUDGED_SHARE = 0.9  # issue 15: the documented default share of rows a compa
 
 # workflow file, calls (steps) of the model, whether the model has a graph break
 CASES = [
-    ("workflow.yaml", 1, False),  # Llama, float32
+    ("workflow.yaml", 1, False),  # Llama, float32, use_cache=True: returns its DynamicCache
     ("llama_bf16.yaml", 1, False),
     ("gpt2.yaml", 1, False),
     ("gpt2_bf16.yaml", 1, False),
     ("llama_graph_break.yaml", 2, True),  # Llama, float32, .item() in layer 1, 16 then 12 tokens
 ]
 LOGITS = {1: [[2, 16, 256]], 2: [[2, 16, 256], [2, 12, 256]]}
+# the cases whose model returns its KV cache: the final outputs by path, each of shape
+# [batch, KV heads, tokens, head dim] (the field is `cache` in transformers 5.24,
+# `past_key_values` before)
+KV_CACHE = {"workflow.yaml": [2, 2, 16, 16]}
+KV_TENSORS = [("0", "keys"), ("0", "values"), ("1", "keys"), ("1", "values")]  # two layers
+KV_PATH = re.compile(r"output\.(cache|past_key_values)\.layers\.([01])\.(keys|values)")
+
+
+def is_final(row: dict) -> bool:
+    """A final output's row: `output` (by position) or `output.{path}` (logits, cache tensors)."""
+    return row["op_key"] == "output" or row["op_key"].startswith("output.")
 
 
 def run_workflow(diagnose_bin: Path, workflow: str, out: Path, cache: Path) -> tuple[dict, Path, int]:
@@ -91,16 +104,23 @@ def test_hf_model_no_problem_on_judged_evidence(diagnose_bin, tmp_path, inductor
     assert metrics["rows"] == len(rows) and metrics["compared"] == sum(r["verdict"] in JUDGED for r in rows)
     assert metrics["rows"] > 0 and metrics["compared"] >= MIN_JUDGED_SHARE * metrics["rows"], coverage(result)
 
-    # the logits: the final output of every call, judged (by the step's own compare of the runs'
-    # outputs where it has one, else among the dump's rows)
+    # the logits (and the KV cache): the final outputs of every call, judged (by the step's own
+    # compare of the runs' outputs where it has one, else among the dump's rows)
     final_dirs = [d for d in ("compare-outputs", "compare") if (run_dir / "steps" / "graph_compare" / d).is_dir()]
     for directory in final_dirs[:1]:
         finals_result = json.loads((run_dir / "steps" / "graph_compare" / directory / "result.json").read_text())
-        finals = sorted((r for r in rows_of(finals_result) if r["op_key"] == "output"), key=lambda r: r["token_id"])
-        judged_finals = [r["my_shape"] for r in finals if r["verdict"] in JUDGED]
-        assert judged_finals == LOGITS[calls], (directory, coverage(finals_result))
+        finals = sorted((r for r in rows_of(finals_result) if is_final(r)), key=lambda r: r["token_id"])
+        judged = [r for r in finals if r["verdict"] in JUDGED]
+        logits = [r["my_shape"] for r in judged if r["op_key"] == "output.logits"]
+        assert logits == LOGITS[calls], coverage(finals_result)
+        cache = [r for r in judged if KV_PATH.fullmatch(r["op_key"])]
+        cache_paths = sorted(KV_PATH.fullmatch(r["op_key"]).group(2, 3) for r in cache)
+        assert cache_paths == (KV_TENSORS if workflow in KV_CACHE else []), [r["op_key"] for r in finals]
+        assert all(r["my_shape"] == KV_CACHE[workflow] for r in cache)
+        assert len(judged) == len(finals) == len(logits) + len(cache), coverage(finals_result)
     if "final_outputs" in metrics:
-        assert metrics["final_outputs"]["judged"] == metrics["final_outputs"]["rows"] == calls, metrics
+        outputs = calls * (1 + len(KV_TENSORS) * (workflow in KV_CACHE))
+        assert metrics["final_outputs"]["judged"] == metrics["final_outputs"]["rows"] == outputs, metrics
 
     # every graph the compiled code ran, in every call, has judged rows
     target = json.loads((run_dir / "steps" / "graph_compare" / "target" / "status.json").read_text())
@@ -111,7 +131,7 @@ def test_hf_model_no_problem_on_judged_evidence(diagnose_bin, tmp_path, inductor
         json.loads(line) for line in (run_dir / "steps" / "graph_compare" / "target" / "dump" / "manifest.jsonl").open()
     ]
     dumped = {(r["graph"], r["step"]) for r in records if r.get("kind") == "op"}
-    judged = {(r["graph"], r["token_id"]) for r in rows if r["verdict"] in JUDGED and r["op_key"] != "output"}
+    judged = {(r["graph"], r["token_id"]) for r in rows if r["verdict"] in JUDGED and not is_final(r)}
     assert dumped and dumped <= judged, f"graphs (graph, step) dumped but not judged: {sorted(dumped - judged)}"
     for step in range(calls):
         graphs = {graph for graph, token in judged if token == step}
