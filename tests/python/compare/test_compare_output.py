@@ -4,14 +4,13 @@ file naming without overwrite, exit codes, and msit's small worked vectors."""
 from __future__ import annotations
 
 import json
-import math
 import os
 from datetime import datetime, timedelta, timezone
 
 import numpy as np
 import pytest
 
-from fixtures.compare_cli import read_csv, run_compare
+from fixtures.compare_cli import METRIC_NAMES, json_number, read_csv, run_compare
 
 MSIT_COLUMNS = (
     "token_id,data_id,golden_data_path,golden_op_type,golden_dtype,golden_shape,"
@@ -117,39 +116,15 @@ def test_csv_cells_match_json_and_use_python_repr(basic_run):
     _, csv_rows = read_csv(run.csv_files[0])
     json_rows = run.rows()
     assert len(csv_rows) == len(json_rows)
-    numeric = [
-        "golden_max_value",
-        "golden_min_value",
-        "golden_mean_value",
-        "my_max_value",
-        "my_min_value",
-        "my_mean_value",
-        "cosine_similarity",
-        "max_relative_error",
-        "mean_relative_error",
-        "max_absolute_error",
-        "mean_absolute_error",
-        "kl_divergence",
-        "relative_euclidean_distance",
-        "rmse",
-        "snr_db",
-    ]
+    numeric = [f"{side}_{stat}_value" for side in ("golden", "my") for stat in ("max", "min", "mean")]
+    numeric += ["cosine_similarity", *METRIC_NAMES, "snr_db"]
     for c, j in zip(csv_rows, json_rows):
         assert c["golden_data_path"] == j["golden_data_path"]
         assert c["data_id"] == str(j["data_id"]) and c["token_id"] == str(j["token_id"])
         assert c["golden_shape"] == "[" + ", ".join(map(str, j["golden_shape"])) + "]"
         assert c["cmp_fail_reason"] == j["cmp_fail_reason"]
         for col in numeric:
-            v = j[col]
-            want = (
-                ""
-                if v is None
-                else repr(
-                    float({"nan": math.nan, "inf": math.inf, "-inf": -math.inf}.get(v, v))
-                    if isinstance(v, str)
-                    else float(v)
-                )
-            )
+            want = "" if j[col] is None else repr(float(json_number(j[col])))
             assert c[col] == want, f"{col}: csv {c[col]!r} vs repr(json) {want!r}"
     assert [j["data_id"] for j in json_rows] == sorted(j["data_id"] for j in json_rows)
 
