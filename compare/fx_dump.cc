@@ -213,7 +213,7 @@ FxDumpLayout scan_fx_dump(const std::string& path) {
       return l;
     }
   }
-  if (has_npy(path)) l.ranks.push_back({-1, path, {FxGroup{"npy directory", {FxStep{0, path}}}}});
+  if (has_npy(path)) l.ranks.push_back({-1, path, {FxGroup{"npy directory", {TokenDir{0, path}}}}});
   return l;
 }
 

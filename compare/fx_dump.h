@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "compare/dump_tree.h"
+
 namespace diagnose::compare {
 
 struct FxFileName {
@@ -44,22 +46,13 @@ struct FxNode {
 // first call (by timestamp) and adds a warning.
 std::map<std::string, FxNode> index_fx_step(const std::string& dir, std::vector<std::string>* warnings);
 
-struct FxStep {
-  int64_t token_id = 0;  // 0-based, lined up with GE's data_index
-  std::string path;
-};
-
 // One compiled graph: graph_{N} (current layout) or the i-th gm_*_dump of each step.
 struct FxGroup {
   std::string name;
-  std::vector<FxStep> steps;  // by token id
+  std::vector<TokenDir> steps;  // by token id
 };
 
-struct FxRank {
-  int rank = -1;  // -1 when the layout has no rank directories
-  std::string path;
-  std::vector<FxGroup> groups;  // in graph id order
-};
+using FxRank = RankDir<FxGroup>;  // groups in graph id order
 
 struct FxDumpLayout {
   bool older_layout = false;

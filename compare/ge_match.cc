@@ -82,7 +82,7 @@ std::vector<GeGroup> scan_groups(const std::string& root, std::vector<std::strin
   std::vector<GeGroup> groups;
   for (auto& [path, g] : by_path) {
     std::sort(g.tokens.begin(), g.tokens.end(),
-              [](const GeTokenDir& a, const GeTokenDir& b) { return a.token_id < b.token_id; });
+              [](const TokenDir& a, const TokenDir& b) { return a.token_id < b.token_id; });
     groups.push_back(std::move(g));
   }
   std::sort(groups.begin(), groups.end(),
@@ -648,7 +648,7 @@ MatchResult match_ge_vs_fx(const std::string& fx_dir, const std::string& ge_dir,
     for (size_t i = 0; i < n; ++i) {
       if (!graphs[i].graph) continue;
       GroupContext ctx{rank_id, graphs[i].id >= 0 ? graphs[i].id : static_cast<int>(i), n > 1, &out, {}};
-      std::map<int64_t, const FxStep*> steps;
+      std::map<int64_t, const TokenDir*> steps;
       for (const auto& s : fx_rank->groups[i].steps) steps.emplace(s.token_id, &s);
       for (const auto& token : ge_rank->groups[i].tokens) {
         const auto step = steps.find(token.token_id);
@@ -687,7 +687,7 @@ MatchResult match_ge_vs_ge(const std::string& golden_ge_dir, const std::string& 
     for (size_t i = 0; i < n; ++i) {
       if (!graphs[i].graph) continue;
       GroupContext ctx{rank_id, graphs[i].id >= 0 ? graphs[i].id : static_cast<int>(i), n > 1, &out, {}};
-      std::map<int64_t, const GeTokenDir*> golden_tokens;
+      std::map<int64_t, const TokenDir*> golden_tokens;
       for (const auto& t : golden_rank->groups[i].tokens) golden_tokens.emplace(t.token_id, &t);
       for (const auto& token : my_rank->groups[i].tokens) {
         const auto gt = golden_tokens.find(token.token_id);

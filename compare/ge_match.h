@@ -13,25 +13,17 @@
 #include <string>
 #include <vector>
 
+#include "compare/dump_tree.h"
 #include "compare/ge_dump.h"
 
 namespace diagnose::compare {
 
-struct GeTokenDir {
-  int64_t token_id = 0;  // the directory name, 0 when it is not a number
-  std::string path;
-};
-
 struct GeGroup {
   std::string path;
-  std::vector<GeTokenDir> tokens;  // by token id
+  std::vector<TokenDir> tokens;  // by token id
 };
 
-struct GeRank {
-  int rank = -1;  // -1 when the layout has no rank directories
-  std::string path;
-  std::vector<GeGroup> groups;  // in graph order (graph_N, then model id)
-};
+using GeRank = RankDir<GeGroup>;  // groups in graph order (graph_N, then model id)
 
 struct GeDumpLayout {
   std::vector<std::string> graph_files;  // dynamo_original_graph_*.txt by graph id
