@@ -12,14 +12,7 @@ namespace {
 
 TolerancePreset make(const char* name, double atol, double rtol, double min_cosine, double max_relative_l2,
                      double referee_multiplier) {
-  TolerancePreset p;
-  p.name = name;
-  p.atol = atol;
-  p.rtol = rtol;
-  p.min_cosine = min_cosine;
-  p.max_relative_l2 = max_relative_l2;
-  p.referee_multiplier = referee_multiplier;
-  return p;
+  return {name, atol, rtol, min_cosine, max_relative_l2, /*exact=*/false, referee_multiplier};
 }
 
 std::string preset_for(DType t) {
