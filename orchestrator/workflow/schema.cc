@@ -14,12 +14,18 @@ Schema typed(Schema::Type type, std::string description) {
   return s;
 }
 
+// A schema of `type` with one more member set (its enum values, minimum, items, properties...).
+template <class Member>
+Schema typed(Schema::Type type, std::string description, Member Schema::*member, Member value) {
+  Schema s = typed(type, std::move(description));
+  s.*member = std::move(value);
+  return s;
+}
+
 }  // namespace
 
 Schema string_schema(std::string description, std::vector<std::string> enum_values) {
-  Schema s = typed(Schema::Type::String, std::move(description));
-  s.enum_values = std::move(enum_values);
-  return s;
+  return typed(Schema::Type::String, std::move(description), &Schema::enum_values, std::move(enum_values));
 }
 
 Schema plain_string_schema(std::string description) {
@@ -31,9 +37,7 @@ Schema plain_string_schema(std::string description) {
 Schema condition_schema(std::string description) { return typed(Schema::Type::Condition, std::move(description)); }
 
 Schema integer_schema(std::string description, std::optional<double> minimum) {
-  Schema s = typed(Schema::Type::Integer, std::move(description));
-  s.minimum = minimum;
-  return s;
+  return typed(Schema::Type::Integer, std::move(description), &Schema::minimum, minimum);
 }
 
 Schema number_schema(std::string description, std::optional<double> minimum, bool exclusive_minimum) {
@@ -46,27 +50,19 @@ Schema number_schema(std::string description, std::optional<double> minimum, boo
 Schema boolean_schema(std::string description) { return typed(Schema::Type::Boolean, std::move(description)); }
 
 Schema array_schema(std::string description, Schema items) {
-  Schema s = typed(Schema::Type::Array, std::move(description));
-  s.items = std::make_shared<Schema>(std::move(items));
-  return s;
+  return typed(Schema::Type::Array, std::move(description), &Schema::items, std::make_shared<Schema>(std::move(items)));
 }
 
 Schema object_schema(std::string description, std::vector<Property> properties) {
-  Schema s = typed(Schema::Type::Object, std::move(description));
-  s.properties = std::move(properties);
-  return s;
+  return typed(Schema::Type::Object, std::move(description), &Schema::properties, std::move(properties));
 }
 
 Schema map_schema(std::string description, Schema values) {
-  Schema s = typed(Schema::Type::Map, std::move(description));
-  s.items = std::make_shared<Schema>(std::move(values));
-  return s;
+  return typed(Schema::Type::Map, std::move(description), &Schema::items, std::make_shared<Schema>(std::move(values)));
 }
 
 Schema any_of_schema(std::string description, std::vector<Schema> alternatives) {
-  Schema s = typed(Schema::Type::AnyOf, std::move(description));
-  s.alternatives = std::move(alternatives);
-  return s;
+  return typed(Schema::Type::AnyOf, std::move(description), &Schema::alternatives, std::move(alternatives));
 }
 
 Schema any_schema(std::string description) { return typed(Schema::Type::Any, std::move(description)); }
