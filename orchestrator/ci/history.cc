@@ -301,12 +301,7 @@ std::vector<TrendPoint> History::trend(const std::string& output, const std::str
                 "ORDER BY r.started, r.id, m.rowid");
     s.bind(1, output).bind(2, workflow);
     while (s.step()) {
-      TrendPoint p;
-      p.run_id = s.integer(0);
-      p.run_dir = s.text(1);
-      p.model_version = s.text(2);
-      p.started = s.real(3);
-      p.metrics = output_from_row(s, 4);
+      TrendPoint p{s.integer(0), s.text(1), s.text(2), s.real(3), output_from_row(s, 4)};
       // One point per run: for "any output", the worst; a failing output counts as worse.
       if (!points.empty() && points.back().run_id == p.run_id) {
         OutputMetrics& kept = points.back().metrics;
