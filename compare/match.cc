@@ -194,16 +194,17 @@ void match_one_manifest(const Manifest& golden, const Manifest& mine, int rank, 
   }
 }
 
-RowSpec file_row(const std::string& golden_label, const TensorRef& golden, const std::string& my_label,
-                 const TensorRef& mine, Direction direction, int index) {
+// A row of two files compared as they are (no dump layout), named after the target file.
+RowSpec file_row(const std::string& my_file, const std::string& golden_label, std::optional<TensorRef> golden,
+                 const std::string& my_label, std::optional<TensorRef> mine, Direction direction, int index) {
   RowSpec s;
-  s.op_key = fs::path(my_label).filename().string();
+  s.op_key = fs::path(my_file).filename().string();
   s.direction = direction;
   s.index = index;
   s.golden_path = golden_label;
   s.my_path = my_label;
-  s.golden = golden;
-  s.mine = mine;
+  s.golden = std::move(golden);
+  s.mine = std::move(mine);
   return s;
 }
 
@@ -279,7 +280,8 @@ MatchResult match_files(const std::string& golden_file, const std::string& my_fi
   const bool golden_npy = fs::path(golden_file).extension() == ".npy";
   const bool my_npy = fs::path(my_file).extension() == ".npy";
   if (golden_npy && my_npy) {
-    out.rows.push_back(file_row(golden_file, read_npy(golden_file), my_file, read_npy(my_file), Direction::Output, 0));
+    out.rows.push_back(
+        file_row(my_file, golden_file, read_npy(golden_file), my_file, read_npy(my_file), Direction::Output, 0));
     return out;
   }
   GeDump mine = my_npy ? GeDump{} : read_ge_dump(my_file);
@@ -298,9 +300,10 @@ MatchResult match_files(const std::string& golden_file, const std::string& my_fi
       return out;
     }
     const std::string ge_label = ge.path + ",outputs,0";
-    out.rows.push_back(golden_npy
-                           ? file_row(golden_file, read_npy(golden_file), ge_label, ge.outputs[0], Direction::Output, 0)
-                           : file_row(ge_label, ge.outputs[0], my_file, read_npy(my_file), Direction::Output, 0));
+    out.rows.push_back(
+        golden_npy
+            ? file_row(ge_label, golden_file, read_npy(golden_file), ge_label, ge.outputs[0], Direction::Output, 0)
+            : file_row(my_file, ge_label, ge.outputs[0], my_file, read_npy(my_file), Direction::Output, 0));
     return out;
   }
   for (auto [direction, g, m, label] :
@@ -309,14 +312,9 @@ MatchResult match_files(const std::string& golden_file, const std::string& my_fi
     const size_t n = std::max(g->size(), m->size());
     for (size_t i = 0; i < n; ++i) {
       const std::string suffix = std::string(",") + label + "," + std::to_string(i);
-      RowSpec s;
-      s.op_key = fs::path(my_file).filename().string();
-      s.direction = direction;
-      s.index = static_cast<int>(i);
-      s.golden_path = golden_file + suffix;
-      s.my_path = my_file + suffix;
-      if (i < g->size()) s.golden = (*g)[i];
-      if (i < m->size()) s.mine = (*m)[i];
+      RowSpec s = file_row(my_file, golden_file + suffix, i < g->size() ? std::optional((*g)[i]) : std::nullopt,
+                           my_file + suffix, i < m->size() ? std::optional((*m)[i]) : std::nullopt, direction,
+                           static_cast<int>(i));
       if (g->size() != m->size())
         s.match_note = std::string(label) + " count differs: golden has " + std::to_string(g->size()) + ", mine has " +
                        std::to_string(m->size());

@@ -32,36 +32,34 @@ BATCH = 2
 LENGTHS = (16, 12)
 
 
-def build(arch: str, attn_implementation: str = "sdpa") -> torch.nn.Module:
-    if arch == "llama":
-        config = transformers.LlamaConfig(
-            vocab_size=VOCAB,
+# Each architecture's tiny config and model class; the keys every config shares are set in build.
+ARCHITECTURES = {
+    "llama": (
+        transformers.LlamaConfig,
+        transformers.LlamaForCausalLM,
+        dict(
             hidden_size=64,
             intermediate_size=128,
             num_hidden_layers=2,
             num_attention_heads=4,
             num_key_value_heads=2,
             max_position_embeddings=64,
-            use_cache=False,
-            attn_implementation=attn_implementation,
-        )
-        model = transformers.LlamaForCausalLM(config)
-    elif arch == "gpt2":
-        config = transformers.GPT2Config(
-            vocab_size=VOCAB,
-            n_embd=64,
-            n_layer=2,
-            n_head=4,
-            n_positions=64,
-            bos_token_id=VOCAB - 1,
-            eos_token_id=VOCAB - 1,
-            use_cache=False,
-            attn_implementation=attn_implementation,
-        )
-        model = transformers.GPT2LMHeadModel(config)
-    else:
+        ),
+    ),
+    "gpt2": (
+        transformers.GPT2Config,
+        transformers.GPT2LMHeadModel,
+        dict(n_embd=64, n_layer=2, n_head=4, n_positions=64, bos_token_id=VOCAB - 1, eos_token_id=VOCAB - 1),
+    ),
+}
+
+
+def build(arch: str, attn_implementation: str = "sdpa") -> torch.nn.Module:
+    if arch not in ARCHITECTURES:
         raise ValueError(f"unknown arch {arch!r}")
-    return model.eval()
+    config_class, model_class, sizes = ARCHITECTURES[arch]
+    config = config_class(vocab_size=VOCAB, use_cache=False, attn_implementation=attn_implementation, **sizes)
+    return model_class(config).eval()
 
 
 def decoder_layers(model: torch.nn.Module) -> torch.nn.ModuleList:
