@@ -107,9 +107,10 @@ RunRequest plugin_run(const StepContext& context, const std::string& run_name, n
   return request;
 }
 
-RunRequest plugin_command(const StepContext& context, const std::string& run_name,
-                          const std::vector<std::string>& args) {
+RunRequest plugin_command(const StepContext& context, const std::string& run_name, const std::vector<std::string>& args,
+                          const YAML::Node& side) {
   YAML::Node command(YAML::NodeType::Map);
+  if (side && side.IsMap() && side["env"]) command["env"] = YAML::Clone(side["env"]);
   std::vector<std::string> argv = {context.model_python(), "-m", "diagnose_pytorch"};
   argv.insert(argv.end(), args.begin(), args.end());
   for (const std::string& arg : argv) command["argv"].push_back(arg);

@@ -55,8 +55,10 @@ std::string plugin_status_path(const RunRequest& run);
 nlohmann::json read_plugin_status(const std::string& run_dir);
 
 // Another command of the plugin (`ops`, `single-op`...): <python> -m diagnose_pytorch args,
-// in the model's cwd with the model's env, in the run directory of `run_name`.
-RunRequest plugin_command(const StepContext& context, const std::string& run_name,
-                          const std::vector<std::string>& args);
+// in the model's cwd with the model's env, in the run directory of `run_name`. A command that
+// sets up from a run of the script (single-op runs it to its first compiled call) gets that
+// run's side's env too, as the script had it there.
+RunRequest plugin_command(const StepContext& context, const std::string& run_name, const std::vector<std::string>& args,
+                          const YAML::Node& side = YAML::Node());
 
 }  // namespace diagnose

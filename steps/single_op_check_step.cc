@@ -134,8 +134,8 @@ class SingleOpCheckStep : public StepKind {
       for (size_t b = 0; b < pending.size(); ++b) {
         std::string run_name = "batch" + std::to_string(rounds) + "-" + std::to_string(b + 1);
         std::string out = context.run_dir_of(run_name) + "/out";
-        requests.push_back(
-            plugin_command(context, run_name, single_op_args(eager_dir, out, target, switches_file, pending[b])));
+        requests.push_back(plugin_command(
+            context, run_name, single_op_args(eager_dir, out, target, switches_file, pending[b]), node["eager"]));
       }
       std::vector<RunRecord> runs = context.run(requests);
       std::vector<std::vector<std::string>> next;

@@ -163,5 +163,5 @@ def _what_happened(ended: BaseException | None, script: str, stderr: list[str], 
         f"{what}. {helper.capitalize()} runs the script as the eager run did ({command}) up to its first "
         "compiled call, for the custom ops, backend and settings it defines: that command must reach a call "
         "of what torch.compile returned, as it did in the eager run (does the script depend on a file that "
-        "run wrote, or on environment variables set for the eager run alone?)"
+        "run wrote, or on something else that run changed?)"
     )

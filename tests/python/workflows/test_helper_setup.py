@@ -2,7 +2,8 @@
 model script as the eager run did, up to its first compiled call (diagnose_pytorch/main_script.py).
 This unguarded script refuses to overwrite the results file its eager run wrote, so the batch
 exits before any compiled call: the step's summary and the verdict say what the script did and
-what to do, not a bare exit status. (The passing case, an unguarded script with a custom op and
+what to do, not a bare exit status. A script that reads a variable set only on the eager side
+sets up with it, as the eager run did. (The passing case, an unguarded script with a custom op and
 its own backend, is examples/unguarded_script in test_standard_workflow.py.)"""
 
 from __future__ import annotations
@@ -38,11 +39,30 @@ steps:
 """
 
 
-def test_a_script_that_exits_before_its_compiled_call_in_a_helper_is_named_in_the_verdict(
-    diagnose_bin, tmp_path, inductor_cache
-):
-    (tmp_path / "model.py").write_text(MODEL)
-    (tmp_path / "workflow.yaml").write_text(textwrap.dedent(WORKFLOW))
+ENV_MODEL = """\
+import os
+
+import torch
+
+rows = int(os.environ["CASE_ROWS"])
+compiled = torch.compile(torch.nn.Linear(4, 4))
+compiled(torch.randn(rows, 4))
+"""
+
+ENV_WORKFLOW = """\
+name: helper_env
+model: {script: model.py, backend: inductor, device: cpu}
+steps:
+  - id: single_op
+    kind: single_op_check
+    eager: {env: {CASE_ROWS: "2"}}
+"""
+
+
+def run_workflow(diagnose_bin, tmp_path, inductor_cache, model: str, workflow: str):
+    """The workflow's report.json and the finished diagnose process."""
+    (tmp_path / "model.py").write_text(model)
+    (tmp_path / "workflow.yaml").write_text(textwrap.dedent(workflow))
     env = dict(os.environ, DIAGNOSE_PYTHON=sys.executable, TORCHINDUCTOR_CACHE_DIR=str(inductor_cache))
     done = subprocess.run(
         [str(diagnose_bin), str(tmp_path / "workflow.yaml"), "--output-dir", str(tmp_path / "runs"), "--quiet"],
@@ -52,7 +72,13 @@ def test_a_script_that_exits_before_its_compiled_call_in_a_helper_is_named_in_th
         timeout=600,
     )
     (run_dir,) = [p for p in (tmp_path / "runs").iterdir() if p.is_dir()]
-    report = json.loads((run_dir / "report.json").read_text())
+    return json.loads((run_dir / "report.json").read_text()), done
+
+
+def test_a_script_that_exits_before_its_compiled_call_in_a_helper_is_named_in_the_verdict(
+    diagnose_bin, tmp_path, inductor_cache
+):
+    report, done = run_workflow(diagnose_bin, tmp_path, inductor_cache, MODEL, WORKFLOW)
     verdict, step = report["verdict"], report["steps"][0]
     assert (verdict["category"], step["status"]) == ("inconclusive", "error"), (done.stdout, done.stderr[-3000:])
     what = (
@@ -63,3 +89,10 @@ def test_a_script_that_exits_before_its_compiled_call_in_a_helper_is_named_in_th
     assert step["summary"].startswith("the single-op run batch1-") and what in step["summary"], step["summary"]
     assert what in verdict["summary"] and what in done.stdout
     assert "checked no op" not in verdict["summary"]
+
+
+def test_the_eager_sides_env_reaches_the_helpers_setup(diagnose_bin, tmp_path, inductor_cache):
+    report, done = run_workflow(diagnose_bin, tmp_path, inductor_cache, ENV_MODEL, ENV_WORKFLOW)
+    step = report["steps"][0]
+    assert step["status"] == "pass", (step["summary"], done.stderr[-3000:])
+    assert step["metrics"]["checked"] > 0
