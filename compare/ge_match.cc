@@ -193,9 +193,11 @@ Side ge_side(const GeDump& dump, const GeOpFile& file, Direction d, const std::s
 void pair_rows(GroupContext& ctx, int64_t token, const std::string& op_key, int64_t order, Direction d,
                const Side& golden, const Side& mine) {
   const size_t n = std::max(golden.size(), mine.size());
-  const std::string counts = std::string(d == Direction::Input ? "inputs" : "outputs") +
-                             " count differs: " + mine.description + " has " + std::to_string(mine.size()) + ", " +
-                             golden.description + " has " + std::to_string(golden.size());
+  const std::string counts = golden.size() == mine.size()
+                                 ? ""
+                                 : std::string(d == Direction::Input ? "inputs" : "outputs") +
+                                       " count differs: " + mine.description + " has " + std::to_string(mine.size()) +
+                                       ", " + golden.description + " has " + std::to_string(golden.size());
   for (size_t i = 0; i < n; ++i) {
     RowSpec r = ctx.row(token, op_key, d, static_cast<int>(i), order);
     if (i < golden.size()) {
@@ -208,7 +210,7 @@ void pair_rows(GroupContext& ctx, int64_t token, const std::string& op_key, int6
     }
     r.golden_op_type = golden.op_type;
     r.my_op_type = mine.op_type;
-    if (golden.size() != mine.size()) {
+    if (!counts.empty()) {
       if (i < golden.size() && i < mine.size())
         r.pairing_note = counts + "; compared by position";
       else if (std::min(golden.size(), mine.size()) == 0)

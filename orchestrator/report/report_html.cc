@@ -23,9 +23,9 @@ using nlohmann::json;
 using svg::short_number;
 
 constexpr size_t kMaxTableRows = 200;
-constexpr size_t kVerdictFindings = 5;
+constexpr size_t kVerdictFindings = 5;  // the rest are listed at the end of the page
 // A table cell holding a word longer than this (a path, an op's full name) may break it anywhere.
-constexpr size_t kLongWord = 32;  // the rest are listed at the end of the page
+constexpr size_t kLongWord = 32;
 constexpr uintmax_t kMaxJsonBytes = 64u << 20;
 
 const char* kStyle = R"css(
