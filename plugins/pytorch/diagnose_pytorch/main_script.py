@@ -28,6 +28,14 @@ class ScriptSetupError(RuntimeError):
     """The script did not reach its first compiled call: what happened and what to do."""
 
 
+def exit_status(exit_: SystemExit) -> int:
+    """The process's exit status for `sys.exit(code)`, as Python gives it: None is 0, an int
+    itself, anything else (a message) 1."""
+    if exit_.code is None:
+        return 0
+    return exit_.code if isinstance(exit_.code, int) else 1
+
+
 @contextlib.contextmanager
 def compile_redirected(compile_under):
     """`torch.compile(model, **options)` (and `nn.Module.compile`, which calls it) returns
@@ -144,9 +152,8 @@ def run_until_first_compiled_call(ran: dict, helper: str) -> types.ModuleType | 
 
 def _what_happened(ended: BaseException | None, script: str, stderr: list[str], command: str, helper: str) -> str:
     name = os.path.basename(script)
-    if isinstance(ended, SystemExit) and ended.code not in (None, 0):
-        status = ended.code if isinstance(ended.code, int) else 1
-        what = f"{name} exited with status {status} before its first compiled call"
+    if isinstance(ended, SystemExit) and exit_status(ended) != 0:
+        what = f"{name} exited with status {exit_status(ended)} before its first compiled call"
         if not isinstance(ended.code, int):
             stderr = [*stderr, str(ended.code)]
     elif ended is not None and not isinstance(ended, SystemExit):

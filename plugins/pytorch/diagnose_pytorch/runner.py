@@ -9,7 +9,7 @@ import os
 import traceback
 
 from . import entry
-from .main_script import compile_redirected, run_as_main
+from .main_script import compile_redirected, exit_status, run_as_main
 from .session import Session
 from .spec import RunSpec
 
@@ -25,7 +25,7 @@ def run_script(spec: RunSpec, script: str, args: list[str]) -> int:
         with compile_redirected(functools.partial(entry.compile_under_spec, session)):
             run_as_main(script, args)
     except SystemExit as exit_:
-        code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
+        code = exit_status(exit_)
         if code:
             error = exit_
     except BaseException as exc:  # the status file must say what went wrong, whatever it was

@@ -190,7 +190,9 @@ class Session:
 
     def _write_final(self, outputs) -> None:
         """One record per tensor reachable from the return value (output_tree.py), named by its
-        `path` there; `index` is its position among the flattened leaves, as before paths."""
+        `path` there; `index` is its position among the flattened leaves (pytree's leaf index for
+        pytree containers; an object pytree does not know, such as a cache, now counts each of its
+        tensors, so later indexes differ from dumps made before paths, which pair by path)."""
         seq = self.next_seq()
         for output in output_tensors(outputs):
             if not dumpable(output.tensor):
