@@ -139,7 +139,8 @@ def test_passing_run_in_chromium(passing_run, tmp_path):
 
 def test_diagnosed_defect_in_chromium(defect_run, tmp_path):
     html = defect_run / "report.html"
-    dom = elements(dump_dom(html))
+    dom_text = dump_dom(html)
+    dom = elements(dom_text)
     verdict = find(dom, "section", id="verdict")[0]
     assert verdict.attrs["data-category"] == "fusion_defect"
     assert "fusion" in find(dom, "p", class_="verdict-sentence")[0].text
@@ -154,7 +155,7 @@ def test_diagnosed_defect_in_chromium(defect_run, tmp_path):
     worst = find(dom, "table", class_="worst-rows")[0]
     assert "add-aten.add.Tensor" in worst.text and "relu-aten.relu.default" in worst.text
     # Every failing row's cosine in enough digits to tell it from 1.
-    worst_dom = elements(dump_dom(html).split('class="worst-rows"', 1)[1].split("</table>", 1)[0])
+    worst_dom = elements(dom_text.split('class="worst-rows"', 1)[1].split("</table>", 1)[0])
     headers = [e.text for e in find(worst_dom, "th")]
     cells = [e.text for e in find(worst_dom, "td")]
     cosines = cells[headers.index("cosine") :: len(headers)]

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
-import textwrap
+
+from fixtures.workflow_run import run_workflow
 
 MODEL = """\
 import argparse
@@ -59,26 +59,18 @@ steps:
 """
 
 
-def run_workflow(diagnose_bin, tmp_path, inductor_cache, model: str, workflow: str):
+def run(diagnose_bin, tmp_path, inductor_cache, model: str, workflow: str):
     """The workflow's report.json and the finished diagnose process."""
     (tmp_path / "model.py").write_text(model)
-    (tmp_path / "workflow.yaml").write_text(textwrap.dedent(workflow))
     env = dict(os.environ, DIAGNOSE_PYTHON=sys.executable, TORCHINDUCTOR_CACHE_DIR=str(inductor_cache))
-    done = subprocess.run(
-        [str(diagnose_bin), str(tmp_path / "workflow.yaml"), "--output-dir", str(tmp_path / "runs"), "--quiet"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    (run_dir,) = [p for p in (tmp_path / "runs").iterdir() if p.is_dir()]
+    done, run_dir = run_workflow(diagnose_bin, tmp_path, workflow, env=env, timeout=600)
     return json.loads((run_dir / "report.json").read_text()), done
 
 
 def test_a_script_that_exits_before_its_compiled_call_in_a_helper_is_named_in_the_verdict(
     diagnose_bin, tmp_path, inductor_cache
 ):
-    report, done = run_workflow(diagnose_bin, tmp_path, inductor_cache, MODEL, WORKFLOW)
+    report, done = run(diagnose_bin, tmp_path, inductor_cache, MODEL, WORKFLOW)
     verdict, step = report["verdict"], report["steps"][0]
     assert (verdict["category"], step["status"]) == ("inconclusive", "error"), (done.stdout, done.stderr[-3000:])
     what = (
@@ -92,7 +84,7 @@ def test_a_script_that_exits_before_its_compiled_call_in_a_helper_is_named_in_th
 
 
 def test_the_eager_sides_env_reaches_the_helpers_setup(diagnose_bin, tmp_path, inductor_cache):
-    report, done = run_workflow(diagnose_bin, tmp_path, inductor_cache, ENV_MODEL, ENV_WORKFLOW)
+    report, done = run(diagnose_bin, tmp_path, inductor_cache, ENV_MODEL, ENV_WORKFLOW)
     step = report["steps"][0]
     assert step["status"] == "pass", (step["summary"], done.stderr[-3000:])
     assert step["metrics"]["checked"] > 0
