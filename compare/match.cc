@@ -78,23 +78,6 @@ std::map<std::string, NpyEntry> scan_npy(const std::string& dir, std::vector<std
   return out;
 }
 
-std::map<int, std::string> manifest_ranks(const std::string& dir) {
-  std::map<int, std::string> ranks;
-  std::error_code ec;
-  if (fs::is_regular_file(fs::path(dir) / "manifest.jsonl", ec)) {
-    ranks[-1] = dir;
-    return ranks;
-  }
-  static const std::regex rank_dir("rank(\\d+)");
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    std::smatch m;
-    const std::string name = it->path().filename().string();
-    if (std::regex_match(name, m, rank_dir) && fs::is_regular_file(it->path() / "manifest.jsonl", ec))
-      ranks[std::stoi(m[1])] = it->path().string();
-  }
-  return ranks;
-}
-
 std::string op_call_key(const ManifestRecord& r) {
   return std::to_string(r.graph) + "/" + std::to_string(r.step) + "/" + r.op_key;
 }
@@ -165,6 +148,7 @@ void match_one_manifest(const Manifest& golden, const Manifest& mine, int rank, 
       if (r.file.empty() || g->second->file.empty()) {  // compared on statistics
         s.golden_recorded = recorded_stats(*g->second);
         s.my_recorded = recorded_stats(r);
+        s.over_budget = r.not_kept == "budget" || g->second->not_kept == "budget";
       }
       s.golden_path = g->second->file.empty() ? golden.dir + "/manifest.jsonl#" + id : s.golden->path;
       s.golden_op_type = g->second->op;
@@ -209,6 +193,23 @@ RowSpec file_row(const std::string& my_file, const std::string& golden_label, st
 }
 
 }  // namespace
+
+std::map<int, std::string> manifest_ranks(const std::string& dir) {
+  std::map<int, std::string> ranks;
+  std::error_code ec;
+  if (fs::is_regular_file(fs::path(dir) / "manifest.jsonl", ec)) {
+    ranks[-1] = dir;
+    return ranks;
+  }
+  static const std::regex rank_dir("rank(\\d{1,9})");  // std::stoi cannot throw
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::smatch m;
+    const std::string name = it->path().filename().string();
+    if (std::regex_match(name, m, rank_dir) && fs::is_regular_file(it->path() / "manifest.jsonl", ec))
+      ranks[std::stoi(m[1])] = it->path().string();
+  }
+  return ranks;
+}
 
 MatchResult match_npy_dirs(const std::string& golden_dir, const std::string& my_dir) {
   MatchResult out;

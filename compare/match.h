@@ -2,6 +2,7 @@
 // run_compare() picks the function from the detected layouts.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -28,6 +29,9 @@ MatchResult match_ge_vs_ge(const std::string& golden_ge_dir, const std::string& 
 MatchResult match_npy_dirs(const std::string& golden_dir, const std::string& my_dir);
 // Two of the project's own dumps, by record key.  match.cc
 MatchResult match_manifests(const std::string& golden_dir, const std::string& my_dir, std::optional<int> rank);
+// The rank dumps of one of the project's dumps, by rank: rank{R}/ directories, or the
+// directory itself as rank -1 when it holds a manifest.jsonl; empty when it is neither.  match.cc
+std::map<int, std::string> manifest_ranks(const std::string& dir);
 // Single file against single file (npy or GE dump binary).  match.cc
 MatchResult match_files(const std::string& golden_file, const std::string& my_file);
 

@@ -1,0 +1,147 @@
+#include "steps/nan_origin.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+
+#include "compare/manifest.h"
+#include "compare/match.h"
+
+namespace diagnose {
+
+namespace {
+
+// NaN and Inf counts over one direction of an op call's records.
+struct NonFinite {
+  uint64_t nan = 0, inf = 0;
+  bool any() const { return nan + inf > 0; }
+};
+
+struct OpCall {
+  const compare::ManifestRecord* first = nullptr;
+  bool has_inputs = false;
+  NonFinite inputs, outputs;
+};
+
+NanOrigin origin_of(const OpCall& call, int rank, const std::string& side, NanOriginInputs inputs) {
+  const compare::ManifestRecord& r = *call.first;
+  const NonFinite& counts = inputs == NanOriginInputs::NonFinite ? call.inputs : call.outputs;
+  NanOrigin o;
+  o.rank = rank;
+  o.side = side;
+  o.op_key = r.name();
+  o.op = r.op;
+  o.kind = counts.nan > 0 ? "nan" : "inf";
+  o.seq = r.seq;
+  o.graph = r.graph;
+  o.step = r.step;
+  o.nan = counts.nan;
+  o.inf = counts.inf;
+  o.inputs = inputs;
+  o.module = r.module;
+  return o;
+}
+
+// The op calls of one dump in execution order (records of kind "op", grouped by seq).
+std::vector<OpCall> op_calls(const compare::Manifest& dump) {
+  std::vector<const compare::ManifestRecord*> records;
+  for (const compare::ManifestRecord& r : dump.records)
+    if (r.kind == "op") records.push_back(&r);
+  std::stable_sort(records.begin(), records.end(),
+                   [](const compare::ManifestRecord* a, const compare::ManifestRecord* b) { return a->seq < b->seq; });
+  std::vector<OpCall> calls;
+  for (const compare::ManifestRecord* r : records) {
+    if (calls.empty() || calls.back().first->seq != r->seq) calls.push_back({r, false, {}, {}});
+    OpCall& call = calls.back();
+    const bool input = r->io == "input";
+    call.has_inputs = call.has_inputs || input;
+    const std::optional<compare::RecordedStats> stats = compare::recorded_stats(*r);
+    if (!stats) continue;
+    NonFinite& counts = input ? call.inputs : call.outputs;
+    counts.nan += stats->nan;
+    counts.inf += stats->inf;
+  }
+  return calls;
+}
+
+std::optional<NanOrigin> rank_origin(const compare::Manifest& dump, int rank, const std::string& side) {
+  std::optional<NanOrigin> already_in_inputs;
+  bool seen_non_finite = false;
+  for (const OpCall& call : op_calls(dump)) {
+    if (call.outputs.any() && call.has_inputs && !call.inputs.any())
+      return origin_of(call, rank, side, NanOriginInputs::Finite);
+    if (call.outputs.any() && !call.has_inputs && !seen_non_finite)
+      return origin_of(call, rank, side, NanOriginInputs::NotDumped);
+    // The rule looks further for an op that makes NaN/Inf from finite inputs; without one,
+    // the first op that reads a non-finite tensor nothing dumped produced is where it appears.
+    if (call.inputs.any() && !seen_non_finite)
+      already_in_inputs = origin_of(call, rank, side, NanOriginInputs::NonFinite);
+    seen_non_finite = seen_non_finite || call.inputs.any() || call.outputs.any();
+  }
+  return already_in_inputs;
+}
+
+std::string kind_text(const NanOrigin& o) { return o.kind == "nan" ? "NaN" : "Inf"; }
+
+std::string where_text(const NanOrigin& o) {
+  std::string text = o.rank >= 0 ? " on rank " + std::to_string(o.rank) : "";
+  return o.side.empty() ? text : text + " (" + o.side + ")";
+}
+
+}  // namespace
+
+std::string nan_origin_inputs_name(NanOriginInputs inputs) {
+  switch (inputs) {
+    case NanOriginInputs::Finite: return "finite";
+    case NanOriginInputs::NotDumped: return "not dumped";
+    case NanOriginInputs::NonFinite: return "non-finite";
+  }
+  return "finite";
+}
+
+std::vector<NanOrigin> find_nan_origins(const std::string& dump_dir, const std::string& side) {
+  std::vector<NanOrigin> origins;
+  for (const auto& [rank, dir] : compare::manifest_ranks(dump_dir)) {
+    const compare::Manifest dump = compare::read_manifest(dir);
+    if (!dump.error.empty()) continue;
+    if (std::optional<NanOrigin> origin = rank_origin(dump, rank, side)) origins.push_back(std::move(*origin));
+  }
+  return origins;
+}
+
+std::string nan_origin_summary(const std::vector<NanOrigin>& origins, const std::vector<std::string>& sides) {
+  if (origins.empty()) return "";
+  std::string text;
+  const auto add = [&](const std::string& part) { text += (text.empty() ? "" : "; ") + part; };
+  for (const NanOrigin& o : origins) {
+    if (o.inputs == NanOriginInputs::NonFinite)
+      add(kind_text(o) + " is already in the inputs of " + o.op_key + where_text(o));
+    else
+      add(kind_text(o) + " first appears at " + o.op_key + where_text(o) +
+          (o.inputs == NanOriginInputs::NotDumped ? " (inputs not dumped)" : ""));
+  }
+  for (const std::string& side : sides)
+    if (std::none_of(origins.begin(), origins.end(), [&](const NanOrigin& o) { return o.side == side; }))
+      add(side + " stays finite");
+  return text;
+}
+
+nlohmann::json nan_origins_json(const std::vector<NanOrigin>& origins) {
+  nlohmann::json table = nlohmann::json::array();
+  for (const NanOrigin& o : origins)
+    table.push_back({{"side", o.side},
+                     {"rank", o.rank},
+                     {"op", o.op_key},
+                     {"operator", o.op},
+                     {"kind", o.kind},
+                     {"seq", o.seq},
+                     {"graph", o.graph},
+                     {"step", o.step},
+                     {"nan", o.nan},
+                     {"inf", o.inf},
+                     {"inputs", nan_origin_inputs_name(o.inputs)},
+                     {"module", o.module}});
+  return table;
+}
+
+}  // namespace diagnose
