@@ -14,6 +14,7 @@ std::unique_ptr<StepKind> make_eager_device_vs_cpu_step();
 std::unique_ptr<StepKind> make_dynamo_meta_check_step();
 std::unique_ptr<StepKind> make_graph_dump_compare_step();
 std::unique_ptr<StepKind> make_subgraph_isolate_step();
+std::unique_ptr<StepKind> make_known_causes_step();
 
 void register_step_kinds() {
   register_step_kind(make_run_step());
@@ -26,6 +27,7 @@ void register_step_kinds() {
   register_step_kind(make_dynamo_meta_check_step());
   register_step_kind(make_graph_dump_compare_step());
   register_step_kind(make_subgraph_isolate_step());
+  register_step_kind(make_known_causes_step());
 }
 
 }  // namespace diagnose

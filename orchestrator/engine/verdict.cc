@@ -19,6 +19,10 @@ const std::vector<VerdictCategory>& verdict_categories() {
        "Dynamo tracing, AOT autograd or an operator's meta (fake) implementation is wrong: check the named "
        "op's meta function and decomposition.",
        true},
+      {"known_cause", "Known cause",
+       "A known cause explains the difference (the culprit names it; the findings give its evidence and fix): "
+       "apply the fix and run the workflow again before looking for a compiler defect.",
+       true},
       {"fusion_defect", "Graph structure / fusion defect",
        "A fusion rule (or graph pass) produces the wrong result: turn the named rule off (fusion_switch_file) "
        "to work around it, and report it with the failing subgraph.",

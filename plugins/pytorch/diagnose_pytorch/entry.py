@@ -9,9 +9,10 @@ import contextlib
 import functools
 
 import torch
-from torch.utils import _pytree as pytree
 
+from .compat import pytree
 from .session import Session
+from .status import configuration
 
 _original_compile = torch.compile
 
@@ -30,6 +31,7 @@ def compile_under_spec(session: Session, model, user_options: dict):
 def wrap(session: Session, model):
     spec = session.spec
     root = model.__self__ if isinstance(getattr(model, "__self__", None), torch.nn.Module) else model
+    session.status.set("configuration", configuration(root))
     if isinstance(root, torch.nn.Module):
         _convert_module(root, spec)
         if session.eager_dumper is not None:

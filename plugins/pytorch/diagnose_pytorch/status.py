@@ -26,6 +26,7 @@ class RunStatus:
             "argv": list(sys.argv),
             "pid": os.getpid(),
             "torch_version": _torch_version(),
+            "features": _probed_features(),  # compat.probed itself: filled in as the run probes features
             "ran": {},
             "graphs": {"count": 0, "compile_seconds": [], "graph_breaks": 0, "break_reasons": {}},
             "switches": {"active": {}, "fired": {}},
@@ -71,3 +72,31 @@ def _torch_version() -> str:
     import torch
 
     return torch.__version__
+
+
+def _probed_features() -> dict:
+    from .compat import probed
+
+    return probed
+
+
+def configuration(root) -> dict:
+    """What the known-cause detectors read (steps/known_causes.h), as the script set it up when it
+    compiled: the module's training mode with its active dropout, TF32 and determinism flags."""
+    import torch
+
+    facts = {
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "cuda_matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+        "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32,
+        "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+        "cudnn_benchmark": torch.backends.cudnn.benchmark,
+    }
+    if isinstance(root, torch.nn.Module):
+        facts["training"] = root.training
+        facts["active_dropout"] = [
+            {"module": name, "p": module.p}
+            for name, module in root.named_modules()
+            if isinstance(module, torch.nn.modules.dropout._DropoutNd) and module.training and module.p > 0
+        ]
+    return facts

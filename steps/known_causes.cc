@@ -1,0 +1,310 @@
+#include "steps/known_causes.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "compare/manifest.h"
+#include "orchestrator/engine/run_dir.h"
+#include "orchestrator/engine/step.h"
+#include "steps/nan_origin.h"
+
+namespace diagnose {
+
+namespace {
+
+// The largest finite float16; a value past half of it overflows at the next doubling.
+constexpr double kFloat16Max = 65504;
+
+const nlohmann::json& field(const nlohmann::json& object, const char* key) {
+  static const nlohmann::json none;
+  return object.is_object() && object.contains(key) ? object.at(key) : none;
+}
+
+std::string spec_text(const RecordedRun& run, const char* key, const std::string& otherwise = "") {
+  const nlohmann::json& value = field(field(run.status, "spec"), key);
+  return value.is_string() ? value.get<std::string>() : otherwise;
+}
+
+bool compiled(const RecordedRun& run) { return spec_text(run, "mode") == "compiled"; }
+
+const nlohmann::json& configuration(const RecordedRun& run) { return field(run.status, "configuration"); }
+
+bool flag(const RecordedRun& run, const char* key) { return field(configuration(run), key) == true; }
+
+bool on_device(const std::string& device, const std::string& wanted) {
+  return device == wanted || device.rfind(wanted + ":", 0) == 0;
+}
+
+bool random_op(const std::string& op) {
+  static const std::vector<std::string> kRandom = {"bernoulli", "dropout",     "rand",        "normal",
+                                                   "uniform",   "multinomial", "exponential", "poisson",
+                                                   "cauchy",    "geometric",   "log_normal"};
+  return std::any_of(kRandom.begin(), kRandom.end(),
+                     [&](const std::string& r) { return op.find(r) != std::string::npos; });
+}
+
+KnownCause detector(std::string name, std::string checks, std::vector<std::string> devices,
+                    std::vector<std::string> dtypes, std::function<std::optional<Detection>(const RecordedRun&)> detect,
+                    std::string fix) {
+  KnownCause cause;
+  cause.name = std::move(name);
+  cause.checks = std::move(checks);
+  cause.devices = std::move(devices);
+  cause.dtypes = std::move(dtypes);
+  cause.detect = std::move(detect);
+  cause.fix = std::move(fix);
+  return cause;
+}
+
+KnownCause experiment(std::string name, std::string checks, std::vector<std::string> backends,
+                      std::vector<std::string> devices, std::vector<std::string> dtypes, CauseFlip flip,
+                      std::string fix) {
+  KnownCause cause;
+  cause.name = std::move(name);
+  cause.checks = std::move(checks);
+  cause.backends = std::move(backends);
+  cause.devices = std::move(devices);
+  cause.dtypes = std::move(dtypes);
+  cause.flip = std::move(flip);
+  cause.fix = std::move(fix);
+  return cause;
+}
+
+CauseFlip inductor_switch(const std::string& key) { return {{{"switches", {{"inductor", {{key, true}}}}}}, {}, {}}; }
+
+}  // namespace
+
+std::optional<Detection> detect_training_dropout(const RecordedRun& run) {
+  const nlohmann::json& dropout = field(configuration(run), "active_dropout");
+  if (!dropout.is_array() || dropout.empty()) return std::nullopt;
+  // Inductor draws its own random numbers unless told to use eager's
+  if (field(field(field(run.status, "spec"), "switches"), "inductor").value("fallback_random", false))
+    return std::nullopt;
+  std::vector<std::string> modules;
+  for (const nlohmann::json& d : dropout)
+    modules.push_back(d.value("module", "?") + " (p=" + field(d, "p").dump() + ")");
+  return Detection{"the compiled module is in training mode with active dropout: " + joined(modules) +
+                       "; graph mode and eager draw different random masks",
+                   true, ""};
+}
+
+std::optional<Detection> detect_tf32(const RecordedRun& run) {
+  std::vector<std::string> on;
+  if (flag(run, "cuda_matmul_allow_tf32")) on.push_back("torch.backends.cuda.matmul.allow_tf32");
+  if (flag(run, "cudnn_allow_tf32")) on.push_back("torch.backends.cudnn.allow_tf32");
+  const nlohmann::json& precision = field(configuration(run), "float32_matmul_precision");
+  if (precision.is_string() && precision != "highest")
+    on.push_back("float32_matmul_precision=" + precision.get<std::string>());
+  if (on.empty()) return std::nullopt;
+  return Detection{"float32 matmuls/convolutions may run in TF32: " + joined(on), false, ""};
+}
+
+std::optional<Detection> detect_nondeterministic_algorithms(const RecordedRun& run) {
+  if (!field(configuration(run), "deterministic_algorithms").is_boolean() || flag(run, "deterministic_algorithms"))
+    return std::nullopt;
+  return Detection{
+      "torch.are_deterministic_algorithms_enabled() is false (atomics-based kernels may differ run to run)", false, ""};
+}
+
+std::optional<Detection> detect_graph_breaks(const RecordedRun& run) {
+  if (!compiled(run)) return std::nullopt;
+  const nlohmann::json& graphs = field(run.status, "graphs");
+  const int64_t breaks = field(graphs, "graph_breaks").is_number() ? field(graphs, "graph_breaks").get<int64_t>() : 0;
+  const int64_t count = field(graphs, "count").is_number() ? field(graphs, "count").get<int64_t>() : 0;
+  if (breaks == 0 && count <= 1) return std::nullopt;
+  std::string evidence = std::to_string(count) + " graphs compiled, " + std::to_string(breaks) + " graph break(s)";
+  if (breaks == 0) evidence += ": recompiles (guards failed, e.g. changing shapes)";
+  return Detection{evidence, false, ""};
+}
+
+std::optional<Detection> detect_torchair_options(const RecordedRun& run) {
+  const nlohmann::json& torchair = field(field(field(run.status, "switches"), "active"), "torchair");
+  if (!torchair.is_object()) return std::nullopt;
+  std::vector<std::string> risky;
+  bool lowers = false;
+  for (const auto& [key, value] : torchair.items()) {
+    const std::string text = value.is_string() ? value.get<std::string>() : value.dump();
+    if (key.find("frozen_parameter") != std::string::npos && value == true) risky.push_back(key + "=True");
+    if (key.find("enable_view_optimize") != std::string::npos && value == true) risky.push_back(key + "=True");
+    if (key.find("precision_mode") != std::string::npos && text.find("fp16") != std::string::npos) {
+      risky.push_back(key + "=" + text);
+      lowers = spec_text(run, "dtype", "float32") == "float32";
+    }
+  }
+  if (risky.empty()) return std::nullopt;
+  return Detection{"TorchAir options that change numerics: " + joined(risky) +
+                       (lowers ? " (a float32 model computed in float16 by GE)" : ""),
+                   lowers, ""};
+}
+
+std::optional<Detection> detect_eager_overflow(const RecordedRun& run) {
+  if (compiled(run) || run.dump_dir.empty()) return std::nullopt;
+  for (const NanOrigin& origin : find_nan_origins(run.dump_dir)) {
+    if (origin.kind != "inf" || origin.inputs != NanOriginInputs::Finite) continue;
+    std::string op = origin.op.empty() ? origin.op_key : origin.op;
+    return Detection{"eager in " + spec_text(run, "dtype", "float32") + " overflows: " + origin.op_key +
+                         " produces Inf from finite inputs" +
+                         (origin.rank >= 0 ? " on rank " + std::to_string(origin.rank) : "") +
+                         (origin.module.empty() ? "" : " (module " + origin.module + ")"),
+                     true, op};
+  }
+  return std::nullopt;
+}
+
+std::optional<Detection> detect_near_overflow(const RecordedRun& run) {
+  if (compiled(run) || run.dump_dir.empty()) return std::nullopt;
+  compare::Manifest manifest = compare::read_manifest(run.dump_dir);
+  const compare::ManifestRecord* largest = nullptr;
+  double largest_abs = 0;
+  for (const compare::ManifestRecord& record : manifest.records) {
+    if (record.dtype != "torch.float16" || record.io != "output") continue;
+    for (const char* key : {"min", "max"}) {
+      const nlohmann::json& value = field(record.stats, key);
+      if (value.is_number() && std::fabs(value.get<double>()) > largest_abs) {
+        largest_abs = std::fabs(value.get<double>());
+        largest = &record;
+      }
+    }
+  }
+  if (!largest || largest_abs < kFloat16Max / 2) return std::nullopt;
+  return Detection{largest->op_key + " reaches |x| = " + nlohmann::json(largest_abs).dump() + " in float16 (max " +
+                       nlohmann::json(kFloat16Max).dump() + "): a reordered or fused computation can overflow",
+                   false, largest->op.empty() ? largest->op_key : largest->op};
+}
+
+bool records_random_ops(const std::vector<RecordedRun>& runs) {
+  for (const RecordedRun& run : runs) {
+    if (compiled(run) || run.dump_dir.empty()) continue;
+    for (const compare::ManifestRecord& record : compare::read_manifest(run.dump_dir).records)
+      if (random_op(record.op.empty() ? record.op_key : record.op)) return true;
+  }
+  return false;
+}
+
+std::optional<std::vector<std::string>> differing_outputs(const std::string& run_dir_a, const std::string& run_dir_b) {
+  compare::Manifest a = compare::read_manifest(run_dir_a + "/outputs");
+  compare::Manifest b = compare::read_manifest(run_dir_b + "/outputs");
+  if (!a.error.empty() || !b.error.empty() || a.records.empty()) return std::nullopt;
+  std::map<std::string, std::string> hashes;
+  for (const compare::ManifestRecord& record : a.records)
+    hashes[record.identity()] = field(record.stats, "hash").dump();
+  std::vector<std::string> differing;
+  for (const compare::ManifestRecord& record : b.records) {
+    auto other = hashes.find(record.identity());
+    if (other == hashes.end() || other->second != field(record.stats, "hash").dump())
+      differing.push_back(record.name());
+  }
+  return differing;
+}
+
+const std::vector<KnownCause>& known_causes() {
+  static const std::vector<KnownCause> catalogue = [] {
+    std::vector<KnownCause> c = {
+        detector("training_mode_dropout",
+                 "the compiled module is in training mode with dropout p > 0 (status.json configuration)", {}, {},
+                 detect_training_dropout,
+                 "call model.eval() before compiling (or set torch._inductor.config.fallback_random = True to "
+                 "compare in training mode)"),
+        detector("eager_overflow", "the first op whose output is Inf while its inputs are finite, in an eager dump", {},
+                 {"float16"}, detect_eager_overflow,
+                 "compute the named op in float32 (autocast keeps it there, or .float() around it), or scale its "
+                 "inputs down"),
+        detector("float16_near_overflow", "float16 values past half of 65504 in an eager dump", {}, {"float16"},
+                 detect_near_overflow, "keep that op in float32 or scale its inputs down; bfloat16 has the range"),
+        detector("tf32_matmul", "TF32 flags and float32_matmul_precision in a float32 comparison", {"cuda", "npu"},
+                 {"float32"}, detect_tf32,
+                 "torch.backends.cuda.matmul.allow_tf32 = False; torch.backends.cudnn.allow_tf32 = False; "
+                 "torch.set_float32_matmul_precision('highest') (NPU: torch.npu.matmul.allow_hf32 = False)"),
+        detector("nondeterministic_algorithms", "torch.are_deterministic_algorithms_enabled()", {"cuda", "npu"}, {},
+                 detect_nondeterministic_algorithms,
+                 "torch.use_deterministic_algorithms(True) (CUBLAS_WORKSPACE_CONFIG=:4096:8) or run spec "
+                 "deterministic: true"),
+        detector("graph_breaks_recompiles", "graph breaks and recompiles of the compiled run", {}, {},
+                 detect_graph_breaks,
+                 "torch.compile(fullgraph=True) shows each break; torch._dynamo.mark_dynamic or dynamic=False for "
+                 "recompiles"),
+        detector("torchair_options", "TorchAir frozen_parameter, enable_view_optimize and GE precision_mode", {}, {},
+                 detect_torchair_options,
+                 "experimental_config.frozen_parameter = False (or make weights contiguous), "
+                 "experimental_config.enable_view_optimize = False, ge_config precision_mode "
+                 "must_keep_origin_dtype"),
+        experiment("fallback_random", "Inductor's own random numbers: the compiled run with eager's RNG", {"inductor"},
+                   {}, {}, inductor_switch("fallback_random"),
+                   "torch._inductor.config.fallback_random = True to compare, or keep random ops out of the "
+                   "comparison (model.eval())"),
+        experiment("emulate_precision_casts", "Inductor keeping low-precision intermediates in float32", {"inductor"},
+                   {}, {"float16", "bfloat16"}, inductor_switch("emulate_precision_casts"),
+                   "torch._inductor.config.emulate_precision_casts = True"),
+        experiment("eager_numerics_division_rounding", "Inductor's division rounding against eager's", {"inductor"},
+                   {"cuda"}, {}, inductor_switch("eager_numerics.division_rounding"),
+                   "torch._inductor.config.eager_numerics.division_rounding = True"),
+        experiment("tf32_off", "the compiled run with TF32 off at the cuBLAS/cuDNN level", {}, {"cuda"}, {"float32"},
+                   CauseFlip{nlohmann::json::object(), {{"NVIDIA_TF32_OVERRIDE", "0"}}, {}},
+                   "torch.backends.cuda.matmul.allow_tf32 = False; torch.backends.cudnn.allow_tf32 = False"),
+        experiment("deterministic", "the compiled run with deterministic algorithms", {}, {"cuda", "npu"}, {},
+                   CauseFlip{{{"deterministic", true}}, {}, {}}, "torch.use_deterministic_algorithms(True)"),
+    };
+    for (KnownCause& cause : c)
+      if (cause.name == "fallback_random") cause.wanted = records_random_ops;
+    return c;
+  }();
+  return catalogue;
+}
+
+bool cause_applies(const KnownCause& cause, const std::string& backend, const std::string& device,
+                   const std::string& dtype) {
+  auto within = [](const std::vector<std::string>& scope, const std::function<bool(const std::string&)>& match) {
+    return scope.empty() || std::any_of(scope.begin(), scope.end(), match);
+  };
+  const std::string type = dtype.empty() ? "float32" : dtype;
+  return within(cause.backends, [&](const std::string& b) { return b == backend; }) &&
+         within(cause.devices, [&](const std::string& d) { return on_device(device, d); }) &&
+         within(cause.dtypes, [&](const std::string& t) { return t == type; });
+}
+
+std::vector<KnownCause> user_causes(const YAML::Node& causes, const std::string& where, Diagnostics* diagnostics) {
+  std::vector<KnownCause> out;
+  if (!causes || !causes.IsSequence()) return out;
+  auto report = [&](const YAML::Node& at, const std::string& message) {
+    if (diagnostics) diagnostics->error(at.Mark(), where + ": " + message);
+  };
+  for (size_t i = 0; i < causes.size(); ++i) {
+    const YAML::Node entry = causes[i];
+    const std::string at = "causes[" + std::to_string(i) + "]";
+    if (!entry.IsMap() || !entry["name"] || !entry["name"].IsScalar()) {
+      report(entry, at + ": a cause needs a name");
+      continue;
+    }
+    const std::string name = entry["name"].Scalar();
+    const std::vector<KnownCause>& builtin = known_causes();
+    bool taken = std::any_of(builtin.begin(), builtin.end(), [&](const KnownCause& c) { return c.name == name; }) ||
+                 std::any_of(out.begin(), out.end(), [&](const KnownCause& c) { return c.name == name; });
+    if (taken) {
+      report(entry["name"], at + ".name: '" + name + "' is already a cause");
+      continue;
+    }
+    const YAML::Node flip = entry["flip"];
+    CauseFlip parsed;
+    if (flip && flip.IsMap()) {
+      if (flip["env"] && flip["env"].IsMap())
+        for (const auto& variable : flip["env"]) parsed.env[variable.first.Scalar()] = variable.second.Scalar();
+      if (flip["args"] && flip["args"].IsSequence())
+        for (const auto& arg : flip["args"]) parsed.args.push_back(arg.Scalar());
+      if (flip["switches"]) parsed.spec["switches"] = yaml_to_json(flip["switches"]);
+      if (flip["spec"]) parsed.spec.merge_patch(yaml_to_json(flip["spec"]));
+    }
+    if (parsed.env.empty() && parsed.args.empty() && parsed.spec.empty()) {
+      report(flip ? flip : entry, at + ".flip: give what the experiment changes (env, args, switches or spec)");
+      continue;
+    }
+    KnownCause cause;
+    cause.name = name;
+    cause.checks = entry["expect"] ? entry["expect"].Scalar() : "the compiled run passes with " + name + " flipped";
+    cause.flip = std::move(parsed);
+    cause.fix = entry["fix"] ? entry["fix"].Scalar() : "";
+    out.push_back(std::move(cause));
+  }
+  return out;
+}
+
+}  // namespace diagnose

@@ -1,0 +1,296 @@
+// `known_causes`: the flowchart's "engineers remove common problems by experience" as a step,
+// over the catalogue of steps/known_causes.h. Without `experiments` it runs the configuration
+// and dump detectors on what this invocation's runs recorded (making the eager run the
+// single-op check makes, when no step ran before it); with `experiments: true` it runs the A/B
+// experiments: the compiled run twice (run-to-run differences) and once per applicable cause
+// with that cause flipped, each judged against the golden outputs like a bisection trial.
+#include <algorithm>
+
+#include "orchestrator/bisect/trial_oracle.h"
+#include "orchestrator/engine/run_dir.h"
+#include "orchestrator/engine/step.h"
+#include "orchestrator/exec/command_line.h"
+#include "steps/bisection_steps.h"
+#include "steps/dump_judgement.h"
+#include "steps/known_causes.h"
+#include "steps/plugin_run.h"
+
+namespace diagnose {
+
+namespace {
+
+// The eager run single_op_check makes: with shared runs, reading the same run costs no process.
+const nlohmann::json kSingleOpEager = {{"mode", "eager"}, {"dump", {{"level", "aten"}}}};
+const nlohmann::json kCompiledOutputs = {{"mode", "compiled"}, {"dump", {{"level", "none"}}}};
+
+bool is_dir(const std::string& path) { return read_file(path + "/manifest.jsonl").has_value(); }
+
+// The runs of the model's script this invocation made so far, with their status.json.
+std::vector<RecordedRun> recorded_runs(const State& state) {
+  std::vector<RecordedRun> runs;
+  for (const StepResult& step : state.steps)
+    for (const RunRecord& record : step.runs) {
+      if (record.status != RunStatus::Succeeded || record.dir.empty()) continue;
+      nlohmann::json status = read_plugin_status(record.dir);
+      const nlohmann::json argv = status.is_object() ? status.value("argv", nlohmann::json::array()) : nullptr;
+      if (!argv.is_array() || argv.size() < 2 || argv[1] != "run") continue;  // ops, single-op batches...
+      runs.push_back({step.id + "/" + record.name, status, is_dir(record.dump_dir) ? record.dump_dir : ""});
+    }
+  return runs;
+}
+
+std::string spec_key(const nlohmann::json& spec, const char* key, const std::string& otherwise) {
+  return spec.contains(key) && spec[key].is_string() ? spec[key].get<std::string>() : otherwise;
+}
+
+bool applies_to(const KnownCause& cause, const nlohmann::json& spec) {
+  return cause_applies(cause, spec_key(spec, "backend", ""), spec_key(spec, "device", "cpu"),
+                       spec_key(spec, "dtype", "float32"));
+}
+
+nlohmann::json row(const KnownCause& cause, const std::string& result, const std::string& evidence) {
+  return {
+      {"cause", cause.name}, {"checks", cause.checks}, {"result", result}, {"evidence", evidence}, {"fix", cause.fix}};
+}
+
+// A decisive cause makes the step fail naming it, its evidence and its fix.
+void explained_by(const KnownCause& cause, const std::string& evidence, const std::string& op, StepResult& result) {
+  result.findings.push_back({"known cause " + cause.name + ": " + evidence + "; fix: " + cause.fix, op});
+  if (result.status == StepStatus::Fail) return;
+  result.status = StepStatus::Fail;
+  result.metrics["culprit"] = cause.name;
+  result.metrics["cause_op"] = op;
+  result.summary = "known cause " + cause.name + ": " + evidence;
+}
+
+class KnownCausesStep : public StepKind {
+ public:
+  std::string name() const override { return "known_causes"; }
+  std::string description() const override {
+    return "The catalogue of known causes (training-mode dropout, float16 overflow, TF32, non-determinism, "
+           "graph breaks, TorchAir options, Inductor precision knobs): configuration and dump detectors on the "
+           "runs so far, or with experiments: true A/B runs of the compiled model with one thing flipped, judged "
+           "against the golden outputs; fails naming the cause that explains the failure and its fix.";
+  }
+  std::vector<Property> parameters() const override {
+    Schema flip = object_schema(
+        "What the experiment changes in the compiled run.",
+        {optional("env", map_schema("Environment variables set.", plain_string_schema("value"))),
+         optional("args", array_schema("Arguments appended to the model's.", plain_string_schema("argument"))),
+         optional("switches", any_schema("Run spec switches merged in (inductor: {key: value}, torchair...).")),
+         optional("spec", any_schema("Any run spec keys merged in (deterministic, dtype, mode...)."))});
+    Schema cause = object_schema(
+        "A cause of the workflow's own, checked by an A/B experiment.",
+        {required("name", plain_string_schema("The cause's name (the verdict's culprit).")), required("flip", flip),
+         optional("expect", plain_string_schema("What flipping it should change, in words.")),
+         optional("fix", plain_string_schema("The fix to report."))});
+    std::vector<Property> properties = {
+        optional("experiments",
+                 defaulted(boolean_schema("false: the detectors on what the runs recorded; true: the A/B experiments "
+                                          "(compiled runs with one cause flipped)."),
+                           false)),
+        optional("eager", plugin_side_schema("Overrides of the eager run the detectors read when no step ran before.")),
+        optional("target", plugin_side_schema("Overrides of the compiled run the experiments flip.")),
+        optional("golden", any_of_schema("The experiments' reference: a dump path, or overrides of an eager run "
+                                         "(default: graph_dump_compare's golden outputs, else an eager run).",
+                                         {string_schema("path of an existing dump"),
+                                          plugin_side_schema("overrides of the golden run")})),
+        optional("causes", array_schema("Causes of the workflow's own, as experiments.", cause)),
+    };
+    for (Property& p : comparison_properties()) properties.push_back(std::move(p));
+    return properties;
+  }
+  std::vector<std::string> result_fields() const override { return {"culprit", "cause_op", "checked", "found"}; }
+  std::string default_category() const override { return "known_cause"; }
+  void check(const StepSpec& step, const CheckContext&, Diagnostics& diagnostics) const override {
+    check_comparison_keys(step, diagnostics);
+    user_causes(step.node["causes"], "steps." + step.id, &diagnostics);
+    if (step.node["causes"] && !(step.node["experiments"] && step.node["experiments"].as<bool>(false)))
+      diagnostics.error(step.node["causes"].Mark(),
+                        "steps." + step.id + ".causes: a workflow's causes are A/B experiments: set experiments: true");
+  }
+
+  StepResult evaluate(const StepContext& context) const override {
+    return context.option<bool>("experiments") ? experiments(context) : detectors(context);
+  }
+
+ private:
+  static StepResult detectors(const StepContext& context) {
+    const YAML::Node& node = context.step().node;
+    StepResult result;
+    std::vector<RecordedRun> runs = recorded_runs(context.state());
+    if (runs.empty()) {
+      RunRequest eager = plugin_run(context, "eager", side_spec(context, node["eager"], kSingleOpEager), node["eager"]);
+      std::vector<RunRecord> records = context.run({eager});
+      if (std::optional<StepResult> error = error_from_runs(records)) return *error;
+      runs.push_back({"eager", read_plugin_status(eager.dir), is_dir(eager.dump_dir) ? eager.dump_dir : ""});
+    }
+    result.status = StepStatus::Pass;
+    nlohmann::json table = nlohmann::json::array();
+    size_t found = 0;
+    for (const KnownCause& cause : known_causes()) {
+      if (!cause.detect) continue;
+      std::optional<Detection> detection;
+      std::string seen_in;
+      bool applies = false;
+      for (const RecordedRun& run : runs) {
+        if (!applies_to(cause, run.status.value("spec", nlohmann::json::object()))) continue;
+        applies = true;
+        if ((detection = cause.detect(run))) {
+          seen_in = run.name;
+          break;
+        }
+      }
+      if (!applies) {
+        table.push_back(row(cause, "does not apply", ""));
+        continue;
+      }
+      if (!detection) {
+        table.push_back(row(cause, "not found", ""));
+        continue;
+      }
+      ++found;
+      std::string evidence = detection->evidence + " (run " + seen_in + ")";
+      table.push_back(row(cause, detection->decisive ? "explains the failure" : "present", evidence));
+      if (detection->decisive)
+        explained_by(cause, evidence, detection->op, result);
+      else
+        result.findings.push_back(
+            {"checked " + cause.name + ": " + evidence + " (fix if it matters: " + cause.fix + ")", ""});
+    }
+    result.evidence.push_back({"table", "known causes checked", "", table});
+    result.metrics["checked"] = table.size();
+    result.metrics["found"] = found;
+    if (result.status == StepStatus::Pass)
+      result.summary = std::to_string(table.size()) + " known causes checked in " + std::to_string(runs.size()) +
+                       " run(s); none explains a difference" +
+                       (found ? " (" + std::to_string(found) + " present)" : "");
+    return result;
+  }
+
+  // graph_dump_compare's golden outputs, which carry their float64 truth: no golden run of our own.
+  static YAML::Node graph_compare_golden(const State& state) {
+    for (const StepResult& step : state.steps) {
+      if (step.kind != "graph_dump_compare") continue;
+      for (const RunRecord& record : step.runs)
+        if (record.name == "golden" && record.status == RunStatus::Succeeded && is_dir(record.dir + "/outputs"))
+          return YAML::Node(record.dir + "/outputs");
+    }
+    return YAML::Node();
+  }
+
+  static StepResult experiments(const StepContext& context) {
+    const YAML::Node& node = context.step().node;
+    const YAML::Node target = node["target"];
+    const nlohmann::json target_spec = side_spec(context, target, kCompiledOutputs);
+    const std::vector<RecordedRun> runs = recorded_runs(context.state());
+    std::vector<KnownCause> causes;
+    nlohmann::json table = nlohmann::json::array();
+    for (const KnownCause& cause : known_causes()) {
+      if (!cause.flip) continue;
+      if (!applies_to(cause, target_spec))
+        table.push_back(row(cause, "does not apply", ""));
+      else if (cause.wanted && !cause.wanted(runs))
+        table.push_back(row(cause, "not needed", "nothing in the runs it could change"));
+      else
+        causes.push_back(cause);
+    }
+    for (KnownCause& cause : user_causes(node["causes"], "steps." + context.step().id, nullptr))
+      causes.push_back(std::move(cause));
+
+    bisect::TrialSetup setup;
+    setup.dir_of = [&](const std::string& name) { return context.run_dir_of(name); };
+    setup.execute = [&](const std::vector<RunRequest>& requests) { return context.run(requests); };
+    setup.fired_report = "";
+    setup.switch_files = false;
+    setup.make_request = [&](const bisect::Trial& trial) {
+      nlohmann::json spec = target_spec;
+      const KnownCause* flipped = nullptr;
+      for (const KnownCause& cause : causes)
+        if (!trial.off.empty() && cause.name == trial.off.front()) flipped = &cause;
+      if (flipped) spec.merge_patch(flipped->flip->spec);
+      RunRequest request = plugin_run(context, trial.name, spec, target);
+      if (flipped) {
+        for (const auto& [name, value] : flipped->flip->env) request.env[name] = value;
+        request.argv.insert(request.argv.end(), flipped->flip->args.begin(), flipped->flip->args.end());
+      }
+      return request;
+    };
+    YAML::Node golden = node["golden"] ? node["golden"] : graph_compare_golden(context.state());
+    bisect::BisectionPlan plan = bisection_plan(context);
+    std::optional<StepResult> golden_error;
+    std::string problem = judge_against_golden(context, golden, target, {}, setup, plan, golden_error);
+    if (!problem.empty()) return error_result(problem);
+    if (!plan.alongside.empty()) {
+      std::vector<RunRecord> records = context.run(plan.alongside);
+      if (std::optional<StepResult> error = error_from_runs(records)) return *error;
+    }
+
+    bisect::TrialOracle oracle(setup, {});
+    std::vector<bisect::Config> configs = {{}, {}};  // the compiled run twice: run-to-run differences
+    for (const KnownCause& cause : causes) configs.push_back({cause.name});
+    std::vector<bisect::TrialOutcome> outcomes = oracle.run_batch(configs);
+    StepResult result;
+    result.status = StepStatus::Pass;
+    nlohmann::json trials = nlohmann::json::array();
+    for (size_t i = 0; i < configs.size(); ++i) {
+      const std::string name = bisect::trial_name(configs[i], i == 1 ? 1 : 0);
+      trials.push_back({{"trial", name},
+                        {"flipped", configs[i].empty() ? "nothing" : configs[i].front()},
+                        {"outcome", bisect::outcome_name(outcomes[i].outcome)},
+                        {"detail", outcomes[i].detail}});
+    }
+    result.evidence.push_back({"table", "A/B trials", "", trials});
+
+    KnownCause repeat;
+    repeat.name = "nondeterministic_run";
+    repeat.checks = "the compiled run twice with the same configuration: its final outputs bitwise";
+    repeat.fix =
+        "find the op whose kernel is not deterministic (atomics, unseeded randomness) and make it so, or "
+        "torch.use_deterministic_algorithms(True); compare only what is deterministic";
+    std::optional<std::vector<std::string>> differing =
+        differing_outputs(context.run_dir_of(bisect::trial_name({}, 0)), context.run_dir_of(bisect::trial_name({}, 1)));
+    if (differing && !differing->empty()) {
+      std::string evidence = "two runs of the same compiled configuration differ in " + joined(*differing) +
+                             " (outcomes " + bisect::outcome_name(outcomes[0].outcome) + ", " +
+                             bisect::outcome_name(outcomes[1].outcome) +
+                             "): the differences are run to run, not a "
+                             "graph defect";
+      table.push_back(row(repeat, "explains the failure", evidence));
+      explained_by(repeat, evidence, "", result);
+    } else {
+      table.push_back(row(repeat, differing ? "not found" : "not comparable",
+                          differing ? "the two runs' outputs are bitwise equal" : "no outputs recorded"));
+    }
+    const bool baseline_fails = outcomes[0].outcome == bisect::Outcome::Fail;
+    for (size_t i = 2; i < configs.size(); ++i) {
+      const KnownCause& cause = causes[i - 2];
+      const bisect::Outcome outcome = outcomes[i].outcome;
+      if (baseline_fails && outcome == bisect::Outcome::Pass) {
+        std::string evidence = "with " + cause.name +
+                               " flipped the compiled outputs pass against the golden; as "
+                               "configured they fail";
+        table.push_back(row(cause, "explains the failure", evidence));
+        explained_by(cause, evidence, "", result);
+      } else {
+        table.push_back(row(cause, "does not explain it",
+                            "flipped: " + bisect::outcome_name(outcome) +
+                                (outcomes[i].detail.empty() ? "" : " (" + outcomes[i].detail + ")")));
+      }
+    }
+    result.evidence.push_back({"table", "known causes checked", "", table});
+    result.metrics["checked"] = table.size();
+    if (result.status == StepStatus::Pass)
+      result.summary = std::to_string(causes.size() + 1) + " A/B experiment(s): " +
+                       (baseline_fails ? "none makes the compiled outputs pass"
+                                       : "the compiled outputs pass against the golden as configured, so no flip can "
+                                         "explain the failure");
+    return result;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<StepKind> make_known_causes_step() { return std::make_unique<KnownCausesStep>(); }
+
+}  // namespace diagnose
