@@ -15,7 +15,7 @@ def resolve(name: str):
     if ":" in name:
         module, _, attr = name.partition(":")
         return getattr(user_module(module), attr)
-    from torch._dynamo import lookup_backend
+    from .compat import lookup_backend
 
     return lookup_backend(name)
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from torch._subclasses.fake_tensor import FakeTensor
 
-from .stats import tensor_stats
+from .compat import FakeTensor
+from .stats import content_hash, tensor_stats
 
 FORMAT = "diagnose-dump"
 VERSION = 1
@@ -53,6 +53,19 @@ def dumpable(value) -> bool:
     )
 
 
+def truth_delta(value: np.ndarray, truth: np.ndarray) -> np.ndarray | None:
+    """The compact form of a float64 truth: truth - value in float32 (complex64), so that
+    value + delta, added in float64, is the truth within 2^-24 of |truth - value|. None where
+    that form would not give the truth back (a difference float32 cannot hold: a value that is
+    NaN or overflowed where the truth is finite, or the reverse)."""
+    wide = value.astype(truth.dtype)
+    with np.errstate(invalid="ignore", over="ignore"):
+        delta = truth - wide
+    delta[(truth == wide) | (np.isnan(truth) & np.isnan(wide))] = 0  # equal infinities, NaN in both
+    compact = delta.astype(np.complex64 if np.iscomplexobj(delta) else np.float32)
+    return compact if np.isfinite(compact).all() else None
+
+
 class DumpWriter:
     def __init__(
         self, directory: str | os.PathLike, header: dict, *, stats_only: bool = False, max_bytes: int | None = None
@@ -64,7 +77,10 @@ class DumpWriter:
         self.written_bytes = 0
         self.records = 0
         self.budget_reached = False
+        self.not_kept = {"stats_only": 0, "budget": 0}  # records without a tensor file, by why
         self._closed = False
+        # (npy descr, shape, hash) of each tensor file written -> its name: equal contents share one file
+        self._files: dict[tuple, str] = {}
         self._manifest = open(self.directory / "manifest.jsonl", "w", encoding="utf-8")
         created = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         self._append(
@@ -81,9 +97,10 @@ class DumpWriter:
     ) -> None:
         """Appends a `tensor` record. `record` holds seq, op_key, io, index and the optional
         fields; dtype, shape, stride, stats and file are filled in here. With `truth` (the
-        tensor's float64 shadow) the record also gets `truth_file`, written beside `file`
-        and counted in the same budget (both or neither); `precision` is the lowest floating
-        precision the value was computed from."""
+        tensor's float64 shadow) the record also gets its truth, written beside `file` as
+        `truth_delta_file` (`truth_file` where the compact form would lose it) and counted in
+        the same budget (both or neither); `precision` is the lowest floating precision the
+        value was computed from. A record whose tensor is not written says why in `not_kept`."""
         array = to_numpy(tensor)
         data = array.tobytes()
         full = {
@@ -96,21 +113,26 @@ class DumpWriter:
         }
         if precision is not None:
             full["precision"] = str(precision)
-        truth_array = None
-        if truth is not None and not (self.stats_only or self.budget_reached):
-            truth_array = to_numpy(truth)
-        size = len(data) + (truth_array.nbytes if truth_array is not None else 0)
-        if self._may_write(size):
+        reason = "stats_only" if self.stats_only else "budget" if self.budget_reached else None
+        if reason is None:
             name = _file_name(record)
-            with open(self.directory / "tensors" / name, "wb") as f:
-                np.lib.format.write_array(f, array, allow_pickle=False)
-            full["file"] = f"tensors/{name}"
-            if truth_array is not None:
-                truth_name = name[: -len(".npy")] + ".truth.npy"
-                with open(self.directory / "tensors" / truth_name, "wb") as f:
-                    np.lib.format.write_array(f, truth_array, allow_pickle=False)
-                full["truth_file"] = f"tensors/{truth_name}"
-            self.written_bytes += size
+            files = [("file", name, array, full["stats"]["hash"])]
+            truth_is_value = False
+            if truth is not None:
+                truth_array = to_numpy(truth)
+                delta = truth_delta(array, truth_array)
+                stem = name[: -len(".npy")]
+                truth_is_value = delta is not None and not delta.any()
+                if delta is None:
+                    files.append(("truth_file", stem + ".truth.npy", truth_array, content_hash(truth_array.tobytes())))
+                elif not truth_is_value:
+                    files.append(("truth_delta_file", stem + ".truth_delta.npy", delta, content_hash(delta.tobytes())))
+            reason = self._store(files, full)
+            if reason is None and truth_is_value:  # a parameter or input cast up: its file read as float64
+                full["truth_file"] = full["file"]
+        if reason is not None:
+            full["not_kept"] = reason
+            self.not_kept[reason] += 1
         self._append(full)
         self.records += 1
 
@@ -121,14 +143,24 @@ class DumpWriter:
         self._manifest.close()
         self._closed = True
 
-    def _may_write(self, size: int) -> bool:
-        if self.stats_only or self.budget_reached:
-            return False
+    def _store(self, files: list[tuple], record: dict) -> str | None:
+        """Writes `files` ((field, name, array, hash) each) unless the budget forbids, naming
+        each in `record`; a file whose contents were written before is that file again and
+        costs nothing. Returns "budget" when the budget stopped them (then none is written)."""
+        keys = [(array.dtype.str, array.shape, digest) for _, _, array, digest in files]
+        size = sum(array.nbytes for (_, _, array, _), key in zip(files, keys) if key not in self._files)
         if self.max_bytes is not None and self.written_bytes + size > self.max_bytes:
             self.budget_reached = True
             self._append({"type": "budget", "limit_bytes": self.max_bytes, "written_bytes": self.written_bytes})
-            return False
-        return True
+            return "budget"
+        for (field_name, name, array, _), key in zip(files, keys):
+            if key not in self._files:
+                with open(self.directory / "tensors" / name, "wb") as f:
+                    np.lib.format.write_array(f, array, allow_pickle=False)
+                self._files[key] = name
+            record[field_name] = f"tensors/{self._files[key]}"
+        self.written_bytes += size
+        return None
 
     def _append(self, record: dict) -> None:
         self._manifest.write(json.dumps(record, allow_nan=False) + "\n")

@@ -10,10 +10,10 @@ import collections
 import contextlib
 
 import torch
-from torch.utils import _pytree as pytree
-from torch.utils._python_dispatch import TorchDispatchMode
 
+from . import compat
 from .call_args import encode_call
+from .compat import TorchDispatchMode, pytree
 from .meta_check import schema_check
 
 
@@ -154,7 +154,7 @@ class EagerDumper:
 
         def pop(module, args, output):
             path = modules.paths.pop() if modules.paths else ""
-            with torch.utils._python_dispatch._disable_current_modes():
+            with compat.disable_current_modes():
                 mode.module_output(module, path, output)
 
         pre = torch.nn.modules.module.register_module_forward_pre_hook(push)

@@ -10,7 +10,8 @@ import re
 import time
 
 import torch
-from torch._functorch.aot_autograd import make_boxed_func
+
+from . import compat
 
 # Decompositions and partitioner AOT uses for each builtin backend, so that the dumped graph
 # is the one that backend would hand to its compiler.
@@ -46,7 +47,7 @@ def _user_op(node: torch.fx.Node) -> str | None:
     for fn in candidates:
         fn = getattr(fn, "_opoverload", fn)  # a torch.library.custom_op's CustomOpDef
         schema = getattr(fn, "_schema", None)  # an OpOverload
-        if schema is None and isinstance(fn, torch._ops.OpOverloadPacket):
+        if schema is None and isinstance(fn, compat.OpOverloadPacket):
             schema = fn.default._schema if "default" in fn.overloads() else None
         if schema is not None and schema.name.split("::")[0] not in ("aten", "prim", "prims"):
             return schema.name
@@ -124,8 +125,6 @@ def dumping_backend(session, backend: str):
     """A torch.compile backend that runs AOT Autograd (with `backend`'s decompositions and
     partitioner) and then interprets the forward graph node by node, dumping each node.
     Backward graphs run undumped."""
-    from torch._dynamo.backends.common import aot_autograd
-    from torch._functorch.partitioners import min_cut_rematerialization_partition
 
     def backend_fn(gm: torch.fx.GraphModule, example_inputs):
         graph_id = session.new_graph()
@@ -138,21 +137,19 @@ def dumping_backend(session, backend: str):
             return run
 
         def backward_compiler(fx_gm, _inputs):
-            return make_boxed_func(fx_gm.forward)
+            return compat.make_boxed_func(fx_gm.forward)
 
         inductor_style = backend in _INDUCTOR_STYLE
         kwargs = {}
         if inductor_style:
             # compile_fx, not decomposition: some decompositions need the lowerings it imports
-            from torch._inductor.compile_fx import select_decomp_table
-
-            kwargs["decompositions"] = select_decomp_table()
-            kwargs["partition_fn"] = functools.partial(min_cut_rematerialization_partition, compiler="inductor")
+            kwargs["decompositions"] = compat.select_decomp_table()
+            kwargs["partition_fn"] = functools.partial(compat.min_cut_rematerialization_partition, compiler="inductor")
         else:
-            kwargs["partition_fn"] = min_cut_rematerialization_partition
+            kwargs["partition_fn"] = compat.min_cut_rematerialization_partition
             kwargs["keep_inference_input_mutations"] = True
         started = time.perf_counter()
-        compiled = aot_autograd(fw_compiler=forward_compiler, bw_compiler=backward_compiler, **kwargs)(
+        compiled = compat.aot_autograd(fw_compiler=forward_compiler, bw_compiler=backward_compiler, **kwargs)(
             gm, example_inputs
         )
         session.status.data["graphs"]["compile_seconds"].append(round(time.perf_counter() - started, 6))

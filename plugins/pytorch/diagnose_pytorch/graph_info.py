@@ -7,7 +7,7 @@ from pathlib import Path
 
 
 def collect_graph_info(session) -> None:
-    from torch._dynamo.utils import counters
+    from .compat import counters
 
     breaks = dict(counters.get("graph_break", {}))
     graphs = session.status.data["graphs"]

@@ -40,11 +40,9 @@ import time
 from dataclasses import dataclass, field
 
 import torch
-from torch._inductor import config as inductor_config
-from torch._inductor import hooks
-from torch.utils import _pytree as pytree
 
-from . import inductor_rules
+from . import compat, inductor_rules
+from .compat import pytree
 from .fx_dump import node_source
 
 
@@ -143,8 +141,6 @@ def _value_of(node) -> torch.Tensor | None:
 
 def _holds(ir_node, node) -> bool:
     """Whether an IR buffer has the shape and dtype of FX node `node`'s value."""
-    from torch._inductor.virtualized import V
-
     value = _value_of(node)
     if value is None or ir_node.get_dtype() != value.dtype:
         return False
@@ -153,7 +149,7 @@ def _holds(ir_node, node) -> bool:
         return False
     expr = [d.node.expr if isinstance(d, torch.SymInt) else d for d in value.shape]
     try:
-        return all(V.graph.sizevars.statically_known_equals(a, b) for a, b in zip(size, expr))
+        return all(compat.V.graph.sizevars.statically_known_equals(a, b) for a, b in zip(size, expr))
     except Exception:  # another shape environment: judge by the printed sizes
         return [str(a) for a in size] == [str(b) for b in expr]
 
@@ -174,8 +170,7 @@ def _kernel_node(ir_node, consumers) -> torch.fx.Node | None:
 
 
 def _describe_scheduler(scheduler) -> None:
-    from torch._inductor import ir
-
+    ir = compat.inductor_ir
     table = _collecting
     irs = {}
     for node in scheduler.nodes:
@@ -250,11 +245,7 @@ def _patched(owner, name: str, make):
 def emitting_hooks(table: GraphBuffers):
     """Active around one Inductor compile: collects the buffer table and adds hook calls."""
     global _collecting
-    from torch._inductor import compile_fx as compile_fx_module
-    from torch._inductor.codegen.cpp import CppScheduling
-    from torch._inductor.codegen.simd import SIMDScheduling
-    from torch._inductor.codegen.wrapper import PythonWrapperCodegen
-    from torch._inductor.scheduler import Scheduler
+    wrapper = compat.wrapper_codegen()
 
     def scheduler_codegen(original):
         @functools.wraps(original)
@@ -317,14 +308,14 @@ def emitting_hooks(table: GraphBuffers):
     _collecting = table
     try:
         with contextlib.ExitStack() as stack:
-            stack.enter_context(_patched(compile_fx_module, "view_to_reshape", remembering_targets))
-            stack.enter_context(_patched(Scheduler, "codegen", scheduler_codegen))
-            for scheduling in (CppScheduling, SIMDScheduling):
+            stack.enter_context(_patched(compat.compile_fx_module, "view_to_reshape", remembering_targets))
+            stack.enter_context(_patched(compat.Scheduler, "codegen", scheduler_codegen))
+            for scheduling in (compat.CppScheduling, compat.SIMDScheduling):
                 stack.enter_context(_patched(scheduling, "codegen_node", remembering))
                 stack.enter_context(_patched(scheduling, "codegen_template", remembering))
-            stack.enter_context(_patched(PythonWrapperCodegen, "generate_kernel_call", after_kernel_call))
-            stack.enter_context(_patched(PythonWrapperCodegen, "generate_extern_kernel_out", after_extern_out))
-            stack.enter_context(_patched(PythonWrapperCodegen, "codegen_multi_output", after_multi_output))
+            stack.enter_context(_patched(wrapper, "generate_kernel_call", after_kernel_call))
+            stack.enter_context(_patched(wrapper, "generate_extern_kernel_out", after_extern_out))
+            stack.enter_context(_patched(wrapper, "codegen_multi_output", after_multi_output))
             yield
     finally:
         _collecting = None
@@ -361,13 +352,14 @@ def _on_buffer(session, graph_id: int, table: GraphBuffers, seen: set, name: str
 def inductor_backend(session, dump: bool, compiler=None):
     """torch.compile backend: Inductor with the spec's config overrides; with `dump`, the
     compiled code reports its buffers into the session's dump. `compiler` replaces compile_fx:
-    a user backend that calls Inductor itself (after its own graph passes) is dumped alike."""
+    a user backend that calls Inductor itself (after its own graph passes) is dumped alike.
+    On a torch whose Inductor internals the dump cannot hook into (compat: compiled_dump), the
+    compiled code runs undumped: only its final outputs are dumped, and status.json says why."""
+    dump = dump and compat.feature("compiled_dump").available
     overrides = dict(session.spec.switches.inductor)
     overrides.update(inductor_rules.overrides_off(session.spec.switches.inductor_off))
 
     def backend_fn(gm: torch.fx.GraphModule, example_inputs):
-        from torch._inductor.compile_fx import compile_fx
-
         graph_id = session.new_graph()
         table = GraphBuffers()
         patches = dict(overrides)
@@ -376,9 +368,9 @@ def inductor_backend(session, dump: bool, compiler=None):
             # cache hit skips. Compiled kernels stay cached: dumping does not change them.
             patches.update(generate_intermediate_hooks=True, fx_graph_cache=False)
         started = time.perf_counter()
-        with inductor_config.patch(patches), emitting_hooks(table) if dump else contextlib.nullcontext():
+        with compat.inductor_config.patch(patches), emitting_hooks(table) if dump else contextlib.nullcontext():
             inductor_rules.note_compile()
-            compiled = (compiler or compile_fx)(gm, example_inputs)
+            compiled = (compiler or compat.compile_fx)(gm, example_inputs)
         session.status.data["graphs"]["compile_seconds"].append(round(time.perf_counter() - started, 6))
         if not dump:
             return compiled
@@ -389,7 +381,8 @@ def inductor_backend(session, dump: bool, compiler=None):
 
         @functools.wraps(compiled)
         def run(*args):
-            with hooks.intermediate_hook(functools.partial(_on_buffer, session, graph_id, table, set())):
+            on_buffer = functools.partial(_on_buffer, session, graph_id, table, set())
+            with compat.inductor_hooks.intermediate_hook(on_buffer):
                 return compiled(*args)
 
         return run

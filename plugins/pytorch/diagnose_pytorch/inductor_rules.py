@@ -59,18 +59,20 @@ def overrides_off(names) -> dict:
 def note_compile() -> None:
     """Called inside each compile, under the run's config: which rules are in force."""
     global _compiles
-    from torch._inductor import config
+    from .compat import inductor_config as config
 
     _compiles += 1
     current = config.get_config_copy()
     for name, rule in RULES.items():
-        if current.get(rule.config) != rule.off_value:
+        if rule.config in current and current[rule.config] != rule.off_value:
             _in_force.add(name)
 
 
 def report(off) -> dict:
-    from torch._dynamo.utils import counters
+    from .compat import counters, feature, inductor_config
 
+    feature("inductor_rules")  # status.json's features: the rules this torch has no switch for
+    current = inductor_config.get_config_copy()
     fired = []
     for name, rule in RULES.items():
         if name not in _in_force:
@@ -79,7 +81,7 @@ def report(off) -> dict:
             continue
         fired.append(name)
     return {
-        "candidates": list(RULES),
+        "candidates": [n for n, r in RULES.items() if r.config in current],
         "off": list(off),
         "fired": fired,
         "compiles": _compiles,

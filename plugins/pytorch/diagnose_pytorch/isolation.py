@@ -24,8 +24,9 @@ from dataclasses import dataclass, field
 
 import torch
 from torch import fx
-from torch.utils import _pytree as pytree
 
+from . import compat
+from .compat import pytree
 from .fx_dump import node_source
 
 CANDIDATE_OPS = ("call_function", "call_method", "call_module")
@@ -63,7 +64,7 @@ def readable_op(node: fx.Node) -> str:
         return f"method {node.target}"
     if node.op == "call_module":
         return f"module {node.target}"
-    if isinstance(node.target, torch._ops.OpOverload):
+    if isinstance(node.target, compat.OpOverload):
         return str(node.target)
     try:
         name = fx.node._get_qualified_name(node.target)

@@ -24,15 +24,16 @@ import re
 from pathlib import Path
 
 import torch
-from torch._library.utils import is_builtin
-from torch._prims_common import is_non_overlapping_and_dense_or_false
-from torch._subclasses.fake_tensor import (
+
+from . import compat
+from .compat import (
     DataDependentOutputException,
     DynamicOutputShapeException,
     FakeTensorMode,
     UnsupportedOperatorException,
+    is_builtin,
+    pytree,
 )
-from torch.utils import _pytree as pytree
 
 # fake mode cannot compute these without the data: reported as skipped, not as failures
 _NEEDS_DATA = (DataDependentOutputException, DynamicOutputShapeException, UnsupportedOperatorException)
@@ -86,7 +87,7 @@ def compare_outputs(real, fake) -> list[dict]:
         if (
             list(r.shape) == list(f.shape)
             and r.layout == torch.strided
-            and is_non_overlapping_and_dense_or_false(r)
+            and compat.is_non_overlapping_and_dense(r)
             and r.stride() != f.stride()
         ):
             mismatches.append({"output": i, "field": "stride", "eager": list(r.stride()), "fake": list(f.stride())})
@@ -94,7 +95,7 @@ def compare_outputs(real, fake) -> list[dict]:
 
 
 def is_custom_op(func) -> bool:
-    return isinstance(func, torch._ops.OpOverload) and not is_builtin(func)
+    return isinstance(func, compat.OpOverload) and not is_builtin(func)
 
 
 def _keeping_rng(args, kwargs):

@@ -23,7 +23,9 @@ from collections.abc import Mapping
 from typing import Iterator, NamedTuple
 
 import torch
-from torch.utils import _pytree as pytree
+
+from . import compat
+from .compat import pytree
 
 _NOT_WALKED = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType, torch.nn.Module)
 
@@ -58,7 +60,8 @@ def _walk(value, path: tuple[str, ...], open_ids: set[int]) -> Iterator[tuple[tu
 
 def _children(value) -> list[tuple[str, object]] | None:
     """(key, child) pairs of a value that is walked into; None for a leaf."""
-    node = pytree.SUPPORTED_NODES.get(pytree._get_node_type(value))
+    registered = compat.feature("output_tree").available
+    node = pytree.SUPPORTED_NODES.get(pytree._get_node_type(value)) if registered else None
     if node is not None:
         if node.flatten_with_keys_fn is not None:
             pairs, _ = node.flatten_with_keys_fn(value)

@@ -34,6 +34,8 @@ import collections
 import torch
 from torch.utils.weak import WeakIdKeyDictionary
 
+from . import compat
+
 # Unit roundoff of each floating dtype (2^-(mantissa bits + 1)): the order of "precision".
 _UNIT_ROUNDOFF = {
     torch.float64: 2.0**-53,
@@ -132,7 +134,7 @@ class _Guard:
 
     def __enter__(self):
         self._no_grad = torch.no_grad()
-        self._no_autocast = torch._C._DisableAutocast()
+        self._no_autocast = compat.DisableAutocast()
         self._no_grad.__enter__()
         self._no_autocast.__enter__()
 
@@ -220,13 +222,13 @@ class Shadows:
         """Before the real op: the shadows of its inputs (created where missing)."""
         self.settle()
         reason = None
-        if not isinstance(func, torch._ops.OpOverload):
+        if not isinstance(func, compat.OpOverload):
             reason = "not an ATen operator"
         elif _draws_random(func, args, kwargs):
             reason = "random"
         elif func in _BITCASTS:
             reason = "reinterprets bits"
-        schema = func._schema.arguments if isinstance(func, torch._ops.OpOverload) else []
+        schema = func._schema.arguments if isinstance(func, compat.OpOverload) else []
         by_name = {a.name: a for a in schema}
         state = {"precision": None, "unshadowable": False, "written": []}
 

@@ -18,11 +18,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from . import compat
 from .call_args import NotReplayable, decode_call
 from .dump_writer import DumpWriter, dumpable
 from .main_script import ScriptSetupError, run_until_first_compiled_call
 from .spec import Switches, _build
 from .status import RunStatus
+from .uninitialized_ops import UNINITIALIZED, is_uninitialized_op
 
 
 class SingleOpError(ValueError):
@@ -108,17 +110,14 @@ def make_backend(name: str, switches: Switches):
 
         return switched_npu_backend(switches)
     if name == "inductor":
-        from torch._inductor import config as inductor_config
-        from torch._inductor.compile_fx import compile_fx
-
         from .inductor_rules import note_compile, overrides_off
 
         overrides = {**switches.inductor, **overrides_off(switches.inductor_off)}
 
         def inductor(gm, example_inputs):
-            with inductor_config.patch(overrides):
+            with compat.inductor_config.patch(overrides):
                 note_compile()
-                return compile_fx(gm, example_inputs)
+                return compat.compile_fx(gm, example_inputs)
 
         return inductor
     from .backends import resolve
@@ -174,7 +173,7 @@ def _prepared_inputs(dump: Path, call: RecordedCall, device: str, dtype):
 
 
 def _clone(tree):
-    return torch.utils._pytree.tree_map_only(torch.Tensor, torch.clone, tree)
+    return compat.pytree.tree_map_only(torch.Tensor, torch.clone, tree)
 
 
 # Two seeds under which a seeded op (nondeterministic_seeded: dropout, attention, random
@@ -201,8 +200,8 @@ def _same_bits(x, y) -> bool:
 
 def _bitwise_equal(a, b) -> bool:
     """The same structure, and every tensor the same dtype, shape and bytes (NaNs included)."""
-    leaves_a, structure_a = torch.utils._pytree.tree_flatten(a)
-    leaves_b, structure_b = torch.utils._pytree.tree_flatten(b)
+    leaves_a, structure_a = compat.pytree.tree_flatten(a)
+    leaves_b, structure_b = compat.pytree.tree_flatten(b)
     return structure_a == structure_b and all(map(_same_bits, leaves_a, leaves_b))
 
 
@@ -250,6 +249,8 @@ class Check:
 
     def run_op(self, dump: Path, name: str, calls: list[RecordedCall]) -> dict:
         result = {"op": name, "calls": 0, "status": "ok", "message": "", "op_keys": []}
+        if is_uninitialized_op(name):
+            return {**result, "status": "skipped", "reason": UNINITIALIZED, "message": UNINITIALIZED}
         try:
             op = resolve_op(name)
         except SingleOpError as e:
@@ -274,15 +275,15 @@ class Check:
                     "status": "runtime_error",
                     "message": f"{call.op_key}: eager: {type(e).__name__}: {e}",
                 }
-            leaves = torch.utils._pytree.tree_leaves(eager_out)
+            leaves = compat.pytree.tree_leaves(eager_out)
             if not any(isinstance(v, torch.Tensor) for v in leaves):
                 return {**result, "status": "skipped", "reason": "no tensor output", "message": "no tensor output"}
             fn, tensors = _one_op_graph(op, *_clone((args, kwargs)))
-            torch._dynamo.reset()
+            compat.dynamo_reset()
             compiled = torch.compile(fn, backend=backend, fullgraph=True, dynamic=False)
             try:
                 graph_out = compiled(*tensors)
-            except torch._dynamo.exc.TorchDynamoException as e:
+            except compat.TorchDynamoException as e:
                 return {
                     **result,
                     "status": "compile_error",
