@@ -50,6 +50,11 @@ stage "Python tests" env DIAGNOSE_BIN="$ROOT/build/orchestrator/diagnose" OMP_NU
   .venv/bin/python -m pytest tests/python -q -p no:cacheprovider -n 2 --dist loadgroup \
   --junitxml="$RESULTS/pytest.xml"
 
+# The plugin on the oldest and the newest supported torch (2.5.1, 2.14.1), each in a venv of its
+# own cached in build/torch-venvs: test_compat.py and the standard workflow on a few examples.
+stage "Other torch versions (2.5.1, 2.14.1)" env DIAGNOSE_BIN="$ROOT/build/orchestrator/diagnose" \
+  scripts/torch_versions.sh "$RESULTS"
+
 # A one-node Slurm cluster on 127.0.0.1 for the slurm runner's end-to-end tests.
 stage "Slurm runner (one-node cluster)" env DIAGNOSE_BIN="$ROOT/build/orchestrator/diagnose" \
   tests/slurm/run.sh --junitxml="$RESULTS/pytest-slurm.xml"

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# The plugin on the oldest and the newest supported torch (2.5.1, 2.14.1), beside the pinned
+# 2.13.0 of .venv: each in a venv of its own, build/torch-venvs/<version> (created once, then
+# reused), runs tests/python/plugin/test_compat.py and the standard workflow on a few examples
+# with DIAGNOSE_PYTHON pointing at that venv, asserting each verdict: the one 2.13 gives where
+# the features exist, the stated degradation where they do not (README.md, "Supported torch").
+# Prints per version the examples run, their verdicts and the features that were unavailable;
+# writes <results>/torch-<version>.xml (pytest's junit).
+# Usage: scripts/torch_versions.sh [RESULTS_DIR]   (needs build/orchestrator/diagnose or $DIAGNOSE_BIN)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+RESULTS=${1:-$ROOT/build/test-results}
+DIAGNOSE=${DIAGNOSE_BIN:-$ROOT/build/orchestrator/diagnose}
+VERSIONS=(2.5.1 2.14.1)
+# version example category culprit ("-": none). On 2.5 the compiled-level Inductor dump is
+# unavailable: mlp's graph_dump_compare judges its final outputs alone (and says why), with the
+# verdict of 2.13; meta_defect checks the meta check's internals. graph_pass_defect's backend
+# needs torch._inductor.custom_graph_pass (2.6 and later), so it runs on 2.14.1 only.
+EXPECTED=(
+  "2.5.1 mlp no_precision_problem -"
+  "2.5.1 meta_defect dynamo_meta_defect diagnose_example.rms_scale.default"
+  "2.14.1 graph_pass_defect localized_op_defect mul-aten.mul.Tensor"
+  "2.14.1 mlp no_precision_problem -"
+)
+mkdir -p "$RESULTS"
+
+venv_for() {  # venv_for VERSION: the venv's python, installed on first use
+  local venv=$ROOT/build/torch-venvs/$1
+  if ! "$venv/bin/python" -c "import diagnose_pytorch, numpy, pytest" 2>/dev/null; then
+    echo "installing torch $1 into $venv"
+    python3.11 -m venv "$venv" &&
+      "$venv/bin/pip" install -q "torch==$1" &&
+      "$venv/bin/pip" install -q -e plugins/pytorch "$(grep '^numpy==' requirements-dev.txt)" \
+        "$(grep '^pytest==' requirements-dev.txt)" || return 1
+  fi
+  echo "$venv/bin/python"
+}
+
+# verdict RUNS_DIR: "category culprit features-unavailable" of the one run in RUNS_DIR
+verdict() {
+  .venv/bin/python - "$1" <<'EOF'
+import json, pathlib, sys
+run = next(pathlib.Path(sys.argv[1]).iterdir())
+verdict = json.loads((run / "report.json").read_text())["verdict"]
+unavailable = set()
+for status in run.rglob("status*.json"):
+    try:
+        features = json.loads(status.read_text()).get("features", {})
+    except (OSError, ValueError):
+        continue
+    unavailable |= {name for name, f in features.items() if not f.get("available", True)}
+print(verdict["category"], verdict.get("culprit") or "-", ",".join(sorted(unavailable)) or "-")
+EOF
+}
+
+status=0
+summary=()
+for version in "${VERSIONS[@]}"; do
+  python=$(venv_for "$version" | tail -n 1)
+  if [[ ! -x $python ]]; then
+    summary+=("torch $version: could not be installed")
+    status=1
+    continue
+  fi
+  OMP_NUM_THREADS=1 "$python" -m pytest tests/python/plugin/test_compat.py -q -p no:cacheprovider \
+    --junitxml="$RESULTS/torch-$version.xml" || status=1
+  work=$(mktemp -d)
+  for line in "${EXPECTED[@]}"; do
+    read -r want_version example category culprit <<<"$line"
+    [[ $want_version == "$version" ]] || continue
+    DIAGNOSE_PYTHON=$python TORCHINDUCTOR_CACHE_DIR=$work/inductor OMP_NUM_THREADS=1 \
+      "$DIAGNOSE" "examples/$example/workflow.yaml" --output-dir "$work/$example" --quiet >"$work/$example.log" 2>&1
+    read -r got_category got_culprit unavailable <<<"$(verdict "$work/$example" 2>/dev/null)"
+    result="torch $version: $example -> ${got_category:-no report} ${got_culprit:-}; features unavailable: ${unavailable:--}"
+    if [[ $got_category != "$category" || ($culprit != - && $got_culprit != *"$culprit"*) ]]; then
+      result+="  FAILED (expected $category $culprit)"
+      tail -n 20 "$work/$example.log"
+      status=1
+    fi
+    summary+=("$result")
+  done
+  rm -rf "$work"
+done
+printf '%s\n' "${summary[@]}"
+exit $status
