@@ -18,6 +18,17 @@ namespace {
 
 const std::vector<std::string> kDefaultBackends = {"eager", "aot_eager", "aot_eager_decomp_partition"};
 
+// The eager run, which also runs the meta check: that rides on the ATen-level dump, whose
+// statistics are enough.
+nlohmann::json meta_eager_spec(const StepContext& context) {
+  nlohmann::json defaults = {{"mode", "eager"}, {"dump", {{"level", "none"}}}};
+  if (context.option<bool>("meta_check")) {
+    defaults["dump"] = {{"level", "aten"}, {"stats_only", true}};
+    defaults["checks"] = {{"meta", true}};
+  }
+  return side_spec(context, context.step().node["eager"], defaults);
+}
+
 class DynamoMetaCheckStep : public StepKind {
  public:
   std::string name() const override { return "dynamo_meta_check"; }
@@ -51,19 +62,17 @@ class DynamoMetaCheckStep : public StepKind {
     check_comparison_keys(step, diagnostics);
   }
 
+  std::vector<PlannedRun> planned_runs(const StepContext& context) const override {
+    return {planned_plugin_run(context, "eager", meta_eager_spec(context), context.step().node["eager"])};
+  }
+
   StepResult evaluate(const StepContext& context) const override {
     const YAML::Node& node = context.step().node;
     bool meta = context.option<bool>("meta_check");
     std::vector<std::string> backends = kDefaultBackends;
     if (node["backends"]) backends = node["backends"].as<std::vector<std::string>>();
 
-    nlohmann::json eager_defaults = {{"mode", "eager"}, {"dump", {{"level", "none"}}}};
-    if (meta) {  // the meta check rides on the ATen-level dump; statistics are enough
-      eager_defaults["dump"] = {{"level", "aten"}, {"stats_only", true}};
-      eager_defaults["checks"] = {{"meta", true}};
-    }
-    std::vector<RunRequest> requests = {
-        plugin_run(context, "eager", side_spec(context, node["eager"], eager_defaults), node["eager"])};
+    std::vector<RunRequest> requests = {plugin_run(context, "eager", meta_eager_spec(context), node["eager"])};
     for (const std::string& backend : backends) {
       nlohmann::json spec = side_spec(context, node["compiled"], {{"mode", "compiled"}, {"dump", {{"level", "none"}}}});
       spec["backend"] = backend;

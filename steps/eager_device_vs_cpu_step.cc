@@ -19,6 +19,30 @@ nlohmann::json with(nlohmann::json base, const nlohmann::json& patch) {
   return base;
 }
 
+struct ComparedRun {
+  std::string name;
+  nlohmann::json spec;
+  YAML::Node overrides;
+};
+
+// golden, target and, when the referee is a run of its own, referee.
+std::vector<ComparedRun> compared_runs(const StepContext& context) {
+  const YAML::Node& node = context.step().node;
+  YAML::Node referee = node["referee"];
+  const bool truth = referee && !referee.IsMap() && yaml_to_json(referee) == true;
+  nlohmann::json target_spec = side_spec(context, node["target"], kEagerAten);
+  nlohmann::json cpu = with(kEagerAten, {{"device", "cpu"}});
+  if (target_spec.contains("dtype")) cpu["dtype"] = target_spec["dtype"];
+  if (target_spec.contains("autocast")) cpu["autocast"] = target_spec["autocast"];
+  if (truth) cpu["dump"]["truth"] = true;
+  std::vector<ComparedRun> runs = {{"golden", side_spec(context, node["golden"], cpu), node["golden"]},
+                                   {"target", target_spec, node["target"]}};
+  if (referee && referee.IsMap())
+    runs.push_back(
+        {"referee", side_spec(context, referee, with(cpu, {{"dtype", "float64"}, {"autocast", nullptr}})), referee});
+  return runs;
+}
+
 class EagerDeviceVsCpuStep : public StepKind {
  public:
   std::string name() const override { return "eager_device_vs_cpu"; }
@@ -44,29 +68,24 @@ class EagerDeviceVsCpuStep : public StepKind {
     return properties;
   }
   std::vector<std::string> result_fields() const override {
-    return {"rows", "compared", "passed", "failed", "first_failing_op", "source_ops", "culprit"};
+    return {"rows", "compared", "passed", "failed", "first_failing_op", "source_ops", "culprit", "nan_origin"};
   }
   std::string default_category() const override { return "eager_device_defect"; }
   void check(const StepSpec& step, const CheckContext&, Diagnostics& diagnostics) const override {
     check_comparison_keys(step, diagnostics);
   }
 
+  std::vector<PlannedRun> planned_runs(const StepContext& context) const override {
+    std::vector<PlannedRun> planned;
+    for (const ComparedRun& side : compared_runs(context))
+      planned.push_back(planned_plugin_run(context, side.name, side.spec, side.overrides));
+    return planned;
+  }
+
   StepResult evaluate(const StepContext& context) const override {
-    const YAML::Node& node = context.step().node;
-    YAML::Node referee = node["referee"];
-    const bool truth = referee && !referee.IsMap() && yaml_to_json(referee) == true;
-    nlohmann::json target_spec = side_spec(context, node["target"], kEagerAten);
-    nlohmann::json cpu = with(kEagerAten, {{"device", "cpu"}});
-    if (target_spec.contains("dtype")) cpu["dtype"] = target_spec["dtype"];
-    if (target_spec.contains("autocast")) cpu["autocast"] = target_spec["autocast"];
-    if (truth) cpu["dump"]["truth"] = true;
-    nlohmann::json golden_spec = side_spec(context, node["golden"], cpu);
-    std::vector<RunRequest> requests = {plugin_run(context, "golden", golden_spec, node["golden"]),
-                                        plugin_run(context, "target", target_spec, node["target"])};
-    if (referee && referee.IsMap())
-      requests.push_back(
-          plugin_run(context, "referee",
-                     side_spec(context, referee, with(cpu, {{"dtype", "float64"}, {"autocast", nullptr}})), referee));
+    std::vector<RunRequest> requests;
+    for (const ComparedRun& side : compared_runs(context))
+      requests.push_back(plugin_run(context, side.name, side.spec, side.overrides));
     std::vector<RunRecord> runs = context.run(requests);
     if (std::optional<StepResult> error = error_from_runs(runs)) return *error;
 

@@ -7,6 +7,7 @@
 
 #include "orchestrator/engine/digest.h"
 #include "orchestrator/engine/run_dir.h"
+#include "orchestrator/engine/shared_runs.h"
 #include "orchestrator/engine/state.h"
 #include "orchestrator/workflow/workflow_schema.h"
 
@@ -86,8 +87,8 @@ nlohmann::json side_spec(const StepContext& context, const YAML::Node& side, con
   return spec;
 }
 
-RunRequest plugin_run(const StepContext& context, const std::string& run_name, nlohmann::json spec,
-                      const YAML::Node& side) {
+PlannedRun planned_plugin_run(const StepContext& context, const std::string& run_name, nlohmann::json spec,
+                              const YAML::Node& side) {
   if (context.workflow().model.script.empty())
     throw std::runtime_error("steps of kind " + context.step().kind +
                              " run the model through the PyTorch plugin: give model.script (and args) "
@@ -96,9 +97,22 @@ RunRequest plugin_run(const StepContext& context, const std::string& run_name, n
   if (side && side.IsMap())
     for (const char* key : kPluginRunKeys)
       if (side[key]) command[key] = YAML::Clone(side[key]);
-  RunRequest request = context.model_run(run_name, command);
-  spec["output_dir"] = request.dir;
-  std::string text = spec.dump(2) + "\n";
+  return {context.step().id, run_name, std::move(spec), context.model_run(run_name, command)};
+}
+
+RunRequest plugin_run(const StepContext& context, const std::string& run_name, nlohmann::json spec,
+                      const YAML::Node& side) {
+  PlannedRun planned = planned_plugin_run(context, run_name, std::move(spec), side);
+  RunRequest request = planned.request;
+  const SharedRuns* shared = context.shared_runs();
+  if (shared) planned.spec = shared->spec_for(planned);
+  request.spec_identity = spec_identity(planned.spec);
+  if (std::optional<std::string> dir = shared ? shared->dir_for(run_identity(request)) : std::nullopt) {
+    request.dir = *dir;
+    request.dump_dir = request.env["DIAGNOSE_DUMP_DIR"] = *dir + "/dump";
+  }
+  planned.spec["output_dir"] = request.dir;
+  std::string text = planned.spec.dump(2) + "\n";
   fs::create_directories(request.dir);
   std::string path = request.dir + "/spec.json";
   write_file_atomically(path, text);

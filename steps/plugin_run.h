@@ -42,12 +42,17 @@ Schema plugin_side_schema(const std::string& description);
 nlohmann::json side_spec(const StepContext& context, const YAML::Node& side, const nlohmann::json& defaults);
 
 // The request for one run of the model's script: the run directory is
-// context.run_dir_of(run_name); spec.output_dir is set to it and spec.json written there
-// (directories created). The side's args/env/cwd/timeout/retries apply. The dump lands
+// context.run_dir_of(run_name), or a shared run's (orchestrator/engine/shared_runs.h, whose
+// merged dump needs then replace spec's); spec.output_dir is set to it and spec.json written
+// there (directories created). The side's args/env/cwd/timeout/retries apply. The dump lands
 // in request.dump_dir (<run dir>/dump). Throws std::runtime_error when the model has no
 // `script` (the step's result is then an error saying so).
 RunRequest plugin_run(const StepContext& context, const std::string& run_name, nlohmann::json spec,
                       const YAML::Node& side);
+
+// What plugin_run would ask for, for StepKind::planned_runs: nothing written, nothing shared yet.
+PlannedRun planned_plugin_run(const StepContext& context, const std::string& run_name, nlohmann::json spec,
+                              const YAML::Node& side);
 
 // The plugin's status.json of a run (<run dir>/status.json), and that file parsed
 // (null when it is missing or unreadable).

@@ -36,6 +36,12 @@ std::string skipped_clause(const std::vector<SkippedOp>& skipped) {
   return std::to_string(skipped.size()) + " skipped (" + joined(groups, "; ") + ")";
 }
 
+// The eager run the ops and their inputs are taken from.
+nlohmann::json ops_source_spec(const StepContext& context) {
+  const YAML::Node& side = context.step().node["eager"];
+  return side_spec(context, side, {{"mode", "eager"}, {"dump", {{"level", "aten"}}}});
+}
+
 class SingleOpCheckStep : public StepKind {
  public:
   std::string name() const override { return "single_op_check"; }
@@ -76,17 +82,21 @@ class SingleOpCheckStep : public StepKind {
       diagnostics.error(step.node["eager"].Mark(), "steps." + step.id + ": give either from or eager, not both");
   }
 
+  std::vector<PlannedRun> planned_runs(const StepContext& context) const override {
+    const YAML::Node& node = context.step().node;
+    if (node["from"]) return {};
+    return {planned_plugin_run(context, "eager", ops_source_spec(context), node["eager"])};
+  }
+
   StepResult evaluate(const StepContext& context) const override {
     const YAML::Node& node = context.step().node;
     StepResult result;
-    std::vector<RunRecord> all_runs;
 
     std::string eager_dir;
     if (node["from"]) {
       eager_dir = context.path(node["from"].Scalar());
     } else {
-      nlohmann::json spec = side_spec(context, node["eager"], {{"mode", "eager"}, {"dump", {{"level", "aten"}}}});
-      RunRequest eager = plugin_run(context, "eager", spec, node["eager"]);
+      RunRequest eager = plugin_run(context, "eager", ops_source_spec(context), node["eager"]);
       std::vector<RunRecord> runs = context.run({eager});
       if (std::optional<StepResult> error = error_from_runs(runs)) return *error;
       eager_dir = eager.dir;

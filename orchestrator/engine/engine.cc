@@ -2,11 +2,13 @@
 
 #include "orchestrator/engine/digest.h"
 
+#include <algorithm>
 #include <boost/filesystem.hpp>
 
 #include "orchestrator/engine/result_lookup.h"
 #include "orchestrator/engine/run_dir.h"
 #include "orchestrator/engine/scheduler.h"
+#include "orchestrator/engine/shared_runs.h"
 #include "orchestrator/engine/step.h"
 #include "orchestrator/engine/step_registry.h"
 #include "orchestrator/exec/interrupt.h"
@@ -28,6 +30,15 @@ namespace {
 
 bool same_command(const RunRecord& done, const RunRequest& wanted) {
   return done.argv == wanted.argv && done.cwd == wanted.cwd && done.env == wanted.env;
+}
+
+// `made`, the run of another request, as the record of request `name`.
+RunRecord shared_copy(const RunRecord& made, const std::string& name, const std::string& step) {
+  RunRecord copy = made;
+  copy.name = name;
+  copy.from_step = made.from_step.empty() ? step : made.from_step;
+  copy.from_run = made.from_step.empty() ? made.name : made.from_run;
+  return copy;
 }
 
 class Engine {
@@ -53,6 +64,7 @@ class Engine {
     state_.interrupted = false;
     state_.finished = 0;
     align_state_with_steps();
+    plan_shared_runs();
     save();
     progress_.workflow_started(workflow_.name, run_dir_, resumed, workflow_.steps.size());
 
@@ -109,6 +121,27 @@ class Engine {
     state_.steps = aligned;
   }
 
+  // The runs of the resumed invocation stay shared; the steps' planned runs merge their dump needs.
+  void plan_shared_runs() {
+    for (const StepResult& result : state_.steps)
+      for (const RunRecord& run : result.runs)
+        if (!run.identity.empty() && run.from_step.empty() && run.status == RunStatus::Succeeded)
+          shared_.add_done(run.identity, result.id, run);
+    std::vector<PlannedRun> planned;
+    for (const StepSpec& step : workflow_.steps) {
+      StepContext context(workflow_, step, state_, run_dir_,
+                          [](const std::vector<RunRequest>&) -> std::vector<RunRecord> {
+                            throw std::logic_error("a step ran a process while saying which runs it plans");
+                          });
+      try {
+        for (PlannedRun& run : find_step_kind(step.kind)->planned_runs(context)) planned.push_back(std::move(run));
+      } catch (const std::exception&) {
+        // its runs are not known before it runs: they are shared only when identical
+      }
+    }
+    shared_.plan(planned);
+  }
+
   // Called from the scheduler's threads too, so it must not throw: a state that cannot be
   // written costs resumability, not the run.
   void save() {
@@ -149,9 +182,10 @@ class Engine {
     save();
     progress_.step_started(step.id, index, workflow_.steps.size());
 
-    StepContext context(workflow_, step, state_, run_dir_, [&](const std::vector<RunRequest>& requests) {
-      return execute(step, result, earlier_runs, requests);
-    });
+    StepContext context(
+        workflow_, step, state_, run_dir_,
+        [&](const std::vector<RunRequest>& requests) { return execute(step, result, earlier_runs, requests); },
+        &shared_);
     StepResult evaluated;
     try {
       evaluated = kind.evaluate(context);
@@ -182,7 +216,27 @@ class Engine {
                                  const std::vector<RunRequest>& requests) {
     std::vector<size_t> positions, to_run;
     std::map<size_t, RunRecord> attach;  // runs whose Slurm job may have outlived a dead engine
+    std::map<size_t, size_t> same_as;    // a request of this round -> the earlier one with its identity
+    std::vector<std::string> identities;
+    for (const RunRequest& request : requests) identities.push_back(run_identity(request));
     for (size_t r = 0; r < requests.size(); ++r) {
+      const SharedRun* shared = identities[r].empty() ? nullptr : shared_.done(identities[r]);
+      if (shared && shared->record.dir == requests[r].dir) {
+        bool own = shared->step == step.id && shared->record.name == requests[r].name;  // resumed
+        positions.push_back(result.runs.size());
+        result.runs.push_back(own ? shared->record : shared_copy(shared->record, requests[r].name, shared->step));
+        continue;
+      }
+      auto twin = std::find_if(to_run.begin(), to_run.end(), [&](size_t earlier) {
+        return !identities[r].empty() && identities[earlier] == identities[r] &&
+               requests[earlier].dir == requests[r].dir;
+      });
+      if (twin != to_run.end()) {
+        same_as[r] = *twin;
+        positions.push_back(result.runs.size());
+        result.runs.push_back(record_for(requests[r]));
+        continue;
+      }
       const RunRecord* earlier = nullptr;
       for (const RunRecord& old : earlier_runs)
         if (old.name == requests[r].name) earlier = &old;
@@ -221,6 +275,15 @@ class Engine {
           ->run(requests, to_run, attach, callbacks);
     }
     if (interrupt_count() > 0) throw RunsInterrupted();
+    for (size_t r : to_run) {
+      RunRecord& record = result.runs[positions[r]];
+      record.identity = identities[r];
+      if (!record.identity.empty() && record.status == RunStatus::Succeeded)
+        shared_.add_done(record.identity, step.id, record);
+    }
+    for (const auto& [r, twin] : same_as)
+      result.runs[positions[r]] = shared_copy(result.runs[positions[twin]], requests[r].name, step.id);
+    if (!same_as.empty()) save();
     std::vector<RunRecord> records;
     for (size_t position : positions) records.push_back(result.runs[position]);
     return records;
@@ -231,6 +294,7 @@ class Engine {
   Progress& progress_;
   std::string run_dir_;
   State state_;
+  SharedRuns shared_;
   bool save_failed_ = false;
 };
 

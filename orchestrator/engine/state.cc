@@ -96,6 +96,11 @@ nlohmann::json to_json(const RunRecord& r) {
                       {"attempts", r.attempts},
                       {"error", r.error}};
   if (!r.job_id.empty()) j["job_id"] = r.job_id;
+  if (!r.identity.empty()) j["identity"] = r.identity;
+  if (!r.from_step.empty()) {
+    j["from_step"] = r.from_step;
+    j["from_run"] = r.from_run;
+  }
   return j;
 }
 
@@ -117,6 +122,9 @@ RunRecord run_record_from_json(const nlohmann::json& j) {
   r.attempts = j.value("attempts", 0);
   r.error = j.value("error", "");
   r.job_id = j.value("job_id", "");
+  r.identity = j.value("identity", "");
+  r.from_step = j.value("from_step", "");
+  r.from_run = j.value("from_run", "");
   return r;
 }
 

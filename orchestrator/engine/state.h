@@ -39,8 +39,11 @@ struct RunRecord {
   std::optional<int> signal;
   double started = 0, finished = 0;  // seconds since the epoch
   int attempts = 0;
-  std::string error;   // why it did not succeed, in words
-  std::string job_id;  // the Slurm job of the last attempt; empty for local runs
+  std::string error;     // why it did not succeed, in words
+  std::string job_id;    // the Slurm job of the last attempt; empty for local runs
+  std::string identity;  // a plugin run's (shared_runs.h)
+  // A run made for another request (shared_runs.h): the step and run that made it; empty otherwise.
+  std::string from_step, from_run;
 };
 
 enum class StepStatus { Pending, Pass, Fail, Error, Skipped };

@@ -28,8 +28,18 @@ struct RunRequest {
   double timeout_s = 0;
   int retries = 0;
   std::vector<std::string> outputs;  // must exist after the run
-  std::string dir, dump_dir;         // the run's own directory and its dump directory
+  std::string dir, dump_dir;         // the run's directory (a shared run's: its first requester's) and its dump
+  std::string spec_identity;         // a plugin run's spec (shared_runs.h); empty: never shared
 };
+
+// A plugin run a step will ask for, said before any step runs (StepKind::planned_runs).
+struct PlannedRun {
+  std::string step, name;
+  nlohmann::json spec;
+  RunRequest request;  // as planned, in the step's own run directory
+};
+
+class SharedRuns;
 
 // Thrown by StepContext::run when Ctrl-C stopped the runs; the engine saves a resumable state.
 struct RunsInterrupted : std::runtime_error {
@@ -43,12 +53,14 @@ using RunExecutor = std::function<std::vector<RunRecord>(const std::vector<RunRe
 class StepContext {
  public:
   StepContext(const Workflow& workflow, const StepSpec& step, const State& state, std::string run_dir,
-              RunExecutor executor);
+              RunExecutor executor, const SharedRuns* shared_runs = nullptr);
 
   const Workflow& workflow() const { return workflow_; }
   const StepSpec& step() const { return step_; }
   const State& state() const { return state_; }
   const std::string& run_dir() const { return run_dir_; }
+  // The invocation's shared runs; null where runs are not shared (`diagnose validate`, a trial's context).
+  const SharedRuns* shared_runs() const { return shared_runs_; }
   // Runs the requests in parallel (up to the workflow's slots) and returns when all have
   // ended. May be called any number of times (bisection rounds, re-batching after a crash);
   // request names must be unique within the step. A run that succeeded with the same name
@@ -89,6 +101,7 @@ class StepContext {
   const State& state_;
   std::string run_dir_;
   RunExecutor executor_;
+  const SharedRuns* shared_runs_;
 };
 
 // What `diagnose validate` knows about the other steps while checking one.
@@ -113,6 +126,9 @@ class StepKind {
   // Does the step's work: the processes it needs through context.run(), then the result.
   // The engine fills in id, kind, category, runs and times. Exceptions make the step an error.
   virtual StepResult evaluate(const StepContext& context) const = 0;
+  // The plugin runs evaluate will ask for first, for the engine to share them across steps
+  // (shared_runs.h). Throwing (a template naming a result not made yet) plans nothing.
+  virtual std::vector<PlannedRun> planned_runs(const StepContext&) const { return {}; }
 };
 
 // `path` made absolute against `base` and normalised ("." and ".." removed).

@@ -13,8 +13,13 @@ namespace diagnose {
 namespace fs = boost::filesystem;
 
 StepContext::StepContext(const Workflow& workflow, const StepSpec& step, const State& state, std::string run_dir,
-                         RunExecutor executor)
-    : workflow_(workflow), step_(step), state_(state), run_dir_(std::move(run_dir)), executor_(std::move(executor)) {}
+                         RunExecutor executor, const SharedRuns* shared_runs)
+    : workflow_(workflow),
+      step_(step),
+      state_(state),
+      run_dir_(std::move(run_dir)),
+      executor_(std::move(executor)),
+      shared_runs_(shared_runs) {}
 
 std::string StepContext::step_dir() const { return run_dir_ + "/steps/" + step_.id; }
 

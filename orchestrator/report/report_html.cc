@@ -432,8 +432,10 @@ class Page {
             "<th>files</th><th>why</th></tr>\n";
     for (const RunRecord& r : step.runs) {
       std::string status = status_class(run_status_name(r.status));
-      out_ << "<tr><td>" << markup_escape(r.name) << "</td><td><span class=\"status " << status << "\">" << status
-           << "</span></td><td class=\"num\">"
+      out_ << "<tr><td>" << markup_escape(r.name);
+      if (!r.from_step.empty())
+        out_ << " <span class=\"note\">shared with step " << markup_escape(r.from_step) << "</span>";
+      out_ << "</td><td><span class=\"status " << status << "\">" << status << "</span></td><td class=\"num\">"
            << (r.exit_code ? std::to_string(*r.exit_code)
                : r.signal  ? "signal " + std::to_string(*r.signal)
                            : "")

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from fixtures.workflow_run import processes_started
+
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples" / "hf_causal_lm"
 JUDGED = ("pass", "fail")  # verdicts of a row that was judged (the others: not comparable)
@@ -59,7 +61,7 @@ def run_workflow(diagnose_bin: Path, workflow: str, out: Path, cache: Path) -> t
     runs = [p for p in out.iterdir() if p.is_dir()]
     assert len(runs) == 1, (done.stdout, done.stderr)
     report = json.loads((runs[0] / "report.json").read_text())
-    model_runs = sum(len(step.get("runs", [])) for step in report["steps"])
+    model_runs = processes_started(report)
     print(f"{workflow}: {time.monotonic() - started:.1f} s, {model_runs} runs, verdict {report['verdict']['category']}")
     return report, runs[0], done.returncode
 

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from fixtures.workflow_run import processes_started
+
 ROOT = Path(__file__).resolve().parents[3]
 
 # example (or example/workflow file stem for an example's other workflow), verdict category,
@@ -57,7 +59,7 @@ def run_workflow(diagnose_bin: Path, example: str, out: Path, cache: Path) -> tu
     runs = [p for p in out.iterdir() if p.is_dir()]
     assert len(runs) == 1, (done.stdout, done.stderr)
     report = json.loads((runs[0] / "report.json").read_text())
-    model_runs = sum(len(step.get("runs", [])) for step in report["steps"])
+    model_runs = processes_started(report)
     print(f"{example}: {seconds:.1f} s, {model_runs} runs, verdict {report['verdict']['category']}")
     return report, done
 

@@ -1,0 +1,121 @@
+#include "orchestrator/engine/shared_runs.h"
+
+#include <gtest/gtest.h>
+
+namespace diagnose {
+namespace {
+
+const nlohmann::json kEager = {{"mode", "eager"}, {"backend", "inductor"}, {"device", "cpu"}};
+
+nlohmann::json with(nlohmann::json base, const nlohmann::json& patch) {
+  base.merge_patch(patch);
+  return base;
+}
+
+RunRequest request(const std::string& step, const std::string& name) {
+  RunRequest r;
+  r.name = name;
+  r.argv = {"python", "-m", "diagnose_pytorch", "run", "/w/model.py"};
+  r.cwd = "/w";
+  r.dir = "/runs/x/steps/" + step + "/" + name;
+  r.env = {{"DIAGNOSE_RUN_DIR", "/runs/x"}, {"DIAGNOSE_STEP", step}, {"DIAGNOSE_DUMP_DIR", r.dir + "/dump"}};
+  return r;
+}
+
+std::string identity(const nlohmann::json& spec, RunRequest r) {
+  r.spec_identity = spec_identity(spec);
+  return run_identity(r);
+}
+
+PlannedRun planned(const std::string& step, const std::string& name, const nlohmann::json& spec) {
+  return {step, name, spec, request(step, name)};
+}
+
+TEST(RunIdentity, IgnoresTheRunsOwnPlacesAndAnEmptySwitchList) {
+  nlohmann::json spec = with(kEager, {{"output_dir", "/runs/x/steps/a/eager"}});
+  nlohmann::json other = with(kEager, {{"output_dir", "/runs/x/steps/b/golden"}, {"switches", {{"inductor_off", {}}}}});
+  EXPECT_EQ(identity(spec, request("a", "eager")), identity(other, request("b", "golden")));
+}
+
+TEST(RunIdentity, DiffersInWhatDecidesTheResult) {
+  std::string base = identity(kEager, request("a", "eager"));
+  EXPECT_EQ(run_identity(request("a", "eager")), "");  // not a plugin run
+  EXPECT_NE(base, identity(with(kEager, {{"dtype", "float64"}}), request("a", "eager")));
+  EXPECT_NE(base, identity(with(kEager, {{"switches", {{"inductor_off", {"r"}}}}}), request("a", "eager")));
+  RunRequest env = request("a", "eager");
+  env.env["EXAMPLE_KERNEL"] = "fast";
+  EXPECT_NE(base, identity(kEager, env));
+  RunRequest cwd = request("a", "eager");
+  cwd.cwd = "/elsewhere";
+  EXPECT_NE(base, identity(kEager, cwd));
+  RunRequest args = request("a", "eager");
+  args.argv.push_back("--steps");
+  EXPECT_NE(base, identity(kEager, args));
+}
+
+TEST(MergedNeeds, CoversTruthStatisticsAndTheMetaCheck) {
+  nlohmann::json aten = with(kEager, {{"dump", {{"level", "aten"}}}});
+  nlohmann::json truth = with(kEager, {{"dump", {{"level", "aten"}, {"truth", true}}}});
+  nlohmann::json meta =
+      with(kEager, {{"dump", {{"level", "aten"}, {"stats_only", true}}}, {"checks", {{"meta", true}}}});
+  std::optional<nlohmann::json> merged = merged_needs(aten, truth);
+  ASSERT_TRUE(merged);
+  merged = merged_needs(*merged, meta);
+  ASSERT_TRUE(merged);
+  EXPECT_EQ((*merged)["dump"], (nlohmann::json{{"level", "aten"}, {"truth", true}}));  // full covers stats_only
+  EXPECT_EQ((*merged)["checks"], (nlohmann::json{{"meta", true}}));
+  nlohmann::json stats = with(kEager, {{"dump", {{"level", "aten"}, {"stats_only", true}}}});
+  EXPECT_EQ((*merged_needs(stats, stats))["dump"]["stats_only"], true);
+}
+
+TEST(MergedNeeds, KeepsApartOtherLevelsFiltersAndConfigurations) {
+  nlohmann::json aten = with(kEager, {{"dump", {{"level", "aten"}}}});
+  EXPECT_FALSE(merged_needs(aten, with(kEager, {{"dump", {{"level", "fx"}}}})));
+  EXPECT_FALSE(merged_needs(aten, with(kEager, {{"dump", {{"level", "aten"}, {"include", {"add"}}}}})));
+  EXPECT_FALSE(merged_needs(aten, with(aten, {{"dtype", "float64"}})));
+  EXPECT_FALSE(merged_needs(aten, with(aten, {{"checks", {{"other", 1}}}})));
+}
+
+TEST(SharedRuns, PlannedRunsOfOneIdentityGetOneSpecAndTheFirstDirectory) {
+  SharedRuns shared;
+  PlannedRun eager = planned("single_op", "eager", with(kEager, {{"dump", {{"level", "aten"}}}}));
+  PlannedRun golden = planned("eager_device", "golden", with(kEager, {{"dump", {{"level", "aten"}, {"truth", true}}}}));
+  PlannedRun compiled = planned("graph", "target", with(kEager, {{"mode", "compiled"}}));
+  shared.plan({eager, golden, compiled});
+  nlohmann::json spec = shared.spec_for(eager);
+  EXPECT_EQ(spec, shared.spec_for(golden));
+  EXPECT_EQ(spec["dump"]["truth"], true);
+  EXPECT_EQ(shared.spec_for(compiled), compiled.spec);
+  std::string merged = identity(spec, golden.request);
+  EXPECT_EQ(merged, identity(spec, eager.request));
+  EXPECT_EQ(shared.dir_for(merged), eager.request.dir);
+  EXPECT_EQ(shared.dir_for(identity(compiled.spec, compiled.request)), compiled.request.dir);
+  RunRequest elsewhere = golden.request;  // changed after planning: not planned, never redirected
+  elsewhere.cwd = golden.request.dir;
+  EXPECT_FALSE(shared.dir_for(identity(spec, elsewhere)));
+
+  PlannedRun changed = golden;  // asked for otherwise than planned: its own spec
+  changed.spec["dtype"] = "float64";
+  EXPECT_EQ(shared.spec_for(changed), changed.spec);
+  EXPECT_FALSE(shared.dir_for(identity(changed.spec, changed.request)));
+}
+
+TEST(SharedRuns, APlannedRunDoneIsFoundWhereItRan) {
+  SharedRuns shared;
+  PlannedRun eager = planned("single_op", "eager", with(kEager, {{"dump", {{"level", "aten"}}}}));
+  shared.plan({eager});
+  std::string id = identity(eager.spec, eager.request);
+  RunRecord record;
+  record.name = "eager";
+  record.dir = "/resumed/steps/single_op/eager";
+  EXPECT_EQ(shared.done(id), nullptr);
+  shared.add_done(id, "single_op", record);
+  ASSERT_NE(shared.done(id), nullptr);
+  EXPECT_EQ(shared.done(id)->step, "single_op");
+  EXPECT_EQ(shared.dir_for(id), record.dir);
+  shared.add_done("unplanned", "other", record);
+  EXPECT_FALSE(shared.dir_for("unplanned"));
+}
+
+}  // namespace
+}  // namespace diagnose
