@@ -159,6 +159,10 @@ CompareResult run_compare(const CompareOptions& options) {
   for (const RowGroup& group : result.groups) {
     for (const Row& row : group.rows) {
       ++s.rows;
+      if (row.verdict == Verdict::NotJudged) {
+        ++s.not_judged;
+        continue;
+      }
       if (row.verdict == Verdict::NotComparable) {
         ++s.not_comparable;
         ++s.not_comparable_reasons[row_reason_kind(row)];
@@ -202,6 +206,7 @@ std::string verdict_name(Verdict v) {
     case Verdict::Pass: return "pass";
     case Verdict::Fail: return "fail";
     case Verdict::NotComparable: return "not_comparable";
+    case Verdict::NotJudged: return "not_judged";
   }
   return "not_comparable";
 }

@@ -53,6 +53,8 @@ struct Divergence {
 
 struct CompareSummary {
   uint64_t rows = 0, compared = 0, passed = 0, failed = 0, not_comparable = 0;
+  // Rows with nothing to judge (Verdict::NotJudged): not part of what must be judged.
+  uint64_t not_judged = 0;
   std::vector<Divergence> divergences;
   // Ops the matcher saw but could not pair (e.g. GE ops without an FX link),
   // each with the reason.

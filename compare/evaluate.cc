@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "compare/mapped_file.h"
+#include "compare/uninitialized_ops.h"
 
 namespace diagnose::compare {
 
@@ -144,8 +145,20 @@ class Worker {
   std::vector<double> r_;
 };
 
+// An output of torch.empty and its relatives, on either side: values nobody wrote.
+bool holds_uninitialized_memory(const RowSpec& spec) {
+  return spec.direction == Direction::Output &&
+         (is_uninitialized_op(spec.golden_op_type) || is_uninitialized_op(spec.my_op_type) ||
+          is_uninitialized_op(spec.op_key));
+}
+
 Plan plan_row(const RowSpec& spec, const Tolerances& tolerances, Row& row) {
   Plan plan;
+  if (holds_uninitialized_memory(spec)) {
+    row.reasons.push_back(kUninitializedMemory);
+    row.verdict = Verdict::NotJudged;
+    return plan;
+  }
   if (!spec.match_note.empty()) row.reasons.push_back(spec.match_note);
   if (!spec.pairing_note.empty()) row.reasons.push_back(spec.pairing_note);
   if (!spec.golden || !spec.mine) {
@@ -318,7 +331,7 @@ std::vector<Row> evaluate_rows(std::vector<RowSpec> specs, const Tolerances& tol
       continue;
     }
     if (by_row[i].empty()) {
-      rows[i].verdict = Verdict::NotComparable;
+      if (rows[i].verdict != Verdict::NotJudged) rows[i].verdict = Verdict::NotComparable;
       continue;
     }
     finish_row(rows[i], plans[i], tolerances, by_row[i]);

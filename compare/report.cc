@@ -1,6 +1,7 @@
 #include "compare/report.h"
 
 #include "compare/json_number.h"
+#include "compare/uninitialized_ops.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -305,6 +306,7 @@ nlohmann::json result_to_json(const CompareResult& result, const CompareOptions&
                             {"failed", s.failed},
                             {"not_comparable", s.not_comparable},
                             {"not_comparable_reasons", s.not_comparable_reasons},
+                            {"not_judged", s.not_judged},
                             {"judged_by", s.judged_by},
                             {"unmatched_count", s.unmatched.size()},
                             {"coverage", coverage_text(s)}};
@@ -347,6 +349,7 @@ nlohmann::json result_to_json(const CompareResult& result, const CompareOptions&
 
 std::string coverage_text(const CompareSummary& s) {
   std::string text = "judged " + std::to_string(s.compared) + " of " + std::to_string(s.rows) + " rows";
+  if (s.not_judged > 0) text += "; " + std::to_string(s.not_judged) + " " + kUninitializedMemory;
   if (s.not_comparable > 0)
     text += "; " + std::to_string(s.not_comparable) + " not comparable:" + counted(s.not_comparable_reasons);
   if (!s.unmatched.empty()) {

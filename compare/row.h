@@ -67,6 +67,8 @@ struct RowSpec {
   double input_scale = 0;
   // Set instead of a readable tensor when that side recorded statistics only.
   std::optional<RecordedStats> golden_recorded, my_recorded;
+  // Compared on statistics because a side's byte budget was reached (its record's not_kept).
+  bool over_budget = false;
 
   // Set by a matcher when the pair cannot be compared for a structural reason
   // (no FX link, counts differ...). Becomes the row's reason.
@@ -84,8 +86,10 @@ struct RowSpec {
   std::vector<NodeSource> sources;
 };
 
-enum class Verdict { Pass, Fail, NotComparable };
-std::string verdict_name(Verdict v);  // "pass" / "fail" / "not_comparable"
+// NotJudged: nothing to judge by value (an op whose output is uninitialised memory): neither
+// a pass nor a fail, and no evidence missing either.
+enum class Verdict { Pass, Fail, NotComparable, NotJudged };
+std::string verdict_name(Verdict v);  // "pass" / "fail" / "not_comparable" / "not_judged"
 
 struct Row {
   RowSpec spec;

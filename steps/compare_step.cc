@@ -5,6 +5,7 @@
 #include "orchestrator/workflow/validate.h"
 #include "orchestrator/workflow/workflow_schema.h"
 #include "steps/dump_judgement.h"
+#include "steps/nan_origin.h"
 
 namespace diagnose {
 
@@ -35,7 +36,8 @@ class CompareStep : public StepKind {
     return properties;
   }
   std::vector<std::string> result_fields() const override {
-    return {"rows", "compared", "passed", "failed", "not_comparable", "first_failing_op", "source_ops", "unmatched"};
+    return {"rows",       "compared",  "passed",    "failed", "not_comparable", "first_failing_op",
+            "source_ops", "unmatched", "nan_origin"};
   }
   std::string default_category() const override { return "precision_problem"; }
 
@@ -67,6 +69,7 @@ class CompareStep : public StepKind {
     DumpJudgement judgement =
         judge_dumps(context, side_path("golden"), side_path("target"), referee, context.step_dir() + "/compare");
     StepResult& result = judgement.result;
+    report_nan_origins(side_path("golden"), side_path("target"), result);
     std::vector<std::string> reproduce;
     for (const RunRecord& run : runs) reproduce.push_back(reproduce_command(run.cwd, run.env, run.argv));
     result.reproduce.insert(result.reproduce.begin(), reproduce.begin(), reproduce.end());

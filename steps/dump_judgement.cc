@@ -10,6 +10,7 @@
 #include "compare/report.h"
 #include "orchestrator/exec/command_line.h"
 #include "orchestrator/workflow/validate.h"
+#include "steps/nan_origin.h"
 
 namespace diagnose {
 
@@ -54,6 +55,7 @@ std::string unjudged_groups(const compare::CompareResult& compared) {
   std::map<std::pair<int, int64_t>, std::pair<size_t, size_t>> judged_of;  // (judged, rows)
   for (const compare::RowGroup& group : compared.groups)
     for (const compare::Row& row : group.rows) {
+      if (row.verdict == compare::Verdict::NotJudged) continue;
       auto& [judged, rows] = judged_of[{group.graph, row.spec.token_id}];
       ++rows;
       if (row.verdict != compare::Verdict::NotComparable) ++judged;
@@ -284,14 +286,23 @@ DumpJudgement judge_dumps(const StepContext& context, const std::string& golden,
   nlohmann::json worst = worst_rows(compared, limit);
   if (!worst.empty()) result.evidence.push_back({"table", prefix + "worst rows", "", worst});
 
-  const std::string coverage = compare::coverage_text(s);
+  std::string coverage = compare::coverage_text(s);
+  uint64_t over_budget = 0;
+  for (const compare::RowGroup& group : compared.groups)
+    over_budget += static_cast<uint64_t>(std::count_if(group.rows.begin(), group.rows.end(),
+                                                       [](const compare::Row& row) { return row.spec.over_budget; }));
+  result.metrics["statistics_only_over_budget"] = over_budget;
+  if (over_budget > 0)
+    coverage += "; " + std::to_string(over_budget) +
+                " of them compared on statistics only: the dump's byte budget was reached (dump.max_bytes)";
   result.metrics["judged"] = s.compared;
   result.metrics["coverage"] = coverage;
   result.metrics["not_comparable_reasons"] = s.not_comparable_reasons;
   result.metrics["judged_by"] = s.judged_by;
   const std::string unjudged = unjudged_groups(compared);
   const double min_share = context.option<double>("min_judged_share");
-  const double share = s.rows == 0 ? 0.0 : static_cast<double>(s.compared) / static_cast<double>(s.rows);
+  const uint64_t to_judge = s.rows - s.not_judged;
+  const double share = to_judge == 0 ? 0.0 : static_cast<double>(s.compared) / static_cast<double>(to_judge);
   if (s.failed > 0) {
     result.status = StepStatus::Fail;
     result.summary = prefix + std::to_string(s.failed) + " of " + std::to_string(s.compared) + " judged rows fail";
@@ -338,6 +349,7 @@ StepResult judge_run_dumps(const StepContext& context, const std::vector<RunReco
       result.summary += "; " + result.metrics["culprit"].get<std::string>() + ": " +
                         origin_text(*judgement.compared, result.metrics["culprit"]);
   }
+  report_nan_origins(golden, target, result);
   return result;
 }
 

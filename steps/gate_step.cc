@@ -23,6 +23,7 @@
 #include "orchestrator/workflow/validate.h"
 #include "orchestrator/workflow/workflow_schema.h"
 #include "steps/dump_judgement.h"
+#include "steps/nan_origin.h"
 #include "steps/plugin_run.h"
 
 namespace diagnose {
@@ -113,7 +114,8 @@ class GateStep : public StepKind {
             "baseline_model_version",
             "worst_relative_l2",
             "diagnosis_verdict",
-            "baseline_problem"};
+            "baseline_problem",
+            "nan_origin"};
   }
   std::string default_category() const override { return "precision_problem"; }
 
@@ -214,6 +216,7 @@ class GateStep : public StepKind {
             if (!chosen) continue;
           }
           std::string verdict = row.value("verdict", std::string());
+          if (verdict == compare::verdict_name(compare::Verdict::NotJudged)) continue;  // uninitialised memory
           std::string reason = row.value("cmp_fail_reason", std::string());
           if (verdict == "not_comparable" && reason.empty()) reason = "not comparable";
           outputs.push_back(
@@ -292,6 +295,7 @@ class GateStep : public StepKind {
       result.summary =
           std::to_string(failed) + " of " + std::to_string(outputs.size()) + " output(s) regressed (" + versions + ")";
     }
+    if (!layers.empty()) report_nan_origins(baseline.dump_dir(), target_dir + "/dump", result, "baseline");
     if (context.option<bool>("history")) record_trend(context, result, out_dir);
     if (failed && node["diagnose_workflow"]) diagnose(context, result, model_version, target_dir, baseline.dir);
     return result;

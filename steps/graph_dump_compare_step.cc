@@ -10,6 +10,7 @@
 #include "orchestrator/engine/step.h"
 #include "orchestrator/exec/command_line.h"
 #include "steps/dump_judgement.h"
+#include "steps/feature_notes.h"
 #include "steps/plugin_run.h"
 
 namespace diagnose {
@@ -46,8 +47,8 @@ class GraphDumpCompareStep : public StepKind {
     return properties;
   }
   std::vector<std::string> result_fields() const override {
-    return {"rows",       "compared", "passed",   "failed", "not_comparable", "first_failing_op",
-            "source_ops", "culprit",  "localized"};
+    return {"rows",       "compared", "passed",    "failed",    "not_comparable", "first_failing_op",
+            "source_ops", "culprit",  "localized", "nan_origin"};
   }
   std::string default_category() const override { return "localized_op_defect"; }
   void check(const StepSpec& step, const CheckContext&, Diagnostics& diagnostics) const override {
@@ -93,6 +94,7 @@ class GraphDumpCompareStep : public StepKind {
         judge_run_dumps(context, runs, golden, target, referee, "the compiled graph diverges from eager: ");
     // false also when nothing could be compared: no op, node or buffer is known to fail
     if (!result.metrics.contains("localized")) result.metrics["localized"] = false;
+    note_unavailable_features(runs, result);
     return result;
   }
 };

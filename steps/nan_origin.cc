@@ -6,6 +6,7 @@
 
 #include "compare/manifest.h"
 #include "compare/match.h"
+#include "compare/uninitialized_ops.h"
 
 namespace diagnose {
 
@@ -42,11 +43,13 @@ NanOrigin origin_of(const OpCall& call, int rank, const std::string& side, NanOr
   return o;
 }
 
-// The op calls of one dump in execution order (records of kind "op", grouped by seq).
+// The op calls of one dump in execution order (records of kind "op", grouped by seq), but for
+// the ops whose outputs are uninitialised memory: whatever NaN they hold nobody computed.
 std::vector<OpCall> op_calls(const compare::Manifest& dump) {
   std::vector<const compare::ManifestRecord*> records;
   for (const compare::ManifestRecord& r : dump.records)
-    if (r.kind == "op") records.push_back(&r);
+    if (r.kind == "op" && !compare::is_uninitialized_op(r.op) && !compare::is_uninitialized_op(r.op_key))
+      records.push_back(&r);
   std::stable_sort(records.begin(), records.end(),
                    [](const compare::ManifestRecord* a, const compare::ManifestRecord* b) { return a->seq < b->seq; });
   std::vector<OpCall> calls;
@@ -83,9 +86,12 @@ std::optional<NanOrigin> rank_origin(const compare::Manifest& dump, int rank, co
 
 std::string kind_text(const NanOrigin& o) { return o.kind == "nan" ? "NaN" : "Inf"; }
 
+// " on rank 0 (target; its inputs not dumped)"
 std::string where_text(const NanOrigin& o) {
-  std::string text = o.rank >= 0 ? " on rank " + std::to_string(o.rank) : "";
-  return o.side.empty() ? text : text + " (" + o.side + ")";
+  std::string notes = o.side;
+  if (o.inputs == NanOriginInputs::NotDumped)
+    notes += (notes.empty() ? "" : "; ") + std::string("its inputs not dumped");
+  return (o.rank >= 0 ? " on rank " + std::to_string(o.rank) : "") + (notes.empty() ? "" : " (" + notes + ")");
 }
 
 }  // namespace
@@ -117,13 +123,23 @@ std::string nan_origin_summary(const std::vector<NanOrigin>& origins, const std:
     if (o.inputs == NanOriginInputs::NonFinite)
       add(kind_text(o) + " is already in the inputs of " + o.op_key + where_text(o));
     else
-      add(kind_text(o) + " first appears at " + o.op_key + where_text(o) +
-          (o.inputs == NanOriginInputs::NotDumped ? " (inputs not dumped)" : ""));
+      add(kind_text(o) + " first appears at " + o.op_key + where_text(o));
   }
   for (const std::string& side : sides)
     if (std::none_of(origins.begin(), origins.end(), [&](const NanOrigin& o) { return o.side == side; }))
       add(side + " stays finite");
   return text;
+}
+
+void report_nan_origins(const std::string& golden, const std::string& target, StepResult& result,
+                        const std::string& golden_side, const std::string& target_side) {
+  std::vector<NanOrigin> origins = find_nan_origins(target, target_side);
+  for (NanOrigin& o : find_nan_origins(golden, golden_side)) origins.push_back(std::move(o));
+  result.metrics["nan_origin"] = nan_origins_json(origins);
+  if (origins.empty()) return;
+  result.summary += "; " + nan_origin_summary(origins, {target_side, golden_side});
+  result.evidence.push_back({"table", "NaN/Inf origin (first op with non-finite outputs from finite inputs)", "",
+                             result.metrics["nan_origin"]});
 }
 
 nlohmann::json nan_origins_json(const std::vector<NanOrigin>& origins) {

@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "orchestrator/engine/state.h"
+
 namespace diagnose {
 
 // What an origin's inputs were seen to be.
@@ -34,9 +36,9 @@ struct NanOrigin {
   std::string module;
 };
 
-// One origin per rank whose dump holds a NaN or Inf (records of kind "op", from their recorded
-// statistics), in rank order; empty when every record is finite or the directory is no
-// diagnose dump. `side` labels each origin.
+// One origin per rank whose dump holds a NaN or Inf (records of kind "op" but for ops whose
+// outputs are uninitialised memory, from their recorded statistics), in rank order; empty when
+// every record is finite or the directory is no diagnose dump. `side` labels each origin.
 std::vector<NanOrigin> find_nan_origins(const std::string& dump_dir, const std::string& side = "");
 
 // "NaN first appears at mm_1-aten.mm.default on rank 0 (target); golden stays finite": each
@@ -46,5 +48,11 @@ std::string nan_origin_summary(const std::vector<NanOrigin>& origins, const std:
 
 // The origins as a result field / evidence table: one object per origin.
 nlohmann::json nan_origins_json(const std::vector<NanOrigin>& origins);
+
+// A comparing step's NaN/Inf origins on both sides of its comparison: appended to the summary
+// (nan_origin_summary), as the result field nan_origin (nan_origins_json; [] when both sides
+// stay finite) and as an evidence table. Sides that are no diagnose dump are finite.
+void report_nan_origins(const std::string& golden, const std::string& target, StepResult& result,
+                        const std::string& golden_side = "golden", const std::string& target_side = "target");
 
 }  // namespace diagnose
