@@ -28,6 +28,8 @@ bool parse_record(const nlohmann::json& j, ManifestRecord* r, std::string* why) 
     r->op = j.value("op", std::string());
     r->file = j.value("file", std::string());
     r->truth_file = j.value("truth_file", std::string());
+    r->truth_delta_file = j.value("truth_delta_file", std::string());
+    r->not_kept = j.value("not_kept", std::string());
     r->precision = j.value("precision", std::string());
     r->dtype = j.value("dtype", std::string());
     if (j.contains("shape")) r->shape = j["shape"].get<Shape>();
@@ -154,12 +156,21 @@ std::optional<RecordedStats> recorded_stats(const ManifestRecord& record) {
 }
 
 std::optional<TensorRef> manifest_truth(const Manifest& manifest, const ManifestRecord& record) {
-  if (record.truth_file.empty()) return std::nullopt;
-  if (auto bad = escaping_path(record.truth_file)) return bad;
-  TensorRef ref = read_npy(manifest.dir + "/" + record.truth_file);
+  const std::string& file = record.truth_delta_file.empty() ? record.truth_file : record.truth_delta_file;
+  if (file.empty()) return std::nullopt;
+  if (auto bad = escaping_path(file)) return bad;
+  TensorRef ref = read_npy(manifest.dir + "/" + file);
   if (ref.ok() && !record.shape.empty() && element_count(record.shape) != element_count(ref.shape))
     ref.error =
         "truth holds shape " + shape_to_string(ref.shape) + ", the record says " + shape_to_string(record.shape);
+  if (!ref.ok() || record.truth_delta_file.empty()) return ref;
+  TensorRef value = manifest_tensor(manifest, record);
+  if (!value.ok())
+    ref.error = "the truth is stored as its difference from the record's tensor, which cannot be read: " + value.error;
+  else if (scalars_per_element(value.dtype) != scalars_per_element(ref.dtype))
+    ref.error = "the truth's difference and the record's tensor differ in kind (one complex, one real)";
+  else
+    ref.plus = std::make_shared<const TensorRef>(std::move(value));
   return ref;
 }
 
@@ -169,7 +180,14 @@ TensorRef manifest_tensor(const Manifest& manifest, const ManifestRecord& record
     ref.path = manifest.dir + "/manifest.jsonl";
     ref.dtype = dtype_from_name(record.dtype);
     ref.shape = record.shape;
-    ref.error = "statistics only: tensor not dumped";
+    if (record.not_kept == "budget")
+      ref.error = "statistics only: the dump's byte budget" +
+                  (manifest.budget_limit ? " (" + std::to_string(*manifest.budget_limit) + " bytes)" : std::string()) +
+                  " was reached before this tensor";
+    else if (record.not_kept == "stats_only")
+      ref.error = "statistics only: the run dumped statistics, no tensors";
+    else
+      ref.error = "statistics only: tensor not dumped";
     return ref;
   }
   if (auto bad = escaping_path(record.file)) return *bad;

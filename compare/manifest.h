@@ -27,6 +27,11 @@ struct ManifestRecord {
   std::string file;  // relative to the dump directory; empty for stats-only records
   // The float64 truth of this tensor (shadow execution, docs/dump-format.md); empty when none.
   std::string truth_file;
+  // The truth in its compact form: truth - value in float32, beside `file`; empty when none.
+  std::string truth_delta_file;
+  // Why a record has no `file`: "stats_only" (the run kept statistics only), "budget" (the
+  // dump's byte budget was reached); empty when it has one or the producer did not say.
+  std::string not_kept;
   std::string dtype;  // as torch prints it
   // The lowest floating precision the value was computed from (a float32 intermediate of a
   // bf16 model: torch.bfloat16); empty when the producer did not record it.
@@ -72,7 +77,8 @@ std::optional<RecordedStats> recorded_stats(const ManifestRecord& record);
 // The tensor a record points at, with the declared dtype attached; an error ref
 // for stats-only records or unreadable files.
 TensorRef manifest_tensor(const Manifest& manifest, const ManifestRecord& record);
-// The record's float64 truth; absent when it has none.
+// The record's float64 truth; absent when it has none. A compact truth (truth_delta_file) reads
+// as the record's tensor plus its float32 difference, added in float64.
 std::optional<TensorRef> manifest_truth(const Manifest& manifest, const ManifestRecord& record);
 
 }  // namespace diagnose::compare

@@ -255,6 +255,43 @@ std::unique_ptr<TensorStream> open_in_memory(const TensorRef& ref, const File& f
   return std::make_unique<MemoryStream<T>>(std::move(values));
 }
 
+// The element-wise sum, in float64, of two streams of the same scalar count (TensorRef::plus).
+class SumStream : public TensorStream {
+ public:
+  SumStream(std::unique_ptr<TensorStream> first, std::unique_ptr<TensorStream> second)
+      : first_(std::move(first)), second_(std::move(second)) {}
+  uint64_t scalar_count() const override { return first_->scalar_count(); }
+  bool seek(uint64_t first, std::string* error) override {
+    return first_->seek(first, error) && second_->seek(first, error);
+  }
+  int64_t read(double* out, uint64_t max, std::string* error) override {
+    const int64_t got = first_->read(out, max, error);
+    if (got <= 0) return got;
+    addend_.resize(static_cast<uint64_t>(got));
+    for (int64_t done = 0; done < got;) {
+      const int64_t more = second_->read(addend_.data() + done, static_cast<uint64_t>(got - done), error);
+      if (more < 0) return -1;
+      if (more == 0) {
+        *error = "the two parts of a summed tensor differ in length";
+        return -1;
+      }
+      done += more;
+    }
+    for (int64_t i = 0; i < got; ++i) out[i] += addend_[static_cast<size_t>(i)];
+    return got;
+  }
+  int64_t read(float* out, uint64_t max, std::string* error) override {
+    sum_.resize(max);
+    const int64_t got = read(sum_.data(), max, error);
+    for (int64_t i = 0; i < got; ++i) out[i] = static_cast<float>(sum_[static_cast<size_t>(i)]);
+    return got;
+  }
+
+ private:
+  std::unique_ptr<TensorStream> first_, second_;
+  std::vector<double> addend_, sum_;
+};
+
 }  // namespace
 
 bool TensorStream::view(uint64_t max, StoredValues* values, uint64_t* count, std::string* error) {
@@ -274,6 +311,18 @@ std::unique_ptr<TensorStream> TensorStream::open(const TensorRef& ref, std::stri
   if (ref.dtype == DType::Unknown) {
     *error = "unsupported dtype " + ref.source_dtype;
     return nullptr;
+  }
+  if (ref.plus) {
+    TensorRef first = ref;
+    first.plus.reset();
+    auto a = open(first, error);
+    auto b = a ? open(*ref.plus, error) : nullptr;
+    if (!b) return nullptr;
+    if (a->scalar_count() != b->scalar_count()) {
+      *error = "the two parts of a summed tensor differ in length";
+      return nullptr;
+    }
+    return std::make_unique<SumStream>(std::move(a), std::move(b));
   }
   if (!check_extent(ref, error)) return nullptr;
   auto file = std::make_unique<File>(ref.path);

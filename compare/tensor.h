@@ -52,6 +52,9 @@ struct TensorRef {
   // When non-empty the tensor cannot be read and this says why; the row that
   // uses it becomes "not comparable" with this reason.
   std::string error;
+  // When set, the tensor is this one plus `plus`, element by element, added in float64: a
+  // float64 truth stored as its float32 difference from the record's value (truth_delta_file).
+  std::shared_ptr<const TensorRef> plus;
 
   bool ok() const { return error.empty(); }
   uint64_t elements() const { return element_count(shape); }

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "compare/manifest.h"
 #include "compare/report.h"
 #include "tests/compare/test_files.h"
 
@@ -192,6 +193,100 @@ TEST(Compare, ManifestTruthsJudgeByIdentityAndUnmatchedSayWhy) {
   EXPECT_EQ(b->spec.sources[0].code, "y = x * 2");
   EXPECT_EQ(b->spec.sources[1].custom_op, "demo::add");
   EXPECT_FALSE(b->spec.final_output);
+}
+
+// The compact truth (truth_delta_file): the record's float32 value plus its float32 difference
+// from the truth, added in float64, judges as the full float64 truth file does.
+TEST(Compare, CompactTruthReadsAsValuePlusDifference) {
+  TempDir golden, mine;
+  const std::vector<float> eager = {1.0f, 2.0f, 3.0000002f};
+  const std::vector<float> delta = {0.0f, 0.0f, static_cast<float>(3.0 - static_cast<double>(eager[2]))};
+  write_npy_f32(golden.path() + "/tensors/b.npy", eager);
+  write_npy_f32(golden.path() + "/tensors/b.truth_delta.npy", delta);
+  write_bytes(
+      golden.path() + "/manifest.jsonl",
+      R"({"type": "header", "format": "diagnose-dump", "version": 1, "truth": true})"
+      "\n"
+      R"({"type": "tensor", "seq": 1, "op_key": "b-aten.add.Tensor", "io": "output", "index": 0, "file": "tensors/b.npy", "truth_delta_file": "tensors/b.truth_delta.npy", "precision": "torch.float32", "dtype": "torch.float32", "shape": [3], "graph": 0})"
+      "\n"
+      R"({"type": "end", "records": 1})"
+      "\n");
+  write_npy_f32(mine.path() + "/tensors/b.npy", {1.0f, 2.0f, 3.0f});
+  write_bytes(
+      mine.path() + "/manifest.jsonl",
+      R"({"type": "header", "format": "diagnose-dump", "version": 1})"
+      "\n"
+      R"({"type": "tensor", "seq": 0, "op_key": "b-aten.add.Tensor", "io": "output", "index": 0, "file": "tensors/b.npy", "dtype": "torch.float32", "shape": [3], "graph": 0})"
+      "\n"
+      R"({"type": "end", "records": 1})"
+      "\n");
+  const Manifest manifest = read_manifest(golden.path());
+  ASSERT_EQ(manifest.records.size(), 1u);
+  std::optional<TensorRef> truth = manifest_truth(manifest, manifest.records[0]);
+  ASSERT_TRUE(truth && truth->ok()) << (truth ? truth->error : "no truth");
+  std::string error;
+  auto stream = TensorStream::open(*truth, &error);
+  ASSERT_NE(stream, nullptr) << error;
+  std::vector<double> values(3);
+  ASSERT_EQ(stream->read(values.data(), 3, &error), 3) << error;
+  EXPECT_EQ(values, (std::vector<double>{1.0, 2.0, 3.0}));  // 3.0000002f - 2^-22: exact
+
+  CompareResult r = compare_dirs(golden.path(), mine.path());
+  ASSERT_EQ(r.fatal_error, "");
+  const Row* b = find_row(r, "b-aten.add.Tensor", Direction::Output, 0);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->judged_by, "fp32 truth ratio");
+  ASSERT_TRUE(b->referee_rmse_golden && b->referee_rmse_mine);
+  EXPECT_GT(*b->referee_rmse_golden, 0);
+  EXPECT_EQ(*b->referee_rmse_mine, 0);
+
+  // a difference whose value cannot be read is no truth: the row says why, nothing crashes
+  std::filesystem::remove(golden.path() + "/tensors/b.npy");
+  truth = manifest_truth(manifest, manifest.records[0]);
+  ASSERT_TRUE(truth.has_value());
+  EXPECT_NE(truth->error.find("difference from the record's tensor"), std::string::npos) << truth->error;
+}
+
+// Records the byte budget left without a tensor (not_kept: budget) are compared on their
+// statistics, and the row says so; equal hashes are bitwise-equal tensors.
+TEST(Compare, RecordsOverTheBudgetAreComparedOnStatistics) {
+  TempDir golden, mine;
+  for (const TempDir* side : {&golden, &mine}) {
+    write_npy_f32(side->path() + "/tensors/a.npy", {1.0f, 2.0f});
+    const std::string b_hash = side == &golden ? "ab" : "cd";
+    write_bytes(
+        side->path() + "/manifest.jsonl",
+        R"({"type": "header", "format": "diagnose-dump", "version": 1})"
+        "\n"
+        R"({"type": "tensor", "seq": 0, "op_key": "a", "io": "output", "index": 0, "file": "tensors/a.npy", "dtype": "torch.float32", "shape": [2], "stats": {"min": 1.0, "max": 2.0, "mean": 1.5, "l2": 2.23606797749979, "nan": 0, "inf": 0, "hash": "aa"}})"
+        "\n"
+        R"({"type": "budget", "limit_bytes": 8, "written_bytes": 8})"
+        "\n"
+        R"({"type": "tensor", "seq": 1, "op_key": "b", "io": "output", "index": 0, "not_kept": "budget", "dtype": "torch.float32", "shape": [2], "stats": {"min": 1.0, "max": 2.0, "mean": 1.5, "l2": 2.23606797749979, "nan": 0, "inf": 0, "hash": ")" +
+            b_hash +
+            R"("}})"
+            "\n"
+            R"({"type": "tensor", "seq": 2, "op_key": "c", "io": "output", "index": 0, "not_kept": "budget", "dtype": "torch.float32", "shape": [2], "stats": {"min": 1.0, "max": 2.0, "mean": 1.5, "l2": 2.23606797749979, "nan": 0, "inf": 0, "hash": "ee"}})"
+            "\n"
+            R"({"type": "end", "records": 3})"
+            "\n");
+  }
+  const Manifest manifest = read_manifest(golden.path());
+  ASSERT_EQ(manifest.records.size(), 3u);
+  EXPECT_EQ(manifest.budget_limit, 8);
+  EXPECT_EQ(manifest.records[1].not_kept, "budget");
+  EXPECT_NE(manifest_tensor(manifest, manifest.records[1]).error.find("byte budget (8 bytes) was reached"),
+            std::string::npos);
+  CompareResult r = compare_dirs(golden.path(), mine.path());
+  ASSERT_EQ(r.fatal_error, "");
+  const Row* a = find_row(r, "a", Direction::Output, 0);
+  const Row* b = find_row(r, "b", Direction::Output, 0);
+  const Row* c = find_row(r, "c", Direction::Output, 0);
+  ASSERT_TRUE(a && b && c);
+  EXPECT_FALSE(a->spec.over_budget);
+  EXPECT_TRUE(b->spec.over_budget && c->spec.over_budget);
+  EXPECT_NE(b->judged_by.find("statistics"), std::string::npos) << b->judged_by;
+  EXPECT_EQ(c->judged_by.find("equal hash") != std::string::npos, true) << c->judged_by;
 }
 
 // Final outputs (`kind: final`): each with its path in the return value, or none (a dump

@@ -230,6 +230,7 @@ class Session:
                 records=self.dump.records,
                 written_bytes=self.dump.written_bytes,
                 budget_reached=self.dump.budget_reached,
+                not_kept=self.dump.not_kept,
             )
         if self.shadows is not None:
             self.status.set("truth", self.shadows.summary())

@@ -32,7 +32,8 @@ class DumpSpec:
     exclude: list[str] = field(default_factory=list)
     steps: list[int] | None = None  # None: every step
     stats_only: bool = False
-    max_bytes: int | None = None  # byte budget for tensor files
+    # byte budget for tensor files (None: none): docs/dump-format.md says why this default
+    max_bytes: int | None = 512 << 20
     truth: bool = False  # float64 shadow execution: a truth file beside each floating record
 
 

@@ -55,15 +55,28 @@ def test_non_contiguous_tensor_is_stored_in_logical_order(tmp_path):
 def test_statistics_only_writes_no_tensor_file(tmp_path):
     dump = write(tmp_path, [torch.ones(4), torch.zeros(2)], stats_only=True)
     assert [r["stats"]["l2"] for r in dump.tensors] == [2.0, 0.0]
-    assert all("file" not in r for r in dump.tensors)
+    assert all("file" not in r and r["not_kept"] == "stats_only" for r in dump.tensors)
     assert not list((tmp_path / "tensors").iterdir())
 
 
 def test_byte_budget_stops_tensor_files_and_says_so(tmp_path):
-    tensors = [torch.ones(16) for _ in range(5)]  # 64 bytes each
+    tensors = [torch.full((16,), float(i)) for i in range(5)]  # 64 bytes each
     dump = write(tmp_path, tensors, max_bytes=150)
     assert [("file" in r) for r in dump.tensors] == [True, True, False, False, False]
+    assert [r.get("not_kept") for r in dump.tensors] == [None, None, "budget", "budget", "budget"]
     assert dump.budget == {"type": "budget", "limit_bytes": 150, "written_bytes": 128}
     assert all("stats" in r for r in dump.tensors)
     lines = [json.loads(line)["type"] for line in (tmp_path / "manifest.jsonl").read_text().splitlines()]
     assert lines == ["header", "tensor", "tensor", "budget", "tensor", "tensor", "tensor", "end"]
+
+
+def test_equal_contents_share_one_file_that_costs_the_budget_once(tmp_path):
+    """An op's input is mostly an earlier op's output: the same bytes are one file, named by
+    both records; the same bytes as another dtype or shape are a file of their own."""
+    x = torch.randn(16, generator=torch.Generator().manual_seed(2))
+    dump = write(tmp_path, [x, x.clone(), x.reshape(4, 4), x.view(torch.int32), x + 1], max_bytes=4 * 64)
+    first, again, reshaped, as_int, other = dump.tensors
+    assert again["file"] == first["file"] and again["stats"]["hash"] == first["stats"]["hash"]
+    assert len({first["file"], reshaped["file"], as_int["file"], other["file"]}) == 4
+    assert dump.budget is None and len(list((tmp_path / "tensors").iterdir())) == 4
+    np.testing.assert_array_equal(dump.load(again), x.numpy())

@@ -87,9 +87,12 @@ def test_byte_budget_run(plugin_runs):
     assert dump.budget["limit_bytes"] == 20000 and dump.budget["written_bytes"] <= 20000
     with_file = [r for r in dump.tensors if "file" in r]
     assert with_file and len(with_file) < len(dump.tensors)
-    written = sum((dump.root / r["file"]).stat().st_size for r in with_file)
-    assert written < 20000 + 128 * len(with_file)  # data plus .npy headers
+    files = {r["file"] for r in with_file}  # records of equal contents share one file
+    written = sum((dump.root / file).stat().st_size for file in files)
+    assert written < 20000 + 128 * len(files)  # data plus .npy headers
+    assert all(r["not_kept"] == "budget" for r in dump.tensors if "file" not in r)
     assert dump.end is not None and run.status["dump"]["budget_reached"] is True
+    assert run.status["dump"]["not_kept"] == {"stats_only": 0, "budget": len(dump.tensors) - len(with_file)}
 
 
 @uses("explicit/eager")
