@@ -59,9 +59,8 @@ def truth_delta(value: np.ndarray, truth: np.ndarray) -> np.ndarray | None:
     that form would not give the truth back (a difference float32 cannot hold: a value that is
     NaN or overflowed where the truth is finite, or the reverse)."""
     wide = value.astype(truth.dtype)
-    with np.errstate(invalid="ignore", over="ignore"):
-        delta = truth - wide
-    delta[(truth == wide) | (np.isnan(truth) & np.isnan(wide))] = 0  # equal infinities, NaN in both
+    with np.errstate(invalid="ignore", over="ignore"):  # equal infinities and NaN in both differ by 0
+        delta = np.where((truth == wide) | (np.isnan(truth) & np.isnan(wide)), 0, truth - wide)
     compact = delta.astype(np.complex64 if np.iscomplexobj(delta) else np.float32)
     return compact if np.isfinite(compact).all() else None
 

@@ -444,6 +444,20 @@ def test_a_truth_float32_cannot_hold_as_a_difference_is_stored_whole(tmp_path):
     np.testing.assert_array_equal(truth(dump, compact), [float("inf"), float("nan"), 1.5])
 
 
+def test_a_scalar_has_a_compact_truth(tmp_path):
+    writer = DumpWriter(tmp_path, {"truth": True})
+    writer.write_tensor(
+        torch.tensor(2.5),
+        {"seq": 0, "op_key": "max", "io": "output", "index": 0},
+        truth=torch.tensor(2.5 + 1e-8, dtype=torch.float64),
+    )
+    writer.close()
+    dump = read_dump(tmp_path)
+    (record,) = dump.tensors
+    assert record["shape"] == [] and "truth_delta_file" in record
+    np.testing.assert_allclose(truth(dump, record), 2.5 + 1e-8, rtol=1e-15)
+
+
 def test_a_truth_equal_to_its_value_is_the_value_file(tmp_path):
     """A parameter or input cast up to float64 is its own truth: no second file."""
     writer = DumpWriter(tmp_path, {"truth": True})
