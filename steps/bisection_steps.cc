@@ -18,8 +18,10 @@ std::vector<Property> bisection_properties() {
                defaulted(boolean_schema("A crashing trial counts as a failure."), bisect::Options{}.crash_is_failure)),
       optional("baseline_repeats", defaulted(integer_schema("Extra runs of the all-on configuration.", 0),
                                              bisect::Options{}.baseline_repeats)),
-      optional("confirmations", defaulted(integer_schema("Agreeing runs behind each confirmation.", 1),
-                                          bisect::Options{}.confirmations)),
+      optional("confirmations",
+               defaulted(integer_schema(
+                             "Agreeing runs behind each confirmation (one when the all-on runs agree bit for bit).", 1),
+                         bisect::Options{}.confirmations)),
   };
 }
 

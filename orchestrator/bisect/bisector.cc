@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <set>
 #include <stdexcept>
@@ -31,6 +32,13 @@ std::string rule_list(const std::vector<std::string>& rules) {
   for (size_t i = 0; i < rules.size() && i < kShown; ++i) text += (i ? ", " : "") + rules[i];
   if (rules.size() > kShown) text += " (+" + std::to_string(rules.size() - kShown) + " more)";
   return rules.empty() ? "(none)" : text;
+}
+
+// Metrics compared bit for bit (NaN equals NaN when its bits do).
+bool same_bits(const std::map<std::string, double>& a, const std::map<std::string, double>& b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](const auto& x, const auto& y) {
+           return x.first == y.first && std::memcmp(&x.second, &y.second, sizeof(double)) == 0;
+         });
 }
 
 std::vector<std::string> without(const std::vector<std::string>& rules, const std::vector<std::string>& removed) {
@@ -371,8 +379,10 @@ class SearchState {
     }
     // Only the premise failed. If the premise was a fluke, every later search would land here
     // too and peel the pool one rule at a time: run it again first.
-    if (hi == pool.size() && judge_one(with_prefix(fixed, pool, hi), Phase::Check, voting_ ? options_.max_votes : 2) !=
-                                 ConfigVerdict::Fails) {
+    if (hi == pool.size() && judge_one(with_prefix(fixed, pool, hi), Phase::Check,
+                                       voting_          ? options_.max_votes
+                                       : deterministic_ ? 1
+                                                        : 2) != ConfigVerdict::Fails) {
       contradiction("rules " + rule_list(with_prefix(fixed, pool, hi)) + " on failed before, not when run again");
       unresolved_ = with_prefix(fixed, pool, hi);
       return std::nullopt;
@@ -417,32 +427,28 @@ class SearchState {
     unresolved_.clear();
     verified_ = false;
     active_ = without(candidates_, unswitchable_);
-    const std::vector<std::string> all_on = active_, all_off;
+    const std::vector<std::string> all_on = active_;
 
-    int baseline_runs = 1 + options_.baseline_repeats;
-    std::vector<ConfigVerdict> sanity = judge({{all_on, baseline_runs}, {all_off, 1}}, Phase::Sanity);
-    // Stopping here ends the whole diagnosis with one or two runs behind it: be sure first.
-    if (sanity[0] == ConfigVerdict::Passes || sanity[1] == ConfigVerdict::Fails)
-      sanity =
-          judge({{all_on, std::max(baseline_runs, options_.max_votes)}, {all_off, options_.max_votes}}, Phase::Sanity);
-    for (int i = 0; i < 2; ++i)
-      if (sanity[i] == ConfigVerdict::Unusable) return baseline_unusable(i == 0 ? all_on : all_off, i == 0);
-    if (sanity[0] == ConfigVerdict::Passes)
-      return make_result(Conclusion::NoFailure, "no failure to bisect: the trial with every candidate rule on passes");
-    if (sanity[1] == ConfigVerdict::Fails) {
-      std::string summary = "not a fusion problem: the failure does not depend on these rules (it remains with all " +
-                            std::to_string(active_.size()) + " of them switched off)";
-      if (!unswitchable_.empty())
-        summary += "; " + rule_list(unswitchable_) + " could not be switched off and may cause it";
-      return make_result(Conclusion::NotFusion, summary);
-    }
+    ConfigVerdict on = judge_one(all_on, Phase::Sanity, 1 + options_.baseline_repeats);
+    deterministic_ = !voting_ && agrees_bitwise(config_for(all_on));
+    if (deterministic_)
+      note(
+          "the all-on runs agreed bit for bit: one run confirms each configuration, and all off runs only if the "
+          "checks need it");
+    // Under a bitwise-deterministic oracle all off passing follows from everything on but the
+    // culprits passing (a failure needs every rule of a culprit set on), so it waits until a
+    // check needs it.
+    if (on != ConfigVerdict::Fails || !deterministic_)
+      if (std::optional<Result> stop = sanity_stop()) return *stop;
 
     std::vector<std::string> remaining = active_;
     while (true) {
       std::optional<CulpritSet> set = minimise(remaining);
-      if (!set)
+      if (!set) {
+        if (std::optional<Result> stop = sanity_stop()) return *stop;  // it may say why, when all off never ran
         return make_result(Conclusion::Inconclusive,
                            "stopped: the culprit could not be narrowed below " + rule_list(unresolved_));
+      }
       found_.push_back(*set);
       remaining = without(remaining, set->rules);
       ConfigVerdict rest = judge_one(remaining, Phase::Check);
@@ -452,6 +458,8 @@ class SearchState {
         return make_result(Conclusion::Inconclusive,
                            "stopped: could not tell whether culprits remain besides those found");
       }
+      // More culprits, or none of them is one: the search for the next assumes all off passes.
+      if (std::optional<Result> stop = sanity_stop()) return *stop;
       if (remaining.empty()) {
         contradiction("all rules off passed and failed");
         break;
@@ -461,7 +469,42 @@ class SearchState {
     return make_result(Conclusion::CulpritsFound, culprits_text());
   }
 
-  // Every fact the answer rests on, each confirmed by `confirmations` agreeing runs.
+  // The all-on runs: more than one, the same outcome, and metrics that agree bit for bit.
+  bool agrees_bitwise(const Config& all_on) const {
+    const std::vector<size_t>& runs = observations_.at(key_of(all_on));
+    const TrialRecord& first = trials_[runs.front()];
+    return runs.size() > 1 && !first.metrics.empty() && std::all_of(runs.begin(), runs.end(), [&](size_t index) {
+             return trials_[index].outcome == first.outcome && same_bits(trials_[index].metrics, first.metrics);
+           });
+  }
+
+  int confirmations() const { return deterministic_ ? 1 : options_.confirmations; }
+
+  // The sanity runs that may stop the bisection before (or instead of) a search: all on and
+  // all off; nothing when neither stops it.
+  std::optional<Result> sanity_stop() {
+    const std::vector<std::string> all_on = active_, all_off;
+    int baseline_runs = 1 + options_.baseline_repeats;
+    std::vector<ConfigVerdict> sanity = judge({{all_on, baseline_runs}, {all_off, 1}}, Phase::Sanity);
+    // Stopping here ends the whole diagnosis with one or two runs behind it: be sure first.
+    if (sanity[0] == ConfigVerdict::Passes || sanity[1] == ConfigVerdict::Fails)
+      sanity =
+          judge({{all_on, std::max(baseline_runs, options_.max_votes)}, {all_off, options_.max_votes}}, Phase::Sanity);
+    if (sanity[0] == ConfigVerdict::Fails && sanity[1] == ConfigVerdict::Passes) return std::nullopt;
+    found_.clear();  // a set found before all off ran is no culprit of a bisection that stops here
+    unresolved_.clear();
+    for (int i = 0; i < 2; ++i)
+      if (sanity[i] == ConfigVerdict::Unusable) return baseline_unusable(i == 0 ? all_on : all_off, i == 0);
+    if (sanity[0] == ConfigVerdict::Passes)
+      return make_result(Conclusion::NoFailure, "no failure to bisect: the trial with every candidate rule on passes");
+    std::string summary = "not a fusion problem: the failure does not depend on these rules (it remains with all " +
+                          std::to_string(active_.size()) + " of them switched off)";
+    if (!unswitchable_.empty())
+      summary += "; " + rule_list(unswitchable_) + " could not be switched off and may cause it";
+    return make_result(Conclusion::NotFusion, summary);
+  }
+
+  // Every fact the answer rests on, each confirmed by `confirmations()` agreeing runs.
   void verify(const std::vector<std::string>& rest_on) {
     struct Expectation {
       Request request;
@@ -469,7 +512,7 @@ class SearchState {
       std::string what;
     };
     std::vector<Expectation> expectations;
-    int runs = options_.confirmations;
+    int runs = confirmations();
     for (const auto& set : found_) {
       expectations.push_back(
           {{set.rules, runs}, ConfigVerdict::Fails, rule_list(set.rules) + " alone (others off) fails"});
@@ -555,6 +598,7 @@ class SearchState {
   int rounds_ = 0, new_trials_ = 0, replayed_trials_ = 0;
   bool voting_ = false;            // verdicts are majority votes
   bool nondeterministic_ = false;  // some configuration both passed and failed
+  bool deterministic_ = false;     // the all-on runs agreed bit for bit (this attempt)
   std::vector<std::string> notes_;
 
   // State of the current attempt.

@@ -97,7 +97,9 @@ struct Options {
   // Runs of each configuration that confirms the answer, all agreeing: a wrong answer reported
   // with high confidence needs every one of them wrong (p^4 for a trial wrong with probability
   // p). Lower it only for an oracle known to be deterministic: with 2, bench/bisect_bench's
-  // 10%-flaky oracle gets wrong answers reported with high confidence.
+  // 10%-flaky oracle gets wrong answers reported with high confidence. When the all-on runs
+  // (baseline_repeats >= 1) agree bit for bit in outcome and metrics, one run confirms each
+  // configuration instead, and all off runs only when a check needs it.
   int confirmations = 4;
   // Most runs of one configuration once the oracle is known to be nondeterministic (majority
   // vote); also the runs behind a conclusion that stops the bisection at the sanity step.
