@@ -230,8 +230,8 @@ const std::vector<KnownCause>& known_causes() {
                  "must_keep_origin_dtype"),
         experiment("fallback_random", "Inductor's own random numbers: the compiled run with eager's RNG", {"inductor"},
                    {}, {}, inductor_switch("fallback_random"),
-                   "torch._inductor.config.fallback_random = True to compare, or keep random ops out of the "
-                   "comparison (model.eval())"),
+                   "torch._inductor.config.fallback_random = True (graph mode then draws eager's random numbers), or "
+                   "keep random ops out of what is compared"),
         experiment("emulate_precision_casts", "Inductor keeping low-precision intermediates in float32", {"inductor"},
                    {}, {"float16", "bfloat16"}, inductor_switch("emulate_precision_casts"),
                    "torch._inductor.config.emulate_precision_casts = True"),

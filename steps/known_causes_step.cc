@@ -58,7 +58,7 @@ void explained_by(const KnownCause& cause, const std::string& evidence, const st
   result.findings.push_back({"known cause " + cause.name + ": " + evidence + "; fix: " + cause.fix, op});
   if (result.status == StepStatus::Fail) return;
   result.status = StepStatus::Fail;
-  result.metrics["culprit"] = cause.name;
+  result.metrics["culprit"] = op.empty() ? cause.name : cause.name + " at " + op;
   result.metrics["cause_op"] = op;
   result.summary = "known cause " + cause.name + ": " + evidence;
 }
@@ -200,7 +200,16 @@ class KnownCausesStep : public StepKind {
 
     bisect::TrialSetup setup;
     setup.dir_of = [&](const std::string& name) { return context.run_dir_of(name); };
-    setup.execute = [&](const std::vector<RunRequest>& requests) { return context.run(requests); };
+    bisect::BisectionPlan plan;  // holds the golden run judge_against_golden makes, if any
+    std::optional<StepResult> golden_error;
+    // The golden run, if one is needed, starts in the trials' round.
+    setup.execute = [&](const std::vector<RunRequest>& requests) {
+      std::vector<RunRequest> round = plan.alongside;
+      round.insert(round.end(), requests.begin(), requests.end());
+      std::vector<RunRecord> records = context.run(round);
+      golden_error = error_from_runs({records.begin(), records.begin() + plan.alongside.size()});
+      return std::vector<RunRecord>(records.begin() + plan.alongside.size(), records.end());
+    };
     setup.fired_report = "";
     setup.switch_files = false;
     setup.make_request = [&](const bisect::Trial& trial) {
@@ -217,19 +226,14 @@ class KnownCausesStep : public StepKind {
       return request;
     };
     YAML::Node golden = node["golden"] ? node["golden"] : graph_compare_golden(context.state());
-    bisect::BisectionPlan plan = bisection_plan(context);
-    std::optional<StepResult> golden_error;
     std::string problem = judge_against_golden(context, golden, target, {}, setup, plan, golden_error);
     if (!problem.empty()) return error_result(problem);
-    if (!plan.alongside.empty()) {
-      std::vector<RunRecord> records = context.run(plan.alongside);
-      if (std::optional<StepResult> error = error_from_runs(records)) return *error;
-    }
 
     bisect::TrialOracle oracle(setup, {});
     std::vector<bisect::Config> configs = {{}, {}};  // the compiled run twice: run-to-run differences
     for (const KnownCause& cause : causes) configs.push_back({cause.name});
     std::vector<bisect::TrialOutcome> outcomes = oracle.run_batch(configs);
+    if (golden_error) return *golden_error;
     StepResult result;
     result.status = StepStatus::Pass;
     nlohmann::json trials = nlohmann::json::array();
