@@ -196,3 +196,17 @@ def ok_run(plugin_runs: PluginRuns, name: str) -> Run:
     run = plugin_runs.get(name)
     assert run.returncode == 0, run.describe()
     return run
+
+
+def single_op_check(eager: Run, ops: list[str], out: Path, cache_dir: Path) -> None:
+    """`python -m diagnose_pytorch single-op` on `ops` of an eager run, with Inductor, into `out`."""
+    command = ["single-op", "--from", str(eager.run_dir), "--out", str(out), "--backend", "inductor"]
+    proc = subprocess.run(
+        [PYTHON, "-m", "diagnose_pytorch", *command, "--ops", ",".join(ops)],
+        cwd=out.parent,
+        env=plugin_env(cache_dir),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]

@@ -6,11 +6,10 @@ reads). status.json names the Inductor switches in force, for the rule attributi
 from __future__ import annotations
 
 import json
-import subprocess
 
 import torch
 
-from conftest import CATALOG, HERE, PYTHON, RunConfig, ok_run, plugin_env, uses
+from conftest import CATALOG, HERE, RunConfig, ok_run, single_op_check, uses
 from diagnose_pytorch.single_op import _bitwise_equal
 
 SCRIPT = HERE / "scripts" / "attention.py"
@@ -23,18 +22,8 @@ DROPOUT = "aten.bernoulli_.float"  # F.dropout(p=0.5, training=True) in eager: e
 
 @uses("attention/eager")
 def test_attention_is_checked_alone_and_dropout_is_skipped_as_random(plugin_runs, cache_dir, tmp_path):
-    eager = ok_run(plugin_runs, "attention/eager")
     out = tmp_path / "single"
-    command = ["single-op", "--from", str(eager.run_dir), "--out", str(out), "--backend", "inductor"]
-    proc = subprocess.run(
-        [PYTHON, "-m", "diagnose_pytorch", *command, "--ops", f"{ATTENTION},{DROPOUT}"],
-        cwd=tmp_path,
-        env=plugin_env(cache_dir),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    single_op_check(ok_run(plugin_runs, "attention/eager"), [ATTENTION, DROPOUT], out, cache_dir)
     document = json.loads((out / "single_op.json").read_text())
     ops = {o["op"]: o for o in document["ops"]}
     assert torch.Tag.nondeterministic_seeded in torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default.tags

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 
 import torch
 
-from conftest import PYTHON, REPO, ok_run, plugin_env, uses
+from conftest import REPO, ok_run, single_op_check, uses
 from diagnose_pytorch.uninitialized_ops import UNINITIALIZED, UNINITIALIZED_OP_PACKETS, is_uninitialized_op
 from test_single_op_seeded import DROPOUT
 
@@ -37,18 +36,8 @@ def test_any_overload_and_nothing_else():
 
 @uses("attention/eager")
 def test_single_op_check_skips_them(plugin_runs, cache_dir, tmp_path):
-    eager = ok_run(plugin_runs, "attention/eager")
     out = tmp_path / "single"
-    command = ["single-op", "--from", str(eager.run_dir), "--out", str(out), "--backend", "inductor"]
-    proc = subprocess.run(
-        [PYTHON, "-m", "diagnose_pytorch", *command, "--ops", EMPTY_LIKE],
-        cwd=tmp_path,
-        env=plugin_env(cache_dir),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    single_op_check(ok_run(plugin_runs, "attention/eager"), [EMPTY_LIKE], out, cache_dir)
     ops = {o["op"]: o for o in json.loads((out / "single_op.json").read_text())["ops"]}
     assert ops[EMPTY_LIKE]["status"] == "skipped" and ops[EMPTY_LIKE]["reason"] == UNINITIALIZED, ops
     events = [json.loads(line) for line in (out / "progress.jsonl").read_text().splitlines()]
