@@ -99,8 +99,15 @@ def check_the_undeclared_mutation(steps: dict) -> None:
     ), dynamo["findings"]
 
 
+def check_every_comparison_stays_finite(steps: dict) -> None:
+    """Each comparing step that ran searched both sides for a NaN/Inf origin and found none."""
+    compared = [steps[i] for i in ("eager_device", "graph_compare") if steps[i]["status"] != "skipped"]
+    assert compared and all(step["metrics"]["nan_origin"] == [] for step in compared), steps["graph_compare"]
+
+
 # What some examples show beyond their verdict, checked on the same workflow run.
 MORE_CHECKS = {
+    "mlp": check_every_comparison_stays_finite,
     "graph_only_defect": check_the_subgraph_and_its_repro,
     "graph_pass_defect": check_the_fused_nodes_and_their_lines,
     "custom_op_mutation": check_the_undeclared_mutation,
@@ -115,6 +122,8 @@ def test_standard_workflow_finds_the_planted_cause(diagnose_bin, tmp_path, induc
     summary = {step_id: (step["status"], step["summary"]) for step_id, step in steps.items()}
     assert verdict["category"] == category, json.dumps(summary, indent=1)
     assert done.returncode == (0 if category == "no_precision_problem" else 1), done.stderr
+    if example in MORE_CHECKS:
+        MORE_CHECKS[example](steps)
     if culprit is None:
         assert verdict["culprit"] in ("", None)
         assert all(step["status"] in ("pass", "skipped") for step in report["steps"]), summary
@@ -124,5 +133,3 @@ def test_standard_workflow_finds_the_planted_cause(diagnose_bin, tmp_path, induc
         text in (finding.get("op") or "") + finding["message"] for finding in verdict["findings"] for text in culprit
     ), verdict["findings"]
     assert verdict["reproduce"], "a verdict without the commands that reproduce it"
-    if example in MORE_CHECKS:
-        MORE_CHECKS[example](steps)
