@@ -78,11 +78,12 @@ std::optional<Detection> detect_training_dropout(const RecordedRun& run) {
   const nlohmann::json& dropout = field(configuration(run), "active_dropout");
   if (!dropout.is_array() || dropout.empty()) return std::nullopt;
   // Inductor draws its own random numbers unless told to use eager's
-  if (field(field(field(run.status, "spec"), "switches"), "inductor").value("fallback_random", false))
+  if (field(field(field(field(run.status, "spec"), "switches"), "inductor"), "fallback_random") == true)
     return std::nullopt;
   std::vector<std::string> modules;
   for (const nlohmann::json& d : dropout)
-    modules.push_back(d.value("module", "?") + " (p=" + field(d, "p").dump() + ")");
+    modules.push_back((field(d, "module").is_string() ? field(d, "module").get<std::string>() : "?") +
+                      " (p=" + field(d, "p").dump() + ")");
   return Detection{"the compiled module is in training mode with active dropout: " + joined(modules) +
                        "; graph mode and eager draw different random masks",
                    true, ""};

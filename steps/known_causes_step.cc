@@ -134,7 +134,9 @@ class KnownCausesStep : public StepKind {
       std::string seen_in;
       bool applies = false;
       for (const RecordedRun& run : runs) {
-        if (!applies_to(cause, run.status.value("spec", nlohmann::json::object()))) continue;
+        if (!applies_to(cause, run.status.is_object() ? run.status.value("spec", nlohmann::json::object())
+                                                      : nlohmann::json::object()))
+          continue;
         applies = true;
         if ((detection = cause.detect(run))) {
           seen_in = run.name;

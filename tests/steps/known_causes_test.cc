@@ -1,0 +1,198 @@
+// The known-cause detectors (steps/known_causes.h), each on the status.json or dump a run
+// would record, written here; the catalogue's scopes; a workflow's own causes.
+#include "steps/known_causes.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/support/files.h"
+
+namespace diagnose {
+namespace {
+
+using nlohmann::json;
+using testing_support::TempDir;
+using testing_support::write_text;
+
+RecordedRun run_with(const json& spec, const json& configuration, const std::string& dump_dir = "") {
+  json status = {{"spec", spec}, {"configuration", configuration}};
+  return {"step/run", status, dump_dir};
+}
+
+const json kEager = {{"mode", "eager"}, {"backend", "inductor"}, {"device", "cpu"}};
+const json kCompiled = {{"mode", "compiled"}, {"backend", "inductor"}, {"device", "cpu"}};
+
+// A dump of statistics-only records: (op, io, stats) in execution order.
+std::string write_dump(const TempDir& dir, const std::vector<std::tuple<std::string, std::string, json>>& records) {
+  std::string text = R"({"type": "header", "format": "diagnose-dump", "version": 1})"
+                     "\n";
+  int seq = 0;
+  for (const auto& [op, io, stats] : records) {
+    if (io == "input") ++seq;
+    text +=
+        json{{"type", "tensor"},         {"seq", seq},   {"op_key", op + "#0"}, {"op", op}, {"io", io}, {"index", 0},
+             {"dtype", "torch.float16"}, {"shape", {4}}, {"stats", stats}}
+            .dump() +
+        "\n";
+  }
+  write_text(dir / "manifest.jsonl", text + R"({"type": "end", "records": 0})" + "\n");
+  return dir.path();
+}
+
+json stats(double min, double max, int inf = 0, const std::string& hash = "h") {
+  return {{"min", min}, {"max", max}, {"nan", 0}, {"inf", inf}, {"hash", hash}};
+}
+
+TEST(KnownCauses, TrainingModeWithActiveDropoutIsDecisive) {
+  json dropout = {{"training", true}, {"active_dropout", {{{"module", "layers.2"}, {"p", 0.1}}}}};
+  std::optional<Detection> found = detect_training_dropout(run_with(kEager, dropout));
+  ASSERT_TRUE(found);
+  EXPECT_TRUE(found->decisive);
+  EXPECT_NE(found->evidence.find("layers.2 (p=0.1)"), std::string::npos) << found->evidence;
+  EXPECT_FALSE(detect_training_dropout(run_with(kEager, {{"training", true}, {"active_dropout", json::array()}})));
+  json fallback = kCompiled;
+  fallback["switches"] = {{"inductor", {{"fallback_random", true}}}};
+  EXPECT_FALSE(detect_training_dropout(run_with(fallback, dropout)));  // eager's random numbers in graph mode
+}
+
+TEST(KnownCauses, Tf32FlagsArePresentNotDecisive) {
+  std::optional<Detection> found = detect_tf32(run_with(kEager, {{"cuda_matmul_allow_tf32", true}}));
+  ASSERT_TRUE(found);
+  EXPECT_FALSE(found->decisive);
+  EXPECT_TRUE(detect_tf32(run_with(kEager, {{"float32_matmul_precision", "high"}})));
+  EXPECT_FALSE(detect_tf32(run_with(
+      kEager,
+      {{"cuda_matmul_allow_tf32", false}, {"cudnn_allow_tf32", false}, {"float32_matmul_precision", "highest"}})));
+}
+
+TEST(KnownCauses, NondeterministicAlgorithmsWhenTheFlagIsOff) {
+  EXPECT_TRUE(detect_nondeterministic_algorithms(run_with(kEager, {{"deterministic_algorithms", false}})));
+  EXPECT_FALSE(detect_nondeterministic_algorithms(run_with(kEager, {{"deterministic_algorithms", true}})));
+  EXPECT_FALSE(detect_nondeterministic_algorithms(run_with(kEager, json::object())));  // not recorded
+}
+
+TEST(KnownCauses, GraphBreaksAndRecompilesOfCompiledRuns) {
+  RecordedRun broken = run_with(kCompiled, json::object());
+  broken.status["graphs"] = {{"count", 2}, {"graph_breaks", 1}};
+  ASSERT_TRUE(detect_graph_breaks(broken));
+  broken.status["graphs"] = {{"count", 3}, {"graph_breaks", 0}};
+  std::optional<Detection> recompiles = detect_graph_breaks(broken);
+  ASSERT_TRUE(recompiles);
+  EXPECT_NE(recompiles->evidence.find("recompiles"), std::string::npos);
+  broken.status["graphs"] = {{"count", 1}, {"graph_breaks", 0}};
+  EXPECT_FALSE(detect_graph_breaks(broken));
+}
+
+TEST(KnownCauses, TorchairPrecisionModeLoweringFloat32IsDecisive) {
+  RecordedRun run = run_with({{"mode", "compiled"}, {"backend", "torchair"}, {"dtype", "float32"}}, json::object());
+  run.status["switches"] = {{"active", {{"torchair", {{"ge_config.precision_mode", "force_fp16"}}}}}};
+  std::optional<Detection> found = detect_torchair_options(run);
+  ASSERT_TRUE(found);
+  EXPECT_TRUE(found->decisive);
+  run.status["switches"]["active"]["torchair"] = {{"experimental_config.frozen_parameter", true}};
+  found = detect_torchair_options(run);
+  ASSERT_TRUE(found);
+  EXPECT_FALSE(found->decisive);
+}
+
+TEST(KnownCauses, EagerOverflowNamesTheFirstOpMakingInfFromFiniteInputs) {
+  TempDir dir;
+  std::string dump = write_dump(dir, {{"aten.addmm.default", "input", stats(-1, 1)},
+                                      {"aten.addmm.default", "output", stats(-20, 20)},
+                                      {"aten.exp.default", "input", stats(-20, 20)},
+                                      {"aten.exp.default", "output", stats(0, 60000, 5)},
+                                      {"aten.div.Tensor", "input", stats(0, 60000, 5)},
+                                      {"aten.div.Tensor", "output", stats(0, 1, 5)}});
+  std::optional<Detection> found = detect_eager_overflow(run_with(kEager, json::object(), dump));
+  ASSERT_TRUE(found);
+  EXPECT_TRUE(found->decisive);
+  EXPECT_EQ(found->op, "aten.exp.default");
+  EXPECT_FALSE(detect_eager_overflow(run_with(kCompiled, json::object(), dump)));  // eager runs only
+}
+
+TEST(KnownCauses, Float16NearTheOverflowBound) {
+  TempDir near, far;
+  std::string close =
+      write_dump(near, {{"aten.mul.Tensor", "input", stats(-1, 1)}, {"aten.mul.Tensor", "output", stats(-40000, 10)}});
+  std::optional<Detection> found = detect_near_overflow(run_with(kEager, json::object(), close));
+  ASSERT_TRUE(found);
+  EXPECT_FALSE(found->decisive);
+  EXPECT_EQ(found->op, "aten.mul.Tensor");
+  std::string small =
+      write_dump(far, {{"aten.mul.Tensor", "input", stats(-1, 1)}, {"aten.mul.Tensor", "output", stats(-100, 10)}});
+  EXPECT_FALSE(detect_near_overflow(run_with(kEager, json::object(), small)));
+}
+
+TEST(KnownCauses, RandomOpsInAnEagerDump) {
+  TempDir dir;
+  std::string dump = write_dump(dir, {{"aten.randn_like.default", "output", stats(-1, 1)}});
+  EXPECT_TRUE(records_random_ops({run_with(kEager, json::object(), dump)}));
+  EXPECT_FALSE(records_random_ops({run_with(kCompiled, json::object(), dump)}));
+}
+
+TEST(KnownCauses, RunToRunDifferencesByOutputHash) {
+  TempDir a, b;
+  auto outputs = [](const TempDir& dir, const std::string& hash) {
+    write_text(dir / "outputs/manifest.jsonl", R"({"type": "header", "format": "diagnose-dump", "version": 1})"
+                                               "\n" +
+                                                   json{{"type", "tensor"},
+                                                        {"seq", 0},
+                                                        {"kind", "final"},
+                                                        {"op_key", "output"},
+                                                        {"io", "output"},
+                                                        {"index", 0},
+                                                        {"dtype", "torch.float32"},
+                                                        {"shape", {2}},
+                                                        {"stats", stats(0, 1, 0, hash)}}
+                                                       .dump() +
+                                                   "\n");
+  };
+  outputs(a, "aaaa");
+  outputs(b, "aaaa");
+  ASSERT_TRUE(differing_outputs(a.path(), b.path()));
+  EXPECT_TRUE(differing_outputs(a.path(), b.path())->empty());
+  outputs(b, "bbbb");
+  EXPECT_EQ(differing_outputs(a.path(), b.path())->size(), 1u);
+  TempDir none;
+  EXPECT_FALSE(differing_outputs(a.path(), none.path()));
+}
+
+TEST(KnownCauses, ScopesByBackendDeviceAndDtype) {
+  const KnownCause* tf32 = nullptr;
+  const KnownCause* fallback = nullptr;
+  for (const KnownCause& cause : known_causes()) {
+    if (cause.name == "tf32_matmul") tf32 = &cause;
+    if (cause.name == "fallback_random") fallback = &cause;
+    EXPECT_FALSE(cause.fix.empty()) << cause.name;
+    EXPECT_TRUE(cause.detect || cause.flip) << cause.name;
+  }
+  ASSERT_TRUE(tf32 && fallback);
+  EXPECT_TRUE(cause_applies(*tf32, "inductor", "cuda:1", ""));
+  EXPECT_FALSE(cause_applies(*tf32, "inductor", "cpu", "float32"));
+  EXPECT_FALSE(cause_applies(*tf32, "inductor", "cuda", "bfloat16"));
+  EXPECT_TRUE(cause_applies(*fallback, "inductor", "cpu", "bfloat16"));
+  EXPECT_FALSE(cause_applies(*fallback, "torchair", "npu", "float32"));
+}
+
+TEST(KnownCauses, AWorkflowsOwnCausesAreValidated) {
+  YAML::Node causes = YAML::Load(R"yaml(
+- {name: no_fast_math, flip: {env: {FAST_MATH: "0"}, args: [--exact]}, fix: "unset FAST_MATH"}
+- {name: fused_adam, flip: {switches: {inductor: {max_autotune: false}}}}
+- {name: fallback_random, flip: {env: {A: "1"}}}
+- {name: nothing, flip: {}}
+- {flip: {env: {A: "1"}}}
+)yaml");
+  Diagnostics diagnostics("wf.yaml");
+  std::vector<KnownCause> parsed = user_causes(causes, "steps.known", &diagnostics);
+  ASSERT_EQ(parsed.size(), 2u);
+  EXPECT_EQ(parsed[0].flip->env.at("FAST_MATH"), "0");
+  EXPECT_EQ(parsed[0].flip->args, std::vector<std::string>{"--exact"});
+  EXPECT_EQ(parsed[1].flip->spec["switches"]["inductor"]["max_autotune"], false);
+  ASSERT_EQ(diagnostics.list().size(), 3u);
+  EXPECT_NE(diagnostics.list()[0].message.find("'fallback_random' is already a cause"), std::string::npos);
+  EXPECT_EQ(diagnostics.list()[0].line, 4);  // the name's line, 1-based
+  EXPECT_NE(diagnostics.list()[1].message.find("causes[3].flip"), std::string::npos);
+  EXPECT_NE(diagnostics.list()[2].message.find("needs a name"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace diagnose
