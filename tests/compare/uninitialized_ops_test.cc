@@ -33,6 +33,14 @@ TEST(UninitializedOps, EveryOverloadAndOpKeyForm) {
   EXPECT_FALSE(is_uninitialized_op("output.logits"));
 }
 
+CompareResult compare_dirs(const std::string& golden, const std::string& mine) {
+  CompareOptions options;
+  options.golden_path = golden;
+  options.my_path = mine;
+  options.tolerances = Tolerances::defaults();
+  return run_compare(options);
+}
+
 // x -> empty_like(x) -> bernoulli_ writes it; the two sides' empty_like outputs hold different
 // garbage (a NaN on one).
 void write_dump(const std::string& dir, float garbage) {
@@ -58,11 +66,7 @@ TEST(UninitializedOps, OutputRowsAreNotJudgedAndMissNothing) {
   TempDir golden, mine;
   write_dump(golden.path(), 5);
   write_dump(mine.path(), std::numeric_limits<float>::quiet_NaN());
-  CompareOptions options;
-  options.golden_path = golden.path();
-  options.my_path = mine.path();
-  options.tolerances = Tolerances::defaults();
-  const CompareResult r = run_compare(options);
+  const CompareResult r = compare_dirs(golden.path(), mine.path());
   ASSERT_EQ(r.fatal_error, "");
   ASSERT_EQ(r.groups.size(), 1u);
   ASSERT_EQ(r.groups[0].rows.size(), 3u);
@@ -86,11 +90,7 @@ TEST(UninitializedOps, FxNpyFilesNamedAfterTheOp) {
   TempDir golden, mine;
   write_npy_f32(golden / "empty_like-aten.empty_like.default.OUTPUT.0.20240101000000000001.npy", {1, 2});
   write_npy_f32(mine / "empty_like-aten.empty_like.default.OUTPUT.0.20240101000000000001.npy", {9, -9});
-  CompareOptions options;
-  options.golden_path = golden.path();
-  options.my_path = mine.path();
-  options.tolerances = Tolerances::defaults();
-  const CompareResult r = run_compare(options);
+  const CompareResult r = compare_dirs(golden.path(), mine.path());
   ASSERT_EQ(r.fatal_error, "");
   EXPECT_EQ(r.summary.not_judged, 1u);
   EXPECT_EQ(r.summary.failed, 0u);
