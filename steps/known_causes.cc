@@ -46,28 +46,15 @@ bool random_op(const std::string& op) {
 KnownCause detector(std::string name, std::string checks, std::vector<std::string> devices,
                     std::vector<std::string> dtypes, std::function<std::optional<Detection>(const RecordedRun&)> detect,
                     std::string fix) {
-  KnownCause cause;
-  cause.name = std::move(name);
-  cause.checks = std::move(checks);
-  cause.devices = std::move(devices);
-  cause.dtypes = std::move(dtypes);
-  cause.detect = std::move(detect);
-  cause.fix = std::move(fix);
-  return cause;
+  return {std::move(name),   std::move(checks), {},      std::move(devices), std::move(dtypes),
+          std::move(detect), std::nullopt,      nullptr, std::move(fix)};
 }
 
 KnownCause experiment(std::string name, std::string checks, std::vector<std::string> backends,
                       std::vector<std::string> devices, std::vector<std::string> dtypes, CauseFlip flip,
                       std::string fix) {
-  KnownCause cause;
-  cause.name = std::move(name);
-  cause.checks = std::move(checks);
-  cause.backends = std::move(backends);
-  cause.devices = std::move(devices);
-  cause.dtypes = std::move(dtypes);
-  cause.flip = std::move(flip);
-  cause.fix = std::move(fix);
-  return cause;
+  return {std::move(name), std::move(checks), std::move(backends), std::move(devices), std::move(dtypes), nullptr,
+          std::move(flip), nullptr,           std::move(fix)};
 }
 
 CauseFlip inductor_switch(const std::string& key) { return {{{"switches", {{"inductor", {{key, true}}}}}}, {}, {}}; }
