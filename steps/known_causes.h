@@ -24,6 +24,7 @@ struct RecordedRun {
   std::string name;       // "<step>/<run>"
   nlohmann::json status;  // the plugin's status.json (its spec says mode, backend, device, dtype)
   std::string dump_dir;   // "" when the run dumped nothing
+  std::string command;    // the command that reproduces it
 };
 
 // What a detector saw: the evidence in words; decisive when the cause alone makes graph mode

@@ -34,7 +34,8 @@ std::vector<RecordedRun> recorded_runs(const State& state) {
       nlohmann::json status = read_plugin_status(record.dir);
       const nlohmann::json argv = status.is_object() ? status.value("argv", nlohmann::json::array()) : nullptr;
       if (!argv.is_array() || argv.size() < 2 || argv[1] != "run") continue;  // ops, single-op batches...
-      runs.push_back({step.id + "/" + record.name, status, is_dir(record.dump_dir) ? record.dump_dir : ""});
+      runs.push_back({step.id + "/" + record.name, status, is_dir(record.dump_dir) ? record.dump_dir : "",
+                      reproduce_command(record.cwd, record.env, record.argv)});
     }
   return runs;
 }
@@ -123,7 +124,8 @@ class KnownCausesStep : public StepKind {
       RunRequest eager = plugin_run(context, "eager", side_spec(context, node["eager"], kSingleOpEager), node["eager"]);
       std::vector<RunRecord> records = context.run({eager});
       if (std::optional<StepResult> error = error_from_runs(records)) return *error;
-      runs.push_back({"eager", read_plugin_status(eager.dir), is_dir(eager.dump_dir) ? eager.dump_dir : ""});
+      runs.push_back({"eager", read_plugin_status(eager.dir), is_dir(eager.dump_dir) ? eager.dump_dir : "",
+                      reproduce_command(records[0].cwd, records[0].env, records[0].argv)});
     }
     result.status = StepStatus::Pass;
     nlohmann::json table = nlohmann::json::array();
@@ -154,9 +156,11 @@ class KnownCausesStep : public StepKind {
       ++found;
       std::string evidence = detection->evidence + " (run " + seen_in + ")";
       table.push_back(row(cause, detection->decisive ? "explains the failure" : "present", evidence));
-      if (detection->decisive)
+      if (detection->decisive) {
         explained_by(cause, evidence, detection->op, result);
-      else
+        for (const RecordedRun& run : runs)
+          if (run.name == seen_in) result.reproduce.push_back(run.command);
+      } else
         result.findings.push_back(
             {"checked " + cause.name + ": " + evidence + " (fix if it matters: " + cause.fix + ")", ""});
     }
@@ -202,13 +206,16 @@ class KnownCausesStep : public StepKind {
 
     bisect::TrialSetup setup;
     setup.dir_of = [&](const std::string& name) { return context.run_dir_of(name); };
-    bisect::BisectionPlan plan;  // holds the golden run judge_against_golden makes, if any
+    std::vector<std::string> commands;  // the golden's, then each trial's in order
+    bisect::BisectionPlan plan;         // holds the golden run judge_against_golden makes, if any
     std::optional<StepResult> golden_error;
     // The golden run, if one is needed, starts in the trials' round.
     setup.execute = [&](const std::vector<RunRequest>& requests) {
       std::vector<RunRequest> round = plan.alongside;
       round.insert(round.end(), requests.begin(), requests.end());
       std::vector<RunRecord> records = context.run(round);
+      for (const RunRecord& record : records)
+        commands.push_back(reproduce_command(record.cwd, record.env, record.argv));
       golden_error = error_from_runs({records.begin(), records.begin() + plan.alongside.size()});
       return std::vector<RunRecord>(records.begin() + plan.alongside.size(), records.end());
     };
@@ -247,6 +254,7 @@ class KnownCausesStep : public StepKind {
                         {"detail", outcomes[i].detail}});
     }
     result.evidence.push_back({"table", "A/B trials", "", trials});
+    result.reproduce = commands;
 
     KnownCause repeat;
     repeat.name = "nondeterministic_run";
