@@ -102,7 +102,7 @@ TEST(Verdict, EveryDiagnosableCategoryHasTitleAndAdvice) {
     EXPECT_FALSE(c.advice.empty());
     diagnosable += c.diagnosable;
   }
-  EXPECT_EQ(diagnosable, 7u);
+  EXPECT_EQ(diagnosable, 8u);
 }
 
 }  // namespace

@@ -118,7 +118,8 @@ steps:
     diagnoses: eager_defect
 )yaml",
      "wf.yaml:5:16: error: steps.a.diagnoses: unknown value 'eager_defect'; expected one of: single_op_graph_defect, "
-     "eager_device_defect, dynamo_meta_defect, fusion_defect, subgraph_defect, localized_op_defect, precision_problem",
+     "eager_device_defect, dynamo_meta_defect, known_cause, fusion_defect, subgraph_defect, localized_op_defect, "
+     "precision_problem",
      1},
     {"duplicate_id",
      R"yaml(model: {argv: [python]}
@@ -323,7 +324,7 @@ steps:
 )yaml",
      "wf.yaml:4:11: error: steps.a: unknown step kind 'compre' (did you mean 'compare'?); known kinds: run, compare, "
      "assert, gate, fusion_bisect, single_op_check, eager_device_vs_cpu, dynamo_meta_check, graph_dump_compare, "
-     "subgraph_isolate",
+     "subgraph_isolate, known_causes",
      1},
     {"unknown_model_key",
      R"yaml(model:
@@ -381,7 +382,7 @@ verdict:
   order: [fusion_defect, single_op_defect]
 )yaml",
      "wf.yaml:5:26: error: verdict.order[1]: unknown value 'single_op_defect'; expected one of: "
-     "single_op_graph_defect, eager_device_defect, dynamo_meta_defect, fusion_defect, subgraph_defect, "
+     "single_op_graph_defect, eager_device_defect, dynamo_meta_defect, known_cause, fusion_defect, subgraph_defect, "
      "localized_op_defect, precision_problem",
      1},
     {"bad_layers_regex",
