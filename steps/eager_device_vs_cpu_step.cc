@@ -12,8 +12,6 @@ namespace diagnose {
 
 namespace {
 
-const nlohmann::json kEagerAten = {{"mode", "eager"}, {"dump", {{"level", "aten"}}}};
-
 nlohmann::json with(nlohmann::json base, const nlohmann::json& patch) {
   base.merge_patch(patch);
   return base;
@@ -30,8 +28,8 @@ std::vector<ComparedRun> compared_runs(const StepContext& context) {
   const YAML::Node& node = context.step().node;
   YAML::Node referee = node["referee"];
   const bool truth = referee && !referee.IsMap() && yaml_to_json(referee) == true;
-  nlohmann::json target_spec = side_spec(context, node["target"], kEagerAten);
-  nlohmann::json cpu = with(kEagerAten, {{"device", "cpu"}});
+  nlohmann::json target_spec = side_spec(context, node["target"], kEagerAtenRun);
+  nlohmann::json cpu = with(kEagerAtenRun, {{"device", "cpu"}});
   if (target_spec.contains("dtype")) cpu["dtype"] = target_spec["dtype"];
   if (target_spec.contains("autocast")) cpu["autocast"] = target_spec["autocast"];
   if (truth) cpu["dump"]["truth"] = true;

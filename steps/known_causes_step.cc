@@ -20,7 +20,6 @@ namespace diagnose {
 namespace {
 
 // The eager run single_op_check makes: with shared runs, reading the same run costs no process.
-const nlohmann::json kSingleOpEager = {{"mode", "eager"}, {"dump", {{"level", "aten"}}}};
 const nlohmann::json kCompiledOutputs = {{"mode", "compiled"}, {"dump", {{"level", "none"}}}};
 
 bool is_dir(const std::string& path) { return read_file(path + "/manifest.jsonl").has_value(); }
@@ -111,6 +110,13 @@ class KnownCausesStep : public StepKind {
                         "steps." + step.id + ".causes: a workflow's causes are A/B experiments: set experiments: true");
   }
 
+  // The detectors' own eager run, when no step ran before them: single_op's, shared.
+  std::vector<PlannedRun> planned_runs(const StepContext& context) const override {
+    if (context.option<bool>("experiments")) return {};
+    const YAML::Node& eager = context.step().node["eager"];
+    return {planned_plugin_run(context, "eager", side_spec(context, eager, kEagerAtenRun), eager)};
+  }
+
   StepResult evaluate(const StepContext& context) const override {
     return context.option<bool>("experiments") ? experiments(context) : detectors(context);
   }
@@ -121,7 +127,7 @@ class KnownCausesStep : public StepKind {
     StepResult result;
     std::vector<RecordedRun> runs = recorded_runs(context.state());
     if (runs.empty()) {
-      RunRequest eager = plugin_run(context, "eager", side_spec(context, node["eager"], kSingleOpEager), node["eager"]);
+      RunRequest eager = plugin_run(context, "eager", side_spec(context, node["eager"], kEagerAtenRun), node["eager"]);
       std::vector<RunRecord> records = context.run({eager});
       if (std::optional<StepResult> error = error_from_runs(records)) return *error;
       runs.push_back({"eager", read_plugin_status(eager.dir), is_dir(eager.dump_dir) ? eager.dump_dir : "",

@@ -25,6 +25,8 @@ const std::vector<std::string> kDtypes = {"float32", "float64", "float16", "bflo
 
 }  // namespace
 
+const nlohmann::json kEagerAtenRun = {{"mode", "eager"}, {"dump", {{"level", "aten"}}}};
+
 std::vector<Property> plugin_side_properties() {
   Schema switches = object_schema(
       "Graph-mode switches of the run.",

@@ -31,6 +31,10 @@
 
 namespace diagnose {
 
+// An eager run dumping every ATen op: the run single_op, eager_device, dynamo and known_causes
+// share on a model (shared_runs.h).
+extern const nlohmann::json kEagerAtenRun;
+
 // The keys a side may hold (for a step kind's parameters()).
 std::vector<Property> plugin_side_properties();
 // A side mapping: `description` plus plugin_side_properties().

@@ -39,7 +39,7 @@ std::string skipped_clause(const std::vector<SkippedOp>& skipped) {
 // The eager run the ops and their inputs are taken from.
 nlohmann::json ops_source_spec(const StepContext& context) {
   const YAML::Node& side = context.step().node["eager"];
-  return side_spec(context, side, {{"mode", "eager"}, {"dump", {{"level", "aten"}}}});
+  return side_spec(context, side, kEagerAtenRun);
 }
 
 class SingleOpCheckStep : public StepKind {
