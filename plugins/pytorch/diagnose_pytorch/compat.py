@@ -33,6 +33,7 @@ STABLE = {
     "OpOverload": ("torch._ops", "OpOverload"),
     "OpOverloadPacket": ("torch._ops", "OpOverloadPacket"),
     "DisableAutocast": ("torch._C", "_DisableAutocast"),
+    "DropoutNd": ("torch.nn.modules.dropout", "_DropoutNd"),
     "dynamo_config": ("torch._dynamo.config", None),
     "dynamo_reset": ("torch._dynamo", "reset"),
     "lookup_backend": ("torch._dynamo", "lookup_backend"),

@@ -57,7 +57,9 @@ def truth_delta(value: np.ndarray, truth: np.ndarray) -> np.ndarray | None:
     """The compact form of a float64 truth: truth - value in float32 (complex64), so that
     value + delta, added in float64, is the truth within 2^-24 of |truth - value|. None where
     that form would not give the truth back (a difference float32 cannot hold: a value that is
-    NaN or overflowed where the truth is finite, or the reverse)."""
+    NaN or overflowed where the truth is finite, or the reverse; a truth of another shape)."""
+    if truth.shape != value.shape:
+        return None
     wide = value.astype(truth.dtype)
     with np.errstate(invalid="ignore", over="ignore"):  # equal infinities and NaN in both differ by 0
         delta = np.where((truth == wide) | (np.isnan(truth) & np.isnan(wide)), 0, truth - wide)

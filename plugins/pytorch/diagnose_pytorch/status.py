@@ -85,6 +85,8 @@ def configuration(root) -> dict:
     compiled: the module's training mode with its active dropout, TF32 and determinism flags."""
     import torch
 
+    from . import compat
+
     facts = {
         "float32_matmul_precision": torch.get_float32_matmul_precision(),
         "cuda_matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32,
@@ -97,6 +99,6 @@ def configuration(root) -> dict:
         facts["active_dropout"] = [
             {"module": name, "p": module.p}
             for name, module in root.named_modules()
-            if isinstance(module, torch.nn.modules.dropout._DropoutNd) and module.training and module.p > 0
+            if isinstance(module, compat.DropoutNd) and module.training and module.p > 0
         ]
     return facts
