@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "compare/manifest.h"
+#include "compare/uninitialized_ops.h"
 #include "orchestrator/engine/run_dir.h"
 #include "orchestrator/engine/step.h"
 #include "steps/nan_origin.h"
@@ -145,7 +146,9 @@ std::optional<Detection> detect_near_overflow(const RecordedRun& run) {
   const compare::ManifestRecord* largest = nullptr;
   double largest_abs = 0;
   for (const compare::ManifestRecord& record : manifest.records) {
-    if (record.dtype != "torch.float16" || record.io != "output") continue;
+    if (record.dtype != "torch.float16" || record.io != "output" || compare::is_uninitialized_op(record.op) ||
+        compare::is_uninitialized_op(record.op_key))
+      continue;
     for (const char* key : {"min", "max"}) {
       const nlohmann::json& value = field(record.stats, key);
       if (value.is_number() && std::fabs(value.get<double>()) > largest_abs) {
@@ -172,15 +175,17 @@ bool records_random_ops(const std::vector<RecordedRun>& runs) {
 std::optional<std::vector<std::string>> differing_outputs(const std::string& run_dir_a, const std::string& run_dir_b) {
   compare::Manifest a = compare::read_manifest(run_dir_a + "/outputs");
   compare::Manifest b = compare::read_manifest(run_dir_b + "/outputs");
-  if (!a.error.empty() || !b.error.empty() || a.records.empty()) return std::nullopt;
-  std::map<std::string, std::string> hashes;
-  for (const compare::ManifestRecord& record : a.records)
-    hashes[record.identity()] = field(record.stats, "hash").dump();
+  if (!a.error.empty() || !b.error.empty() || a.records.empty() || a.records.size() != b.records.size())
+    return std::nullopt;
+  std::map<std::string, nlohmann::json> hashes;
+  for (const compare::ManifestRecord& record : a.records) hashes[record.identity()] = field(record.stats, "hash");
   std::vector<std::string> differing;
   for (const compare::ManifestRecord& record : b.records) {
     auto other = hashes.find(record.identity());
-    if (other == hashes.end() || other->second != field(record.stats, "hash").dump())
-      differing.push_back(record.name());
+    const nlohmann::json hash = field(record.stats, "hash");
+    // without both hashes of the same record, equality is unknown
+    if (other == hashes.end() || !hash.is_string() || !other->second.is_string()) return std::nullopt;
+    if (other->second != hash) differing.push_back(record.name());
   }
   return differing;
 }
