@@ -28,7 +28,7 @@ mkdir -p "$RESULTS"
 venv_for() {  # venv_for VERSION: the venv's python, installed on first use
   local venv=$ROOT/build/torch-venvs/$1
   if ! "$venv/bin/python" -c "import diagnose_pytorch, numpy, pytest" 2>/dev/null; then
-    echo "installing torch $1 into $venv"
+    echo "installing torch $1 into $venv" >&2
     python3.11 -m venv "$venv" &&
       "$venv/bin/pip" install -q "torch==$1" &&
       "$venv/bin/pip" install -q -e plugins/pytorch "$(grep '^numpy==' requirements-dev.txt)" \
@@ -66,6 +66,7 @@ for version in "${VERSIONS[@]}"; do
   OMP_NUM_THREADS=1 "$python" -m pytest tests/python/plugin/test_compat.py -q -p no:cacheprovider \
     --junitxml="$RESULTS/torch-$version.xml" || status=1
   work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
   for line in "${EXPECTED[@]}"; do
     read -r want_version example category culprit <<<"$line"
     [[ $want_version == "$version" ]] || continue
