@@ -13,15 +13,16 @@ ROOT=$PWD
 RESULTS=${1:-$ROOT/build/test-results}
 DIAGNOSE=${DIAGNOSE_BIN:-$ROOT/build/orchestrator/diagnose}
 VERSIONS=(2.5.1 2.14.1)
-# version example category culprit ("-": none). On 2.5 the compiled-level Inductor dump is
+# version example category culprit features-unavailable ("-": none; features as status.json
+# names them, comma-separated in sorted order). On 2.5 the compiled-level Inductor dump is
 # unavailable: mlp's graph_dump_compare judges its final outputs alone (and says why), with the
 # verdict of 2.13; meta_defect checks the meta check's internals. graph_pass_defect's backend
 # needs torch._inductor.custom_graph_pass (2.6 and later), so it runs on 2.14.1 only.
 EXPECTED=(
-  "2.5.1 mlp no_precision_problem -"
-  "2.5.1 meta_defect dynamo_meta_defect diagnose_example.rms_scale.default"
-  "2.14.1 graph_pass_defect localized_op_defect mul-aten.mul.Tensor"
-  "2.14.1 mlp no_precision_problem -"
+  "2.5.1 mlp no_precision_problem - compiled_dump,inductor_rules"
+  "2.5.1 meta_defect dynamo_meta_defect diagnose_example.rms_scale.default inductor_rules"
+  "2.14.1 graph_pass_defect localized_op_defect mul-aten.mul.Tensor -"
+  "2.14.1 mlp no_precision_problem - -"
 )
 mkdir -p "$RESULTS"
 
@@ -68,14 +69,15 @@ for version in "${VERSIONS[@]}"; do
   work=$(mktemp -d)
   trap 'rm -rf "$work"' EXIT
   for line in "${EXPECTED[@]}"; do
-    read -r want_version example category culprit <<<"$line"
+    read -r want_version example category culprit features <<<"$line"
     [[ $want_version == "$version" ]] || continue
     DIAGNOSE_PYTHON=$python TORCHINDUCTOR_CACHE_DIR=$work/inductor OMP_NUM_THREADS=1 \
       "$DIAGNOSE" "examples/$example/workflow.yaml" --output-dir "$work/$example" --quiet >"$work/$example.log" 2>&1
     read -r got_category got_culprit unavailable <<<"$(verdict "$work/$example" 2>/dev/null)"
     result="torch $version: $example -> ${got_category:-no report} ${got_culprit:-}; features unavailable: ${unavailable:--}"
-    if [[ $got_category != "$category" || ($culprit != - && $got_culprit != *"$culprit"*) ]]; then
-      result+="  FAILED (expected $category $culprit)"
+    if [[ $got_category != "$category" || ($culprit != - && $got_culprit != *"$culprit"*) ||
+      ${unavailable:--} != "$features" ]]; then
+      result+="  FAILED (expected $category $culprit; features unavailable: $features)"
       tail -n 20 "$work/$example.log"
       status=1
     fi
