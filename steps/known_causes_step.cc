@@ -6,6 +6,7 @@
 // with that cause flipped, each judged against the golden outputs like a bisection trial.
 #include <algorithm>
 
+#include "compare/match.h"
 #include "orchestrator/bisect/trial_oracle.h"
 #include "orchestrator/engine/run_dir.h"
 #include "orchestrator/engine/step.h"
@@ -19,21 +20,22 @@ namespace diagnose {
 
 namespace {
 
-// The eager run single_op_check makes: with shared runs, reading the same run costs no process.
+// The experiments' compiled runs: final outputs are what a trial is judged on.
 const nlohmann::json kCompiledOutputs = {{"mode", "compiled"}, {"dump", {{"level", "none"}}}};
 
-bool is_dir(const std::string& path) { return read_file(path + "/manifest.jsonl").has_value(); }
+bool has_dump(const std::string& dir) { return !compare::manifest_ranks(dir).empty(); }
 
 // The runs of the model's script this invocation made so far, with their status.json.
 std::vector<RecordedRun> recorded_runs(const State& state) {
   std::vector<RecordedRun> runs;
   for (const StepResult& step : state.steps)
     for (const RunRecord& record : step.runs) {
-      if (record.status != RunStatus::Succeeded || record.dir.empty()) continue;
+      // a run shared with an earlier step is that step's record already
+      if (record.status != RunStatus::Succeeded || record.dir.empty() || !record.from_step.empty()) continue;
       nlohmann::json status = read_plugin_status(record.dir);
       const nlohmann::json argv = status.is_object() ? status.value("argv", nlohmann::json::array()) : nullptr;
       if (!argv.is_array() || argv.size() < 2 || argv[1] != "run") continue;  // ops, single-op batches...
-      runs.push_back({step.id + "/" + record.name, status, is_dir(record.dump_dir) ? record.dump_dir : "",
+      runs.push_back({step.id + "/" + record.name, status, has_dump(record.dump_dir) ? record.dump_dir : "",
                       reproduce_command(record.cwd, record.env, record.argv)});
     }
   return runs;
@@ -130,7 +132,7 @@ class KnownCausesStep : public StepKind {
       RunRequest eager = plugin_run(context, "eager", side_spec(context, node["eager"], kEagerAtenRun), node["eager"]);
       std::vector<RunRecord> records = context.run({eager});
       if (std::optional<StepResult> error = error_from_runs(records)) return *error;
-      runs.push_back({"eager", read_plugin_status(eager.dir), is_dir(eager.dump_dir) ? eager.dump_dir : "",
+      runs.push_back({"eager", read_plugin_status(eager.dir), has_dump(eager.dump_dir) ? eager.dump_dir : "",
                       reproduce_command(records[0].cwd, records[0].env, records[0].argv)});
     }
     result.status = StepStatus::Pass;
@@ -185,7 +187,7 @@ class KnownCausesStep : public StepKind {
     for (const StepResult& step : state.steps) {
       if (step.kind != "graph_dump_compare") continue;
       for (const RunRecord& record : step.runs)
-        if (record.name == "golden" && record.status == RunStatus::Succeeded && is_dir(record.dir + "/outputs"))
+        if (record.name == "golden" && record.status == RunStatus::Succeeded && has_dump(record.dir + "/outputs"))
           return YAML::Node(record.dir + "/outputs");
     }
     return YAML::Node();
@@ -300,6 +302,9 @@ class KnownCausesStep : public StepKind {
     }
     result.evidence.push_back({"table", "known causes checked", "", table});
     result.metrics["checked"] = table.size();
+    result.metrics["found"] = std::count_if(table.begin(), table.end(), [](const nlohmann::json& checked) {
+      return checked["result"] == "explains the failure";
+    });
     if (result.status == StepStatus::Pass)
       result.summary = std::to_string(causes.size() + 1) + " A/B experiment(s): " +
                        (baseline_fails ? "none makes the compiled outputs pass"

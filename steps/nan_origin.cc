@@ -57,9 +57,9 @@ std::vector<OpCall> op_calls(const compare::Manifest& dump) {
     if (calls.empty() || calls.back().first->seq != r->seq) calls.push_back({r, false, {}, {}});
     OpCall& call = calls.back();
     const bool input = r->io == "input";
-    call.has_inputs = call.has_inputs || input;
     const std::optional<compare::RecordedStats> stats = compare::recorded_stats(*r);
-    if (!stats) continue;
+    if (!stats) continue;  // an input without statistics is as good as not dumped
+    call.has_inputs = call.has_inputs || input;
     NonFinite& counts = input ? call.inputs : call.outputs;
     counts.nan += stats->nan;
     counts.inf += stats->inf;
