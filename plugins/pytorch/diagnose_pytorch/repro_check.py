@@ -22,8 +22,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import compat
-from .compat import pytree, same
+# repro_writer copies this file into a standalone repro.py, which cannot import the package:
+# the torch internals it needs are imported here directly (all stable over 2.5.1-2.14, compat.py).
+import torch._dynamo.config
+import torch._inductor.config
+from torch._dynamo.utils import same
+from torch.utils import _pytree as pytree
 
 HERE = Path(__file__).resolve().parent
 LOW_PRECISION = (torch.float16, torch.bfloat16)
@@ -31,7 +35,7 @@ LOW_PRECISION_TOLERANCE = 1e-2
 
 
 def tolerance(dtype: torch.dtype) -> float:
-    return LOW_PRECISION_TOLERANCE if dtype in LOW_PRECISION else compat.dynamo_config.repro_tolerance
+    return LOW_PRECISION_TOLERANCE if dtype in LOW_PRECISION else torch._dynamo.config.repro_tolerance
 
 
 def load_tensor(spec: dict) -> torch.Tensor:
@@ -105,7 +109,7 @@ def as_in_the_run(piece: dict, recorded: dict, backend_name: str | None = None):
             device = piece["inputs"][0]["device"] if piece["inputs"] else "cpu"
             stack.enter_context(torch.autocast(torch.device(device).type, dtype=getattr(torch, recorded["autocast"])))
         if backend_name == "inductor" and recorded["inductor_config"]:
-            stack.enter_context(compat.inductor_config.patch(recorded["inductor_config"]))
+            stack.enter_context(torch._inductor.config.patch(recorded["inductor_config"]))
         yield
 
 

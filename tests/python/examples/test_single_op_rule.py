@@ -6,6 +6,7 @@ and the switch file it writes fixes the op (single-op run again with it)."""
 
 import json
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -61,7 +62,8 @@ def diagnosis(diagnose_bin, tmp_path_factory, inductor_cache):
 
 def test_the_verdict_names_the_op_the_rule_and_the_switch_file(diagnosis):
     done, run_dir, report = diagnosis
-    verdict, step = report["verdict"], report["steps"][0]
+    verdict = report["verdict"]
+    step = next(step for step in report["steps"] if step["id"] == "single_op")
     assert done.returncode == 1, done.stderr[-3000:]
     assert (verdict["category"], verdict["culprit"], step["id"]) == ("single_op_graph_defect", GELU, "single_op")
     workaround = run_dir / "steps" / "single_op" / "rules" / "fusion_switch.json"
@@ -83,10 +85,13 @@ def test_the_verdict_names_the_op_the_rule_and_the_switch_file(diagnosis):
 
 
 def test_the_switch_file_fixes_the_op(diagnosis, inductor_cache, tmp_path):
-    _, run_dir, _ = diagnosis
+    _, run_dir, report = diagnosis
     workaround = run_dir / "steps" / "single_op" / "rules" / "fusion_switch.json"
     (tmp_path / "switches.json").write_text(json.dumps({"fusion_switch_file": str(workaround)}))
-    command = ["single-op", "--from", str(run_dir / "steps" / "single_op" / "eager"), "--out", str(tmp_path / "out")]
+    # the eager run single_op read: its own, or the one it shared with an earlier step
+    step = next(step for step in report["steps"] if step["id"] == "single_op")
+    eager = Path(next(run["dump_dir"] for run in step["runs"] if run["name"] == "eager")).parent
+    command = ["single-op", "--from", str(eager), "--out", str(tmp_path / "out")]
     command += ["--backend", "rule_backend:backend", "--switches", str(tmp_path / "switches.json"), "--ops", GELU]
     proc = run_module(command, inductor_cache, tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -55,7 +55,7 @@ def passing_run(diagnose_bin, tmp_path_factory):
     dumps = work / "dumps"
     shutil.copytree(EXAMPLES / "fx", dumps)
     step = dumps / "worldsize1_global_rank0" / "graph_0" / "0"
-    np.save(step / "empty-aten.new_empty.default.OUTPUT.0.20240125031118000009.npy", np.zeros((0, 4), np.float32))
+    np.save(step / "empty-aten.zeros.default.OUTPUT.0.20240125031118000009.npy", np.zeros((0, 4), np.float32))
     done, run_dir = run_workflow(
         diagnose_bin,
         work,
@@ -124,7 +124,7 @@ def test_passing_run_in_chromium(passing_run, tmp_path):
     check_links(passing_run, dom)
 
     # The empty tensor passes and is no error: not drawn, and the axis says so.
-    empty = [e for e in find(dom, "circle") if "empty-aten.new_empty.default" in e.text]
+    empty = [e for e in find(dom, "circle") if "empty-aten.zeros.default" in e.text]
     assert not empty
     assert any("1 empty tensors not drawn" in e.text for e in find(dom, "text", class_="axis-label"))
 
