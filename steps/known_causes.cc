@@ -7,6 +7,7 @@
 #include "compare/uninitialized_ops.h"
 #include "orchestrator/engine/run_dir.h"
 #include "orchestrator/engine/step.h"
+#include "steps/json_text.h"
 #include "steps/nan_origin.h"
 
 namespace diagnose {
@@ -22,8 +23,7 @@ const nlohmann::json& field(const nlohmann::json& object, const char* key) {
 }
 
 std::string spec_text(const RecordedRun& run, const char* key, const std::string& otherwise = "") {
-  const nlohmann::json& value = field(field(run.status, "spec"), key);
-  return value.is_string() ? value.get<std::string>() : otherwise;
+  return string_at(field(run.status, "spec"), key, otherwise);
 }
 
 bool compiled(const RecordedRun& run) { return spec_text(run, "mode") == "compiled"; }
@@ -70,8 +70,7 @@ std::optional<Detection> detect_training_dropout(const RecordedRun& run) {
     return std::nullopt;
   std::vector<std::string> modules;
   for (const nlohmann::json& d : dropout)
-    modules.push_back((field(d, "module").is_string() ? field(d, "module").get<std::string>() : "?") +
-                      " (p=" + field(d, "p").dump() + ")");
+    modules.push_back(string_at(d, "module", "?") + " (p=" + field(d, "p").dump() + ")");
   return Detection{"the compiled module is in training mode with active dropout: " + joined(modules) +
                        "; graph mode and eager draw different random masks",
                    true, ""};

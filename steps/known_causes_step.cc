@@ -13,6 +13,7 @@
 #include "orchestrator/exec/command_line.h"
 #include "steps/bisection_steps.h"
 #include "steps/dump_judgement.h"
+#include "steps/json_text.h"
 #include "steps/known_causes.h"
 #include "steps/plugin_run.h"
 
@@ -41,13 +42,9 @@ std::vector<RecordedRun> recorded_runs(const State& state) {
   return runs;
 }
 
-std::string spec_key(const nlohmann::json& spec, const char* key, const std::string& otherwise) {
-  return spec.contains(key) && spec[key].is_string() ? spec[key].get<std::string>() : otherwise;
-}
-
 bool applies_to(const KnownCause& cause, const nlohmann::json& spec) {
-  return cause_applies(cause, spec_key(spec, "backend", ""), spec_key(spec, "device", "cpu"),
-                       spec_key(spec, "dtype", "float32"));
+  return cause_applies(cause, string_at(spec, "backend", ""), string_at(spec, "device", "cpu"),
+                       string_at(spec, "dtype", "float32"));
 }
 
 nlohmann::json row(const KnownCause& cause, const std::string& result, const std::string& evidence) {

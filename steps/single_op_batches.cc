@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "orchestrator/engine/step.h"
+#include "steps/json_text.h"
 
 namespace diagnose {
 
@@ -56,14 +57,6 @@ std::vector<std::vector<std::string>> split_into_batches(const std::vector<std::
   return batches;
 }
 
-namespace {
-
-std::string string_field(const nlohmann::json& event, const char* key) {
-  return event.contains(key) && event[key].is_string() ? event[key].get<std::string>() : "";
-}
-
-}  // namespace
-
 BatchOutcome read_batch_progress(const std::string& progress_text, const std::vector<std::string>& batch,
                                  bool process_ok) {
   std::map<std::string, std::string> last_event, message, reason;
@@ -74,7 +67,7 @@ BatchOutcome read_batch_progress(const std::string& progress_text, const std::ve
   while (std::getline(lines, line)) {
     nlohmann::json event = nlohmann::json::parse(line, nullptr, false);
     if (event.is_object() && event.value("event", "") == "setup_failed") {
-      outcome.setup_error = string_field(event, "message");
+      outcome.setup_error = string_at(event, "message");
       continue;
     }
     if (event.is_discarded() || !event.is_object() || !event.contains("op") || !event["op"].is_string()) continue;
@@ -83,8 +76,8 @@ BatchOutcome read_batch_progress(const std::string& progress_text, const std::ve
     if (kind != "start" && kind != "done" && kind != "error" && kind != "skipped") continue;
     last_event[op] = kind;
     if (kind == "start") last_started = op;
-    message[op] = string_field(event, "message");
-    reason[op] = string_field(event, "reason");
+    message[op] = string_at(event, "message");
+    reason[op] = string_at(event, "reason");
   }
 
   for (const std::string& op : batch) {

@@ -17,6 +17,7 @@
 #include "orchestrator/workflow/validate.h"
 #include "orchestrator/workflow/workflow_schema.h"
 #include "steps/bisection_steps.h"
+#include "steps/json_text.h"
 #include "steps/plugin_run.h"
 
 namespace diagnose {
@@ -36,16 +37,12 @@ struct NodeInfo {
   std::string op, module, source;
 };
 
-std::string text_at(const nlohmann::json& node, const char* key) {
-  return node.contains(key) && node[key].is_string() ? node[key].get<std::string>() : "";
-}
-
 std::map<std::string, NodeInfo> node_infos(const nlohmann::json& status) {
   std::map<std::string, NodeInfo> infos;
   if (!status.is_object() || !status.contains("isolation") || !status["isolation"].contains("nodes")) return infos;
   for (const nlohmann::json& node : status["isolation"]["nodes"])
-    if (node.is_object() && !text_at(node, "id").empty())
-      infos[text_at(node, "id")] = {text_at(node, "op"), text_at(node, "module"), text_at(node, "source")};
+    if (node.is_object() && !string_at(node, "id").empty())
+      infos[string_at(node, "id")] = {string_at(node, "op"), string_at(node, "module"), string_at(node, "source")};
   return infos;
 }
 
