@@ -42,8 +42,10 @@ venv_for() {  # venv_for VERSION: the venv's python, installed on first use
 verdict() {
   .venv/bin/python - "$1" <<'EOF'
 import json, pathlib, sys
-run = next(pathlib.Path(sys.argv[1]).iterdir())
-verdict = json.loads((run / "report.json").read_text())["verdict"]
+# RUNS_DIR also holds history.sqlite: the run is the folder with a report
+report = next(pathlib.Path(sys.argv[1]).glob("*/report.json"))
+run = report.parent
+verdict = json.loads(report.read_text())["verdict"]
 unavailable = set()
 for status in run.rglob("status*.json"):
     try:
