@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -172,6 +173,32 @@ def _prepared_inputs(dump: Path, call: RecordedCall, device: str, dtype):
     return inputs
 
 
+def _signature(call: RecordedCall) -> str:
+    """What decides a one-op graph's compiled code: the call's non-tensor arguments and where its
+    tensors go (the `call` field), and each input's shape, dtype and strides."""
+    inputs = sorted(
+        (index, -1 if item is None else item, r.get("shape"), r.get("dtype"), r.get("stride"))
+        for (index, item), r in call.inputs.items()
+    )
+    return json.dumps([call.call, inputs], sort_keys=True)
+
+
+def _grouped_by_signature(calls: list[RecordedCall]) -> list[RecordedCall]:
+    """The calls with each signature's together, in order of first appearance: one compile
+    serves a group (compiling another signature resets Dynamo)."""
+    first_seen: dict[str, int] = {}
+    for call in calls:
+        first_seen.setdefault(_signature(call), len(first_seen))
+    return sorted(calls, key=lambda call: first_seen[_signature(call)])
+
+
+def _timed(function, *args):
+    """function(*args) and the seconds it took."""
+    started = time.perf_counter()
+    value = function(*args)
+    return value, time.perf_counter() - started
+
+
 def _clone(tree):
     return compat.pytree.tree_map_only(torch.Tensor, torch.clone, tree)
 
@@ -248,7 +275,24 @@ class Check:
         os.fsync(self.progress.fileno())
 
     def run_op(self, dump: Path, name: str, calls: list[RecordedCall]) -> dict:
-        result = {"op": name, "calls": 0, "status": "ok", "message": "", "op_keys": []}
+        """compile_s: the one-op graphs' first calls through the backend; run_s: the eager calls
+        and the compiled calls of a graph compiled for an earlier call of the same signature
+        (named in shared_compiles)."""
+        result = {
+            "op": name,
+            "calls": 0,
+            "status": "ok",
+            "message": "",
+            "op_keys": [],
+            "compile_s": 0.0,
+            "run_s": 0.0,
+            "compiles": 0,
+            "shared_compiles": [],
+        }
+        outcome = self._run_calls(dump, name, calls, result)
+        return {**outcome, "compile_s": round(outcome["compile_s"], 3), "run_s": round(outcome["run_s"], 3)}
+
+    def _run_calls(self, dump: Path, name: str, calls: list[RecordedCall], result: dict) -> dict:
         if is_uninitialized_op(name):
             return {**result, "status": "skipped", "reason": UNINITIALIZED, "message": UNINITIALIZED}
         try:
@@ -258,17 +302,22 @@ class Check:
         seeded = torch.Tag.nondeterministic_seeded in op.tags
         random_calls = 0
         backend = make_backend(self.backend_name, self.switches)
-        for call in calls[: self.max_calls]:
+        last_compiled = None  # (signature, compiled one-op graph, the op_key it was compiled for)
+        for call in _grouped_by_signature(calls[: self.max_calls]):
             try:
                 inputs = _prepared_inputs(dump, call, self.device, self.dtype)
                 args, kwargs = decode_call(call.call, inputs, self.device if self.device else None)
             except NotReplayable as e:
                 return {**result, "status": "no_inputs", "message": f"{call.op_key}: {e}"}
             try:
-                eager_out = _run_seeded(op, args, kwargs, SEEDS[0] if seeded else None)
-                if seeded and not _bitwise_equal(eager_out, _run_seeded(op, args, kwargs, SEEDS[1])):
-                    random_calls += 1
-                    continue
+                eager_out, seconds = _timed(_run_seeded, op, args, kwargs, SEEDS[0] if seeded else None)
+                result["run_s"] += seconds
+                if seeded:
+                    again, seconds = _timed(_run_seeded, op, args, kwargs, SEEDS[1])
+                    result["run_s"] += seconds
+                    if not _bitwise_equal(eager_out, again):
+                        random_calls += 1
+                        continue
             except Exception as e:  # noqa: BLE001
                 return {
                     **result,
@@ -279,10 +328,16 @@ class Check:
             if not any(isinstance(v, torch.Tensor) for v in leaves):
                 return {**result, "status": "skipped", "reason": "no tensor output", "message": "no tensor output"}
             fn, tensors = _one_op_graph(op, *_clone((args, kwargs)))
-            compat.dynamo_reset()
-            compiled = torch.compile(fn, backend=backend, fullgraph=True, dynamic=False)
+            signature = _signature(call)
+            shared = last_compiled is not None and last_compiled[0] == signature
+            if shared:
+                _, compiled, compiled_as = last_compiled
+                result["shared_compiles"].append({"op_key": call.op_key, "compiled_as": compiled_as})
+            else:
+                compat.dynamo_reset()
+                compiled = torch.compile(fn, backend=backend, fullgraph=True, dynamic=False)
             try:
-                graph_out = compiled(*tensors)
+                graph_out, seconds = _timed(compiled, *tensors)
             except compat.TorchDynamoException as e:
                 return {
                     **result,
@@ -295,6 +350,12 @@ class Check:
                     "status": "runtime_error",
                     "message": f"{call.op_key}: graph: {type(e).__name__}: {_first_line(e)}",
                 }
+            if shared:
+                result["run_s"] += seconds
+            else:
+                last_compiled = (signature, compiled, call.op_key)
+                result["compile_s"] += seconds
+                result["compiles"] += 1
             self._write(call, eager_out, graph_out)
             result["calls"] += 1
             result["op_keys"].append(call.op_key)

@@ -1,0 +1,41 @@
+"""What the single-op check costs and reports about its cost: calls of an op with the same
+signature (non-tensor arguments, input shapes, dtypes, strides) share one compile of their
+one-op graph and are still each run and judged; every op's result carries its compile and
+run seconds."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from conftest import PYTHON, RUN_TIMEOUT, ok_run, plugin_env, uses
+
+GELU = "aten.gelu.default"  # examples/mlp: after the first and the second Linear, both (batch, 64)
+ADDMM = "aten.addmm.default"  # 32 -> 64 and 64 -> 64: two signatures
+
+
+@uses("mlp/eager")
+def test_calls_with_one_signature_share_a_compile_and_are_each_judged(plugin_runs, cache_dir, tmp_path):
+    eager = ok_run(plugin_runs, "mlp/eager")
+    out = tmp_path / "single"
+    command = ["single-op", "--from", str(eager.run_dir), "--out", str(out), "--backend", "inductor"]
+    proc = subprocess.run(
+        [PYTHON, "-m", "diagnose_pytorch", *command, "--ops", f"{GELU},{ADDMM}", "--max-calls-per-op", "2"],
+        cwd=tmp_path,
+        env=plugin_env(cache_dir),
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    ops = {o["op"]: o for o in json.loads((out / "single_op.json").read_text())["ops"]}
+    gelu, addmm = ops[GELU], ops[ADDMM]
+    assert (gelu["status"], gelu["calls"], gelu["compiles"]) == ("ok", 2, 1), gelu
+    first, second = gelu["op_keys"]
+    assert gelu["shared_compiles"] == [{"op_key": second, "compiled_as": first}]
+    assert (addmm["status"], addmm["calls"], addmm["compiles"], addmm["shared_compiles"]) == ("ok", 2, 2, []), addmm
+    for result in (gelu, addmm):
+        assert isinstance(result["compile_s"], float) and isinstance(result["run_s"], float), result
+    # both gelu calls are written and compared, each under its own op_key
+    records = [json.loads(line) for line in (out / "graph" / "manifest.jsonl").read_text().splitlines()]
+    assert {r["op_key"] for r in records if r.get("op") == GELU} == {first, second}
