@@ -5,6 +5,7 @@
 
 #include "steps/layer.h"
 
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -32,6 +33,25 @@ std::vector<std::string> single_op_args(const std::string& eager_dir, const std:
 
 // At most `count` batches of consecutive ops, sizes differing by one at most.
 std::vector<std::vector<std::string>> split_into_batches(const std::vector<std::string>& ops, size_t count);
+
+// At most `count` batches of about equal total cost (seconds): the costliest op first into the
+// batch with the least so far; an op of unknown cost counts as the mean of the known ones.
+// Each batch keeps the order of `ops`. With no cost known, split_into_batches.
+std::vector<std::vector<std::string>> batches_by_cost(const std::vector<std::string>& ops,
+                                                      const std::map<std::string, double>& seconds, size_t count);
+
+// What one op cost in its single-op process: its one-op graphs' first calls through the backend
+// (compile_s, `compiles` of them) and its eager and compiled calls otherwise (run_s).
+struct OpCost {
+  double compile_s = 0, run_s = 0;
+  long long compiles = 0;
+  nlohmann::json shared_compiles = nlohmann::json::array();  // [{"op_key", "compiled_as"}]
+};
+
+// The costs in a single-op process's single_op.json ({"ops": [{"op", "compile_s", "run_s",
+// "compiles", "shared_compiles"}, ...]}); an entry without compile_s and run_s is left out,
+// text that is not such a document gives none.
+std::map<std::string, OpCost> read_op_costs(const std::string& single_op_json);
 
 // An op the single-op run did not check, and why: `reason` is a short class ("random", "no
 // tensor output", "not registered"), `message` the plugin's words.

@@ -1,7 +1,9 @@
 // `single_op_check`: every distinct op of an eager run, compiled alone as a one-op graph
 // with the target's backend and switches on the op's recorded inputs, against the eager op
 // on the same inputs. Ops go in batches, one process each, in parallel; when a process
-// dies, the op it was on is reported as crashed and the rest of its batch runs again.
+// dies, the op it was on is reported as crashed and the rest of its batch runs again (in
+// batches balanced by measured cost where costs are known). Each op's compile and run
+// seconds, as the plugin measured them, go into the report.
 #include <algorithm>
 #include <boost/filesystem.hpp>
 #include <fstream>
@@ -9,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "orchestrator/engine/progress.h"
 #include "orchestrator/engine/step.h"
 #include "orchestrator/exec/command_line.h"
 #include "orchestrator/exec/subprocess.h"
@@ -34,6 +37,49 @@ std::string skipped_clause(const std::vector<SkippedOp>& skipped) {
   std::vector<std::string> groups;
   for (const auto& [reason, ops] : by_reason) groups.push_back(reason + ": " + joined(ops, ", "));
   return std::to_string(skipped.size()) + " skipped (" + joined(groups, "; ") + ")";
+}
+
+std::map<std::string, double> total_seconds(const std::map<std::string, OpCost>& costs) {
+  std::map<std::string, double> seconds;
+  for (const auto& [op, cost] : costs) seconds[op] = cost.compile_s + cost.run_s;
+  return seconds;
+}
+
+long long compile_count(const std::map<std::string, OpCost>& costs) {
+  long long compiles = 0;
+  for (const auto& [op, cost] : costs) compiles += cost.compiles;
+  return compiles;
+}
+
+// The measured ops in inventory order: [{"op", "compile_s", "run_s", "compiles", "shared_compiles"}].
+nlohmann::json op_times_table(const std::vector<std::string>& ops, const std::map<std::string, OpCost>& costs) {
+  nlohmann::json table = nlohmann::json::array();
+  for (const std::string& op : ops)
+    if (auto cost = costs.find(op); cost != costs.end())
+      table.push_back({{"op", op},
+                       {"compile_s", cost->second.compile_s},
+                       {"run_s", cost->second.run_s},
+                       {"compiles", cost->second.compiles},
+                       {"shared_compiles", cost->second.shared_compiles}});
+  return table;
+}
+
+// "14 compiles, 30.2s compiling, 0.3s running (slowest: aten.gelu.default 3.1s, ...)".
+std::string cost_clause(const std::map<std::string, OpCost>& costs) {
+  constexpr size_t kSlowest = 3;
+  double compiling = 0, running = 0;
+  std::vector<std::pair<double, std::string>> slowest;
+  for (const auto& [op, cost] : costs) {
+    compiling += cost.compile_s;
+    running += cost.run_s;
+    slowest.push_back({cost.compile_s + cost.run_s, op});
+  }
+  std::stable_sort(slowest.begin(), slowest.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  slowest.resize(std::min(slowest.size(), kSlowest));
+  std::vector<std::string> named;
+  for (const auto& [seconds, op] : slowest) named.push_back(op + " " + seconds_text(seconds));
+  return std::to_string(compile_count(costs)) + " compiles, " + seconds_text(compiling) + " compiling, " +
+         seconds_text(running) + " running (slowest: " + joined(named, ", ") + ")";
 }
 
 // The eager run the ops and their inputs are taken from.
@@ -72,8 +118,8 @@ class SingleOpCheckStep : public StepKind {
     return properties;
   }
   std::vector<std::string> result_fields() const override {
-    return {"ops",       "checked", "skipped", "skipped_ops", "failed",          "failed_ops", "crashed_ops",
-            "op_errors", "rounds",  "culprit", "rules",       "rule_conclusion", "workaround"};
+    return {"ops",    "checked", "skipped", "skipped_ops",     "failed",     "failed_ops", "crashed_ops", "op_errors",
+            "rounds", "culprit", "rules",   "rule_conclusion", "workaround", "compiles",   "op_times"};
   }
   std::string default_category() const override { return "single_op_graph_defect"; }
   void check(const StepSpec& step, const CheckContext&, Diagnostics& diagnostics) const override {
@@ -137,6 +183,7 @@ class SingleOpCheckStep : public StepKind {
     std::vector<std::pair<std::string, std::string>> op_errors;
     std::vector<SkippedOp> skipped;
     std::map<std::string, std::string> crash_logs;
+    std::map<std::string, OpCost> costs;
     int rounds = 0;
     while (!pending.empty()) {
       ++rounds;
@@ -148,12 +195,13 @@ class SingleOpCheckStep : public StepKind {
             context, run_name, single_op_args(eager_dir, out, target, switches_file, pending[b]), node["eager"]));
       }
       std::vector<RunRecord> runs = context.run(requests);
-      std::vector<std::vector<std::string>> next;
+      std::vector<std::string> again;
       for (size_t b = 0; b < runs.size(); ++b) {
         const RunRecord& run = runs[b];
         std::string out = run.dir + "/out";
         bool ok = run.status == RunStatus::Succeeded;
         BatchOutcome outcome = read_batch_progress(read_file(out + "/progress.jsonl").value_or(""), pending[b], ok);
+        for (auto& [op, cost] : read_op_costs(read_file(out + "/single_op.json").value_or(""))) costs[op] = cost;
         if (!outcome.done.empty()) out_dirs.push_back(out);
         op_errors.insert(op_errors.end(), outcome.errors.begin(), outcome.errors.end());
         skipped.insert(skipped.end(), outcome.skipped.begin(), outcome.skipped.end());
@@ -171,9 +219,10 @@ class SingleOpCheckStep : public StepKind {
                            (setup_error.empty() ? " checked no op: " + run.error : " could not set up: " + setup_error);
           return failed;
         }
-        if (!outcome.not_started.empty()) next.push_back(outcome.not_started);
+        again.insert(again.end(), outcome.not_started.begin(), outcome.not_started.end());
       }
-      pending = next;
+      pending.clear();
+      if (!again.empty()) pending = batches_by_cost(again, total_seconds(costs), batch_count);
     }
 
     // Judge each batch's eager and graph results; failing rows are attributed to their op.
@@ -241,6 +290,8 @@ class SingleOpCheckStep : public StepKind {
 
     size_t checked = ops.size() - op_errors.size() - crashed.size() - skipped.size();
     result.metrics = {{"ops", ops.size()},
+                      {"compiles", compile_count(costs)},
+                      {"op_times", op_times_table(ops, costs)},
                       {"checked", checked},
                       {"skipped", skipped.size()},
                       {"skipped_ops", skipped_ops},
@@ -268,6 +319,7 @@ class SingleOpCheckStep : public StepKind {
       if (!wrong_ops.empty() && context.option<bool>("attribute_rules"))
         result.summary += "; " + attribute_to_rules(context, {eager_dir, target}, wrong_ops, result);
     }
+    if (!costs.empty()) result.summary += "; " + cost_clause(costs);
     return result;
   }
 };

@@ -10,7 +10,6 @@
 
 namespace diagnose {
 
-namespace {
 std::string seconds_text(double s) {
   std::ostringstream out;
   if (s < 60)
@@ -20,7 +19,6 @@ std::string seconds_text(double s) {
         << "s";
   return out.str();
 }
-}  // namespace
 
 std::optional<TimeLeft> estimate_time_left(const RunsSoFar& runs) {
   if (runs.finished_seconds.empty() || (runs.running_seconds.empty() && runs.queued == 0)) return std::nullopt;

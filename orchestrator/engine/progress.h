@@ -18,6 +18,9 @@
 
 namespace diagnose {
 
+// "4.2s", "3m07s".
+std::string seconds_text(double s);
+
 // What is known of a step's runs when its progress line is written.
 struct RunsSoFar {
   std::vector<double> finished_seconds;  // the durations of the runs done

@@ -40,6 +40,34 @@ TEST(SingleOpBatches, SplitIsBalancedAndKeepsOrder) {
   EXPECT_TRUE(split_into_batches({}, 3).empty());
 }
 
+TEST(SingleOpBatches, CostBalancedBatchesEvenOutMeasuredSecondsAndKeepOrder) {
+  std::vector<std::string> ops = {"a", "b", "c", "d", "e"};
+  std::map<std::string, double> seconds = {{"a", 10}, {"b", 1}, {"c", 1}, {"d", 1}, {"e", 7}};
+  EXPECT_EQ(batches_by_cost(ops, seconds, 2),
+            (std::vector<std::vector<std::string>>{{"a"}, {"b", "c", "d", "e"}}));  // 10 s and 10 s
+  // an op never measured counts as the mean of the others (3 s)
+  EXPECT_EQ(batches_by_cost({"x", "a", "b"}, {{"a", 4}, {"b", 2}}, 2),
+            (std::vector<std::vector<std::string>>{{"a"}, {"x", "b"}}));
+  EXPECT_EQ(batches_by_cost(ops, {}, 2), split_into_batches(ops, 2));  // nothing measured: by count
+  EXPECT_EQ(batches_by_cost(ops, seconds, 9).size(), 5u);
+  EXPECT_TRUE(batches_by_cost({}, seconds, 2).empty());
+}
+
+TEST(SingleOpBatches, OpCostsAreReadFromTheResultsAndBadEntriesLeftOut) {
+  std::map<std::string, OpCost> costs = read_op_costs(R"({"ops": [
+    {"op": "a", "compile_s": 2.5, "run_s": 0.25, "compiles": 1,
+     "shared_compiles": [{"op_key": "a#1", "compiled_as": "a#0"}]},
+    {"op": "b", "status": "compile_error"},
+    {"op": "c", "compile_s": "slow", "run_s": 1}]})");
+  ASSERT_EQ(costs.size(), 1u);
+  EXPECT_EQ(costs["a"].compile_s, 2.5);
+  EXPECT_EQ(costs["a"].run_s, 0.25);
+  EXPECT_EQ(costs["a"].compiles, 1);
+  EXPECT_EQ(costs["a"].shared_compiles[0]["compiled_as"], "a#0");
+  EXPECT_TRUE(read_op_costs("{\"ops\": 3}").empty());
+  EXPECT_TRUE(read_op_costs("not json").empty());
+}
+
 TEST(SingleOpBatches, SkippedOpsAreNeitherDoneNorErrors) {
   std::string progress = R"({"op": "a", "event": "start"}
 {"op": "a", "event": "skipped", "message": "results depend on the RNG", "reason": "random"}
@@ -332,6 +360,12 @@ TEST(DiagnosticSteps, SingleOpCheckPassesWhenEveryOpMatches) {
   EXPECT_EQ(step["metrics"]["ops"], 3);
   EXPECT_EQ(step["metrics"]["rounds"], 1);
   EXPECT_EQ(step["runs"].size(), 4u);  // eager, ops, two batches
+  // the plugin's per-op seconds, in the report and the summary (values not asserted)
+  EXPECT_EQ(step["metrics"]["compiles"], 3);
+  ASSERT_EQ(step["metrics"]["op_times"].size(), 3u);
+  for (const auto& row : step["metrics"]["op_times"])
+    EXPECT_TRUE(row["compile_s"].is_number() && row["run_s"].is_number()) << row;
+  EXPECT_NE(step["summary"].get<std::string>().find("3 compiles, "), std::string::npos) << step["summary"];
 }
 
 TEST(DiagnosticSteps, DynamoMetaCheckNamesTheMetaOpAndTheDivergingBackends) {
