@@ -130,19 +130,23 @@ class FusionBisectStep : public StepKind {
     check_regexes(node["judge_ops"], where + ".judge_ops", diagnostics);
   }
 
+  // The run that lists the candidates, when it is one: graph_dump_compare's target run can be it
+  // (its dump only observes the same compiled run; shared_runs.h).
+  std::vector<PlannedRun> planned_runs(const StepContext& context) const override {
+    const YAML::Node& node = context.step().node;
+    if (context.workflow().model.script.empty() || node["candidates"]) return {};
+    return {
+        planned_plugin_run(context, bisect::trial_name({}, 0), target_spec(context), in_own_directory(node["target"]))};
+  }
+
   StepResult evaluate(const StepContext& context) const override {
     const YAML::Node& node = context.step().node;
     const Workflow& workflow = context.workflow();
     bool plugin = !workflow.model.script.empty();
     YAML::Node target = node["target"];
-    nlohmann::json target_defaults = {{"mode", "compiled"}, {"dump", {{"level", "none"}}}};
     std::vector<std::string> judge_ops = strings(node["judge_ops"]);
-    if (!judge_ops.empty()) target_defaults["dump"] = {{"level", "compiled"}, {"include", judge_ops}};
-    nlohmann::json target_spec = plugin ? side_spec(context, target, target_defaults) : nlohmann::json();
-    std::string knob = node["knob"]                                     ? node["knob"].Scalar()
-                       : !plugin                                        ? "switch_file"
-                       : target_spec.value("backend", "") == "inductor" ? "inductor"
-                                                                        : "fusion_switch_file";
+    nlohmann::json target_spec = plugin ? FusionBisectStep::target_spec(context) : nlohmann::json();
+    std::string knob = FusionBisectStep::knob(context, target_spec);
     StepResult result;
     result.metrics["knob"] = knob;
 
@@ -157,12 +161,16 @@ class FusionBisectStep : public StepKind {
     setup.make_request = [&, knob](const bisect::Trial& trial) {
       RunRequest request;
       if (plugin) {
+        // The all-on run is the target as it is (a switch file turning nothing off changes
+        // nothing) and may be another step's; repeats and confirmations are runs of their own.
+        bool listing = trial.name == bisect::trial_name({}, 0);
         nlohmann::json spec = target_spec;
-        if (knob == "inductor")
+        if (!listing && knob == "inductor")
           spec["switches"]["inductor_off"] = trial.off;
-        else if (knob == "fusion_switch_file")
+        else if (!listing && knob == "fusion_switch_file")
           spec["switches"]["fusion_switch_file"] = trial.switch_file;
-        request = plugin_run(context, trial.name, spec, target);
+        request = plugin_run(context, trial.name, spec, in_own_directory(target),
+                             listing ? Sharing::Shareable : Sharing::OwnRun);
       } else {
         Workflow own = workflow;
         CommandSpec& command = own.model.command;
@@ -175,7 +183,7 @@ class FusionBisectStep : public StepKind {
         request = trial_context.model_run(trial.name, with_switch_file(target, trial.switch_file));
       }
       if (!switch_env.empty()) request.env[switch_env] = trial.switch_file;
-      request.cwd = trial.dir;  // GE writes fusion_result.json into the working directory
+      if (!plugin) request.cwd = trial.dir;  // GE writes fusion_result.json into the working directory
       bisect::anchor_relative_paths(request, model_cwd);
       return request;
     };
@@ -209,6 +217,21 @@ class FusionBisectStep : public StepKind {
   }
 
  private:
+  static nlohmann::json target_spec(const StepContext& context) {
+    const YAML::Node& node = context.step().node;
+    nlohmann::json defaults = {{"mode", "compiled"}, {"dump", {{"level", "none"}}}};
+    std::vector<std::string> judge_ops = strings(node["judge_ops"]);
+    if (!judge_ops.empty()) defaults["dump"] = {{"level", "compiled"}, {"include", judge_ops}};
+    return side_spec(context, node["target"], defaults);
+  }
+
+  static std::string knob(const StepContext& context, const nlohmann::json& target_spec) {
+    const YAML::Node& node = context.step().node;
+    if (node["knob"]) return node["knob"].Scalar();
+    if (context.workflow().model.script.empty()) return "switch_file";
+    return target_spec.value("backend", "") == "inductor" ? "inductor" : "fusion_switch_file";
+  }
+
   // A graph-mode run that fused nothing cannot owe its failure to a fusion rule: the flowchart
   // goes on with the other causes (a backend without fusion rules writes no report at all).
   static StepResult no_rule_fired(const bisect::BisectionOutcome& outcome) {

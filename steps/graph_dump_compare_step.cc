@@ -6,6 +6,7 @@
 // bring their own. With `referee: true` the golden run computes every node's float64 truth too
 // (shadow execution) and the truth ratio rule judges each row: the graph fails where it is
 // further from the truth than eager is.
+#include "orchestrator/bisect/trial_oracle.h"
 #include "orchestrator/engine/run_dir.h"
 #include "orchestrator/engine/step.h"
 #include "orchestrator/exec/command_line.h"
@@ -55,6 +56,12 @@ class GraphDumpCompareStep : public StepKind {
     check_comparison_keys(step, diagnostics);
   }
 
+  // The target run, which fusion_bisect's all-on trial can be (shared_runs.h).
+  std::vector<PlannedRun> planned_runs(const StepContext& context) const override {
+    if (context.step().node["target"] && context.step().node["target"].IsScalar()) return {};
+    return {planned_plugin_run(context, "target", target_spec(context), target_side(context))};
+  }
+
   StepResult evaluate(const StepContext& context) const override {
     const YAML::Node& node = context.step().node;
     std::vector<RunRequest> requests;
@@ -74,12 +81,14 @@ class GraphDumpCompareStep : public StepKind {
     const bool torchair = golden_spec["backend"] == "torchair";
     if (truth && !torchair) golden_defaults["dump"]["truth"] = true;
     std::string golden = side("golden", node["golden"], golden_defaults);
-    nlohmann::json target_defaults = kTarget;
-    if (side_spec(context, node["target"] && node["target"].IsMap() ? node["target"] : YAML::Node(), kTarget)["backend"]
-            .get<std::string>()
-            .find(':') != std::string::npos)
-      target_defaults["dump"]["level"] = "compiled";  // a user backend: its Inductor buffers, if built on Inductor
-    std::string target = side("target", node["target"], target_defaults);
+    std::string target;
+    if (node["target"] && node["target"].IsScalar()) {
+      target = context.path(node["target"].Scalar());
+    } else {
+      requests.push_back(plugin_run(context, "target", target_spec(context), target_side(context)));
+      bisect::anchor_relative_paths(requests.back(), context.path(context.workflow().model.command.cwd.value_or(".")));
+      target = requests.back().dump_dir;
+    }
     std::optional<std::string> referee;
     if (referee_node && !truth && yaml_to_json(referee_node) != false) {
       nlohmann::json fp64 = golden_spec;
@@ -96,6 +105,24 @@ class GraphDumpCompareStep : public StepKind {
     if (!result.metrics.contains("localized")) result.metrics["localized"] = false;
     note_unavailable_features(runs, result);
     return result;
+  }
+
+ private:
+  static nlohmann::json target_spec(const StepContext& context) {
+    const YAML::Node target = context.step().node["target"];
+    const YAML::Node overrides = target && target.IsMap() ? target : YAML::Node();
+    nlohmann::json defaults = kTarget;
+    if (side_spec(context, overrides, kTarget)["backend"].get<std::string>().find(':') != std::string::npos)
+      defaults["dump"]["level"] = "compiled";  // a user backend: its Inductor buffers, if built on Inductor
+    return side_spec(context, overrides, defaults);
+  }
+
+  // The target works in its own directory, as a bisection trial does (GE's fusion_result.json
+  // stays in it), unless the workflow names one.
+  static YAML::Node target_side(const StepContext& context) {
+    const YAML::Node target = context.step().node["target"];
+    if ((target && target.IsMap() && target["cwd"]) || context.workflow().model.command.cwd) return target;
+    return in_own_directory(target);
   }
 };
 

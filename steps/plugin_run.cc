@@ -25,6 +25,12 @@ const std::vector<std::string> kDtypes = {"float32", "float64", "float16", "bflo
 
 }  // namespace
 
+YAML::Node in_own_directory(const YAML::Node& side) {
+  YAML::Node own = side && side.IsMap() ? YAML::Clone(side) : YAML::Node(YAML::NodeType::Map);
+  own["cwd"] = "${run.dir}";
+  return own;
+}
+
 const nlohmann::json kEagerAtenRun = {{"mode", "eager"}, {"dump", {{"level", "aten"}}}};
 
 std::vector<Property> plugin_side_properties() {
@@ -103,13 +109,14 @@ PlannedRun planned_plugin_run(const StepContext& context, const std::string& run
 }
 
 RunRequest plugin_run(const StepContext& context, const std::string& run_name, nlohmann::json spec,
-                      const YAML::Node& side) {
+                      const YAML::Node& side, Sharing sharing) {
   PlannedRun planned = planned_plugin_run(context, run_name, std::move(spec), side);
   RunRequest request = planned.request;
-  const SharedRuns* shared = context.shared_runs();
+  const SharedRuns* shared = sharing == Sharing::Shareable ? context.shared_runs() : nullptr;
   if (shared) planned.spec = shared->spec_for(planned);
-  request.spec_identity = spec_identity(planned.spec);
+  if (sharing == Sharing::Shareable) request.spec_identity = spec_identity(planned.spec);
   if (std::optional<std::string> dir = shared ? shared->dir_for(run_identity(request)) : std::nullopt) {
+    if (request.cwd == request.dir) request.cwd = *dir;
     request.dir = *dir;
     request.dump_dir = request.env["DIAGNOSE_DUMP_DIR"] = *dir + "/dump";
   }

@@ -45,14 +45,23 @@ Schema plugin_side_schema(const std::string& description);
 // against the workflow's directory. output_dir is left for plugin_run.
 nlohmann::json side_spec(const StepContext& context, const YAML::Node& side, const nlohmann::json& defaults);
 
+// Shareable: another request of this invocation with the same identity may be this run (or this
+// run that one); OwnRun: a run of its own whatever its identity (a repeated bisection trial).
+enum class Sharing { Shareable, OwnRun };
+
 // The request for one run of the model's script: the run directory is
 // context.run_dir_of(run_name), or a shared run's (orchestrator/engine/shared_runs.h, whose
 // merged dump needs then replace spec's); spec.output_dir is set to it and spec.json written
 // there (directories created). The side's args/env/cwd/timeout/retries apply. The dump lands
-// in request.dump_dir (<run dir>/dump). Throws std::runtime_error when the model has no
+// in request.dump_dir (<run dir>/dump); a request whose working directory is its run directory
+// keeps working in the shared run's. Throws std::runtime_error when the model has no
 // `script` (the step's result is then an error saying so).
 RunRequest plugin_run(const StepContext& context, const std::string& run_name, nlohmann::json spec,
-                      const YAML::Node& side);
+                      const YAML::Node& side, Sharing sharing = Sharing::Shareable);
+
+// `side` with the run's own directory as its working directory (GE writes fusion_result.json
+// there): runs made so are the same run wherever each one's directory is (shared_runs.h).
+YAML::Node in_own_directory(const YAML::Node& side);
 
 // What plugin_run would ask for, for StepKind::planned_runs: nothing written, nothing shared yet.
 PlannedRun planned_plugin_run(const StepContext& context, const std::string& run_name, nlohmann::json spec,

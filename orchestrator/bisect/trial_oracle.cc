@@ -213,7 +213,7 @@ TrialOutcome TrialOracle::judge(const Trial& trial, const RunRequest& request, c
         outcome.outcome = Outcome::Pass;
       else
         judge_by_comparison(setup_.judge, absolute_in(setup_.judge.golden, trial.dir),
-                            absolute_in(setup_.judge.dump, trial.dir), outcome);
+                            absolute_in(setup_.judge.dump, request.dir), outcome);
       break;
     case RunStatus::Failed:
       outcome.outcome = setup_.judge.kind == JudgeKind::ExitCode ? Outcome::Fail : Outcome::Crash;

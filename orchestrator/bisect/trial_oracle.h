@@ -28,7 +28,7 @@ struct TrialJudge {
   // Compare: the golden dump (directory or file); relative: to the trial's directory (a
   // reference each trial computes itself, as single-op's eager side).
   std::string golden;
-  // Compare: the trial's dump, relative to the trial's directory (or absolute).
+  // Compare: the trial's dump, relative to its run's directory (a shared run's: that run's) or absolute.
   std::string dump = "dump";
   // Compare: judge only the rows whose op_key matches one of these regexes (empty: every row).
   std::vector<std::string> ops;

@@ -30,6 +30,33 @@ bool wants(const nlohmann::json& object, const char* key) {
   return object.is_object() && object.contains(key) && object[key] == true;
 }
 
+std::string dump_level(const nlohmann::json& spec) {
+  nlohmann::json dump = spec.value("dump", nlohmann::json::object());
+  return dump.is_object() ? dump.value("level", "auto") : "auto";
+}
+
+// Whether `spec`'s dump only observes what the run computes, so that its final outputs are those
+// of the same run dumping nothing: eager ATen ops through a dispatch mode, Inductor's buffers
+// through hooks that leave its kernels as they are (plugins/pytorch/README.md, "Dump levels";
+// `auto` resolved as the plugin does). An FX-level dump replaces the backend; TorchAir's GE dump
+// is GE's own.
+bool observes_only(const nlohmann::json& spec) {
+  std::string mode = spec.value("mode", ""), backend = spec.value("backend", ""), level = dump_level(spec);
+  if (spec.contains("isolation")) return false;
+  if (mode == "eager") return level == "aten" || level == "auto";
+  bool inductor_based = backend == "inductor" || backend.find(':') != std::string::npos;
+  return mode == "compiled" && inductor_based && (level == "compiled" || (level == "auto" && backend == "inductor"));
+}
+
+// `outputs_only` (dump level none) is covered by `dumping` when `dumping`'s dump only observes and
+// holds each truth `outputs_only` asks for.
+bool covers_outputs(const nlohmann::json& dumping, const nlohmann::json& outputs_only) {
+  nlohmann::json dump = outputs_only.value("dump", nlohmann::json::object());
+  return dump_level(outputs_only) == "none" && dump_level(dumping) != "none" && observes_only(dumping) &&
+         (!wants(dump, "truth") || wants(dumping.value("dump", nlohmann::json::object()), "truth")) &&
+         outputs_only.value("checks", nlohmann::json::object()) == nlohmann::json::object();
+}
+
 }  // namespace
 
 std::string spec_identity(const nlohmann::json& spec) {
@@ -46,13 +73,16 @@ std::string run_identity(const RunRequest& request) {
   if (request.spec_identity.empty()) return "";
   std::map<std::string, std::string> env = request.env;
   for (const char* name : kPerRunVariables) env.erase(name);
-  nlohmann::json identity = {
-      {"spec", request.spec_identity}, {"argv", request.argv}, {"cwd", request.cwd}, {"env", env}};
+  // A run in its own fresh directory is the same run whichever directory that is.
+  std::string cwd = request.cwd == request.dir ? "(its own directory)" : request.cwd;
+  nlohmann::json identity = {{"spec", request.spec_identity}, {"argv", request.argv}, {"cwd", cwd}, {"env", env}};
   return hex_digest(fnv1a(identity.dump()));
 }
 
 std::optional<nlohmann::json> merged_needs(const nlohmann::json& a, const nlohmann::json& b) {
   if (without(a, {"dump", "checks"}) != without(b, {"dump", "checks"})) return std::nullopt;
+  if (covers_outputs(a, b)) return a;
+  if (covers_outputs(b, a)) return b;
   nlohmann::json dump_a = a.value("dump", nlohmann::json::object()), dump_b = b.value("dump", nlohmann::json::object());
   nlohmann::json checks_a = a.value("checks", nlohmann::json::object()),
                  checks_b = b.value("checks", nlohmann::json::object());

@@ -1,8 +1,8 @@
 // Runs of the model shared by the steps of one invocation. A run's identity is what decides its
 // result: its run spec without output_dir (an empty switches.inductor_off is no switch) and its
-// command as it will start (argv, cwd, env without the engine's per-run variables): a bisection
-// trial that runs in its own directory, as each confirmation does, is a run of its own. A step that asks for a run an
-// earlier request already made gets that run: its directory, dump, outputs and record.
+// command as it will start (argv, cwd, env without the engine's per-run variables; a run working
+// in its own run directory is the same run whichever directory that is). A step that asks for a
+// run an earlier request already made gets that run: its directory, dump, outputs and record.
 //
 // Before the first step runs, each step kind says which plugin runs it will ask for
 // (StepKind::planned_runs); runs whose identities differ only in what they dump are merged into
@@ -29,7 +29,8 @@ std::string run_identity(const RunRequest& request);
 
 // A spec whose dump and checks cover both `a`'s and `b`'s (the rest is `a`'s), or nullopt when
 // neither covers the other: same dump level and filters, truth where either wants it, statistics
-// only where both do, checks.meta where either wants it, the other checks equal.
+// only where both do, checks.meta where either wants it, the other checks equal; or a run of final
+// outputs only (level none) covered by one whose dump only observes the same computation.
 std::optional<nlohmann::json> merged_needs(const nlohmann::json& a, const nlohmann::json& b);
 
 // Where an earlier request's run is: the step that made it and its record.

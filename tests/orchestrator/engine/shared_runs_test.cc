@@ -53,6 +53,37 @@ TEST(RunIdentity, DiffersInWhatDecidesTheResult) {
   EXPECT_NE(base, identity(kEager, args));
 }
 
+TEST(RunIdentity, ARunInItsOwnDirectoryIsTheSameWhereverThatIs) {
+  RunRequest target = request("graph", "target"), trial = request("fusion", "t0-0");
+  target.cwd = target.dir;
+  trial.cwd = trial.dir;
+  EXPECT_EQ(identity(kEager, target), identity(kEager, trial));
+  EXPECT_NE(identity(kEager, target), identity(kEager, request("graph", "target")));
+}
+
+TEST(MergedNeeds, AnOutputsOnlyRunIsCoveredByADumpThatOnlyObserves) {
+  nlohmann::json compiled = with(kEager, {{"mode", "compiled"}});
+  nlohmann::json outputs = with(compiled, {{"dump", {{"level", "none"}}}});
+  nlohmann::json buffers = with(compiled, {{"dump", {{"level", "auto"}}}});
+  EXPECT_EQ(merged_needs(buffers, outputs), buffers);
+  EXPECT_EQ(merged_needs(outputs, buffers), buffers);
+  nlohmann::json user = with(compiled, {{"backend", "fusion_backend:backend"}});
+  nlohmann::json user_buffers = with(user, {{"dump", {{"level", "compiled"}}}});
+  EXPECT_EQ(merged_needs(with(user, {{"dump", {{"level", "none"}}}}), user_buffers), user_buffers);
+  // the FX level replaces the backend; a user backend's auto level dumps nothing; GE's dump is GE's
+  EXPECT_FALSE(merged_needs(outputs, with(compiled, {{"dump", {{"level", "fx"}}}})));
+  EXPECT_FALSE(merged_needs(with(user, {{"dump", {{"level", "none"}}}}), with(user, {{"dump", {{"level", "auto"}}}})));
+  nlohmann::json torchair = with(compiled, {{"backend", "torchair"}});
+  EXPECT_FALSE(merged_needs(with(torchair, {{"dump", {{"level", "none"}}}}),
+                            with(torchair, {{"dump", {{"level", "compiled"}}}})));
+  // eager: the ATen dump covers the outputs only when it holds the truth they ask for
+  nlohmann::json aten = with(kEager, {{"dump", {{"level", "aten"}}}});
+  nlohmann::json outputs_truth = with(kEager, {{"dump", {{"level", "none"}, {"truth", true}}}});
+  EXPECT_FALSE(merged_needs(aten, outputs_truth));
+  nlohmann::json aten_truth = with(aten, {{"dump", {{"truth", true}}}});
+  EXPECT_EQ(merged_needs(aten_truth, outputs_truth), aten_truth);
+}
+
 TEST(MergedNeeds, CoversTruthStatisticsAndTheMetaCheck) {
   nlohmann::json aten = with(kEager, {{"dump", {{"level", "aten"}}}});
   nlohmann::json truth = with(kEager, {{"dump", {{"level", "aten"}, {"truth", true}}}});
@@ -98,6 +129,23 @@ TEST(SharedRuns, PlannedRunsOfOneIdentityGetOneSpecAndTheFirstDirectory) {
   changed.spec["dtype"] = "float64";
   EXPECT_EQ(shared.spec_for(changed), changed.spec);
   EXPECT_FALSE(shared.dir_for(identity(changed.spec, changed.request)));
+}
+
+TEST(SharedRuns, TheAllOnTrialIsTheGraphCompareTarget) {
+  SharedRuns shared;
+  nlohmann::json compiled = with(kEager, {{"mode", "compiled"}});
+  PlannedRun target = planned("graph", "target", with(compiled, {{"dump", {{"level", "auto"}}}}));
+  PlannedRun all_on = planned("fusion", "t811c9dc5-0", with(compiled, {{"dump", {{"level", "none"}}}}));
+  target.request.cwd = target.request.dir;
+  all_on.request.cwd = all_on.request.dir;
+  shared.plan({target, all_on});
+  EXPECT_EQ(shared.spec_for(all_on), target.spec);
+  EXPECT_EQ(shared.dir_for(identity(target.spec, all_on.request)), target.request.dir);
+  // a repeat of the all-on configuration, not planned: its own spec, in its own directory
+  PlannedRun repeat = planned("fusion", "t811c9dc5-1", all_on.spec);
+  repeat.request.cwd = repeat.request.dir;
+  EXPECT_EQ(shared.spec_for(repeat), repeat.spec);
+  EXPECT_FALSE(shared.dir_for(identity(repeat.spec, repeat.request)));
 }
 
 TEST(SharedRuns, APlannedRunDoneIsFoundWhereItRan) {

@@ -11,7 +11,7 @@ import os
 import subprocess
 import sys
 
-from fixtures.workflow_run import run_workflow
+from fixtures.workflow_run import processes_started, run_workflow
 
 MODEL = """\
 import torch
@@ -70,3 +70,35 @@ def test_one_eager_run_serves_two_steps(diagnose_bin, tmp_path, inductor_cache):
     assert (tmp_path / "runs.txt").read_text() == "run\n", resumed.stderr[-3000:]
     (eager,) = report["steps"][1]["runs"]
     assert (report["steps"][1]["status"], eager["shared_from"]) == ("pass", {"step": "eager_device", "run": "golden"})
+
+
+BISECTED = """\
+name: shared_compiled_run
+model: {script: model.py, backend: inductor, device: cpu}
+steps:
+  - id: graph_compare
+    kind: graph_dump_compare
+  - id: fusion
+    kind: fusion_bisect
+    max_trials: 2
+"""
+
+
+def test_the_all_on_trial_is_the_graph_compares_compiled_run(diagnose_bin, tmp_path, inductor_cache):
+    """graph_dump_compare's target dumps Inductor's buffers through hooks that leave the kernels as
+    they are, so its final outputs are the all-on trial's: one compiled process, two uses."""
+    # trials and the compiled target work in their own directories: the count goes beside the script
+    (tmp_path / "model.py").write_text(MODEL.replace('open("runs.txt", "a")', 'open(__file__[:-8] + "runs.txt", "a")'))
+    env = dict(os.environ, DIAGNOSE_PYTHON=sys.executable, TORCHINDUCTOR_CACHE_DIR=str(inductor_cache))
+    done, run_dir = run_workflow(diagnose_bin, tmp_path, BISECTED, env=env, timeout=300)
+    report = json.loads((run_dir / "report.json").read_text())
+    steps = {step["id"]: step for step in report["steps"]}
+    assert steps["graph_compare"]["status"] == "pass", done.stderr[-3000:]
+    target = next(run for run in steps["graph_compare"]["runs"] if run["name"] == "target")
+    all_on = next(run for run in steps["fusion"]["runs"] if run["name"].endswith("-0") and run["name"] != "golden")
+    assert all_on["shared_from"] == {"step": "graph_compare", "run": "target"}
+    assert all_on["dump_dir"] == target["dump_dir"] == target["cwd"] + "/dump"
+    runs = [run for step in report["steps"] for run in step["runs"]]
+    assert [run for run in runs if "shared_from" in run] == [all_on]
+    assert processes_started(report) == len(runs) - 1
+    assert (tmp_path / "runs.txt").read_text() == "run\n" * (len(runs) - 1), done.stderr[-3000:]
