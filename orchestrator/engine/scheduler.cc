@@ -7,6 +7,7 @@
 
 #include "orchestrator/exec/interrupt.h"
 #include "orchestrator/exec/subprocess.h"
+#include "orchestrator/exec/warm_launcher.h"
 
 namespace diagnose {
 
@@ -43,7 +44,7 @@ void check_outputs(const RunRequest& request, RunRecord& record) {
 
 namespace {
 
-RunRecord execute(const RunRequest& request, double kill_grace_s, const std::function<void(int)>& on_start,
+RunRecord execute(const RunRequest& request, double kill_grace_s, bool warm, const std::function<void(int)>& on_start,
                   const std::function<void(const std::string&, bool)>& on_output) {
   RunRecord record = record_for(request);
   boost::system::error_code ignored;
@@ -53,7 +54,10 @@ RunRecord execute(const RunRequest& request, double kill_grace_s, const std::fun
                    record.stderr_path, request.timeout_s, kill_grace_s};
   for (int attempt = 1; attempt <= 1 + request.retries; ++attempt) {
     record.attempts = attempt;
-    ProcessOutcome outcome = run_process(spec, {on_start, on_output});
+    Launched launched = launch_process(spec, warm, {on_start, on_output});
+    const ProcessOutcome& outcome = launched.outcome;
+    record.launch = launched.launch;
+    record.launch_reason = launched.reason;
     record.status = outcome.status;
     record.exit_code = outcome.exit_code;
     record.signal = outcome.signal;
@@ -69,7 +73,7 @@ RunRecord execute(const RunRequest& request, double kill_grace_s, const std::fun
 }  // namespace
 
 void run_in_parallel(const std::vector<RunRequest>& requests, const std::vector<size_t>& indexes, int slots,
-                     double kill_grace_s, const SchedulerCallbacks& callbacks) {
+                     double kill_grace_s, const SchedulerCallbacks& callbacks, bool warm) {
   std::mutex lock;
   std::atomic<size_t> next{0};
   auto worker = [&] {
@@ -92,7 +96,7 @@ void run_in_parallel(const std::vector<RunRequest>& requests, const std::vector<
           callbacks.on_output(index, line, from_stderr);
         };
       }
-      RunRecord record = execute(request, kill_grace_s, on_start, on_output);
+      RunRecord record = execute(request, kill_grace_s, warm, on_start, on_output);
       std::lock_guard<std::mutex> guard(lock);
       if (callbacks.on_finished) callbacks.on_finished(index, record);
     }

@@ -18,9 +18,10 @@ struct SchedulerCallbacks {
 };
 
 // Runs requests[i] for every i in `indexes`. Returns when all have ended, or, after an
-// interrupt, when the running ones have stopped (the others stay Pending).
+// interrupt, when the running ones have stopped (the others stay Pending). `warm`: the plugin's
+// runs are forked from a warm parent where they may be (orchestrator/exec/warm_launcher.h).
 void run_in_parallel(const std::vector<RunRequest>& requests, const std::vector<size_t>& indexes, int slots,
-                     double kill_grace_s, const SchedulerCallbacks& callbacks);
+                     double kill_grace_s, const SchedulerCallbacks& callbacks, bool warm = false);
 
 // The record of a request before it runs.
 RunRecord record_for(const RunRequest& request);

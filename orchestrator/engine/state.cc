@@ -96,6 +96,10 @@ nlohmann::json to_json(const RunRecord& r) {
                       {"attempts", r.attempts},
                       {"error", r.error}};
   if (!r.job_id.empty()) j["job_id"] = r.job_id;
+  if (!r.launch.empty()) {
+    j["launch"] = r.launch;
+    j["launch_reason"] = r.launch_reason;
+  }
   if (!r.identity.empty()) j["identity"] = r.identity;
   if (!r.from_step.empty()) {
     j["from_step"] = r.from_step;
@@ -122,6 +126,8 @@ RunRecord run_record_from_json(const nlohmann::json& j) {
   r.attempts = j.value("attempts", 0);
   r.error = j.value("error", "");
   r.job_id = j.value("job_id", "");
+  r.launch = j.value("launch", "");
+  r.launch_reason = j.value("launch_reason", "");
   r.identity = j.value("identity", "");
   r.from_step = j.value("from_step", "");
   r.from_run = j.value("from_run", "");

@@ -41,6 +41,8 @@ struct RunRecord {
   int attempts = 0;
   std::string error;     // why it did not succeed, in words
   std::string job_id;    // the Slurm job of the last attempt; empty for local runs
+  // How a local run's last attempt started, "warm_fork" or "process" (warm_launcher.h), and why.
+  std::string launch, launch_reason;
   std::string identity;  // a plugin run's (shared_runs.h)
   // A run made for another request (shared_runs.h): the step and run that made it; empty otherwise.
   std::string from_step, from_run;

@@ -33,7 +33,11 @@ Schema runner_schema() {
        optional("max_jobs", integer_schema("Jobs queued or running at the same time. Default: defaults.slots.", 1)),
        optional("shared_dir", plain_string_schema("A directory the compute nodes see under the same path; the "
                                                   "run directory must lie inside it.")),
-       optional("poll_interval", number_schema("Seconds between squeue polls (default 2).", 0, true))});
+       optional("poll_interval", number_schema("Seconds between squeue polls (default 2).", 0, true)),
+       optional("warm", boolean_schema("Local runner: fork each run of the model's script from a Python process "
+                                       "that imported torch and the plugin once, instead of starting a process "
+                                       "(default false; docs/workflow.md). Other commands, and the slurm "
+                                       "runner, start processes."))});
 }
 
 namespace {
@@ -68,6 +72,10 @@ void apply_section(const YAML::Node& node, RunnerSpec& spec) {
   if (node["poll_interval"]) {
     spec.poll_interval_s = node["poll_interval"].as<double>();
     spec.marks["poll_interval"] = node["poll_interval"].Mark();
+  }
+  if (node["warm"]) {
+    spec.warm = node["warm"].as<bool>();
+    spec.marks["warm"] = node["warm"].Mark();
   }
   if (node["extra_args"]) {
     spec.extra_args.clear();
@@ -162,15 +170,16 @@ namespace {
 
 class LocalRunner : public Runner {
  public:
-  LocalRunner(int slots, double kill_grace_s) : slots_(slots), kill_grace_s_(kill_grace_s) {}
+  LocalRunner(int slots, double kill_grace_s, bool warm) : slots_(slots), kill_grace_s_(kill_grace_s), warm_(warm) {}
   void run(const std::vector<RunRequest>& requests, const std::vector<size_t>& indexes,
            const std::map<size_t, RunRecord>&, const SchedulerCallbacks& callbacks) override {
-    run_in_parallel(requests, indexes, slots_, kill_grace_s_, callbacks);
+    run_in_parallel(requests, indexes, slots_, kill_grace_s_, callbacks, warm_);
   }
 
  private:
   int slots_;
   double kill_grace_s_;
+  bool warm_;
 };
 
 }  // namespace
@@ -178,7 +187,7 @@ class LocalRunner : public Runner {
 std::unique_ptr<Runner> make_runner(const RunnerSpec& spec, const std::string& step_id, int slots,
                                     double kill_grace_s) {
   if (spec.kind == "slurm") return make_slurm_runner(spec, step_id, slots, kill_grace_s);
-  return std::make_unique<LocalRunner>(slots, kill_grace_s);
+  return std::make_unique<LocalRunner>(slots, kill_grace_s, spec.warm);
 }
 
 }  // namespace diagnose

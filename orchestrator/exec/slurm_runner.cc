@@ -19,6 +19,7 @@
 #include "orchestrator/exec/log_follower.h"
 #include "orchestrator/exec/process_group.h"
 #include "orchestrator/exec/subprocess.h"
+#include "orchestrator/exec/warm_launcher.h"
 
 namespace diagnose {
 
@@ -331,6 +332,8 @@ class SlurmRunner : public Runner {
   void start(const RunRequest& request, size_t index, const std::map<size_t, RunRecord>& attach,
              const SchedulerCallbacks& callbacks) {
     RunRecord record = record_for(request);
+    record.launch = kLaunchProcess;
+    record.launch_reason = "the slurm runner starts each run as a batch job";
     Job job{index, record, {record.stdout_path, false}, {record.stderr_path, true}};
     auto earlier = attach.find(index);
     if (earlier != attach.end() && job_known(earlier->second.job_id, job_name(request))) {

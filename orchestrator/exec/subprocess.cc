@@ -20,7 +20,10 @@ namespace diagnose {
 namespace bp = boost::process;
 namespace fs = boost::filesystem;
 
-namespace {
+bool truncate_file(const std::string& path) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  return static_cast<bool>(out);
+}
 
 std::string find_program(const std::string& name, const std::map<std::string, std::string>& env) {
   if (name.find('/') != std::string::npos) return name;
@@ -38,12 +41,10 @@ std::string find_program(const std::string& name, const std::map<std::string, st
   return bp::search_path(name, directories).string();
 }
 
-bool truncate_file(const std::string& path) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  return static_cast<bool>(out);
+std::mutex& spawn_mutex() {
+  static std::mutex spawning;
+  return spawning;
 }
-
-}  // namespace
 
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -76,8 +77,7 @@ ProcessOutcome run_process(const ProcessSpec& spec, const ProcessCallbacks& call
     // Boost.Process opens the log files and its exec-error pipe without O_CLOEXEC; a fork
     // from another thread in that moment would inherit them, and the pipe's copy would make
     // this spawn wait until that other child exits. One spawn at a time avoids both.
-    static std::mutex spawning;
-    std::lock_guard<std::mutex> guard(spawning);
+    std::lock_guard<std::mutex> guard(spawn_mutex());
     child = bp::child(bp::exe = program, bp::args = args, bp::start_dir = spec.cwd, env,
                       bp::std_in<bp::null, bp::std_out> fs::path(spec.stdout_path),
                       bp::std_err > fs::path(spec.stderr_path), OwnProcessGroup{}, error);
@@ -87,30 +87,44 @@ ProcessOutcome run_process(const ProcessSpec& spec, const ProcessCallbacks& call
   ::setpgid(pid, pid);  // also from this side, so a kill right now already reaches the group
   if (callbacks.on_start) callbacks.on_start(pid);
 
+  siginfo_t info;
+  // WNOWAIT leaves the child unreaped, so its pid (the group id) cannot be reused before the
+  // group is killed below.
+  StopReason reason = watch_process_group(pid, spec, outcome.started, callbacks, [&] {
+    std::memset(&info, 0, sizeof info);
+    return ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid;
+  });
+  ::killpg(pid, SIGKILL);  // children the process left behind
+  child.wait(error);
+  outcome.finished = now_seconds();
+  if (info.si_code == CLD_EXITED)
+    outcome.exit_code = info.si_status;
+  else
+    outcome.signal = info.si_status;
+  judge_outcome(outcome, reason, spec.timeout_s);
+  return outcome;
+}
+
+StopReason watch_process_group(int pid, const ProcessSpec& spec, double started, const ProcessCallbacks& callbacks,
+                               const std::function<bool()>& ended) {
   LogFollower out(spec.stdout_path, false), err(spec.stderr_path, true);
   auto follow = [&](bool flush) {
     if (!callbacks.on_output) return;
     out.poll(callbacks.on_output, flush);
     err.poll(callbacks.on_output, flush);
   };
-
-  enum class StopReason { None, Timeout, Interrupt } reason = StopReason::None;
+  StopReason reason = StopReason::None;
   double terminate_sent = 0;
   bool kill_sent = false;
-  siginfo_t info;
   auto poll_interval = std::chrono::milliseconds(5);
-  while (true) {
-    std::memset(&info, 0, sizeof info);
-    // WNOWAIT leaves the child unreaped, so its pid (the group id) cannot be reused
-    // before the group is killed below.
-    if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid) break;
+  while (!ended()) {
     follow(false);
     double now = now_seconds();
     int interrupts = interrupt_count();
     if (reason == StopReason::None) {
       if (interrupts > 0)
         reason = StopReason::Interrupt;
-      else if (spec.timeout_s > 0 && now - outcome.started > spec.timeout_s)
+      else if (spec.timeout_s > 0 && now - started > spec.timeout_s)
         reason = StopReason::Timeout;
       // Ctrl-C reaches the model as the terminal would have sent it; a timeout as SIGTERM.
       if (reason != StopReason::None) {
@@ -125,20 +139,15 @@ ProcessOutcome run_process(const ProcessSpec& spec, const ProcessCallbacks& call
     std::this_thread::sleep_for(poll_interval);
     poll_interval = std::min(poll_interval * 2, std::chrono::milliseconds(100));
   }
-  ::killpg(pid, SIGKILL);  // children the process left behind
-  child.wait(error);
-  outcome.finished = now_seconds();
   follow(true);
+  return reason;
+}
 
-  if (info.si_code == CLD_EXITED)
-    outcome.exit_code = info.si_status;
-  else
-    outcome.signal = info.si_status;
-
+void judge_outcome(ProcessOutcome& outcome, StopReason reason, double timeout_s) {
   if (reason == StopReason::Timeout) {
     outcome.status = RunStatus::TimedOut;
     outcome.error =
-        "timed out after " + std::to_string(static_cast<long long>(spec.timeout_s)) + " s; killed with its children";
+        "timed out after " + std::to_string(static_cast<long long>(timeout_s)) + " s; killed with its children";
   } else if (reason == StopReason::Interrupt) {
     outcome.status = RunStatus::Interrupted;
     outcome.error = "interrupted";
@@ -152,7 +161,6 @@ ProcessOutcome run_process(const ProcessSpec& spec, const ProcessCallbacks& call
   } else {
     outcome.status = RunStatus::Succeeded;
   }
-  return outcome;
 }
 
 std::string log_tail(const std::string& path, int max_lines, size_t max_bytes) {

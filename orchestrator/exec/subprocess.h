@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,6 +39,24 @@ struct ProcessCallbacks {
 };
 
 ProcessOutcome run_process(const ProcessSpec& spec, const ProcessCallbacks& callbacks = {});
+
+// What stopped a watched process group.
+enum class StopReason { None, Timeout, Interrupt };
+// Follows the logs of the process group `pid` (its leader started at `started`) until `ended()`
+// says the leader has ended: a timeout stops the group (SIGTERM), an interrupt too (SIGINT), then
+// SIGKILL after the grace period or a second interrupt.
+StopReason watch_process_group(int pid, const ProcessSpec& spec, double started, const ProcessCallbacks& callbacks,
+                               const std::function<bool()>& ended);
+// The status and error of an ended process, from its exit_code or signal and what stopped it.
+void judge_outcome(ProcessOutcome& outcome, StopReason reason, double timeout_s);
+
+// The path of program `name` (argv[0]), looked up on env's PATH, else the engine's; "" if none.
+std::string find_program(const std::string& name, const std::map<std::string, std::string>& env);
+// Empties (or creates) a log file; false when it cannot.
+bool truncate_file(const std::string& path);
+// Held while starting a process: a fork from another thread meanwhile would inherit the file
+// descriptors Boost.Process opens without O_CLOEXEC.
+std::mutex& spawn_mutex();
 
 // The last `max_lines` lines of a log file (at most `max_bytes` from its end).
 std::string log_tail(const std::string& path, int max_lines = 20, size_t max_bytes = 8192);

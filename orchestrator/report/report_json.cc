@@ -52,6 +52,10 @@ nlohmann::json run_json(const RunRecord& r) {
                         {"stderr", r.stderr_path},
                         {"dump_dir", r.dump_dir},
                         {"error", r.error.empty() ? nlohmann::json() : nlohmann::json(r.error)}};
+  if (!r.launch.empty()) {
+    run["launch"] = r.launch;
+    run["launch_reason"] = r.launch_reason;
+  }
   if (!r.from_step.empty()) run["shared_from"] = {{"step", r.from_step}, {"run", r.from_run}};
   run["log_tail"] =
       r.status == RunStatus::Succeeded || r.status == RunStatus::Pending

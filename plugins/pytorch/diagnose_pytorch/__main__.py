@@ -1,6 +1,7 @@
 """`python -m diagnose_pytorch run [--spec SPEC] script.py args...`
 `python -m diagnose_pytorch ops --from EAGER_RUN_DIR`
-`python -m diagnose_pytorch single-op --from EAGER_RUN_DIR --out OUT --backend B ...`"""
+`python -m diagnose_pytorch single-op --from EAGER_RUN_DIR --out OUT --backend B ...`
+`python -m diagnose_pytorch warm` (the engine's warm parent, warm.py)"""
 
 from __future__ import annotations
 
@@ -31,9 +32,14 @@ def main(argv: list[str] | None = None) -> int:
     single.add_argument("--switches", metavar="JSON_FILE", help="the run spec's `switches`")
     single.add_argument("--ops", metavar="NAME,...", help="only these ops")
     single.add_argument("--max-calls-per-op", type=int, default=1, metavar="K")
+    commands.add_parser("warm", help="fork a child for each run the engine asks for on stdin (warm.py)")
     options = parser.parse_args(argv)
     if options.command == "run":
         return _run(options)
+    if options.command == "warm":
+        from .warm import serve
+
+        return serve(main)
     from .single_op import SingleOpError, list_ops, run_single_op
 
     try:

@@ -4,6 +4,7 @@
 
 #include "orchestrator/exec/command_line.h"
 #include "orchestrator/exec/interrupt.h"
+#include "orchestrator/exec/warm_launcher.h"
 #include "tests/support/e2e_helpers.h"
 
 namespace diagnose {
@@ -127,6 +128,44 @@ TEST(CommandLine, QuotesForPosixShells) {
   EXPECT_EQ(shell_quote("it's"), "'it'\\''s'");
   EXPECT_EQ(shell_quote(""), "''");
   EXPECT_EQ(reproduce_command("/w d", {{"A", "1 2"}}, {"python", "m.py"}), "cd '/w d' && A='1 2' python m.py");
+}
+
+// The warm launcher's fallbacks to plain processes; forked runs are tested end to end with the
+// plugin's warm parent (tests/python/workflows/test_warm_runs.py).
+TEST(WarmLauncher, OnlyThePluginsRunOfAScriptIsForked) {
+  EXPECT_TRUE(plugin_run_argv({"python", "-m", "diagnose_pytorch", "run", "model.py"}));
+  EXPECT_FALSE(plugin_run_argv({"python", "-m", "diagnose_pytorch", "run"}));
+  EXPECT_FALSE(plugin_run_argv({"python", "-m", "diagnose_pytorch", "single-op", "--from", "x"}));
+  EXPECT_FALSE(plugin_run_argv({"/bin/sh", "-c", "python -m diagnose_pytorch run model.py"}));
+}
+
+TEST(WarmLauncher, WarmOffStartsAProcess) {
+  TempDir dir;
+  Launched launched = launch_process(spec_in(dir, {"sh", "-c", "echo plain; exit 3"}), false);
+  EXPECT_EQ(launched.launch, kLaunchProcess);
+  EXPECT_EQ(launched.reason, "runner.warm is off");
+  EXPECT_EQ(launched.outcome.exit_code, 3);
+  EXPECT_EQ(read_text(dir / "out.log"), "plain\n");
+}
+
+TEST(WarmLauncher, AShellCommandStartsAProcessEvenWhenWarm) {
+  TempDir dir;
+  Launched launched = launch_process(spec_in(dir, {"sh", "-c", "exit 0"}), true);
+  EXPECT_EQ(launched.launch, kLaunchProcess);
+  EXPECT_NE(launched.reason.find("not the plugin's run"), std::string::npos) << launched.reason;
+  EXPECT_EQ(launched.outcome.status, RunStatus::Succeeded);
+}
+
+TEST(WarmLauncher, AParentThatCannotStartFallsBackToAProcessAndSaysWhy) {
+  TempDir dir;
+  // `false -m diagnose_pytorch warm` ends at once: no parent; the run itself then runs as a process
+  for (int run = 0; run < 2; ++run) {
+    Launched launched = launch_process(spec_in(dir, {"/bin/false", "-m", "diagnose_pytorch", "run", "m.py"}), true);
+    EXPECT_EQ(launched.launch, kLaunchProcess);
+    EXPECT_EQ(launched.reason, "the warm process ended before it was ready (exit status 1)");
+    EXPECT_EQ(launched.outcome.status, RunStatus::Failed);
+    EXPECT_EQ(launched.outcome.exit_code, 1);
+  }
 }
 
 }  // namespace

@@ -1,0 +1,36 @@
+// Model runs forked from a warm parent instead of started as processes: `<python> -m
+// diagnose_pytorch warm` (plugins/pytorch/diagnose_pytorch/warm.py) imports torch and the plugin
+// once, then forks a child per run, which keeps a plain process's semantics (process group,
+// cwd, environment, logs, exit status, timeout and kill). One parent per interpreter and
+// environment (less the per-run DIAGNOSE_* variables), started by the first run that needs it
+// and kept for the whole invocation; the protocol is JSON lines over a Unix socket.
+//
+// Only the plugin's `run` is forked, and only where the local runner has `warm: true`; anything
+// else, a parent that could not start or died, or one that refuses (an accelerator initialised
+// in it, an environment that differs) runs as a plain process (run_process), and says why.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "orchestrator/exec/subprocess.h"
+
+namespace diagnose {
+
+extern const char* const kLaunchWarmFork;  // "warm_fork"
+extern const char* const kLaunchProcess;   // "process"
+
+struct Launched {
+  ProcessOutcome outcome;
+  std::string launch;  // kLaunchWarmFork or kLaunchProcess
+  std::string reason;  // why, in words
+};
+
+// Runs `spec` forked from a warm parent when `warm` allows and the run may be, otherwise as a
+// plain process.
+Launched launch_process(const ProcessSpec& spec, bool warm, const ProcessCallbacks& callbacks = {});
+
+// Whether argv is `<python> -m diagnose_pytorch run ...`, the one command a warm parent forks.
+bool plugin_run_argv(const std::vector<std::string>& argv);
+
+}  // namespace diagnose

@@ -1,0 +1,119 @@
+"""Runs forked from the warm parent (runner: {warm: true}, orchestrator/exec/warm_launcher.h,
+plugins/pytorch/diagnose_pytorch/warm.py) behave as plain processes: their own pid, process group,
+cwd, environment and logs, their exit status or signal, a timeout that kills them, and the same
+verdict; a parent that dies leaves the runs to plain processes, with the reason in report.json."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+from fixtures.workflow_run import run_workflow
+
+MODEL = """\
+import json, os, signal, sys, time
+import torch
+
+parent = open(f"/proc/{os.getppid()}/cmdline", "rb").read().split(b"\\0")
+with open(os.path.join(os.environ["RECORD_DIR"], "runs.jsonl"), "a") as runs:
+    runs.write(json.dumps({"pid": os.getpid(), "pgid": os.getpgid(0), "sid": os.getsid(0), "cwd": os.getcwd(),
+                           "argv": sys.argv, "greeting": os.environ.get("GREETING"),
+                           "spec": os.environ.get("DIAGNOSE_RUN_SPEC"),
+                           "forked": b"warm" in parent}) + "\\n")
+print("to stdout"); print("to stderr", file=sys.stderr)
+what = sys.argv[1] if len(sys.argv) > 1 else ""
+if what == "kill_parent" and b"warm" in parent:
+    os.kill(os.getppid(), signal.SIGKILL)
+    time.sleep(30)
+if what == "exit3":
+    sys.exit(3)
+if what == "abort":
+    os.kill(os.getpid(), signal.SIGABRT)
+if what == "sleep":
+    time.sleep(60)
+torch.manual_seed(0)
+model = torch.compile(torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU()))
+model(torch.randn(4, 8))
+"""
+
+
+def workflow(warm: bool, args: list[str], timeout: int = 0) -> str:
+    side = f"{{args: {json.dumps(args)}" + (f", timeout: {timeout}}}" if timeout else "}")
+    return f"""\
+name: warm_runs
+model: {{script: model.py, backend: inductor, device: cpu, cwd: work, env: {{GREETING: hello}}}}
+runner: {{warm: {str(warm).lower()}}}
+steps:
+  - id: eager_device
+    kind: eager_device_vs_cpu
+    golden: {side}
+"""
+
+
+def run(diagnose_bin, directory, inductor_cache, warm: bool, args=(), timeout=0):
+    (directory / "work").mkdir(parents=True, exist_ok=True)
+    (directory / "model.py").write_text(MODEL)
+    env = dict(os.environ, DIAGNOSE_PYTHON=sys.executable, RECORD_DIR=str(directory))
+    env["TORCHINDUCTOR_CACHE_DIR"] = str(inductor_cache)
+    done, run_dir = run_workflow(diagnose_bin, directory, workflow(warm, list(args), timeout), env=env, timeout=300)
+    report = json.loads((run_dir / "report.json").read_text())
+    records = [json.loads(line) for line in (directory / "runs.jsonl").read_text().splitlines()]
+    return done, report, records
+
+
+def test_a_forked_run_is_a_process_of_its_own_with_the_same_verdict(diagnose_bin, tmp_path, inductor_cache):
+    done, cold, cold_records = run(diagnose_bin, tmp_path / "cold", inductor_cache, warm=False)
+    done, warm, records = run(diagnose_bin, tmp_path / "warm", inductor_cache, warm=True)
+    assert warm["verdict"] == cold["verdict"], done.stderr[-3000:]
+    assert [s["status"] for s in warm["steps"]] == [s["status"] for s in cold["steps"]]
+    runs = warm["steps"][0]["runs"]
+    assert {r["launch"] for r in runs} == {"warm_fork"}, runs
+    assert {r["launch"] for r in cold["steps"][0]["runs"]} == {"process"}
+    assert cold["steps"][0]["runs"][0]["launch_reason"] == "runner.warm is off"
+    for record in records:
+        assert record["forked"]
+        assert record["pid"] == record["pgid"] == record["sid"]  # a session and process group of its own
+        assert record["pid"] != os.getpid()
+        assert record["cwd"] == str(tmp_path / "warm" / "work")
+        assert record["greeting"] == "hello"
+        assert record["argv"] == [str(tmp_path / "warm" / "model.py")]
+        assert record["argv"] == [a.replace("/cold/", "/warm/") for a in cold_records[0]["argv"]]
+    assert len({r["spec"] for r in records}) == len(records)  # each its own DIAGNOSE_RUN_SPEC
+    for r in runs:
+        assert "to stdout" in open(r["stdout"]).read()
+        assert "to stderr" in open(r["stderr"]).read()
+    # the same dump, file for file, and the same tensors
+    warm_dump, cold_dump = (Path(report["steps"][0]["runs"][0]["dump_dir"]) for report in (warm, cold))
+    warm_files = sorted(p.relative_to(warm_dump) for p in warm_dump.rglob("*") if p.is_file())
+    assert warm_files and warm_files == sorted(p.relative_to(cold_dump) for p in cold_dump.rglob("*") if p.is_file())
+    for name in warm_files:
+        if name.suffix == ".npy":
+            assert (warm_dump / name).read_bytes() == (cold_dump / name).read_bytes(), name
+
+
+def test_exit_status_signal_and_timeout_of_a_forked_run(diagnose_bin, tmp_path, inductor_cache):
+    expected = {"exit3": ("failed", 3, None), "abort": ("crashed", None, 6), "sleep": ("timed_out", None, 15)}
+    for what, (status, exit_code, signal) in expected.items():
+        done, report, records = run(
+            diagnose_bin, tmp_path / what, inductor_cache, warm=True, args=[what], timeout=20 if what == "sleep" else 0
+        )
+        golden = next(r for r in report["steps"][0]["runs"] if r["name"] == "golden")
+        assert golden["launch"] == "warm_fork", golden
+        assert (golden["status"], golden["exit_code"], golden["signal"]) == (status, exit_code, signal), golden
+        assert records[0]["forked"]
+
+
+def test_a_parent_that_dies_leaves_the_runs_to_processes(diagnose_bin, tmp_path, inductor_cache):
+    done, report, records = run(diagnose_bin, tmp_path, inductor_cache, warm=True, args=["kill_parent"])
+    runs = {r["name"]: r for r in report["steps"][0]["runs"]}
+    golden = runs["golden"]
+    assert golden["launch"] == "process", golden
+    assert golden["launch_reason"].startswith("the warm process died during the run"), golden
+    assert golden["status"] == "succeeded", done.stderr[-3000:]
+    # golden killed its parent, then golden and target ran as processes
+    assert records[0]["forked"] and len([r for r in records if not r["forked"]]) == 2, records
+    for r in runs.values():
+        assert r["launch"] == "process"
+        assert "the warm process died" in r["launch_reason"], r
