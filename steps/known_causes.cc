@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "compare/manifest.h"
+#include "compare/match.h"
 #include "compare/uninitialized_ops.h"
 #include "orchestrator/engine/run_dir.h"
 #include "orchestrator/engine/step.h"
@@ -29,6 +30,15 @@ std::string spec_text(const RecordedRun& run, const char* key, const std::string
 bool compiled(const RecordedRun& run) { return spec_text(run, "mode") == "compiled"; }
 
 const nlohmann::json& configuration(const RecordedRun& run) { return field(run.status, "configuration"); }
+
+// The strings of a JSON array another program wrote; anything else in it is passed over.
+std::vector<std::string> strings(const nlohmann::json& array) {
+  std::vector<std::string> out;
+  if (array.is_array())
+    for (const nlohmann::json& item : array)
+      if (item.is_string()) out.push_back(item.get<std::string>());
+  return out;
+}
 
 bool flag(const RecordedRun& run, const char* key) { return field(configuration(run), key) == true; }
 
@@ -94,15 +104,37 @@ std::optional<Detection> detect_nondeterministic_algorithms(const RecordedRun& r
       "torch.are_deterministic_algorithms_enabled() is false (atomics-based kernels may differ run to run)", false, ""};
 }
 
-std::optional<Detection> detect_graph_breaks(const RecordedRun& run) {
+namespace {
+
+// What a compiled run's status.json counts under `graphs.<count>` ("3 graph break(s)") and
+// the reasons it lists under `graphs.<reasons>`; nullopt when it counts none.
+std::optional<std::pair<std::string, std::vector<std::string>>> compile_events(const RecordedRun& run,
+                                                                               const char* count, const char* what,
+                                                                               const char* reasons) {
   if (!compiled(run)) return std::nullopt;
   const nlohmann::json& graphs = field(run.status, "graphs");
-  const int64_t breaks = field(graphs, "graph_breaks").is_number() ? field(graphs, "graph_breaks").get<int64_t>() : 0;
-  const int64_t count = field(graphs, "count").is_number() ? field(graphs, "count").get<int64_t>() : 0;
-  if (breaks == 0 && count <= 1) return std::nullopt;
-  std::string evidence = std::to_string(count) + " graphs compiled, " + std::to_string(breaks) + " graph break(s)";
-  if (breaks == 0) evidence += ": recompiles (guards failed, e.g. changing shapes)";
-  return Detection{evidence, false, ""};
+  const nlohmann::json& counted = field(graphs, count);
+  if (!counted.is_number_integer() || counted.get<int64_t>() <= 0) return std::nullopt;
+  return std::make_pair(counted.dump() + " " + what, strings(field(graphs, reasons)));
+}
+
+}  // namespace
+
+std::optional<Detection> detect_graph_breaks(const RecordedRun& run) {
+  auto breaks = compile_events(run, "graph_breaks", "graph break(s)", "graph_break_reasons");
+  if (!breaks) return std::nullopt;
+  return Detection{breaks->first + (breaks->second.empty() ? "" : ": " + joined(breaks->second)) +
+                       "; each piece is compiled and fused apart",
+                   false, ""};
+}
+
+std::optional<Detection> detect_recompiles(const RecordedRun& run) {
+  auto recompiles = compile_events(run, "recompiles", "recompile(s)", "recompile_reasons");
+  if (!recompiles) return std::nullopt;
+  return Detection{recompiles->first +
+                       (recompiles->second.empty() ? "" : ", failed guards: " + joined(recompiles->second)) +
+                       "; each recompiled graph is specialised (and fused) apart, differently from the first",
+                   false, ""};
 }
 
 std::optional<Detection> detect_torchair_options(const RecordedRun& run) {
@@ -162,6 +194,86 @@ std::optional<Detection> detect_near_overflow(const RecordedRun& run) {
                    false, largest->op.empty() ? largest->op_key : largest->op};
 }
 
+namespace {
+
+// What a run computed: its spec but for what it dumps, checks on the side and where it writes.
+nlohmann::json computation(const RecordedRun& run) {
+  nlohmann::json spec = field(run.status, "spec");
+  if (!spec.is_object()) return nullptr;
+  for (const char* observation : {"dump", "checks", "output_dir"}) spec.erase(observation);
+  return spec;
+}
+
+const nlohmann::json& record_hash(const compare::ManifestRecord& record) { return field(record.stats, "hash"); }
+
+// The hashes of one rank dump's records by match key.
+std::map<std::string, nlohmann::json> hashes_by_key(const compare::Manifest& dump) {
+  std::map<std::string, nlohmann::json> hashes;
+  for (const compare::ManifestRecord& record : dump.records) hashes[record.match_key()] = record_hash(record);
+  return hashes;
+}
+
+bool same_hash(const compare::ManifestRecord& record, const std::map<std::string, nlohmann::json>& other) {
+  auto found = other.find(record.match_key());
+  return found != other.end() && record_hash(record).is_string() && found->second == record_hash(record);
+}
+
+// The first op call of `dump` whose inputs `other` holds bitwise equal and an output not.
+const compare::ManifestRecord* first_differing_call(const compare::Manifest& dump,
+                                                    const std::map<std::string, nlohmann::json>& other) {
+  std::map<int64_t, std::vector<const compare::ManifestRecord*>> calls;  // by seq: execution order
+  for (const compare::ManifestRecord& record : dump.records) {
+    const std::string op = record.op.empty() ? record.op_key : record.op;
+    if (record.kind == "op" && !compare::is_uninitialized_op(op) && !random_op(op))
+      calls[record.seq].push_back(&record);
+  }
+  for (const auto& [seq, records] : calls) {
+    bool has_inputs = false, inputs_equal = true, output_differs = false;
+    for (const compare::ManifestRecord* record : records) {
+      if (record->io == "input") {
+        has_inputs = true;
+        inputs_equal = inputs_equal && same_hash(*record, other);
+      } else if (other.count(record->match_key()) && !same_hash(*record, other)) {
+        output_differs = true;
+      }
+    }
+    if (has_inputs && inputs_equal && output_differs) return records.front();
+  }
+  return nullptr;
+}
+
+bool final_outputs_differ(const compare::Manifest& dump, const std::map<std::string, nlohmann::json>& other) {
+  return std::any_of(dump.records.begin(), dump.records.end(), [&](const compare::ManifestRecord& record) {
+    return record.kind == "final" && !same_hash(record, other);
+  });
+}
+
+}  // namespace
+
+std::optional<Detection> detect_nondeterministic_op(const RecordedRun& run, const RecordedRun& repeat) {
+  if (run.dump_dir.empty() || repeat.dump_dir.empty() || computation(run).is_null() ||
+      computation(run) != computation(repeat))
+    return std::nullopt;
+  const std::map<int, std::string> repeat_ranks = compare::manifest_ranks(repeat.dump_dir);
+  for (const auto& [rank, dir] : compare::manifest_ranks(run.dump_dir)) {
+    auto repeat_dir = repeat_ranks.find(rank);
+    if (repeat_dir == repeat_ranks.end()) continue;
+    const compare::Manifest dump = compare::read_manifest(dir);
+    const std::map<std::string, nlohmann::json> other = hashes_by_key(compare::read_manifest(repeat_dir->second));
+    const compare::ManifestRecord* call = first_differing_call(dump, other);
+    if (!call) continue;
+    const bool reaches_outputs = final_outputs_differ(dump, other);
+    return Detection{"two runs of the same configuration (" + run.name + ", " + repeat.name + ") differ from " +
+                         call->op_key + (rank >= 0 ? " on rank " + std::to_string(rank) : "") +
+                         ", its inputs bitwise equal in both" +
+                         (reaches_outputs ? "; the final outputs differ too: run-to-run non-determinism, not a "
+                                            "compiler or device defect"
+                                          : "; the final outputs do not differ"),
+                     reaches_outputs, call->op.empty() ? call->op_key : call->op};
+  }
+  return std::nullopt;
+}
+
 bool records_random_ops(const std::vector<RecordedRun>& runs) {
   for (const RecordedRun& run : runs) {
     if (compiled(run) || run.dump_dir.empty()) continue;
@@ -211,10 +323,15 @@ const std::vector<KnownCause>& known_causes() {
                  detect_nondeterministic_algorithms,
                  "torch.use_deterministic_algorithms(True) (CUBLAS_WORKSPACE_CONFIG=:4096:8) or run spec "
                  "deterministic: true"),
-        detector("graph_breaks_recompiles", "graph breaks and recompiles of the compiled run", {}, {},
-                 detect_graph_breaks,
-                 "torch.compile(fullgraph=True) shows each break; torch._dynamo.mark_dynamic or dynamic=False for "
-                 "recompiles"),
+        detector("graph_breaks", "graph breaks of the compiled run (status.json graphs.graph_breaks)", {}, {},
+                 detect_graph_breaks, "torch.compile(fullgraph=True) raises at each break, naming it; remove it"),
+        detector("dynamic_shape_recompiles",
+                 "recompiles of the compiled run and the guard that failed each time (status.json "
+                 "graphs.recompiles, Dynamo's guard failures)",
+                 {}, {}, detect_recompiles,
+                 "torch._dynamo.mark_dynamic(tensor, dim) on the input whose size changes, or "
+                 "torch.compile(dynamic=True); torch._dynamo.config.automatic_dynamic_shapes = True (the default) "
+                 "makes the second shape dynamic"),
         detector("torchair_options", "TorchAir frozen_parameter, enable_view_optimize and GE precision_mode", {}, {},
                  detect_torchair_options,
                  "experimental_config.frozen_parameter = False (or make weights contiguous), "
@@ -241,6 +358,18 @@ const std::vector<KnownCause>& known_causes() {
     return c;
   }();
   return catalogue;
+}
+
+const KnownCause& nondeterministic_op_cause() {
+  static const KnownCause cause =
+      detector("nondeterministic_op",
+               "eager run twice with one configuration: the first op whose inputs are bitwise equal in both dumps "
+               "and whose output is not",
+               {}, {}, nullptr,
+               "make the named op deterministic (torch.use_deterministic_algorithms(True) picks deterministic "
+               "kernels for index_add_, scatter_add_, index_put_ and the like on CUDA; a custom kernel needs a fixed "
+               "accumulation order), or compare only what is deterministic");
+  return cause;
 }
 
 bool cause_applies(const KnownCause& cause, const std::string& backend, const std::string& device,

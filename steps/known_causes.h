@@ -69,11 +69,20 @@ std::optional<Detection> detect_training_dropout(const RecordedRun& run);
 std::optional<Detection> detect_tf32(const RecordedRun& run);
 std::optional<Detection> detect_nondeterministic_algorithms(const RecordedRun& run);
 std::optional<Detection> detect_graph_breaks(const RecordedRun& run);
+std::optional<Detection> detect_recompiles(const RecordedRun& run);
 std::optional<Detection> detect_torchair_options(const RecordedRun& run);
 std::optional<Detection> detect_eager_overflow(const RecordedRun& run);
 std::optional<Detection> detect_near_overflow(const RecordedRun& run);
+// Run-to-run differences of two runs of one configuration (their specs equal but for what they
+// dump and check on the side): the first op call, in execution order per rank, whose input records are bitwise equal
+// in both dumps while an output is not; random ops (their generator's doing) and ops returning
+// uninitialised memory are passed over. Decisive when the final outputs differ too.
+std::optional<Detection> detect_nondeterministic_op(const RecordedRun& run, const RecordedRun& repeat);
 // Whether an eager dump among `runs` holds a random op (dropout, rand, normal...).
 bool records_random_ops(const std::vector<RecordedRun>& runs);
+
+// The catalogue entry of detect_nondeterministic_op (a detector of two runs, not of one).
+const KnownCause& nondeterministic_op_cause();
 
 // Run-to-run differences of two runs of the same configuration: the final outputs (outputs/
 // of each run directory) whose recorded hashes differ, by name; nullopt when either side has

@@ -24,6 +24,13 @@ namespace {
 // The experiments' compiled runs: final outputs are what a trial is judged on.
 const nlohmann::json kCompiledOutputs = {{"mode", "compiled"}, {"dump", {{"level", "none"}}}};
 
+// The detectors' second eager run: statistics (hashes) are all the run-to-run check reads.
+const nlohmann::json kStatsOnlyRepeat = {{"mode", "eager"}, {"dump", {{"level", "aten"}, {"stats_only", true}}}};
+
+std::string run_mode(const RecordedRun& run) {
+  return run.status.is_object() ? string_at(run.status.value("spec", nlohmann::json::object()), "mode", "") : "";
+}
+
 bool has_dump(const std::string& dir) { return !compare::manifest_ranks(dir).empty(); }
 
 // The runs of the model's script this invocation made so far, with their status.json.
@@ -60,6 +67,16 @@ void explained_by(const KnownCause& cause, const std::string& evidence, const st
   result.metrics["culprit"] = op.empty() ? cause.name : cause.name + " at " + op;
   result.metrics["cause_op"] = op;
   result.summary = "known cause " + cause.name + ": " + evidence;
+}
+
+// What a detector found: a decisive cause explains the failure, any other is listed as checked.
+void detected(const KnownCause& cause, const Detection& detection, nlohmann::json& table, StepResult& result) {
+  table.push_back(row(cause, detection.decisive ? "explains the failure" : "present", detection.evidence));
+  if (detection.decisive)
+    explained_by(cause, detection.evidence, detection.op, result);
+  else
+    result.findings.push_back(
+        {"checked " + cause.name + ": " + detection.evidence + " (fix if it matters: " + cause.fix + ")", ""});
 }
 
 class KnownCausesStep : public StepKind {
@@ -126,11 +143,18 @@ class KnownCausesStep : public StepKind {
     StepResult result;
     std::vector<RecordedRun> runs = recorded_runs(context.state());
     if (runs.empty()) {
+      // the eager run again, never shared: run-to-run differences show before any op is judged
       RunRequest eager = plugin_run(context, "eager", side_spec(context, node["eager"], kEagerAtenRun), node["eager"]);
-      std::vector<RunRecord> records = context.run({eager});
+      RunRequest repeat = plugin_run(context, "repeat", side_spec(context, node["eager"], kStatsOnlyRepeat),
+                                     node["eager"], Sharing::OwnRun);
+      std::vector<RunRecord> records = context.run({eager, repeat});
       if (std::optional<StepResult> error = error_from_runs(records)) return *error;
-      runs.push_back({"eager", read_plugin_status(eager.dir), has_dump(eager.dump_dir) ? eager.dump_dir : "",
-                      reproduce_command(records[0].cwd, records[0].env, records[0].argv)});
+      for (size_t i = 0; i < records.size(); ++i) {
+        const RunRequest& request = i == 0 ? eager : repeat;
+        runs.push_back({context.step().id + "/" + request.name, read_plugin_status(request.dir),
+                        has_dump(request.dump_dir) ? request.dump_dir : "",
+                        reproduce_command(records[i].cwd, records[i].env, records[i].argv)});
+      }
     }
     result.status = StepStatus::Pass;
     nlohmann::json table = nlohmann::json::array();
@@ -159,16 +183,27 @@ class KnownCausesStep : public StepKind {
         continue;
       }
       ++found;
-      std::string evidence = detection->evidence + " (run " + seen_in + ")";
-      table.push_back(row(cause, detection->decisive ? "explains the failure" : "present", evidence));
-      if (detection->decisive) {
-        explained_by(cause, evidence, detection->op, result);
+      detection->evidence += " (run " + seen_in + ")";
+      detected(cause, *detection, table, result);
+      if (detection->decisive)
         for (const RecordedRun& run : runs)
           if (run.name == seen_in) result.reproduce.push_back(run.command);
-      } else
-        result.findings.push_back(
-            {"checked " + cause.name + ": " + evidence + " (fix if it matters: " + cause.fix + ")", ""});
     }
+    const KnownCause& nondeterministic = nondeterministic_op_cause();
+    std::optional<Detection> run_to_run;
+    for (size_t a = 0; a < runs.size() && !run_to_run; ++a)
+      for (size_t b = a + 1; b < runs.size() && !run_to_run; ++b)
+        if (run_mode(runs[a]) == "eager" && (run_to_run = detect_nondeterministic_op(runs[a], runs[b]))) {
+          ++found;
+          detected(nondeterministic, *run_to_run, table, result);
+          if (run_to_run->decisive) {
+            result.reproduce.push_back(runs[a].command);
+            result.reproduce.push_back(runs[b].command);
+          }
+        }
+    if (!run_to_run)
+      table.push_back(runs.size() > 1 ? row(nondeterministic, "not found", "")
+                                      : row(nondeterministic, "not comparable", "one run of the model"));
     result.evidence.push_back({"table", "known causes checked", "", table});
     result.metrics["checked"] = table.size();
     result.metrics["found"] = found;
@@ -208,6 +243,19 @@ class KnownCausesStep : public StepKind {
     }
     for (KnownCause& cause : user_causes(node["causes"], "steps." + context.step().id, nullptr))
       causes.push_back(std::move(cause));
+    // the detectors on the compiled runs so far (graph_compare's target): graph breaks,
+    // recompiles and TorchAir's options show only there, not in the eager runs known_config read
+    std::vector<std::pair<const KnownCause*, Detection>> in_compiled_runs;
+    for (const KnownCause& cause : known_causes()) {
+      if (!cause.detect) continue;
+      for (const RecordedRun& run : runs)
+        if (run_mode(run) == "compiled")
+          if (std::optional<Detection> detection = cause.detect(run)) {
+            detection->evidence += " (run " + run.name + ")";
+            in_compiled_runs.emplace_back(&cause, *detection);
+            break;
+          }
+    }
 
     bisect::TrialSetup setup;
     setup.dir_of = [&](const std::string& name) { return context.run_dir_of(name); };
@@ -260,6 +308,8 @@ class KnownCausesStep : public StepKind {
     }
     result.evidence.push_back({"table", "A/B trials", "", trials});
     result.reproduce = commands;
+
+    for (const auto& [cause, detection] : in_compiled_runs) detected(*cause, detection, table, result);
 
     KnownCause repeat;
     repeat.name = "nondeterministic_run";

@@ -70,16 +70,37 @@ TEST(KnownCauses, NondeterministicAlgorithmsWhenTheFlagIsOff) {
   EXPECT_FALSE(detect_nondeterministic_algorithms(run_with(kEager, json::object())));  // not recorded
 }
 
-TEST(KnownCauses, GraphBreaksAndRecompilesOfCompiledRuns) {
+TEST(KnownCauses, GraphBreaksOfCompiledRuns) {
   RecordedRun broken = run_with(kCompiled, json::object());
-  broken.status["graphs"] = {{"count", 2}, {"graph_breaks", 1}};
-  ASSERT_TRUE(detect_graph_breaks(broken));
+  broken.status["graphs"] = {{"count", 2}, {"graph_breaks", 1}, {"graph_break_reasons", {"call_function print"}}};
+  std::optional<Detection> found = detect_graph_breaks(broken);
+  ASSERT_TRUE(found);
+  EXPECT_NE(found->evidence.find("call_function print"), std::string::npos) << found->evidence;
   broken.status["graphs"] = {{"count", 3}, {"graph_breaks", 0}};
-  std::optional<Detection> recompiles = detect_graph_breaks(broken);
-  ASSERT_TRUE(recompiles);
-  EXPECT_NE(recompiles->evidence.find("recompiles"), std::string::npos);
-  broken.status["graphs"] = {{"count", 1}, {"graph_breaks", 0}};
   EXPECT_FALSE(detect_graph_breaks(broken));
+  EXPECT_FALSE(detect_graph_breaks(run_with(kEager, json::object())));
+}
+
+TEST(KnownCauses, RecompilesNameTheFailedGuards) {
+  RecordedRun run = run_with(kCompiled, json::object());
+  run.status["graphs"] = {{"count", 2},
+                          {"recompiles", 1},
+                          {"recompile_reasons", {"0/0: tensor 'x' size mismatch at index 0. expected 8, actual 4"}}};
+  std::optional<Detection> found = detect_recompiles(run);
+  ASSERT_TRUE(found);
+  EXPECT_FALSE(found->decisive);
+  EXPECT_NE(found->evidence.find("1 recompile(s)"), std::string::npos) << found->evidence;
+  EXPECT_NE(found->evidence.find("size mismatch at index 0"), std::string::npos) << found->evidence;
+  const KnownCause* cause = nullptr;
+  for (const KnownCause& c : known_causes())
+    if (c.name == "dynamic_shape_recompiles") cause = &c;
+  ASSERT_TRUE(cause);
+  EXPECT_NE(cause->fix.find("mark_dynamic"), std::string::npos);
+  EXPECT_NE(cause->fix.find("automatic_dynamic_shapes"), std::string::npos);
+  run.status["graphs"] = {{"count", 1}, {"recompiles", 0}, {"recompile_reasons", json::array()}};
+  EXPECT_FALSE(detect_recompiles(run));
+  run.status["graphs"] = {{"count", 1}, {"recompiles", "many"}};  // not what the plugin writes
+  EXPECT_FALSE(detect_recompiles(run));
 }
 
 TEST(KnownCauses, TorchairPrecisionModeLoweringFloat32IsDecisive) {
@@ -154,6 +175,68 @@ TEST(KnownCauses, RunToRunDifferencesByOutputHash) {
   EXPECT_EQ(differing_outputs(a.path(), b.path())->size(), 1u);
   TempDir none;
   EXPECT_FALSE(differing_outputs(a.path(), none.path()));
+}
+
+// A dump of records (op_key, io, hash, kind) in execution order: a call's records share its seq.
+std::string write_hashed_dump(const TempDir& dir,
+                              const std::vector<std::tuple<std::string, std::string, std::string>>& records) {
+  std::string text = R"({"type": "header", "format": "diagnose-dump", "version": 1})"
+                     "\n";
+  int seq = 0;
+  std::string last;
+  for (const auto& [op, io, hash] : records) {
+    if (op != last) ++seq;
+    last = op;
+    const bool final = op == "output";
+    json record = {{"type", "tensor"},
+                   {"seq", seq},
+                   {"kind", final ? "final" : "op"},
+                   {"op_key", op},
+                   {"io", io},
+                   {"index", 0},
+                   {"dtype", "torch.float32"},
+                   {"shape", {4}},
+                   {"stats", stats(0, 1, 0, hash)}};
+    if (!final) record["op"] = op.substr(0, op.find('#'));
+    text += record.dump() + "\n";
+  }
+  write_text(dir / "manifest.jsonl", text + R"({"type": "end", "records": 0})" + "\n");
+  return dir.path();
+}
+
+TEST(KnownCauses, NondeterministicOpIsTheFirstWithEqualInputsAndADifferentOutput) {
+  TempDir first, second;
+  auto dump = [](const TempDir& dir, const std::string& pooled, const std::string& empty) {
+    return write_hashed_dump(dir, {{"aten.addmm.default#0", "input", "x"},
+                                   {"aten.addmm.default#0", "output", "h"},
+                                   {"aten.empty_like.default#0", "output", empty},  // never judged by value
+                                   {"aten.bernoulli.p#0", "input", "h"},
+                                   {"aten.bernoulli.p#0", "output", empty},  // the generator's doing
+                                   {"ext.bucket_sum.default#0", "input", "h"},
+                                   {"ext.bucket_sum.default#0", "output", pooled},
+                                   {"aten.relu.default#0", "input", pooled},
+                                   {"aten.relu.default#0", "output", pooled + "r"},
+                                   {"output", "output", pooled + "o"}});
+  };
+  RecordedRun run = run_with(kEager, json::object(), dump(first, "p1", "e1"));
+  RecordedRun repeat = run_with(kEager, json::object(), dump(second, "p2", "e2"));
+  run.name = "known/eager";
+  repeat.name = "known/repeat";
+  std::optional<Detection> found = detect_nondeterministic_op(run, repeat);
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->op, "ext.bucket_sum.default");  // not relu, whose inputs already differ
+  EXPECT_TRUE(found->decisive);                    // the final outputs differ too
+  EXPECT_NE(found->evidence.find("known/repeat"), std::string::npos) << found->evidence;
+
+  TempDir same;
+  RecordedRun deterministic = run_with(kEager, json::object(), dump(same, "p1", "e3"));
+  EXPECT_FALSE(detect_nondeterministic_op(run, deterministic));  // only uninitialised and random outputs differ
+  RecordedRun other_dtype = repeat;
+  other_dtype.status["spec"]["dtype"] = "bfloat16";
+  EXPECT_FALSE(detect_nondeterministic_op(run, other_dtype));  // not the same configuration
+  RecordedRun undumped = repeat;
+  undumped.dump_dir = "";
+  EXPECT_FALSE(detect_nondeterministic_op(run, undumped));
 }
 
 TEST(KnownCauses, ScopesByBackendDeviceAndDtype) {

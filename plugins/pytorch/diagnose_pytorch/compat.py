@@ -39,6 +39,7 @@ STABLE = {
     "lookup_backend": ("torch._dynamo", "lookup_backend"),
     "TorchDynamoException": ("torch._dynamo.exc", "TorchDynamoException"),
     "counters": ("torch._dynamo.utils", "counters"),
+    "guard_failures": ("torch._dynamo.utils", "guard_failures"),
     "same": ("torch._dynamo.utils", "same"),
     "aot_autograd": ("torch._dynamo.backends.common", "aot_autograd"),
     "make_boxed_func": ("torch._functorch.aot_autograd", "make_boxed_func"),

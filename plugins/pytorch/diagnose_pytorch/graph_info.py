@@ -1,19 +1,25 @@
-"""What the compiler did, read at the end of a run: Dynamo graph breaks and Inductor's
-counters (which passes and pattern rewrites fired)."""
+"""What the compiler did, read at the end of a run: Dynamo graph breaks, recompiles (the guard
+that failed each time) and Inductor's counters (which passes and pattern rewrites fired)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+# The first failed guards a status.json keeps: the pattern shows in a few, a shape sweep has hundreds.
+RECOMPILE_REASONS_KEPT = 5
+
 
 def collect_graph_info(session) -> None:
-    from .compat import counters
+    from .compat import counters, guard_failures
 
     breaks = dict(counters.get("graph_break", {}))
     graphs = session.status.data["graphs"]
     graphs["graph_breaks"] = sum(breaks.values())
     graphs["break_reasons"] = {str(k): v for k, v in breaks.items()}
     graphs["graph_break_reasons"] = [str(k) for k in breaks]
+    failed_guards = [str(reason) for reasons in guard_failures.values() for reason in reasons]
+    graphs["recompiles"] = len(failed_guards)
+    graphs["recompile_reasons"] = failed_guards[:RECOMPILE_REASONS_KEPT]
     fired = session.status.data["switches"]["fired"]
     inductor = {k: v for k, v in counters.get("inductor", {}).items() if v}
     if session.spec.switches.inductor:

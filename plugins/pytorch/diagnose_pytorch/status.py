@@ -28,7 +28,14 @@ class RunStatus:
             "torch_version": _torch_version(),
             "features": _probed_features(),  # compat.probed itself: filled in as the run probes features
             "ran": {},
-            "graphs": {"count": 0, "compile_seconds": [], "graph_breaks": 0, "break_reasons": {}},
+            "graphs": {
+                "count": 0,
+                "compile_seconds": [],
+                "graph_breaks": 0,
+                "break_reasons": {},
+                "recompiles": 0,
+                "recompile_reasons": [],
+            },
             "switches": {"active": {}, "fired": {}},
             "steps": 0,
             "calls": [],

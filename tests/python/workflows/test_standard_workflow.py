@@ -41,10 +41,12 @@ EXPECTED = [
     ("bf16_transformer", "no_precision_problem", None),
     # a vendor backend dumping only final outputs: the mul and the add it feeds, compiled together
     ("graph_only_defect", "subgraph_defect", ("operator.mul+operator.add",)),
-    # known causes: a forgotten model.eval(), an eager float16 overflow, Inductor's own random numbers
+    # known causes: a forgotten model.eval(), an eager float16 overflow, Inductor's own random numbers,
+    # a custom op whose result changes from run to run
     ("forgotten_eval", "known_cause", ("training_mode_dropout",)),
     ("fp16_overflow", "known_cause", ("eager_overflow",)),
     ("random_noise", "known_cause", ("fallback_random",)),
+    ("nondeterministic_op", "known_cause", ("diagnose_example.bucket_sum.default",)),
 ]
 
 
