@@ -2,7 +2,7 @@
 (examples/random_noise/README.md). Inductor generates its own random numbers; eager's come from
 torch's generator, so graph and eager differ until Inductor is told to use eager's.
 
-python examples/random_noise/model.py [--out OUT.pt] [--steps N]
+python examples/random_noise/model.py [--out OUT.pt] [--steps N] [--eager-rng]
 """
 
 import sys
@@ -28,7 +28,15 @@ class NoisyMLP(nn.Module):
 
 
 if __name__ == "__main__":
-    args = example_loop.parser().parse_args()
+    parser = example_loop.parser()
+    parser.add_argument(
+        "--eager-rng", action="store_true", help="graph mode draws eager's random numbers (Inductor's fallback_random)"
+    )
+    args = parser.parse_args()
+    if args.eager_rng:
+        import torch._inductor.config
+
+        torch._inductor.config.fallback_random = True
     torch.manual_seed(0)
     model = NoisyMLP().eval()
     example_loop.run("random_noise", torch.compile(model), (8, 32), args)

@@ -1,12 +1,18 @@
 """The known_causes step kind's own keys: a workflow's causes (A/B experiments of its own) are
-validated by `diagnose validate` with file:line:column errors, and a valid one passes. The
-catalogue's detectors are unit-tested in tests/steps/known_causes_test.cc; the examples with
-planted known causes run end to end in test_standard_workflow.py."""
+validated by `diagnose validate` with file:line:column errors, a valid one passes, and one whose
+flip makes the compiled run pass becomes the verdict. The catalogue's detectors are unit-tested
+in tests/steps/known_causes_test.cc; the examples with planted known causes run end to end in
+test_standard_workflow.py."""
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
+import sys
 from pathlib import Path
+
+from fixtures.workflow_run import processes_started
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -46,3 +52,39 @@ def test_bad_causes_are_named_at_their_position(diagnose_bin, tmp_path):
     assert "wf.yaml:8:16: error: steps.known: causes[1].name: 'fallback_random' is already a cause" in errors
     assert any(e.startswith("wf.yaml:9:") and "causes[2].flip: give what the experiment changes" in e for e in errors)
     assert any(e.startswith("wf.yaml:13:") and "set experiments: true" in e for e in errors)
+
+
+# examples/random_noise: Inductor draws its own random numbers unless the script's --eager-rng
+# sets fallback_random; the workflow names that flag as a cause of its own.
+USER_CAUSE_WORKFLOW = f"""model: {{script: {ROOT / "examples/random_noise/model.py"}, backend: inductor, timeout: 600}}
+steps:
+  - id: known
+    kind: known_causes
+    experiments: true
+    causes:
+      - {{name: script_eager_rng, flip: {{args: [--eager-rng]}}, expect: "graph mode draws eager's random numbers",
+         fix: "run the script with --eager-rng"}}
+"""
+
+
+def test_a_workflows_own_cause_whose_flip_passes_is_the_verdict(diagnose_bin, tmp_path, inductor_cache):
+    (tmp_path / "wf.yaml").write_text(USER_CAUSE_WORKFLOW)
+    env = dict(os.environ, DIAGNOSE_PYTHON=sys.executable, TORCHINDUCTOR_CACHE_DIR=str(inductor_cache))
+    done = subprocess.run(
+        [str(diagnose_bin), "wf.yaml", "--output-dir", "runs", "--quiet"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    (run_dir,) = [p for p in (tmp_path / "runs").iterdir() if p.is_dir()]  # beside it history.sqlite
+    report = json.loads((run_dir / "report.json").read_text())
+    verdict = report["verdict"]
+    assert verdict["category"] == "known_cause", verdict["summary"]
+    assert verdict["culprit"] == "script_eager_rng", verdict["summary"]
+    assert any("run the script with --eager-rng" in finding["message"] for finding in verdict["findings"])
+    assert any("--eager-rng" in command for command in verdict["reproduce"]), verdict["reproduce"]
+    # the golden eager run, the compiled run twice as configured, once with the flag
+    assert processes_started(report) == 4
