@@ -7,7 +7,8 @@
 
 namespace diagnose {
 
-void note_unavailable_features(const std::vector<RunRecord>& runs, StepResult& result) {
+void note_unavailable_features(const std::vector<RunRecord>& runs, StepResult& result,
+                               const std::set<std::string>& only) {
   std::set<std::string> noted;
   for (const RunRecord& run : runs) {
     const nlohmann::json status = read_plugin_status(run.dir);
@@ -15,7 +16,7 @@ void note_unavailable_features(const std::vector<RunRecord>& runs, StepResult& r
     const std::string torch = status.contains("torch_version") ? string_at(status, "torch_version") : "?";
     for (const auto& [name, feature] : status["features"].items()) {
       if (!feature.is_object() || !feature.contains("available") || feature["available"] != false ||
-          !noted.insert(name).second)
+          (!only.empty() && !only.count(name)) || !noted.insert(name).second)
         continue;
       std::string note = "torch " + torch + ": " + name + " unavailable (" + string_at(feature, "reason");
       const std::string without = string_at(feature, "without");

@@ -4,6 +4,7 @@
 
 #include "steps/layer.h"
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -13,7 +14,9 @@ namespace diagnose {
 
 // "torch 2.5.1: compiled_dump unavailable (WHY; WITHOUT)" for each feature some run lacked,
 // once per feature, appended to the result's summary and its findings; nothing when every
-// probed feature was available (or no run wrote a status.json).
-void note_unavailable_features(const std::vector<RunRecord>& runs, StepResult& result);
+// probed feature was available (or no run wrote a status.json). `only`: just these features
+// (empty: all).
+void note_unavailable_features(const std::vector<RunRecord>& runs, StepResult& result,
+                               const std::set<std::string>& only = {});
 
 }  // namespace diagnose

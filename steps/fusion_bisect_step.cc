@@ -8,6 +8,7 @@
 #include "orchestrator/workflow/validate.h"
 #include "orchestrator/workflow/workflow_schema.h"
 #include "steps/bisection_steps.h"
+#include "steps/feature_notes.h"
 #include "steps/plugin_run.h"
 
 namespace diagnose {
@@ -152,7 +153,12 @@ class FusionBisectStep : public StepKind {
 
     bisect::TrialSetup setup;
     setup.dir_of = [&](const std::string& name) { return context.run_dir_of(name); };
-    setup.execute = [&](const std::vector<RunRequest>& requests) { return context.run(requests); };
+    std::vector<RunRecord> trial_runs;  // for the features their torch lacked
+    setup.execute = [&](const std::vector<RunRequest>& requests) {
+      std::vector<RunRecord> records = context.run(requests);
+      trial_runs.insert(trial_runs.end(), records.begin(), records.end());
+      return records;
+    };
     setup.fired_report = node["fired_report"] ? node["fired_report"].Scalar()
                          : knob == "inductor" ? "status.json"
                                               : "fusion_result.json";
@@ -213,7 +219,10 @@ class FusionBisectStep : public StepKind {
                             " (after include/exclude)");
       case bisect::BisectionOutcome::Status::Bisected: break;
     }
-    return report(driver, outcome, knob, std::move(result));
+    StepResult reported = report(driver, outcome, knob, std::move(result));
+    // a torch without Inductor's pass switches leaves those rules out of the candidates
+    if (knob == "inductor") note_unavailable_features(trial_runs, reported, {"inductor_rules"});
+    return reported;
   }
 
  private:

@@ -36,6 +36,20 @@ TEST(FeatureNotes, UnavailableFeatureNotedOnceWithItsReason) {
   EXPECT_EQ(result.findings[0].message, note);
 }
 
+// fusion_bisect notes only inductor_rules: the trials' compiled dump is not its concern
+TEST(FeatureNotes, OnlyTheNamedFeatures) {
+  TempDir dir;
+  std::vector<RunRecord> runs = {run_with_status(dir, "all_on", R"json({"torch_version": "2.5.1", "features": {
+    "compiled_dump": {"available": false, "reason": "no PythonWrapperCodegen"},
+    "inductor_rules": {"available": false, "reason": "no use_post_grad_passes", "without": "left out"}}})json")};
+  StepResult result;
+  result.summary = "culprits found";
+  note_unavailable_features(runs, result, {"inductor_rules"});
+  EXPECT_EQ(result.summary,
+            "culprits found; torch 2.5.1: inductor_rules unavailable (no use_post_grad_passes; left out)");
+  EXPECT_EQ(result.findings.size(), 1u);
+}
+
 TEST(FeatureNotes, NothingNotedWhenAvailableMissingOrMalformed) {
   TempDir dir;
   std::vector<RunRecord> runs = {
