@@ -39,8 +39,8 @@ struct RunRecord {
   std::optional<int> signal;
   double started = 0, finished = 0;  // seconds since the epoch
   int attempts = 0;
-  std::string error;     // why it did not succeed, in words
-  std::string job_id;    // the Slurm job of the last attempt; empty for local runs
+  std::string error;   // why it did not succeed, in words
+  std::string job_id;  // the Slurm job of the last attempt; empty for local runs
   // How a local run's last attempt started, "warm_fork" or "process" (warm_launcher.h), and why.
   std::string launch, launch_reason;
   std::string identity;  // a plugin run's (shared_runs.h)
