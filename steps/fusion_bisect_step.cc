@@ -135,9 +135,10 @@ class FusionBisectStep : public StepKind {
   // (its dump only observes the same compiled run; shared_runs.h).
   std::vector<PlannedRun> planned_runs(const StepContext& context) const override {
     const YAML::Node& node = context.step().node;
-    if (context.workflow().model.script.empty() || node["candidates"]) return {};
+    // a switch_env set on the request afterwards would make it another run
+    if (context.workflow().model.script.empty() || node["candidates"] || node["switch_env"]) return {};
     return {
-        planned_plugin_run(context, bisect::trial_name({}, 0), target_spec(context), in_own_directory(node["target"]))};
+        planned_plugin_run(context, bisect::trial_name({}, 0), all_on_spec(context), in_own_directory(node["target"]))};
   }
 
   StepResult evaluate(const StepContext& context) const override {
@@ -147,6 +148,7 @@ class FusionBisectStep : public StepKind {
     YAML::Node target = node["target"];
     std::vector<std::string> judge_ops = strings(node["judge_ops"]);
     nlohmann::json target_spec = plugin ? FusionBisectStep::target_spec(context) : nlohmann::json();
+    const nlohmann::json all_on = plugin ? all_on_spec(context) : nlohmann::json();
     std::string knob = FusionBisectStep::knob(context, target_spec);
     StepResult result;
     result.metrics["knob"] = knob;
@@ -154,6 +156,11 @@ class FusionBisectStep : public StepKind {
     bisect::TrialSetup setup;
     setup.dir_of = [&](const std::string& name) { return context.run_dir_of(name); };
     std::vector<RunRecord> trial_runs;  // for the features their torch lacked
+    // a torch without Inductor's pass switches leaves those rules out of the candidates
+    auto with_torch_notes = [&](StepResult reported) {
+      if (knob == "inductor") note_unavailable_features(trial_runs, reported, {"inductor_rules"});
+      return reported;
+    };
     setup.execute = [&](const std::vector<RunRequest>& requests) {
       std::vector<RunRecord> records = context.run(requests);
       trial_runs.insert(trial_runs.end(), records.begin(), records.end());
@@ -170,13 +177,13 @@ class FusionBisectStep : public StepKind {
         // The all-on run is the target as it is (a switch file turning nothing off changes
         // nothing) and may be another step's; repeats and confirmations are runs of their own.
         bool listing = trial.name == bisect::trial_name({}, 0);
-        nlohmann::json spec = target_spec;
+        nlohmann::json spec = listing ? all_on : target_spec;
         if (!listing && knob == "inductor")
           spec["switches"]["inductor_off"] = trial.off;
         else if (!listing && knob == "fusion_switch_file")
           spec["switches"]["fusion_switch_file"] = trial.switch_file;
         request = plugin_run(context, trial.name, spec, in_own_directory(target),
-                             listing ? Sharing::Shareable : Sharing::OwnRun);
+                             listing && switch_env.empty() ? Sharing::Shareable : Sharing::OwnRun);
       } else {
         Workflow own = workflow;
         CommandSpec& command = own.model.command;
@@ -210,19 +217,17 @@ class FusionBisectStep : public StepKind {
     bisect::Bisection driver(setup);
     bisect::BisectionOutcome outcome = driver.run(plan, {{"knob", knob}});
     switch (outcome.status) {
-      case bisect::BisectionOutcome::Status::NoRuleFired: return no_rule_fired(outcome);
+      case bisect::BisectionOutcome::Status::NoRuleFired: return with_torch_notes(no_rule_fired(outcome));
       case bisect::BisectionOutcome::Status::Failed:
         if (golden_error) return *golden_error;
         return error_result(outcome.message + "; list the rules under candidates:");
       case bisect::BisectionOutcome::Status::NoCandidates:
-        return error_result("no candidate rules" + std::string(outcome.listed ? " fired in the all-on run" : "") +
-                            " (after include/exclude)");
+        return with_torch_notes(error_result("no candidate rules" +
+                                             std::string(outcome.listed ? " fired in the all-on run" : "") +
+                                             " (after include/exclude)"));
       case bisect::BisectionOutcome::Status::Bisected: break;
     }
-    StepResult reported = report(driver, outcome, knob, std::move(result));
-    // a torch without Inductor's pass switches leaves those rules out of the candidates
-    if (knob == "inductor") note_unavailable_features(trial_runs, reported, {"inductor_rules"});
-    return reported;
+    return with_torch_notes(report(driver, outcome, knob, std::move(result)));
   }
 
  private:
@@ -232,6 +237,14 @@ class FusionBisectStep : public StepKind {
     std::vector<std::string> judge_ops = strings(node["judge_ops"]);
     if (!judge_ops.empty()) defaults["dump"] = {{"level", "compiled"}, {"include", judge_ops}};
     return side_spec(context, node["target"], defaults);
+  }
+
+  // The all-on trial: the target without the knob's own switch, which the other trials set.
+  static nlohmann::json all_on_spec(const StepContext& context) {
+    nlohmann::json spec = target_spec(context);
+    const std::string key = knob(context, spec) == "inductor" ? "inductor_off" : "fusion_switch_file";
+    if (spec.contains("switches") && spec["switches"].is_object()) spec["switches"].erase(key);
+    return spec;
   }
 
   static std::string knob(const StepContext& context, const nlohmann::json& target_spec) {

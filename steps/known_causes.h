@@ -25,6 +25,7 @@ struct RecordedRun {
   nlohmann::json status;  // the plugin's status.json (its spec says mode, backend, device, dtype)
   std::string dump_dir;   // "" when the run dumped nothing
   std::string command;    // the command that reproduces it
+  std::string run_dir;    // its directory (outputs/ holds its final outputs)
 };
 
 // What a detector saw: the evidence in words; decisive when the cause alone makes graph mode

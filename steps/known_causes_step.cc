@@ -5,7 +5,6 @@
 // experiments: the compiled run twice (run-to-run differences) and once per applicable cause
 // with that cause flipped, each judged against the golden outputs like a bisection trial.
 #include <algorithm>
-#include <filesystem>
 
 #include "compare/match.h"
 #include "orchestrator/bisect/trial_oracle.h"
@@ -28,9 +27,11 @@ const nlohmann::json kCompiledOutputs = {{"mode", "compiled"}, {"dump", {{"level
 // The detectors' second eager run: statistics (hashes) are all the run-to-run check reads.
 const nlohmann::json kStatsOnlyRepeat = {{"mode", "eager"}, {"dump", {{"level", "aten"}, {"stats_only", true}}}};
 
-std::string run_mode(const RecordedRun& run) {
-  return run.status.is_object() ? string_at(run.status.value("spec", nlohmann::json::object()), "mode", "") : "";
+nlohmann::json run_spec(const RecordedRun& run) {
+  return run.status.is_object() ? run.status.value("spec", nlohmann::json::object()) : nlohmann::json::object();
 }
+
+std::string run_mode(const RecordedRun& run) { return string_at(run_spec(run), "mode", ""); }
 
 bool has_dump(const std::string& dir) { return !compare::manifest_ranks(dir).empty(); }
 
@@ -45,7 +46,7 @@ std::vector<RecordedRun> recorded_runs(const State& state) {
       const nlohmann::json argv = status.is_object() ? status.value("argv", nlohmann::json::array()) : nullptr;
       if (!argv.is_array() || argv.size() < 2 || argv[1] != "run") continue;  // ops, single-op batches...
       runs.push_back({step.id + "/" + record.name, status, has_dump(record.dump_dir) ? record.dump_dir : "",
-                      reproduce_command(record.cwd, record.env, record.argv)});
+                      reproduce_command(record.cwd, record.env, record.argv), record.dir});
     }
   return runs;
 }
@@ -82,13 +83,11 @@ void detected(const KnownCause& cause, const Detection& detection, nlohmann::jso
 
 // Bitwise run-to-run differences are common (CUDA's atomics) and harmless within tolerance: they
 // explain a failure only when the two runs' final outputs fail the comparison between themselves.
-bool outputs_fail_between(const StepContext& context, const RecordedRun& a, const RecordedRun& b) {
-  auto outputs = [](const RecordedRun& run) {
-    return (std::filesystem::path(run.dump_dir).parent_path() / "outputs").string();
-  };
-  return judge_dumps(context, outputs(a), outputs(b), std::nullopt, context.step_dir() + "/compare-run-to-run",
-                     "run-to-run final outputs")
-             .result.status == StepStatus::Fail;
+StepResult judge_outputs_between(const StepContext& context, const std::string& run_dir_a,
+                                 const std::string& run_dir_b) {
+  return judge_dumps(context, run_dir_a + "/outputs", run_dir_b + "/outputs", std::nullopt,
+                     context.step_dir() + "/compare-run-to-run", "run-to-run final outputs")
+      .result;
 }
 
 class KnownCausesStep : public StepKind {
@@ -165,7 +164,7 @@ class KnownCausesStep : public StepKind {
         const RunRequest& request = i == 0 ? eager : repeat;
         runs.push_back({context.step().id + "/" + request.name, read_plugin_status(request.dir),
                         has_dump(request.dump_dir) ? request.dump_dir : "",
-                        reproduce_command(records[i].cwd, records[i].env, records[i].argv)});
+                        reproduce_command(records[i].cwd, records[i].env, records[i].argv), records[i].dir});
       }
     }
     result.status = StepStatus::Pass;
@@ -177,9 +176,7 @@ class KnownCausesStep : public StepKind {
       std::string seen_in;
       bool applies = false;
       for (const RecordedRun& run : runs) {
-        if (!applies_to(cause, run.status.is_object() ? run.status.value("spec", nlohmann::json::object())
-                                                      : nlohmann::json::object()))
-          continue;
+        if (!applies_to(cause, run_spec(run))) continue;
         applies = true;
         if ((detection = cause.detect(run))) {
           seen_in = run.name;
@@ -207,9 +204,15 @@ class KnownCausesStep : public StepKind {
       for (size_t b = a + 1; b < runs.size() && !run_to_run; ++b)
         if (run_mode(runs[a]) == "eager" && (run_to_run = detect_nondeterministic_op(runs[a], runs[b]))) {
           ++found;
-          if (run_to_run->decisive && !outputs_fail_between(context, runs[a], runs[b])) {
-            run_to_run->decisive = false;
-            run_to_run->evidence += ", within the comparison's tolerances, so it explains no failure alone";
+          if (run_to_run->decisive) {
+            const StepResult between = judge_outputs_between(context, runs[a].run_dir, runs[b].run_dir);
+            if (between.status != StepStatus::Fail) {
+              run_to_run->decisive = false;
+              run_to_run->evidence += between.status == StepStatus::Pass
+                                          ? ", within the comparison's tolerances, so it explains no failure alone"
+                                          : ", whose final outputs could not be compared (" + between.summary +
+                                                "), so it explains no failure alone";
+            }
           }
           detected(nondeterministic, *run_to_run, table, result);
           if (run_to_run->decisive) {
@@ -265,7 +268,7 @@ class KnownCausesStep : public StepKind {
     for (const KnownCause& cause : known_causes()) {
       if (!cause.detect) continue;
       for (const RecordedRun& run : runs)
-        if (run_mode(run) == "compiled")
+        if (run_mode(run) == "compiled" && applies_to(cause, run_spec(run)))
           if (std::optional<Detection> detection = cause.detect(run)) {
             detection->evidence += " (run " + run.name + ")";
             in_compiled_runs.emplace_back(&cause, *detection);
@@ -333,16 +336,25 @@ class KnownCausesStep : public StepKind {
     repeat.fix =
         "find the op whose kernel is not deterministic (atomics, unseeded randomness) and make it so, or "
         "torch.use_deterministic_algorithms(True); compare only what is deterministic";
-    std::optional<std::vector<std::string>> differing =
-        differing_outputs(context.run_dir_of(bisect::trial_name({}, 0)), context.run_dir_of(bisect::trial_name({}, 1)));
+    const std::string first = context.run_dir_of(bisect::trial_name({}, 0)),
+                      second = context.run_dir_of(bisect::trial_name({}, 1));
+    std::optional<std::vector<std::string>> differing = differing_outputs(first, second);
     if (differing && !differing->empty()) {
       std::string evidence = "two runs of the same compiled configuration differ in " + joined(*differing) +
                              " (outcomes " + bisect::outcome_name(outcomes[0].outcome) + ", " +
-                             bisect::outcome_name(outcomes[1].outcome) +
-                             "): the differences are run to run, not a "
-                             "graph defect";
-      table.push_back(row(repeat, "explains the failure", evidence));
-      explained_by(repeat, evidence, "", result);
+                             bisect::outcome_name(outcomes[1].outcome) + ")";
+      // bitwise differences within tolerance (CUDA's atomics) explain no failure
+      const bool explains = outcomes[0].outcome != outcomes[1].outcome ||
+                            judge_outputs_between(context, first, second).status == StepStatus::Fail;
+      if (explains) {
+        evidence += ": the differences are run to run, not a graph defect";
+        table.push_back(row(repeat, "explains the failure", evidence));
+        explained_by(repeat, evidence, "", result);
+      } else {
+        evidence += ", within the comparison's tolerances between themselves: they explain no failure";
+        table.push_back(row(repeat, "present", evidence));
+        result.findings.push_back({"checked " + repeat.name + ": " + evidence, ""});
+      }
     } else {
       table.push_back(row(repeat, differing ? "not found" : "not comparable",
                           differing ? "the two runs' outputs are bitwise equal" : "no outputs recorded"));
