@@ -95,10 +95,17 @@ class WarmParent {
       return std::nullopt;
     }
     long id = next_id_++;
-    runs_[id];
     request["id"] = id;
+    std::string line;
+    try {
+      line = request.dump() + "\n";
+    } catch (const nlohmann::json::exception&) {  // JSON strings must be UTF-8
+      why_not = "a path, argument or environment value is not UTF-8";
+      return std::nullopt;
+    }
+    runs_[id];
     lock.unlock();
-    send(request.dump() + "\n");
+    send(line);
     lock.lock();
     changed_.wait(lock, [&] { return runs_[id].pid || !runs_[id].refused.empty() || !dead_.empty(); });
     ForkedRun run = runs_[id];
@@ -216,7 +223,8 @@ class WarmParent {
   void receive(const nlohmann::json& message) {
     std::optional<int> id = int_field(message, "id");
     if (!id) {
-      if (message.value("ready", false) == true) ready_ = true;
+      const auto ready = message.find("ready");
+      if (ready != message.end() && *ready == true) ready_ = true;
       if (std::string refused = text_field(message, "refused"); !refused.empty())
         dead_ = "the warm process refused: " + refused;
       return;

@@ -133,6 +133,7 @@ def serve(main: Callable[[list[str]], int]) -> int:
 
 
 def start(line: bytes, main: Callable[[list[str]], int], wakeup: tuple[int, int], children: dict[int, int]) -> None:
+    request = None
     try:
         request = json.loads(line)
         run_id = request["id"]
@@ -140,7 +141,9 @@ def start(line: bytes, main: Callable[[list[str]], int], wakeup: tuple[int, int]
         for key in ("argv", "cwd", "stdout", "stderr"):
             request[key]  # noqa: B018  each present before the fork, not after
     except (ValueError, KeyError, TypeError):
-        send({"error": f"malformed request: {line[:200]!r}"})
+        # with its id, the engine's wait for this run ends
+        run_id = request.get("id") if isinstance(request, dict) else None
+        send({"id": run_id, "refused": f"malformed request: {line[:200]!r}"})
         return
     accelerator = initialised_accelerator()
     difference = environment_difference(env)
@@ -149,7 +152,11 @@ def start(line: bytes, main: Callable[[list[str]], int], wakeup: tuple[int, int]
     elif difference:
         send({"id": run_id, "refused": f"{difference} differs from the warm process's environment"})
     else:
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError as e:  # EAGAIN, ENOMEM: this run starts as a plain process instead
+            send({"id": run_id, "refused": f"fork failed: {e}"})
+            return
         if pid == 0:
             run_child(request, main, wakeup)
         children[pid] = run_id
