@@ -1,5 +1,6 @@
 #include "orchestrator/exec/warm_launcher.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
