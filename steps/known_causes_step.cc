@@ -35,6 +35,11 @@ std::string run_mode(const RecordedRun& run) { return string_at(run_spec(run), "
 
 bool has_dump(const std::string& dir) { return !compare::manifest_ranks(dir).empty(); }
 
+RecordedRun recorded_run(const std::string& step_id, const RunRecord& record, const nlohmann::json& status) {
+  return {step_id + "/" + record.name, status, has_dump(record.dump_dir) ? record.dump_dir : "",
+          reproduce_command(record.cwd, record.env, record.argv), record.dir};
+}
+
 // The runs of the model's script this invocation made so far, with their status.json.
 std::vector<RecordedRun> recorded_runs(const State& state) {
   std::vector<RecordedRun> runs;
@@ -45,8 +50,7 @@ std::vector<RecordedRun> recorded_runs(const State& state) {
       nlohmann::json status = read_plugin_status(record.dir);
       const nlohmann::json argv = status.is_object() ? status.value("argv", nlohmann::json::array()) : nullptr;
       if (!argv.is_array() || argv.size() < 2 || argv[1] != "run") continue;  // ops, single-op batches...
-      runs.push_back({step.id + "/" + record.name, status, has_dump(record.dump_dir) ? record.dump_dir : "",
-                      reproduce_command(record.cwd, record.env, record.argv), record.dir});
+      runs.push_back(recorded_run(step.id, record, status));
     }
   return runs;
 }
@@ -160,12 +164,8 @@ class KnownCausesStep : public StepKind {
                                      node["eager"], Sharing::OwnRun);
       std::vector<RunRecord> records = context.run({eager, repeat});
       if (std::optional<StepResult> error = error_from_runs(records)) return *error;
-      for (size_t i = 0; i < records.size(); ++i) {
-        const RunRequest& request = i == 0 ? eager : repeat;
-        runs.push_back({context.step().id + "/" + request.name, read_plugin_status(request.dir),
-                        has_dump(request.dump_dir) ? request.dump_dir : "",
-                        reproduce_command(records[i].cwd, records[i].env, records[i].argv), records[i].dir});
-      }
+      for (const RunRecord& record : records)
+        runs.push_back(recorded_run(context.step().id, record, read_plugin_status(record.dir)));
     }
     result.status = StepStatus::Pass;
     nlohmann::json table = nlohmann::json::array();
