@@ -137,8 +137,8 @@ class FusionBisectStep : public StepKind {
     const YAML::Node& node = context.step().node;
     // a switch_env set on the request afterwards would make it another run
     if (context.workflow().model.script.empty() || node["candidates"] || node["switch_env"]) return {};
-    return {
-        planned_plugin_run(context, bisect::trial_name({}, 0), all_on_spec(context), in_own_directory(node["target"]))};
+    return {planned_plugin_run(context, bisect::trial_name({}, 0), all_on_spec(context, target_spec(context)),
+                               in_own_directory(node["target"]))};
   }
 
   StepResult evaluate(const StepContext& context) const override {
@@ -148,7 +148,7 @@ class FusionBisectStep : public StepKind {
     YAML::Node target = node["target"];
     std::vector<std::string> judge_ops = strings(node["judge_ops"]);
     nlohmann::json target_spec = plugin ? FusionBisectStep::target_spec(context) : nlohmann::json();
-    const nlohmann::json all_on = plugin ? all_on_spec(context) : nlohmann::json();
+    const nlohmann::json all_on = plugin ? all_on_spec(context, target_spec) : nlohmann::json();
     std::string knob = FusionBisectStep::knob(context, target_spec);
     StepResult result;
     result.metrics["knob"] = knob;
@@ -174,8 +174,8 @@ class FusionBisectStep : public StepKind {
     setup.make_request = [&, knob](const bisect::Trial& trial) {
       RunRequest request;
       if (plugin) {
-        // The all-on run is the target as it is (a switch file turning nothing off changes
-        // nothing) and may be another step's; repeats and confirmations are runs of their own.
+        // The all-on run is the target with nothing switched off and may be another step's;
+        // repeats and confirmations are runs of their own.
         bool listing = trial.name == bisect::trial_name({}, 0);
         nlohmann::json spec = listing ? all_on : target_spec;
         if (!listing && knob == "inductor")
@@ -240,8 +240,7 @@ class FusionBisectStep : public StepKind {
   }
 
   // The all-on trial: the target without the knob's own switch, which the other trials set.
-  static nlohmann::json all_on_spec(const StepContext& context) {
-    nlohmann::json spec = target_spec(context);
+  static nlohmann::json all_on_spec(const StepContext& context, nlohmann::json spec) {
     const std::string key = knob(context, spec) == "inductor" ? "inductor_off" : "fusion_switch_file";
     if (spec.contains("switches") && spec["switches"].is_object()) spec["switches"].erase(key);
     return spec;
