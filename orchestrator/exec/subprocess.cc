@@ -20,6 +20,8 @@ namespace diagnose {
 namespace bp = boost::process;
 namespace fs = boost::filesystem;
 
+namespace {
+
 bool truncate_file(const std::string& path) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   return static_cast<bool>(out);
@@ -41,9 +43,21 @@ std::string find_program(const std::string& name, const std::map<std::string, st
   return bp::search_path(name, directories).string();
 }
 
+}  // namespace
+
 std::mutex& spawn_mutex() {
   static std::mutex spawning;
   return spawning;
+}
+
+std::string start_problem(const ProcessSpec& spec, std::string& program) {
+  if (spec.argv.empty()) return "empty command";
+  if (!fs::is_directory(spec.cwd)) return "working directory " + spec.cwd + " does not exist";
+  if (!truncate_file(spec.stdout_path) || !truncate_file(spec.stderr_path))
+    return "cannot create log files in " + fs::path(spec.stdout_path).parent_path().string();
+  program = find_program(spec.argv[0], spec.env);
+  if (program.empty()) return "program '" + spec.argv[0] + "' not found on PATH";
+  return "";
 }
 
 double now_seconds() {
@@ -59,12 +73,8 @@ ProcessOutcome run_process(const ProcessSpec& spec, const ProcessCallbacks& call
     outcome.finished = now_seconds();
     return outcome;
   };
-  if (spec.argv.empty()) return not_started("empty command");
-  if (!fs::is_directory(spec.cwd)) return not_started("working directory " + spec.cwd + " does not exist");
-  if (!truncate_file(spec.stdout_path) || !truncate_file(spec.stderr_path))
-    return not_started("cannot create log files in " + fs::path(spec.stdout_path).parent_path().string());
-  std::string program = find_program(spec.argv[0], spec.env);
-  if (program.empty()) return not_started("program '" + spec.argv[0] + "' not found on PATH");
+  std::string program;
+  if (std::string problem = start_problem(spec, program); !problem.empty()) return not_started(problem);
 
   bp::environment env = boost::this_process::environment();
   // Not env[key]: Boost 1.74's environment::find reads past entries shorter than the key.

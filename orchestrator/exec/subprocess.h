@@ -50,10 +50,10 @@ StopReason watch_process_group(int pid, const ProcessSpec& spec, double started,
 // The status and error of an ended process, from its exit_code or signal and what stopped it.
 void judge_outcome(ProcessOutcome& outcome, StopReason reason, double timeout_s);
 
-// The path of program `name` (argv[0]), looked up on env's PATH, else the engine's; "" if none.
-std::string find_program(const std::string& name, const std::map<std::string, std::string>& env);
-// Empties (or creates) a log file; false when it cannot.
-bool truncate_file(const std::string& path);
+// Why `spec` cannot start ("" when it can): no command, no working directory, log files it
+// cannot empty (it empties them), or argv[0] not on env's PATH nor the engine's. `program`: the
+// path argv[0] was found at.
+std::string start_problem(const ProcessSpec& spec, std::string& program);
 // Held while starting a process: a fork from another thread meanwhile would inherit the file
 // descriptors Boost.Process opens without O_CLOEXEC.
 std::mutex& spawn_mutex();

@@ -281,11 +281,8 @@ Launched launch_process(const ProcessSpec& spec, bool warm, const ProcessCallbac
   if (!warm) return plain("runner.warm is off");
   if (!plugin_run_argv(spec.argv))
     return plain("not the plugin's run of a script (a shell: or argv: model, or another plugin command)");
-  // run_process says what is wrong with these
-  if (!fs::is_directory(spec.cwd) || !truncate_file(spec.stdout_path) || !truncate_file(spec.stderr_path))
-    return plain("its working directory or log files are not usable");
-  std::string program = find_program(spec.argv[0], spec.env);
-  if (program.empty()) return plain("program '" + spec.argv[0] + "' not found on PATH");
+  std::string program;
+  if (std::string problem = start_problem(spec, program); !problem.empty()) return plain(problem);
   program = fs::absolute(program, spec.cwd).string();  // as the plain process resolves it, from its cwd
 
   std::map<std::string, std::string> env = engine_environment(), parent_env;
