@@ -57,37 +57,6 @@ std::vector<std::vector<std::string>> split_into_batches(const std::vector<std::
   return batches;
 }
 
-std::vector<std::vector<std::string>> batches_by_cost(const std::vector<std::string>& ops,
-                                                      const std::map<std::string, double>& seconds, size_t count) {
-  double known_total = 0;
-  size_t known = 0;
-  for (const std::string& op : ops)
-    if (auto cost = seconds.find(op); cost != seconds.end()) known_total += cost->second, ++known;
-  if (known == 0) return split_into_batches(ops, count);
-  std::vector<std::pair<double, size_t>> by_cost;  // (cost, index in ops)
-  for (size_t i = 0; i < ops.size(); ++i) {
-    auto cost = seconds.find(ops[i]);
-    by_cost.push_back({cost == seconds.end() ? known_total / static_cast<double>(known) : cost->second, i});
-  }
-  std::stable_sort(by_cost.begin(), by_cost.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  count = std::min(std::max<size_t>(count, 1), ops.size());
-  std::vector<double> load(count, 0);
-  std::vector<std::vector<size_t>> members(count);
-  for (const auto& [cost, index] : by_cost) {
-    size_t lightest = static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
-    load[lightest] += cost;
-    members[lightest].push_back(index);
-  }
-  std::vector<std::vector<std::string>> batches;
-  for (std::vector<size_t>& indices : members) {
-    std::sort(indices.begin(), indices.end());
-    std::vector<std::string> batch;
-    for (size_t index : indices) batch.push_back(ops[index]);
-    batches.push_back(std::move(batch));
-  }
-  return batches;
-}
-
 std::map<std::string, OpCost> read_op_costs(const std::string& single_op_json) {
   std::map<std::string, OpCost> costs;
   nlohmann::json document = nlohmann::json::parse(single_op_json, nullptr, false);

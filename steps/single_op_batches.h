@@ -34,12 +34,6 @@ std::vector<std::string> single_op_args(const std::string& eager_dir, const std:
 // At most `count` batches of consecutive ops, sizes differing by one at most.
 std::vector<std::vector<std::string>> split_into_batches(const std::vector<std::string>& ops, size_t count);
 
-// At most `count` batches of about equal total cost (seconds): the costliest op first into the
-// batch with the least so far; an op of unknown cost counts as the mean of the known ones.
-// Each batch keeps the order of `ops`. With no cost known, split_into_batches.
-std::vector<std::vector<std::string>> batches_by_cost(const std::vector<std::string>& ops,
-                                                      const std::map<std::string, double>& seconds, size_t count);
-
 // What one op cost in its single-op process: its one-op graphs' first calls through the backend
 // (compile_s, `compiles` of them) and its eager and compiled calls otherwise (run_s).
 struct OpCost {

@@ -1,9 +1,8 @@
 // `single_op_check`: every distinct op of an eager run, compiled alone as a one-op graph
 // with the target's backend and switches on the op's recorded inputs, against the eager op
 // on the same inputs. Ops go in batches, one process each, in parallel; when a process
-// dies, the op it was on is reported as crashed and the rest of its batch runs again (in
-// batches balanced by measured cost where costs are known). Each op's compile and run
-// seconds, as the plugin measured them, go into the report.
+// dies, the op it was on is reported as crashed and the rest of its batch runs again. Each
+// op's compile and run seconds, as the plugin measured them, go into the report.
 #include <algorithm>
 #include <boost/filesystem.hpp>
 #include <fstream>
@@ -37,12 +36,6 @@ std::string skipped_clause(const std::vector<SkippedOp>& skipped) {
   std::vector<std::string> groups;
   for (const auto& [reason, ops] : by_reason) groups.push_back(reason + ": " + joined(ops, ", "));
   return std::to_string(skipped.size()) + " skipped (" + joined(groups, "; ") + ")";
-}
-
-std::map<std::string, double> total_seconds(const std::map<std::string, OpCost>& costs) {
-  std::map<std::string, double> seconds;
-  for (const auto& [op, cost] : costs) seconds[op] = cost.compile_s + cost.run_s;
-  return seconds;
 }
 
 long long compile_count(const std::map<std::string, OpCost>& costs) {
@@ -222,7 +215,7 @@ class SingleOpCheckStep : public StepKind {
         again.insert(again.end(), outcome.not_started.begin(), outcome.not_started.end());
       }
       pending.clear();
-      if (!again.empty()) pending = batches_by_cost(again, total_seconds(costs), batch_count);
+      if (!again.empty()) pending = split_into_batches(again, batch_count);
     }
 
     // Judge each batch's eager and graph results; failing rows are attributed to their op.

@@ -40,19 +40,6 @@ TEST(SingleOpBatches, SplitIsBalancedAndKeepsOrder) {
   EXPECT_TRUE(split_into_batches({}, 3).empty());
 }
 
-TEST(SingleOpBatches, CostBalancedBatchesEvenOutMeasuredSecondsAndKeepOrder) {
-  std::vector<std::string> ops = {"a", "b", "c", "d", "e"};
-  std::map<std::string, double> seconds = {{"a", 10}, {"b", 1}, {"c", 1}, {"d", 1}, {"e", 7}};
-  EXPECT_EQ(batches_by_cost(ops, seconds, 2),
-            (std::vector<std::vector<std::string>>{{"a"}, {"b", "c", "d", "e"}}));  // 10 s and 10 s
-  // an op never measured counts as the mean of the others (3 s)
-  EXPECT_EQ(batches_by_cost({"x", "a", "b"}, {{"a", 4}, {"b", 2}}, 2),
-            (std::vector<std::vector<std::string>>{{"a"}, {"x", "b"}}));
-  EXPECT_EQ(batches_by_cost(ops, {}, 2), split_into_batches(ops, 2));  // nothing measured: by count
-  EXPECT_EQ(batches_by_cost(ops, seconds, 9).size(), 5u);
-  EXPECT_TRUE(batches_by_cost({}, seconds, 2).empty());
-}
-
 TEST(SingleOpBatches, OpCostsAreReadFromTheResultsAndBadEntriesLeftOut) {
   std::map<std::string, OpCost> costs = read_op_costs(R"({"ops": [
     {"op": "a", "compile_s": 2.5, "run_s": 0.25, "compiles": 1,
