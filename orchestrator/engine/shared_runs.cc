@@ -52,8 +52,13 @@ bool observes_only(const nlohmann::json& spec) {
 // holds each truth `outputs_only` asks for.
 bool covers_outputs(const nlohmann::json& dumping, const nlohmann::json& outputs_only) {
   nlohmann::json dump = outputs_only.value("dump", nlohmann::json::object());
+  nlohmann::json dumping_dump = dumping.value("dump", nlohmann::json::object());
+  // The final outputs are written whatever the op dump's filters and budget, but not with
+  // `final: false`, and their truth only on the steps the dump shadows.
+  bool same_outputs = dumping_dump.value("final", true) == dump.value("final", true) &&
+                      dumping_dump.value("steps", nlohmann::json()) == dump.value("steps", nlohmann::json());
   return dump_level(outputs_only) == "none" && dump_level(dumping) != "none" && observes_only(dumping) &&
-         (!wants(dump, "truth") || wants(dumping.value("dump", nlohmann::json::object()), "truth")) &&
+         same_outputs && (!wants(dump, "truth") || wants(dumping_dump, "truth")) &&
          outputs_only.value("checks", nlohmann::json::object()) == nlohmann::json::object();
 }
 

@@ -82,6 +82,9 @@ TEST(MergedNeeds, AnOutputsOnlyRunIsCoveredByADumpThatOnlyObserves) {
   EXPECT_FALSE(merged_needs(aten, outputs_truth));
   nlohmann::json aten_truth = with(aten, {{"dump", {{"truth", true}}}});
   EXPECT_EQ(merged_needs(aten_truth, outputs_truth), aten_truth);
+  // nor when it leaves the final outputs out, or shadows other steps than they ask for
+  EXPECT_FALSE(merged_needs(with(aten_truth, {{"dump", {{"final", false}}}}), outputs_truth));
+  EXPECT_FALSE(merged_needs(with(aten_truth, {{"dump", {{"steps", {0}}}}}), outputs_truth));
 }
 
 TEST(MergedNeeds, CoversTruthStatisticsAndTheMetaCheck) {
