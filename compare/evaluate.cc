@@ -145,12 +145,12 @@ class Worker {
   std::vector<double> r_;
 };
 
-// An output of torch.empty and its relatives on the golden side: values nobody wrote. Only the
-// golden side decides: a target that returns uninitialised memory where the golden computed
-// values is a defect to judge.
+// An output of torch.empty and its relatives on the golden side, or an input reading one: values
+// nobody wrote. Only the golden side decides: a target that returns uninitialised memory where
+// the golden computed values is a defect to judge.
 bool holds_uninitialized_memory(const RowSpec& spec) {
-  return spec.direction == Direction::Output &&
-         is_uninitialized_op(spec.golden_op_type.empty() ? spec.op_key : spec.golden_op_type);
+  if (spec.direction == Direction::Input) return spec.golden_reads_uninitialized;
+  return is_uninitialized_op(spec.golden_op_type.empty() ? spec.op_key : spec.golden_op_type);
 }
 
 Plan plan_row(const RowSpec& spec, const Tolerances& tolerances, Row& row) {

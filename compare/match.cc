@@ -11,6 +11,7 @@
 #include "compare/ge_dump.h"
 #include "compare/manifest.h"
 #include "compare/npy.h"
+#include "compare/uninitialized_ops.h"
 
 namespace diagnose::compare {
 
@@ -97,6 +98,7 @@ std::map<std::string, double> input_scales(const Manifest& dump) {
 
 void match_one_manifest(const Manifest& golden, const Manifest& mine, int rank, MatchResult& out) {
   const std::map<std::string, double> scales = input_scales(golden);
+  const std::set<std::string> uninitialized = uninitialized_inputs(golden);
   std::map<std::string, const ManifestRecord*> golden_by_id;
   // The golden final outputs by position, for a target output on the other side of paths (a
   // dump written before final outputs had paths): positional key -> match key.
@@ -152,6 +154,7 @@ void match_one_manifest(const Manifest& golden, const Manifest& mine, int rank, 
       }
       s.golden_path = g->second->file.empty() ? golden.dir + "/manifest.jsonl#" + id : s.golden->path;
       s.golden_op_type = g->second->op;
+      s.golden_reads_uninitialized = uninitialized.count(g->first) > 0;
       if (r.fx_nodes.empty()) {
         s.fx_nodes = g->second->fx_nodes;
         s.sources = g->second->sources;

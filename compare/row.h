@@ -69,6 +69,8 @@ struct RowSpec {
   std::optional<RecordedStats> golden_recorded, my_recorded;
   // Compared on statistics because a side's byte budget was reached (its record's not_kept).
   bool over_budget = false;
+  // The golden input reads an uninitialised op's output (uninitialized_inputs): not judged.
+  bool golden_reads_uninitialized = false;
 
   // Set by a matcher when the pair cannot be compared for a structural reason
   // (no FX link, counts differ...). Becomes the row's reason.

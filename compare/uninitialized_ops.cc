@@ -24,4 +24,25 @@ bool is_uninitialized_op(const std::string& op) {
   return std::find(packets.begin(), packets.end(), packet) != packets.end();
 }
 
+std::set<std::string> uninitialized_inputs(const Manifest& dump) {
+  // A tensor's contents as the dump identifies them: its hash, else the file equal contents share.
+  const auto contents = [](const ManifestRecord& r) {
+    const std::optional<RecordedStats> stats = recorded_stats(r);
+    const std::string hash = stats ? stats->hash : "";
+    if (hash.empty() && r.file.empty()) return std::string();
+    return std::to_string(r.graph) + "/" + std::to_string(r.step) + "/" + r.dtype + "/" + shape_to_string(r.shape) +
+           "/" + (hash.empty() ? "file:" + r.file : hash);
+  };
+  std::set<std::string> uninitialized, inputs;
+  for (const ManifestRecord& r : dump.records) {
+    const std::string tensor = contents(r);
+    if (tensor.empty() || r.kind != "op") continue;
+    if (r.io == "output" && (is_uninitialized_op(r.op) || is_uninitialized_op(r.op_key)))
+      uninitialized.insert(tensor);
+    else if (r.io == "input" && uninitialized.count(tensor))
+      inputs.insert(r.match_key());
+  }
+  return inputs;
+}
+
 }  // namespace diagnose::compare

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from fixtures.compare_cli import find_binary, run_compare
 from fixtures.workflow_run import processes_started
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -121,6 +122,20 @@ def check_the_run_to_run_difference(steps: dict) -> None:
     ), findings
 
 
+def check_the_empty_buffer_is_not_judged(steps: dict) -> None:
+    """Eager dropout fills an empty_like buffer in place (bernoulli_): comparing the first step's
+    two eager dumps, the buffer and bernoulli_'s input that reads it are not judged by value,
+    bernoulli_'s output (the mask, written whole) is."""
+    dumps = {run["name"]: run["dump_dir"] for run in steps["known_config"]["runs"]}
+    out = Path(dumps["repeat"]).parent / "compare-eager-runs"
+    out.mkdir()
+    compared = run_compare(find_binary(), dumps["eager"], dumps["repeat"], out)
+    verdicts = {(r["op_key"], r["io"]): r["verdict"] for r in compared.rows() if "layers.2/" in r["op_key"]}
+    assert verdicts[("layers.2/aten.empty_like.default#0", "output")] == "not_judged", verdicts
+    assert verdicts[("layers.2/aten.bernoulli_.float#0", "input")] == "not_judged", verdicts
+    assert verdicts[("layers.2/aten.bernoulli_.float#0", "output")] == "pass", verdicts
+
+
 # What some examples show beyond their verdict, checked on the same workflow run.
 MORE_CHECKS = {
     "mlp": check_every_comparison_stays_finite,
@@ -128,6 +143,7 @@ MORE_CHECKS = {
     "graph_pass_defect": check_the_fused_nodes_and_their_lines,
     "custom_op_mutation": check_the_undeclared_mutation,
     "nondeterministic_op": check_the_run_to_run_difference,
+    "forgotten_eval": check_the_empty_buffer_is_not_judged,
 }
 
 
