@@ -5,6 +5,7 @@
 // experiments: the compiled run twice (run-to-run differences) and once per applicable cause
 // with that cause flipped, each judged against the golden outputs like a bisection trial.
 #include <algorithm>
+#include <cctype>
 
 #include "compare/match.h"
 #include "orchestrator/bisect/trial_oracle.h"
@@ -94,6 +95,18 @@ StepResult judge_outputs_between(const StepContext& context, const std::string& 
       .result;
 }
 
+// A failed run in a line: why (error_from_runs's summary) and the last line it logged (the
+// exception, an out-of-memory message).
+std::string run_failure_text(const StepResult& failed) {
+  for (const Evidence& log : failed.evidence) {
+    if (log.kind != "log" || !log.value.is_string()) continue;
+    std::string tail = log.value.get<std::string>();
+    while (!tail.empty() && std::isspace(static_cast<unsigned char>(tail.back()))) tail.pop_back();
+    if (!tail.empty()) return failed.summary + "; the last line it logged: " + tail.substr(tail.find_last_of('\n') + 1);
+  }
+  return failed.summary;
+}
+
 class KnownCausesStep : public StepKind {
  public:
   std::string name() const override { return "known_causes"; }
@@ -157,15 +170,23 @@ class KnownCausesStep : public StepKind {
     const YAML::Node& node = context.step().node;
     StepResult result;
     std::vector<RecordedRun> runs = recorded_runs(context.state());
+    std::string repeat_failure;  // why the repeated eager run did not finish, if it did not
     if (runs.empty()) {
       // the eager run again, never shared: run-to-run differences show before any op is judged
       RunRequest eager = plugin_run(context, "eager", side_spec(context, node["eager"], kEagerAtenRun), node["eager"]);
       RunRequest repeat = plugin_run(context, "repeat", side_spec(context, node["eager"], kStatsOnlyRepeat),
                                      node["eager"], Sharing::OwnRun);
-      std::vector<RunRecord> records = context.run({eager, repeat});
-      if (std::optional<StepResult> error = error_from_runs(records)) return *error;
-      for (const RunRecord& record : records)
-        runs.push_back(recorded_run(context.step().id, record, read_plugin_status(record.dir)));
+      repeat.never_forked = kRepeatNeverForked;
+      const std::vector<RunRecord> records = context.run({eager, repeat});
+      if (std::optional<StepResult> error = error_from_runs({records[0]})) return *error;
+      runs.push_back(recorded_run(context.step().id, records[0], read_plugin_status(records[0].dir)));
+      // a repeat that crashes (out of memory on a device) costs the run-to-run check, not the other detectors
+      if (std::optional<StepResult> failed = error_from_runs({records[1]})) {
+        repeat_failure = run_failure_text(*failed);
+        result.evidence = failed->evidence;
+      } else {
+        runs.push_back(recorded_run(context.step().id, records[1], read_plugin_status(records[1].dir)));
+      }
     }
     result.status = StepStatus::Pass;
     nlohmann::json table = nlohmann::json::array();
@@ -220,9 +241,14 @@ class KnownCausesStep : public StepKind {
             result.reproduce.push_back(runs[b].command);
           }
         }
-    if (!run_to_run)
+    if (!repeat_failure.empty()) {
+      const std::string evidence = "run-to-run check not possible: " + repeat_failure;
+      table.push_back(row(nondeterministic, "not comparable", evidence));
+      result.findings.push_back({"checked " + nondeterministic.name + ": " + evidence, ""});
+    } else if (!run_to_run) {
       table.push_back(runs.size() > 1 ? row(nondeterministic, "not found", "")
                                       : row(nondeterministic, "not comparable", "one run of the model"));
+    }
     result.evidence.push_back({"table", "known causes checked", "", table});
     result.metrics["checked"] = table.size();
     result.metrics["found"] = found;

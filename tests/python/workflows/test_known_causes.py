@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from fixtures.workflow_run import processes_started
+from fixtures.workflow_run import processes_started, run_workflow
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -88,3 +88,44 @@ def test_a_workflows_own_cause_whose_flip_passes_is_the_verdict(diagnose_bin, tm
     assert any("--eager-rng" in command for command in verdict["reproduce"]), verdict["reproduce"]
     # the golden eager run, the compiled run twice as configured, once with the flag
     assert processes_started(report) == 4
+
+
+# The repeated eager run of known_config runs out of memory (as on a full device); the first run
+# does not. The script tells them apart by what the run spec dumps: the repeat keeps statistics only.
+REPEAT_FAILS_MODEL = """\
+import json
+import os
+
+import torch
+
+with open(os.environ["DIAGNOSE_RUN_SPEC"]) as spec:
+    if json.load(spec)["dump"].get("stats_only"):
+        raise MemoryError("out of memory allocating 4 GiB for the second run")
+torch.manual_seed(0)
+model = torch.compile(torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU()))
+model(torch.randn(4, 8))
+"""
+
+REPEAT_FAILS_WORKFLOW = """\
+model: {script: model.py, backend: inductor, device: cpu}
+steps:
+  - id: known_config
+    kind: known_causes
+"""
+
+
+def test_a_failed_repeat_costs_the_run_to_run_check_only(diagnose_bin, tmp_path, inductor_cache):
+    (tmp_path / "model.py").write_text(REPEAT_FAILS_MODEL)
+    env = dict(os.environ, DIAGNOSE_PYTHON=sys.executable, TORCHINDUCTOR_CACHE_DIR=str(inductor_cache))
+    done, run_dir = run_workflow(diagnose_bin, tmp_path, REPEAT_FAILS_WORKFLOW, env=env, timeout=300)
+    (step,) = json.loads((run_dir / "report.json").read_text())["steps"]
+    assert step["status"] == "pass", (step["summary"], done.stderr[-3000:])
+    assert "checked in 1 run(s)" in step["summary"], step["summary"]
+    (finding,) = [f["message"] for f in step["findings"] if "nondeterministic_op" in f["message"]]
+    assert "run-to-run check not possible: model run failed: repeat" in finding, finding
+    assert "MemoryError: out of memory allocating 4 GiB for the second run" in finding, finding
+    table = next(e["value"] for e in step["evidence"] if e["name"] == "known causes checked")
+    results = {row["cause"]: row["result"] for row in table}
+    assert results["nondeterministic_op"] == "not comparable", results
+    assert results["training_mode_dropout"] == "not found", results  # the other detectors ran
+    assert any(e["kind"] == "log" and "repeat stderr" in e["name"] for e in step["evidence"]), step["evidence"]
