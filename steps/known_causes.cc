@@ -128,12 +128,32 @@ std::optional<Detection> detect_graph_breaks(const RecordedRun& run) {
                    false, ""};
 }
 
-std::optional<Detection> detect_recompiles(const RecordedRun& run) {
+namespace {
+
+bool size_guard_failure(const std::string& reason) {
+  // Dynamo's words (torch 2.13): "tensor 'x' size mismatch at index 0. expected 8, actual 4",
+  // "tensor 'x' rank mismatch. expected 3, actual 2", and a dynamic size's "2 <= x.size()[0]"
+  for (const char* about_sizes : {"size mismatch", "rank mismatch", ".size()["})
+    if (reason.find(about_sizes) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+std::optional<Detection> detect_shape_recompiles(const RecordedRun& run) {
   auto recompiles = compile_events(run, "recompiles", "recompile(s)", "recompile_reasons");
   if (!recompiles) return std::nullopt;
-  return Detection{recompiles->first +
-                       (recompiles->second.empty() ? "" : ", failed guards: " + joined(recompiles->second)) +
-                       "; each recompiled graph is specialised (and fused) apart, differently from the first",
+  const char* consequence = "; each recompiled graph is specialised (and fused) apart, differently from the first";
+  if (recompiles->second.empty())
+    return Detection{recompiles->first + " whose failed guards were not recorded: sizes may have changed" + consequence,
+                     false, ""};
+  std::vector<std::string> on_sizes;
+  for (const std::string& reason : recompiles->second)
+    if (size_guard_failure(reason)) on_sizes.push_back(reason);
+  if (on_sizes.empty()) return std::nullopt;
+  return Detection{recompiles->first + ", " + std::to_string(on_sizes.size()) + " of the " +
+                       std::to_string(recompiles->second.size()) + " recorded on changed sizes: " + joined(on_sizes) +
+                       consequence,
                    false, ""};
 }
 
@@ -326,9 +346,10 @@ const std::vector<KnownCause>& known_causes() {
         detector("graph_breaks", "graph breaks of the compiled run (status.json graphs.graph_breaks)", {}, {},
                  detect_graph_breaks, "torch.compile(fullgraph=True) raises at each break, naming it; remove it"),
         detector("dynamic_shape_recompiles",
-                 "recompiles of the compiled run and the guard that failed each time (status.json "
-                 "graphs.recompiles, Dynamo's guard failures)",
-                 {}, {}, detect_recompiles,
+                 "recompiles of the compiled run whose failed guard is about sizes (status.json "
+                 "graphs.recompile_reasons, Dynamo's guard failures: size or rank mismatch, a dynamic size's "
+                 "range)",
+                 {}, {}, detect_shape_recompiles,
                  "torch._dynamo.mark_dynamic(tensor, dim) on the input whose size changes, or "
                  "torch.compile(dynamic=True); torch._dynamo.config.automatic_dynamic_shapes = True (the default) "
                  "makes the second shape dynamic"),

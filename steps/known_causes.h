@@ -70,7 +70,9 @@ std::optional<Detection> detect_training_dropout(const RecordedRun& run);
 std::optional<Detection> detect_tf32(const RecordedRun& run);
 std::optional<Detection> detect_nondeterministic_algorithms(const RecordedRun& run);
 std::optional<Detection> detect_graph_breaks(const RecordedRun& run);
-std::optional<Detection> detect_recompiles(const RecordedRun& run);
+// Recompiles whose failed guard is about sizes (Dynamo's reasons in status.json); other
+// recompiles (dtype, requires_grad, a Python value) are not this cause.
+std::optional<Detection> detect_shape_recompiles(const RecordedRun& run);
 std::optional<Detection> detect_torchair_options(const RecordedRun& run);
 std::optional<Detection> detect_eager_overflow(const RecordedRun& run);
 std::optional<Detection> detect_near_overflow(const RecordedRun& run);
