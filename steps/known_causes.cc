@@ -27,8 +27,6 @@ std::string spec_text(const RecordedRun& run, const char* key, const std::string
   return string_at(field(run.status, "spec"), key, otherwise);
 }
 
-bool compiled(const RecordedRun& run) { return spec_text(run, "mode") == "compiled"; }
-
 const nlohmann::json& configuration(const RecordedRun& run) { return field(run.status, "configuration"); }
 
 // The strings of a JSON array another program wrote; anything else in it is passed over.
@@ -72,6 +70,8 @@ CauseFlip inductor_switch(const std::string& key) { return {{{"switches", {{"ind
 
 }  // namespace
 
+std::string run_mode(const RecordedRun& run) { return spec_text(run, "mode"); }
+
 std::optional<Detection> detect_training_dropout(const RecordedRun& run) {
   const nlohmann::json& dropout = field(configuration(run), "active_dropout");
   if (!dropout.is_array() || dropout.empty()) return std::nullopt;
@@ -111,7 +111,7 @@ namespace {
 std::optional<std::pair<std::string, std::vector<std::string>>> compile_events(const RecordedRun& run,
                                                                                const char* count, const char* what,
                                                                                const char* reasons) {
-  if (!compiled(run)) return std::nullopt;
+  if (run_mode(run) != "compiled") return std::nullopt;
   const nlohmann::json& graphs = field(run.status, "graphs");
   const nlohmann::json& counted = field(graphs, count);
   if (!counted.is_number_integer() || counted.get<int64_t>() <= 0) return std::nullopt;
@@ -178,7 +178,7 @@ std::optional<Detection> detect_torchair_options(const RecordedRun& run) {
 }
 
 std::optional<Detection> detect_eager_overflow(const RecordedRun& run) {
-  if (compiled(run) || run.dump_dir.empty()) return std::nullopt;
+  if (run_mode(run) == "compiled" || run.dump_dir.empty()) return std::nullopt;
   for (const NanOrigin& origin : find_nan_origins(run.dump_dir)) {
     if (origin.kind != "inf" || origin.inputs != NanOriginInputs::Finite) continue;
     std::string op = origin.op.empty() ? origin.op_key : origin.op;
@@ -192,7 +192,7 @@ std::optional<Detection> detect_eager_overflow(const RecordedRun& run) {
 }
 
 std::optional<Detection> detect_near_overflow(const RecordedRun& run) {
-  if (compiled(run) || run.dump_dir.empty()) return std::nullopt;
+  if (run_mode(run) == "compiled" || run.dump_dir.empty()) return std::nullopt;
   compare::Manifest manifest = compare::read_manifest(run.dump_dir);
   const compare::ManifestRecord* largest = nullptr;
   double largest_abs = 0;
@@ -296,7 +296,7 @@ std::optional<Detection> detect_nondeterministic_op(const RecordedRun& run, cons
 
 bool records_random_ops(const std::vector<RecordedRun>& runs) {
   for (const RecordedRun& run : runs) {
-    if (compiled(run) || run.dump_dir.empty()) continue;
+    if (run_mode(run) == "compiled" || run.dump_dir.empty()) continue;
     for (const compare::ManifestRecord& record : compare::read_manifest(run.dump_dir).records)
       if (random_op(record.op.empty() ? record.op_key : record.op)) return true;
   }

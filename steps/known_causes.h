@@ -28,6 +28,9 @@ struct RecordedRun {
   std::string run_dir;    // its directory (outputs/ holds its final outputs)
 };
 
+// The run's mode as its spec says: "eager" or "compiled" ("" when its status.json does not say).
+std::string run_mode(const RecordedRun& run);
+
 // What a detector saw: the evidence in words; decisive when the cause alone makes graph mode
 // and eager differ, whatever else is wrong.
 struct Detection {

@@ -32,8 +32,6 @@ nlohmann::json run_spec(const RecordedRun& run) {
   return run.status.is_object() ? run.status.value("spec", nlohmann::json::object()) : nlohmann::json::object();
 }
 
-std::string run_mode(const RecordedRun& run) { return string_at(run_spec(run), "mode", ""); }
-
 bool has_dump(const std::string& dir) { return !compare::manifest_ranks(dir).empty(); }
 
 RecordedRun recorded_run(const std::string& step_id, const RunRecord& record, const nlohmann::json& status) {
