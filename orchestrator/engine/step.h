@@ -30,7 +30,13 @@ struct RunRequest {
   std::vector<std::string> outputs;  // must exist after the run
   std::string dir, dump_dir;         // the run's directory (a shared run's: its first requester's) and its dump
   std::string spec_identity;         // a plugin run's spec (shared_runs.h); empty: never shared
+  std::string never_forked;          // why it starts as a process of its own even with runner.warm; "": may be forked
 };
+
+// A repeat of a configuration that looks for run-to-run differences: forked from the warm process
+// that forked the first run, it would share that run's hash seed (PYTHONHASHSEED unset).
+inline constexpr const char* kRepeatNeverForked =
+    "a repeat that looks for run-to-run differences: a fork would share the first run's hash seed";
 
 // A plugin run a step will ask for, said before any step runs (StepKind::planned_runs).
 struct PlannedRun {
