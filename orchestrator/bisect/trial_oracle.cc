@@ -261,8 +261,10 @@ std::vector<TrialOutcome> TrialOracle::run_batch(const std::vector<Config>& conf
   std::vector<Trial> trials;
   std::vector<RunRequest> requests;
   for (const Config& off : configs) {
-    trials.push_back(prepare(off, runs_[off]++));
+    const int occurrence = runs_[off]++;
+    trials.push_back(prepare(off, occurrence));
     requests.push_back(setup_.make_request(trials.back()));
+    if (occurrence > 0) requests.back().never_forked = kRepeatNeverForked;
   }
   std::vector<RunRecord> records = setup_.execute(requests);
   std::vector<TrialOutcome> outcomes;

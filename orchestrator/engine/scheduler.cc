@@ -50,8 +50,8 @@ RunRecord execute(const RunRequest& request, double kill_grace_s, bool warm, con
   boost::system::error_code ignored;
   fs::create_directories(request.dir, ignored);
   fs::create_directories(request.dump_dir, ignored);
-  ProcessSpec spec{request.argv,       request.cwd,       request.env, record.stdout_path,
-                   record.stderr_path, request.timeout_s, kill_grace_s};
+  ProcessSpec spec{request.argv,       request.cwd,       request.env,  record.stdout_path,
+                   record.stderr_path, request.timeout_s, kill_grace_s, request.never_forked};
   for (int attempt = 1; attempt <= 1 + request.retries; ++attempt) {
     record.attempts = attempt;
     Launched launched = launch_process(spec, warm, {on_start, on_output});

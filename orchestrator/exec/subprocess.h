@@ -22,6 +22,9 @@ struct ProcessSpec {
   std::string stdout_path, stderr_path;    // truncated, then written by the process
   double timeout_s = 0;                    // 0: none
   double kill_grace_s = 5;
+  // Why the warm launcher must start it as a process even with runner.warm, unless PYTHONHASHSEED
+  // is fixed in its environment; "": it may be forked.
+  std::string never_forked;
 };
 
 struct ProcessOutcome {

@@ -18,6 +18,8 @@
 #include <optional>
 #include <thread>
 
+#include "orchestrator/exec/interrupt.h"
+
 extern char** environ;
 
 namespace diagnose {
@@ -33,8 +35,15 @@ namespace fs = boost::filesystem;
 constexpr const char* kPerRunPrefix = "DIAGNOSE_";
 constexpr size_t kMaxParents = 4;       // each holds an imported torch in memory
 constexpr double kReadyTimeoutS = 300;  // importing torch on a loaded machine takes tens of seconds
+constexpr double kReplyTimeoutS = 60;
 
 bool per_run(const std::string& name) { return name.rfind(kPerRunPrefix, 0) == 0; }
+
+// Whether every process with `env` has the same hash seed (Python's PYTHONHASHSEED).
+bool hash_seed_fixed(const std::map<std::string, std::string>& env) {
+  auto seed = env.find("PYTHONHASHSEED");
+  return seed != env.end() && !seed->second.empty() && seed->second != "random";
+}
 
 std::map<std::string, std::string> engine_environment() {
   std::map<std::string, std::string> env;
@@ -67,18 +76,32 @@ std::string how_it_ended(int status) {
 struct ForkedRun {
   std::optional<int> pid, exit_code, signal;
   std::string refused;
+  bool ended() const { return exit_code || signal; }
 };
+
+constexpr const char* kInterruptedWhileStarting = "interrupted while the warm process started";
 
 class WarmParent {
  public:
-  // Starts the parent with exactly `env` and waits until it is ready, refuses, or fails.
+  // Starts the parent with exactly `env`; wait_ready() waits for it.
   WarmParent(const std::string& program, const std::map<std::string, std::string>& env) { start(program, env); }
 
-  // Why this parent forks no more runs; "" while it does.
-  std::string unusable() {
-    std::lock_guard<std::mutex> guard(mutex_);
+  // Waits until the parent is ready (""), or says why it will fork nothing: it refused, ended,
+  // was not ready in time, or Ctrl-C came meanwhile (kInterruptedWhileStarting), which kills it.
+  std::string wait_ready() {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(kReadyTimeoutS);
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!ready_ && dead_.empty()) {
+      if (interrupt_count() > 0)
+        kill_parent(kInterruptedWhileStarting);
+      else if (std::chrono::steady_clock::now() > deadline)
+        kill_parent("the warm process was not ready after " + std::to_string(static_cast<int>(kReadyTimeoutS)) + " s");
+      else
+        changed_.wait_for(lock, kPollInterval);
+    }
     return dead_;
   }
+
   pid_t pid() const { return pid_; }
 
   // Asks for a fork of `spec` with environment `env`: the run's id and the child's pid, or
@@ -108,7 +131,11 @@ class WarmParent {
     lock.unlock();
     send(line);
     lock.lock();
-    changed_.wait(lock, [&] { return runs_[id].pid || !runs_[id].refused.empty() || !dead_.empty(); });
+    // A fork and the child's setsid take milliseconds: a parent that does not answer is stuck.
+    if (!changed_.wait_for(lock, std::chrono::duration<double>(kReplyTimeoutS),
+                           [&] { return runs_[id].pid || !runs_[id].refused.empty() || !dead_.empty(); }))
+      kill_parent("the warm process did not answer a fork request in " +
+                  std::to_string(static_cast<int>(kReplyTimeoutS)) + " s");
     ForkedRun run = runs_[id];
     if (run.pid) {
       child = *run.pid;
@@ -119,22 +146,27 @@ class WarmParent {
     return std::nullopt;
   }
 
-  // Whether run `id` has ended, or the parent has died.
+  // Whether run `id` has ended, or the parent has died (which killed the run's group).
   bool ended(long id) {
     std::lock_guard<std::mutex> guard(mutex_);
-    const ForkedRun& run = runs_[id];
-    return run.exit_code || run.signal || !dead_.empty();
+    return runs_[id].ended() || !dead_.empty();
   }
 
-  // What the parent said of run `id`, which is forgotten.
-  ForkedRun take(long id) {
-    std::lock_guard<std::mutex> guard(mutex_);
+  // What the parent said of run `id`, which is forgotten; the parent may then reap it (the engine
+  // signals its group no more), and why the parent died if it did before the run ended.
+  ForkedRun take(long id, std::string& parent_death) {
+    std::unique_lock<std::mutex> lock(mutex_);
     ForkedRun run = runs_[id];
     runs_.erase(id);
+    parent_death = run.ended() ? "" : dead_;
+    lock.unlock();
+    if (run.ended()) send(nlohmann::json{{"release", id}}.dump() + "\n");
     return run;
   }
 
  private:
+  static constexpr std::chrono::milliseconds kPollInterval{100};
+
   void start(const std::string& program, const std::map<std::string, std::string>& env) {
     int fds[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
@@ -148,12 +180,14 @@ class WarmParent {
     for (std::string& entry : entries) envp.push_back(entry.data());
     argv.push_back(nullptr);
     envp.push_back(nullptr);
-    // The socket is its stdin and stdout; in a process group of its own, like a model run.
+    // The socket is its stdin and stdout, and no other descriptor of the engine reaches it (nor
+    // so the runs it forks); in a process group of its own, like a model run.
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, fds[1], 0);
     posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
     posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addclosefrom_np(&actions, 3);
     posix_spawnattr_t attributes;
     posix_spawnattr_init(&attributes);
     posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
@@ -177,12 +211,13 @@ class WarmParent {
     socket_ = fds[0];
     // Detached: it ends when the parent does, at the latest when this engine's exit closes the socket.
     std::thread([this] { read_messages(); }).detach();
-    std::unique_lock<std::mutex> lock(mutex_);
-    if (!changed_.wait_for(lock, std::chrono::duration<double>(kReadyTimeoutS),
-                           [&] { return ready_ || !dead_.empty(); })) {
-      dead_ = "the warm process was not ready after " + std::to_string(static_cast<int>(kReadyTimeoutS)) + " s";
-      ::kill(pid_, SIGKILL);
-    }
+  }
+
+  // Under mutex_: the parent is unusable for `why`; SIGKILL ends it (the reader then sees it end).
+  void kill_parent(const std::string& why) {
+    dead_ = why;
+    if (!exited_) ::kill(pid_, SIGKILL);
+    changed_.notify_all();
   }
 
   void send(const std::string& line) {
@@ -212,9 +247,18 @@ class WarmParent {
         changed_.notify_all();
       }
     }
+    // Unreaped until every signal below is sent: its pid cannot be reused meanwhile.
+    siginfo_t info{};
+    while (::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOWAIT) != 0 && errno == EINTR) {
+    }
     int status = 0;
-    ::waitpid(pid_, &status, 0);
     std::lock_guard<std::mutex> guard(mutex_);
+    // The runs it forked died with it (PR_SET_PDEATHSIG); what they started in their groups is
+    // killed here, once, and their waits end.
+    for (const auto& [id, run] : runs_)
+      if (run.pid && !run.ended()) ::killpg(*run.pid, SIGKILL);
+    ::waitpid(pid_, &status, 0);
+    exited_ = true;
     if (dead_.empty())
       dead_ = std::string(ready_ ? "the warm process died (" : "the warm process ended before it was ready (") +
               how_it_ended(status) + ")";
@@ -242,30 +286,34 @@ class WarmParent {
   std::condition_variable changed_;
   int socket_ = -1;
   pid_t pid_ = -1;
-  bool ready_ = false;
-  std::string dead_;  // why it forks no more runs
+  bool ready_ = false, exited_ = false;  // exited_: reaped, its pid no longer its own
+  std::string dead_;                     // why it forks no more runs
   long next_id_ = 0;
   std::map<long, ForkedRun> runs_;
 };
 
-// The parent for `key` (interpreter and environment), started on first use; nullptr and why
-// when there is none. Never destroyed: their reader threads may outlive main.
+// The parent for `key` (interpreter and environment), started on first use and ready; nullptr
+// and why when there is none. Never destroyed: their reader threads may outlive main.
 WarmParent* parent_for(const std::string& key, const std::string& program,
                        const std::map<std::string, std::string>& env, std::string& why_not) {
   static std::mutex mutex;
   static auto* parents = new std::map<std::string, std::unique_ptr<WarmParent>>;
-  // Held while a parent starts: a run that wants another one waits for it too.
-  std::lock_guard<std::mutex> guard(mutex);
-  auto found = parents->find(key);
-  if (found == parents->end()) {
-    if (parents->size() >= kMaxParents) {
-      why_not = std::to_string(kMaxParents) + " warm processes already, for other interpreters or environments";
-      return nullptr;
+  WarmParent* parent;
+  {
+    // Held only to find or start one: the wait for its import of torch is outside.
+    std::lock_guard<std::mutex> guard(mutex);
+    auto found = parents->find(key);
+    if (found == parents->end()) {
+      if (parents->size() >= kMaxParents) {
+        why_not = std::to_string(kMaxParents) + " warm processes already, for other interpreters or environments";
+        return nullptr;
+      }
+      found = parents->emplace(key, std::make_unique<WarmParent>(program, env)).first;
     }
-    found = parents->emplace(key, std::make_unique<WarmParent>(program, env)).first;
+    parent = found->second.get();
   }
-  why_not = found->second->unusable();
-  return why_not.empty() ? found->second.get() : nullptr;
+  why_not = parent->wait_ready();
+  return why_not.empty() ? parent : nullptr;
 }
 
 }  // namespace
@@ -293,8 +341,16 @@ Launched launch_process(const ProcessSpec& spec, bool warm, const ProcessCallbac
     parent_env.emplace(key, value);
     parent_key += '\n' + key + '=' + value;
   }
+  if (!spec.never_forked.empty() && !hash_seed_fixed(env)) return plain(spec.never_forked);
   std::string why_not;
   WarmParent* parent = parent_for(parent_key, program, parent_env, why_not);
+  if (why_not == kInterruptedWhileStarting) {
+    ProcessOutcome outcome;
+    outcome.started = outcome.finished = now_seconds();
+    outcome.status = RunStatus::Interrupted;
+    outcome.error = kInterruptedWhileStarting;
+    return {outcome, kLaunchProcess, "not started: " + why_not};
+  }
   if (!parent) return plain(why_not);
 
   ProcessOutcome outcome;
@@ -304,14 +360,19 @@ Launched launch_process(const ProcessSpec& spec, bool warm, const ProcessCallbac
   if (!id) return plain(why_not);
   if (callbacks.on_start) callbacks.on_start(pid);
   StopReason stop = watch_process_group(pid, spec, outcome.started, callbacks, [&] { return parent->ended(*id); });
-  ForkedRun run = parent->take(*id);
-  if (!run.exit_code && !run.signal && stop == StopReason::None)
-    return plain("the warm process died during the run, which ran again as a process: " + parent->unusable());
+  std::string parent_death;
+  ForkedRun run = parent->take(*id, parent_death);
   outcome.finished = now_seconds();
+  const std::string launched_from = "forked from warm process " + std::to_string(parent->pid());
+  if (!parent_death.empty()) {
+    outcome.status = RunStatus::Crashed;
+    outcome.error = parent_death + " during the run, which was killed with its process group";
+    return {outcome, kLaunchWarmFork, launched_from};
+  }
   outcome.exit_code = run.exit_code;
   outcome.signal = run.signal;
   judge_outcome(outcome, stop, spec.timeout_s);
-  return {outcome, kLaunchWarmFork, "forked from warm process " + std::to_string(parent->pid())};
+  return {outcome, kLaunchWarmFork, launched_from};
 }
 
 }  // namespace diagnose

@@ -6,8 +6,10 @@
 // and kept for the whole invocation; the protocol is JSON lines over a Unix socket.
 //
 // Only the plugin's `run` is forked, and only where the local runner has `warm: true`; anything
-// else, a parent that could not start or died, or one that refuses (an accelerator initialised
-// in it, an environment that differs) runs as a plain process (run_process), and says why.
+// else, a repeat that looks for run-to-run differences (ProcessSpec::never_forked), a parent that
+// could not start or died, or one that refuses (an accelerator initialised in it, an environment
+// that differs) runs as a plain process (run_process), and says why. A run whose parent dies
+// while it runs has crashed (its group is killed); Ctrl-C while a parent starts kills that parent.
 #pragma once
 
 #include <string>

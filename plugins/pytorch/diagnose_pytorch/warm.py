@@ -6,11 +6,18 @@ JSON lines, the engine's requests on stdin, the answers on stdout:
   engine: {"id": N, "argv": [...], "cwd": D, "env": {...}, "stdout": PATH, "stderr": PATH}
   parent: {"id": N, "pid": CHILD}  or  {"id": N, "refused": WHY}
   parent: {"id": N, "exit_code": C}  or  {"id": N, "signal": S}  when the child has ended
+  engine: {"release": N}  when it will signal run N's group no more
 End of input (the engine ended, however it ended) kills every child's process group, then the parent.
+
+The pid is sent only once the child leads its own session, so the engine's first signal already
+reaches the child's group and never the parent's. An ended child stays unreaped (its pid, the
+group's id, taken) until the engine releases it: no signal of the engine reaches a reused pid.
 
 The child has a plain process's semantics: a session and process group of its own, the run's
 cwd, exactly the run's environment, its logs as stdout and stderr, stdin from /dev/null, the argv
-`python -m diagnose_pytorch run ...` would have, and its exit status or death by signal. The
+`python -m diagnose_pytorch run ...` would have, a fresh interpreter's signal dispositions, the
+`random` and numpy generators seeded from os.urandom, atexit handlers and flushed output when
+it ends (an interrupt included), and its exit status or death by signal. The
 parent never runs a torch op nor initialises an accelerator (a forked child could not use it),
 and never imports torch._dynamo or torch._inductor: the run configures them after its spec."""
 
@@ -24,6 +31,7 @@ import select
 import signal
 import sys
 import traceback
+from dataclasses import dataclass
 from typing import Callable
 
 import torch
@@ -62,16 +70,48 @@ def send(message: dict) -> None:
         data = data[os.write(PROTOCOL_OUT, data) :]
 
 
-def run_child(request: dict, main: Callable[[list[str]], int], wakeup: tuple[int, int]) -> None:
+@dataclass
+class Parent:
+    """What a forked child needs of its parent."""
+
+    pid: int
+    dispositions: dict[int, object]
+    wakeup: tuple[int, int]
+    in_session_write: int = -1  # closed by the child once it leads its own session
+
+
+def fresh_dispositions() -> dict[int, object]:
+    """Every signal's disposition as this interpreter started with it (importing torch and the
+    plugin changes none), which a fresh `python -m diagnose_pytorch run` would have too."""
+    return {number: signal.getsignal(number) for number in signal.valid_signals()}
+
+
+def reseed_generators() -> None:
+    """`random` reseeds itself after a fork (os.register_at_fork); numpy's global generator, which a
+    fresh process would seed from os.urandom, does not. torch's default seed is fixed in any process."""
+    numpy_random = sys.modules.get("numpy.random")
+    if numpy_random is not None:
+        numpy_random.seed()
+
+
+def run_child(request: dict, main: Callable[[list[str]], int], parent: Parent) -> None:
     """In the forked child: becomes the plain process, runs main, never returns."""
     code = 1
+    interrupted = False
     try:
         os.setsid()
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent.pid:  # the parent died before the line above
+            os._exit(1)
+        os.close(parent.in_session_write)  # the parent may now tell the engine the pid
         signal.set_wakeup_fd(-1)
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        for fd in wakeup:
+        for number, disposition in parent.dispositions.items():
+            # None: not set from Python, left as it was (SIGKILL and SIGSTOP stay SIG_DFL)
+            if disposition is not None and signal.getsignal(number) != disposition:
+                signal.signal(number, disposition)
+        for fd in parent.wakeup:
             os.close(fd)
+        reseed_generators()
         null = os.open(os.devnull, os.O_RDONLY)
         out = os.open(request["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         err = os.open(request["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -88,8 +128,8 @@ def run_child(request: dict, main: Callable[[list[str]], int], wakeup: tuple[int
     except SystemExit as exit_:
         code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
     except KeyboardInterrupt:
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGINT)  # the death an uncaught KeyboardInterrupt gives a process
+        traceback.print_exc()
+        interrupted = True
     except BaseException:  # what Python prints for an uncaught exception, and its exit status
         traceback.print_exc()
     finally:
@@ -99,6 +139,9 @@ def run_child(request: dict, main: Callable[[list[str]], int], wakeup: tuple[int
                 stream.flush()
             except (OSError, ValueError):
                 pass
+        if interrupted:  # after atexit and the flush, the death an uncaught KeyboardInterrupt gives
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGINT)
         os._exit(code if isinstance(code, int) else 1)
 
 
@@ -107,35 +150,47 @@ def serve(main: Callable[[list[str]], int]) -> int:
     if accelerator:
         send({"refused": f"{accelerator} is initialised in the warm process"})
         return 2
-    wakeup = os.pipe()
-    os.set_blocking(wakeup[1], False)
-    signal.set_wakeup_fd(wakeup[1])
+    parent = Parent(os.getpid(), fresh_dispositions(), os.pipe())
+    os.set_blocking(parent.wakeup[1], False)
+    signal.set_wakeup_fd(parent.wakeup[1])
     signal.signal(signal.SIGCHLD, lambda *_: None)
-    send({"ready": True, "pid": os.getpid()})
-    children: dict[int, int] = {}  # pid -> request id
+    send({"ready": True, "pid": parent.pid})
+    running: dict[int, int] = {}  # pid -> request id
+    unreleased: dict[int, int] = {}  # request id -> pid of an ended child the engine may still signal
     pending = b""
     while True:
-        readable, _, _ = select.select([PROTOCOL_IN, wakeup[0]], [], [])
-        if wakeup[0] in readable:
-            os.read(wakeup[0], 4096)
-        reap(children)
+        readable, _, _ = select.select([PROTOCOL_IN, parent.wakeup[0]], [], [])
+        if parent.wakeup[0] in readable:
+            os.read(parent.wakeup[0], 4096)
+        report_ended(running, unreleased)
         if PROTOCOL_IN not in readable:
             continue
         data = os.read(PROTOCOL_IN, 65536)
         if not data:
-            for pid in children:
+            for pid in [*running, *unreleased.values()]:
                 kill_group(pid)
             return 0
         pending += data
         *lines, pending = pending.split(b"\n")
         for line in lines:
-            start(line, main, wakeup, children)
+            handle(line, main, parent, running, unreleased)
 
 
-def start(line: bytes, main: Callable[[list[str]], int], wakeup: tuple[int, int], children: dict[int, int]) -> None:
+def handle(
+    line: bytes,
+    main: Callable[[list[str]], int],
+    parent: Parent,
+    running: dict[int, int],
+    unreleased: dict[int, int],
+) -> None:
     request = None
     try:
         request = json.loads(line)
+        if "release" in request:
+            pid = unreleased.pop(request["release"], None)
+            if pid is not None:
+                os.waitpid(pid, 0)
+            return
         run_id = request["id"]
         env = request["env"]
         for key in ("argv", "cwd", "stdout", "stderr"):
@@ -152,26 +207,34 @@ def start(line: bytes, main: Callable[[list[str]], int], wakeup: tuple[int, int]
     elif difference:
         send({"id": run_id, "refused": f"{difference} differs from the warm process's environment"})
     else:
+        in_session_read, parent.in_session_write = os.pipe()
         try:
             pid = os.fork()
         except OSError as e:  # EAGAIN, ENOMEM: this run starts as a plain process instead
+            os.close(in_session_read)
+            os.close(parent.in_session_write)
             send({"id": run_id, "refused": f"fork failed: {e}"})
             return
         if pid == 0:
-            run_child(request, main, wakeup)
-        children[pid] = run_id
+            os.close(in_session_read)
+            run_child(request, main, parent)
+        os.close(parent.in_session_write)
+        os.read(in_session_read, 1)  # end of file: the child has its session, or has died
+        os.close(in_session_read)
+        running[pid] = run_id
         send({"id": run_id, "pid": pid})
 
 
-def reap(children: dict[int, int]) -> None:
-    for pid in list(children):
-        # WNOWAIT keeps the pid (the group's id) taken while what the child left behind is killed.
+def report_ended(running: dict[int, int], unreleased: dict[int, int]) -> None:
+    for pid in list(running):
+        # WNOWAIT keeps the pid (the group's id) taken while what the child left behind is killed,
+        # and until the engine releases it.
         info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
         if info is None:
             continue
         kill_group(pid)
-        os.waitpid(pid, 0)
-        run_id = children.pop(pid)
+        run_id = running.pop(pid)
+        unreleased[run_id] = pid
         if info.si_code == os.CLD_EXITED:
             send({"id": run_id, "exit_code": info.si_status})
         else:

@@ -61,6 +61,34 @@ TEST(TrialOracle, NamesAreStablePerConfigurationAndOccurrence) {
   EXPECT_EQ(bisect::trial_name({}, 2).substr(9), "-2");
 }
 
+// A repeat exists to show run-to-run differences: with runner.warm it must not be a fork of the
+// warm process that forked the first run (their hash seed would be one).
+TEST(TrialOracle, RepeatsOfAConfigurationStartAsProcessesOfTheirOwn) {
+  TempDir dir;
+  bisect::TrialSetup setup;
+  setup.dir_of = [&](const std::string& name) { return dir / name; };
+  setup.make_request = [](const bisect::Trial& trial) {
+    RunRequest request;
+    request.name = trial.name;
+    return request;
+  };
+  std::vector<RunRequest> executed;
+  setup.execute = [&](const std::vector<RunRequest>& requests) {
+    executed.insert(executed.end(), requests.begin(), requests.end());
+    std::vector<RunRecord> records(requests.size());
+    for (RunRecord& record : records) record.status = RunStatus::Failed;
+    return records;
+  };
+  bisect::TrialOracle oracle(setup, {});
+  oracle.run_batch({{}, {"A"}, {}});
+  oracle.run_batch({{"A"}});
+  ASSERT_EQ(executed.size(), 4u);
+  EXPECT_EQ(executed[0].never_forked, "");
+  EXPECT_EQ(executed[1].never_forked, "");
+  EXPECT_EQ(executed[2].never_forked, kRepeatNeverForked);
+  EXPECT_EQ(executed[3].never_forked, kRepeatNeverForked);
+}
+
 TEST(TrialOracle, RulesSelectedByGlobs) {
   std::vector<std::string> rules = {"GeluFusionPass", "SoftmaxFusionPass", "TbeEltwiseFusionPass"};
   EXPECT_EQ(bisect::select_rules(rules, {}, {"Tbe*"}),

@@ -1,7 +1,12 @@
 #include "orchestrator/exec/subprocess.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
+#include "orchestrator/engine/step.h"
 #include "orchestrator/exec/command_line.h"
 #include "orchestrator/exec/interrupt.h"
 #include "orchestrator/exec/warm_launcher.h"
@@ -166,6 +171,77 @@ TEST(WarmLauncher, AParentThatCannotStartFallsBackToAProcessAndSaysWhy) {
     EXPECT_EQ(launched.outcome.status, RunStatus::Failed);
     EXPECT_EQ(launched.outcome.exit_code, 1);
   }
+}
+
+// A parent that never becomes ready: `<program> -m diagnose_pytorch warm` sleeps.
+std::string never_ready_python(const TempDir& dir) {
+  std::string program = dir / "never_ready_python";
+  write_text(program, "#!/bin/sh\nexec sleep 60\n");
+  ::chmod(program.c_str(), 0755);
+  return program;
+}
+
+TEST(WarmLauncher, CtrlCWhileTheParentStartsStopsTheWaitAndKillsIt) {
+  TempDir dir, other;
+  ProcessSpec spec = spec_in(dir, {never_ready_python(dir), "-m", "diagnose_pytorch", "run", "m.py"});
+  Launched launched;
+  std::thread waiting([&] { launched = launch_process(spec, true); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // Another parent starts meanwhile: nothing holds a lock while a parent imports torch.
+  auto started = std::chrono::steady_clock::now();
+  Launched beside = launch_process(spec_in(other, {"/bin/false", "-m", "diagnose_pytorch", "run", "m.py"}), true);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(10));
+  EXPECT_EQ(beside.reason, "the warm process ended before it was ready (exit status 1)");
+  request_interrupt();
+  started = std::chrono::steady_clock::now();
+  waiting.join();
+  reset_interrupts();
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(2));
+  EXPECT_EQ(launched.outcome.status, RunStatus::Interrupted);
+  EXPECT_EQ(launched.launch, kLaunchProcess);
+  EXPECT_EQ(launched.reason, "not started: interrupted while the warm process started");
+}
+
+TEST(WarmLauncher, ARepeatThatLooksForRunToRunDifferencesIsNotForked) {
+  TempDir dir;
+  ProcessSpec spec = spec_in(dir, {"/bin/false", "-m", "diagnose_pytorch", "run", "m.py"});
+  spec.never_forked = kRepeatNeverForked;
+  Launched launched = launch_process(spec, true);
+  EXPECT_EQ(launched.launch, kLaunchProcess);
+  EXPECT_EQ(launched.reason, kRepeatNeverForked);
+  // with a fixed hash seed a fork is the same run: the warm process is asked (and here ends)
+  spec.env["PYTHONHASHSEED"] = "0";
+  launched = launch_process(spec, true);
+  EXPECT_EQ(launched.reason, "the warm process ended before it was ready (exit status 1)");
+}
+
+// A run forked from the plugin's real warm parent (the .venv's python, as the end-to-end tests').
+TEST(WarmLauncher, AForkedRunLeadsItsGroupAtOnceAndHasOnlyItsStdioOpen) {
+  TempDir dir;
+  const int stray = ::open("/dev/null", O_RDONLY);  // an engine's descriptor without O_CLOEXEC
+  write_text(dir / "spec.json", nlohmann::json{{"output_dir", dir / "out"}, {"mode", "eager"}}.dump());
+  write_text(dir / "fds.py",
+             "import json, os\nlinks = {}\nfor fd in os.listdir('/proc/self/fd'):\n"
+             "    try:\n        links[fd] = os.readlink(f'/proc/self/fd/{fd}')\n"
+             "    except OSError:\n        pass  # the listing's own\n"
+             "open('fds.json', 'w').write(json.dumps(links))\n");
+  bool leads_its_group = false;
+  ProcessCallbacks callbacks;
+  callbacks.on_start = [&](int pid) { leads_its_group = ::getpgid(pid) == pid && ::getsid(pid) == pid; };
+  Launched launched =
+      launch_process(spec_in(dir, {python(), "-m", "diagnose_pytorch", "run", "--spec", dir / "spec.json", "fds.py"}),
+                     true, callbacks);
+  ::close(stray);
+  ASSERT_EQ(launched.launch, kLaunchWarmFork) << launched.reason;
+  EXPECT_EQ(launched.outcome.status, RunStatus::Succeeded) << read_text(dir / "err.log");
+  EXPECT_TRUE(leads_its_group);
+  // stdin, the logs, and what the run itself opened in its directory
+  nlohmann::json links = read_json(dir / "fds.json");
+  EXPECT_EQ(links.value("0", ""), "/dev/null");
+  EXPECT_EQ(links.value("1", ""), dir / "out.log");
+  EXPECT_EQ(links.value("2", ""), dir / "err.log");
+  for (const auto& [fd, link] : links.items())
+    if (std::stoi(fd) > 2) EXPECT_EQ(link.get<std::string>().rfind(dir.path() + "/", 0), 0u) << fd << " " << link;
 }
 
 }  // namespace
