@@ -172,4 +172,12 @@ def rewrite(gm: torch.fx.GraphModule, pattern: Callable, fused: Callable, applie
     if not matches:
         return 0, 0
     replaced = replace_pattern_with_filters(gm, pattern, _replacement(fused, pattern), [applies] if applies else None)
+    for match in replaced:
+        # The fused node computes what the matched output did: it gets that node's example value
+        # and fake tensor, which Inductor's pre-grad passes read (torch 2.5 fails without them).
+        matched_output = match.nodes_map[match.anchor]
+        for node in match.replacements:
+            for key in ("example_value", "val", "tensor_meta"):
+                if key in matched_output.meta and key not in node.meta:
+                    node.meta[key] = matched_output.meta[key]
     return len(matches), len(replaced)
