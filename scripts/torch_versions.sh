@@ -15,11 +15,12 @@ DIAGNOSE=${DIAGNOSE_BIN:-$ROOT/build/orchestrator/diagnose}
 VERSIONS=(2.5.1 2.14.1)
 # version example category culprit features-unavailable ("-": none; features as status.json
 # names them, comma-separated in sorted order). On 2.5 the compiled-level Inductor dump is
-# unavailable: mlp's graph_dump_compare judges its final outputs alone (and says why), with the
-# verdict of 2.13; meta_defect checks the meta check's internals. graph_pass_defect's backend
-# needs torch._inductor.custom_graph_pass (2.6 and later), so it runs on 2.14.1 only.
+# unavailable: fusion_rules' graph_dump_compare judges its final outputs alone (and says why), and
+# its bisection (mock GE rules, examples/mock_ge.py) names the culprit 2.13 names; meta_defect
+# checks the meta check's internals. graph_pass_defect's backend needs
+# torch._inductor.custom_graph_pass (2.6 and later), so it runs on 2.14.1 only.
 EXPECTED=(
-  "2.5.1 mlp no_precision_problem - compiled_dump,inductor_rules"
+  "2.5.1 fusion_rules fusion_defect GeluFusionPass compiled_dump"
   "2.5.1 meta_defect dynamo_meta_defect diagnose_example.rms_scale.default inductor_rules"
   "2.14.1 graph_pass_defect localized_op_defect mul-aten.mul.Tensor -"
   "2.14.1 mlp no_precision_problem - -"
