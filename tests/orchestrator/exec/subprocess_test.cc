@@ -240,8 +240,11 @@ TEST(WarmLauncher, AForkedRunLeadsItsGroupAtOnceAndHasOnlyItsStdioOpen) {
   EXPECT_EQ(links.value("0", ""), "/dev/null");
   EXPECT_EQ(links.value("1", ""), dir / "out.log");
   EXPECT_EQ(links.value("2", ""), dir / "err.log");
-  for (const auto& [fd, link] : links.items())
-    if (std::stoi(fd) > 2) EXPECT_EQ(link.get<std::string>().rfind(dir.path() + "/", 0), 0u) << fd << " " << link;
+  for (const auto& [fd, link] : links.items()) {
+    if (std::stoi(fd) > 2) {
+      EXPECT_EQ(link.get<std::string>().rfind(dir.path() + "/", 0), 0u) << fd << " " << link;
+    }
+  }
 }
 
 }  // namespace
