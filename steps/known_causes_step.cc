@@ -323,7 +323,9 @@ class KnownCausesStep : public StepKind {
       for (const KnownCause& cause : causes)
         if (!trial.off.empty() && cause.name == trial.off.front()) flipped = &cause;
       if (flipped) spec.merge_patch(flipped->flip->spec);
-      RunRequest request = plugin_run(context, trial.name, spec, target);
+      // a repeat looks for run-to-run differences: never another request's run
+      RunRequest request =
+          plugin_run(context, trial.name, spec, target, trial.occurrence > 0 ? Sharing::OwnRun : Sharing::Shareable);
       if (flipped) {
         for (const auto& [name, value] : flipped->flip->env) request.env[name] = value;
         request.argv.insert(request.argv.end(), flipped->flip->args.begin(), flipped->flip->args.end());

@@ -127,6 +127,7 @@ Trial TrialOracle::prepare(const Config& off, int occurrence) const {
   Trial trial;
   trial.off = off;
   trial.name = trial_name(off, occurrence);
+  trial.occurrence = occurrence;
   trial.dir = setup_.dir_of(trial.name);
   fs::create_directories(trial.dir);
   if (!setup_.switch_files) return trial;
@@ -261,10 +262,9 @@ std::vector<TrialOutcome> TrialOracle::run_batch(const std::vector<Config>& conf
   std::vector<Trial> trials;
   std::vector<RunRequest> requests;
   for (const Config& off : configs) {
-    const int occurrence = runs_[off]++;
-    trials.push_back(prepare(off, occurrence));
+    trials.push_back(prepare(off, runs_[off]++));
     requests.push_back(setup_.make_request(trials.back()));
-    if (occurrence > 0) requests.back().never_forked = kRepeatNeverForked;
+    if (trials.back().occurrence > 0) requests.back().never_forked = kRepeatNeverForked;
   }
   std::vector<RunRecord> records = setup_.execute(requests);
   std::vector<TrialOutcome> outcomes;

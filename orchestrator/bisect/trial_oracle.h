@@ -41,6 +41,7 @@ struct Trial {
   std::string dir;          // its own directory (created)
   std::string switch_file;  // TorchAir switch file turning `off` off, written in dir (when the setup writes one)
   Config off;
+  int occurrence = 0;  // earlier trials of `off` in this bisection: a repeat when > 0
 };
 
 struct TrialSetup {

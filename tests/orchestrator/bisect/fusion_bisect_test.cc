@@ -67,7 +67,9 @@ TEST(TrialOracle, RepeatsOfAConfigurationStartAsProcessesOfTheirOwn) {
   TempDir dir;
   bisect::TrialSetup setup;
   setup.dir_of = [&](const std::string& name) { return dir / name; };
-  setup.make_request = [](const bisect::Trial& trial) {
+  std::vector<int> occurrences;
+  setup.make_request = [&](const bisect::Trial& trial) {
+    occurrences.push_back(trial.occurrence);
     RunRequest request;
     request.name = trial.name;
     return request;
@@ -87,6 +89,7 @@ TEST(TrialOracle, RepeatsOfAConfigurationStartAsProcessesOfTheirOwn) {
   EXPECT_EQ(executed[1].never_forked, "");
   EXPECT_EQ(executed[2].never_forked, kRepeatNeverForked);
   EXPECT_EQ(executed[3].never_forked, kRepeatNeverForked);
+  EXPECT_EQ(occurrences, (std::vector<int>{0, 0, 1, 1}));
 }
 
 TEST(TrialOracle, RulesSelectedByGlobs) {
