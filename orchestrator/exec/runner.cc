@@ -36,7 +36,7 @@ Schema runner_schema() {
        optional("poll_interval", number_schema("Seconds between squeue polls (default 2).", 0, true)),
        optional("warm", boolean_schema("Local runner: fork each run of the model's script from a Python process "
                                        "that imported torch and the plugin once, instead of starting a process "
-                                       "(default false; docs/workflow.md). Other commands, and the slurm "
+                                       "(default true; docs/workflow.md). Other commands, and the slurm "
                                        "runner, start processes."))});
 }
 

@@ -29,7 +29,7 @@ struct RunnerSpec {
   int max_jobs = 0;                     // jobs queued or running at the same time; 0: the slots
   std::string shared_dir;               // the run directory must lie inside it (absolute)
   double poll_interval_s = 2;
-  bool warm = false;  // local runner: fork the plugin's runs from a warm parent (warm_launcher.h)
+  bool warm = true;  // local runner: fork the plugin's runs from a warm parent (warm_launcher.h)
   // Where each key was set in the workflow, for positioned errors; absent: the command line.
   std::map<std::string, YAML::Mark> marks;
 };
