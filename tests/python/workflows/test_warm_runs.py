@@ -61,11 +61,20 @@ steps:
 """
 
 
+def model_env(directory: Path, inductor_cache) -> dict:
+    """The engine's environment: the test's python as the model's, its runs recorded in `directory`."""
+    return dict(
+        os.environ,
+        DIAGNOSE_PYTHON=sys.executable,
+        RECORD_DIR=str(directory),
+        TORCHINDUCTOR_CACHE_DIR=str(inductor_cache),
+    )
+
+
 def run(diagnose_bin, directory, inductor_cache, warm: bool, args=(), timeout=0):
     (directory / "work").mkdir(parents=True, exist_ok=True)
     (directory / "model.py").write_text(MODEL)
-    env = dict(os.environ, DIAGNOSE_PYTHON=sys.executable, RECORD_DIR=str(directory))
-    env["TORCHINDUCTOR_CACHE_DIR"] = str(inductor_cache)
+    env = model_env(directory, inductor_cache)
     done, run_dir = run_workflow(diagnose_bin, directory, workflow(warm, list(args), timeout), env=env, timeout=300)
     report = json.loads((run_dir / "report.json").read_text())
     records = [json.loads(line) for line in (directory / "runs.jsonl").read_text().splitlines()]
@@ -133,15 +142,7 @@ def test_ctrl_c_stops_a_forked_run_as_it_stops_a_process(diagnose_bin, tmp_path,
     ended = {}
     for warm in (False, True):
         directory = tmp_path / str(warm)
-        (directory / "work").mkdir(parents=True)
-        (directory / "model.py").write_text(MODEL)
-        (directory / "wf.yaml").write_text(workflow(warm, ["wait_for_ctrl_c"]))
-        env = dict(os.environ, DIAGNOSE_PYTHON=sys.executable, RECORD_DIR=str(directory))
-        env["TORCHINDUCTOR_CACHE_DIR"] = str(inductor_cache)
-        engine = subprocess.Popen([str(diagnose_bin), "wf.yaml", "-q"], cwd=directory, env=env)
-        deadline = time.monotonic() + 120
-        while not (directory / "waiting").exists() and time.monotonic() < deadline:
-            time.sleep(0.2)
+        engine = start_engine(diagnose_bin, directory, inductor_cache, warm, ["wait_for_ctrl_c"], "waiting")
         engine.send_signal(signal.SIGINT)
         engine.wait(timeout=60)
         assert (directory / "atexit.txt").read_text() == "ran", warm
@@ -162,16 +163,21 @@ def tail(stderr: str) -> str:
     return "\n".join(line for line in stderr.splitlines()[-3:] if "/" not in line)
 
 
-def test_a_forked_run_dies_with_the_engine(diagnose_bin, tmp_path, inductor_cache):
-    (tmp_path / "work").mkdir()
-    (tmp_path / "model.py").write_text(MODEL)
-    (tmp_path / "wf.yaml").write_text(workflow(True, ["sleep"]))
-    env = dict(os.environ, DIAGNOSE_PYTHON=sys.executable, RECORD_DIR=str(tmp_path))
-    env["TORCHINDUCTOR_CACHE_DIR"] = str(inductor_cache)
-    engine = subprocess.Popen([str(diagnose_bin), "wf.yaml", "-q"], cwd=tmp_path, env=env)
+def start_engine(diagnose_bin, directory: Path, inductor_cache, warm: bool, args: list[str], started: str):
+    """diagnose on the workflow in `directory`, in the background, once the model wrote `started` there."""
+    (directory / "work").mkdir(parents=True, exist_ok=True)
+    (directory / "model.py").write_text(MODEL)
+    (directory / "wf.yaml").write_text(workflow(warm, args))
+    env = model_env(directory, inductor_cache)
+    engine = subprocess.Popen([str(diagnose_bin), "wf.yaml", "-q"], cwd=directory, env=env)
     deadline = time.monotonic() + 120
-    while not (tmp_path / "runs.jsonl").exists() and time.monotonic() < deadline:
+    while not (directory / started).exists() and time.monotonic() < deadline:
         time.sleep(0.2)
+    return engine
+
+
+def test_a_forked_run_dies_with_the_engine(diagnose_bin, tmp_path, inductor_cache):
+    engine = start_engine(diagnose_bin, tmp_path, inductor_cache, True, ["sleep"], "runs.jsonl")
     (record,) = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()][:1]
     assert record["forked"]
     engine.kill()
