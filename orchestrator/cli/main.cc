@@ -4,6 +4,7 @@
 #include <string>
 
 #include "orchestrator/cli/commands.h"
+#include "orchestrator/exec/warm_launcher.h"
 #include "steps/step_kinds.h"
 
 namespace {
@@ -26,10 +27,7 @@ void print_usage(std::ostream& out) {
          "Run 'diagnose <command> --help' for a command's options.\n";
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  diagnose::register_step_kinds();
+int dispatch(int argc, char** argv) {
   if (argc < 2) {
     print_usage(std::cerr);
     return 2;
@@ -52,4 +50,13 @@ int main(int argc, char** argv) {
   std::cerr << "diagnose: unknown command '" << command << "'\n";
   print_usage(std::cerr);
   return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  diagnose::register_step_kinds();
+  int code = dispatch(argc, argv);
+  diagnose::end_warm_processes();
+  return code;
 }

@@ -104,6 +104,19 @@ class WarmParent {
 
   pid_t pid() const { return pid_; }
 
+  // Ends its input, which ends it (and kills what its runs left), and waits until it is reaped:
+  // what it and its runs used counts among this engine's children's resources. SIGKILL after
+  // `grace_s`. It forks nothing more.
+  void end(double grace_s) {
+    if (socket_ < 0) return;  // it never started
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (dead_.empty()) dead_ = "the warm process was ended";
+    ::shutdown(socket_, SHUT_WR);
+    if (!changed_.wait_for(lock, std::chrono::duration<double>(grace_s), [&] { return exited_; }) && !exited_)
+      ::kill(pid_, SIGKILL);
+    changed_.wait(lock, [&] { return exited_; });
+  }
+
   // Asks for a fork of `spec` with environment `env`: the run's id and the child's pid, or
   // nullopt and why not.
   std::optional<long> fork_run(const ProcessSpec& spec, const std::map<std::string, std::string>& env, int& child,
@@ -292,16 +305,19 @@ class WarmParent {
   std::map<long, ForkedRun> runs_;
 };
 
+// The parents by interpreter and environment, and the mutex that guards the map. Never
+// destroyed: their reader threads may outlive main.
+std::mutex parents_mutex;
+std::map<std::string, std::unique_ptr<WarmParent>>* parents = new std::map<std::string, std::unique_ptr<WarmParent>>;
+
 // The parent for `key` (interpreter and environment), started on first use and ready; nullptr
-// and why when there is none. Never destroyed: their reader threads may outlive main.
+// and why when there is none.
 WarmParent* parent_for(const std::string& key, const std::string& program,
                        const std::map<std::string, std::string>& env, std::string& why_not) {
-  static std::mutex mutex;
-  static auto* parents = new std::map<std::string, std::unique_ptr<WarmParent>>;
   WarmParent* parent;
   {
     // Held only to find or start one: the wait for its import of torch is outside.
-    std::lock_guard<std::mutex> guard(mutex);
+    std::lock_guard<std::mutex> guard(parents_mutex);
     auto found = parents->find(key);
     if (found == parents->end()) {
       if (parents->size() >= kMaxParents) {
@@ -317,6 +333,13 @@ WarmParent* parent_for(const std::string& key, const std::string& program,
 }
 
 }  // namespace
+
+void end_warm_processes() {
+  constexpr double kEndGraceS = 10;
+  std::lock_guard<std::mutex> guard(parents_mutex);
+  // kept, ended: their reader threads may still be leaving
+  for (auto& [key, parent] : *parents) parent->end(kEndGraceS);
+}
 
 bool plugin_run_argv(const std::vector<std::string>& argv) {
   return argv.size() >= 5 && argv[1] == "-m" && argv[2] == "diagnose_pytorch" && argv[3] == "run";

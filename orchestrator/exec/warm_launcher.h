@@ -32,6 +32,11 @@ struct Launched {
 // plain process.
 Launched launch_process(const ProcessSpec& spec, bool warm, const ProcessCallbacks& callbacks = {});
 
+// Ends every warm parent of this invocation and waits for it (SIGKILL after 10 s), once no run is
+// going on: what it and its forked runs used then counts among the engine's children's resources
+// (getrusage, wait4), and none outlives the engine. Later runs start as processes.
+void end_warm_processes();
+
 // Whether argv is `<python> -m diagnose_pytorch run ...`, the one command a warm parent forks.
 bool plugin_run_argv(const std::vector<std::string>& argv);
 

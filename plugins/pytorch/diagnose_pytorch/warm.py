@@ -7,7 +7,9 @@ JSON lines, the engine's requests on stdin, the answers on stdout:
   parent: {"id": N, "pid": CHILD}  or  {"id": N, "refused": WHY}
   parent: {"id": N, "exit_code": C}  or  {"id": N, "signal": S}  when the child has ended
   engine: {"release": N}  when it will signal run N's group no more
-End of input (the engine ended, however it ended) kills every child's process group, then the parent.
+End of input (the engine ended, however it ended) kills every child's process group and reaps the
+children, then the parent exits; the engine reaps it (end_warm_processes), so every run's CPU time
+counts among the engine's children's.
 
 The pid is sent only once the child leads its own session, so the engine's first signal already
 reaches the child's group and never the parent's. An ended child stays unreaped (its pid, the
@@ -24,6 +26,7 @@ and never imports torch._dynamo or torch._inductor: the run configures them afte
 from __future__ import annotations
 
 import atexit
+import contextlib
 import ctypes
 import json
 import os
@@ -169,6 +172,8 @@ def serve(main: Callable[[list[str]], int]) -> int:
         if not data:
             for pid in [*running, *unreleased.values()]:
                 kill_group(pid)
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, 0)  # reaped here: its resources count among this process's children's
             return 0
         pending += data
         *lines, pending = pending.split(b"\n")

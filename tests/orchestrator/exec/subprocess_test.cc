@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <csignal>
 
 #include <chrono>
 #include <thread>
@@ -245,6 +247,35 @@ TEST(WarmLauncher, AForkedRunLeadsItsGroupAtOnceAndHasOnlyItsStdioOpen) {
       EXPECT_EQ(link.get<std::string>().rfind(dir.path() + "/", 0), 0u) << fd << " " << link;
     }
   }
+}
+
+// At the engine's end its warm parents are ended and reaped: none outlives it, and what they and
+// their runs used is the engine's children's.
+TEST(WarmLauncher, EndingTheWarmProcessesReapsThemWithTheirRunsCpuTime) {
+  TempDir dir;
+  write_text(dir / "spec.json", nlohmann::json{{"output_dir", dir / "out"}, {"mode", "eager"}}.dump());
+  write_text(dir / "busy.py",
+             "import time\nend = time.process_time() + 1.0\nwhile time.process_time() < end:\n    pass\n");
+  auto children_cpu_s = [] {
+    rusage usage{};
+    ::getrusage(RUSAGE_CHILDREN, &usage);
+    return usage.ru_utime.tv_sec + usage.ru_stime.tv_sec + 1e-6 * (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
+  };
+  const double before = children_cpu_s();
+  Launched launched = launch_process(
+      spec_in(dir, {python(), "-m", "diagnose_pytorch", "run", "--spec", dir / "spec.json", "busy.py"}), true);
+  ASSERT_EQ(launched.launch, kLaunchWarmFork) << launched.reason;
+  EXPECT_EQ(launched.outcome.status, RunStatus::Succeeded) << read_text(dir / "err.log");
+  const pid_t parent = std::stoi(launched.reason.substr(launched.reason.rfind(' ') + 1));
+  ASSERT_EQ(::kill(parent, 0), 0);
+  end_warm_processes();
+  EXPECT_NE(::kill(parent, 0), 0);            // reaped: no such process
+  EXPECT_GE(children_cpu_s() - before, 1.0);  // at least the run's busy second
+  // later runs start as processes
+  launched = launch_process(
+      spec_in(dir, {python(), "-m", "diagnose_pytorch", "run", "--spec", dir / "spec.json", "busy.py"}), true);
+  EXPECT_EQ(launched.launch, kLaunchProcess);
+  EXPECT_EQ(launched.reason, "the warm process was ended");
 }
 
 }  // namespace

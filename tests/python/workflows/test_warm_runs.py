@@ -145,17 +145,21 @@ def test_ctrl_c_stops_a_forked_run_as_it_stops_a_process(diagnose_bin, tmp_path,
         engine = start_engine(diagnose_bin, directory, inductor_cache, warm, ["wait_for_ctrl_c"], "waiting")
         engine.send_signal(signal.SIGINT)
         engine.wait(timeout=60)
-        assert (directory / "atexit.txt").read_text() == "ran", warm
         (run_dir,) = (directory / "runs").iterdir()
         state = json.loads((run_dir / "state.json").read_text())
         golden = next(r for r in state["steps"][0]["runs"] if r["name"] == "golden")
         assert golden["launch"] == ("warm_fork" if warm else "process"), golden
-        assert open(golden["stdout"]).read().endswith("buffered, flushed at exit"), warm
+        if golden["signal"] != 9:  # a process whose interpreter outlived kill_grace was killed first
+            assert (directory / "atexit.txt").read_text() == "ran", warm
+            assert open(golden["stdout"]).read().endswith("buffered, flushed at exit"), warm
         ended[warm] = (golden["status"], golden["exit_code"], golden["signal"], tail(open(golden["stderr"]).read()))
-    # the plugin's runner records the KeyboardInterrupt and returns 1; the process may take longer
-    # than kill_grace to finish its interpreter and be killed (9) instead
-    assert ended[True] == ("interrupted", 1, None, ended[False][3]), ended
+    # the plugin's runner records the KeyboardInterrupt and returns 1 (the forked run ends without
+    # finalising the interpreter: never killed); the process may take longer than kill_grace to
+    # finalise its interpreter on a loaded machine and be killed (9) instead
+    assert ended[True][:3] == ("interrupted", 1, None), ended
     assert ended[False][:3] in (("interrupted", 1, None), ("interrupted", None, 9)), ended
+    if ended[False][1] == 1:
+        assert ended[True][3] == ended[False][3], ended
 
 
 def tail(stderr: str) -> str:
