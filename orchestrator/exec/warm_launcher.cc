@@ -112,7 +112,7 @@ class WarmParent {
     std::unique_lock<std::mutex> lock(mutex_);
     if (dead_.empty()) dead_ = "the warm process was ended";
     ::shutdown(socket_, SHUT_WR);
-    if (!changed_.wait_for(lock, std::chrono::duration<double>(grace_s), [&] { return exited_; }) && !exited_)
+    if (!changed_.wait_for(lock, std::chrono::duration<double>(grace_s), [&] { return exited_; }))
       ::kill(pid_, SIGKILL);
     changed_.wait(lock, [&] { return exited_; });
   }

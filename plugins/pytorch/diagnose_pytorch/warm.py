@@ -80,7 +80,6 @@ class Parent:
     pid: int
     dispositions: dict[int, object]
     wakeup: tuple[int, int]
-    in_session_write: int = -1  # closed by the child once it leads its own session
 
 
 def fresh_dispositions() -> dict[int, object]:
@@ -97,8 +96,9 @@ def reseed_generators() -> None:
         numpy_random.seed()
 
 
-def run_child(request: dict, main: Callable[[list[str]], int], parent: Parent) -> None:
-    """In the forked child: becomes the plain process, runs main, never returns."""
+def run_child(request: dict, main: Callable[[list[str]], int], parent: Parent, in_session_write: int) -> None:
+    """In the forked child: becomes the plain process, runs main, never returns. `in_session_write`
+    is closed once it leads its own session."""
     code = 1
     interrupted = False
     try:
@@ -106,7 +106,7 @@ def run_child(request: dict, main: Callable[[list[str]], int], parent: Parent) -
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         if os.getppid() != parent.pid:  # the parent died before the line above
             os._exit(1)
-        os.close(parent.in_session_write)  # the parent may now tell the engine the pid
+        os.close(in_session_write)  # the parent may now tell the engine the pid
         signal.set_wakeup_fd(-1)
         for number, disposition in parent.dispositions.items():
             # None: not set from Python, left as it was (SIGKILL and SIGSTOP stay SIG_DFL)
@@ -212,18 +212,18 @@ def handle(
     elif difference:
         send({"id": run_id, "refused": f"{difference} differs from the warm process's environment"})
     else:
-        in_session_read, parent.in_session_write = os.pipe()
+        in_session_read, in_session_write = os.pipe()
         try:
             pid = os.fork()
         except OSError as e:  # EAGAIN, ENOMEM: this run starts as a plain process instead
             os.close(in_session_read)
-            os.close(parent.in_session_write)
+            os.close(in_session_write)
             send({"id": run_id, "refused": f"fork failed: {e}"})
             return
         if pid == 0:
             os.close(in_session_read)
-            run_child(request, main, parent)
-        os.close(parent.in_session_write)
+            run_child(request, main, parent, in_session_write)
+        os.close(in_session_write)
         os.read(in_session_read, 1)  # end of file: the child has its session, or has died
         os.close(in_session_read)
         running[pid] = run_id
