@@ -51,7 +51,7 @@ stage "Python tests" env DIAGNOSE_BIN="$ROOT/build/orchestrator/diagnose" OMP_NU
   --junitxml="$RESULTS/pytest.xml"
 
 # The plugin on the oldest and the newest supported torch (2.5.1, 2.14.1), each in a venv of its
-# own cached in build/torch-venvs: test_compat.py and the standard workflow on a few examples.
+# own, kept in ~/.cache/diagnose/torch-venvs: test_compat.py and the standard workflow on a few examples.
 stage "Other torch versions (2.5.1, 2.14.1)" env DIAGNOSE_BIN="$ROOT/build/orchestrator/diagnose" \
   scripts/torch_versions.sh "$RESULTS"
 

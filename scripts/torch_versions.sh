@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The plugin on the oldest and the newest supported torch (2.5.1, 2.14.1), beside the pinned
-# 2.13.0 of .venv: each in a venv of its own, build/torch-venvs/<version> (created once, then
-# reused), runs tests/python/plugin/test_compat.py and the standard workflow on a few examples
-# with DIAGNOSE_PYTHON pointing at that venv, asserting each verdict: the one 2.13 gives where
+# 2.13.0 of .venv: each in a venv of its own (created once, then reused), runs
+# tests/python/plugin/test_compat.py and the standard workflow on a few examples with
+# DIAGNOSE_PYTHON pointing at that venv, asserting each verdict: the one 2.13 gives where
 # the features exist, the stated degradation where they do not (README.md, "Supported torch").
 # Prints per version the examples run, their verdicts and the features that were unavailable;
 # writes <results>/torch-<version>.xml (pytest's junit).
@@ -27,14 +27,19 @@ EXPECTED=(
 )
 mkdir -p "$RESULTS"
 
+# A venv holds torch and the test tools only; the plugin comes from this checkout (PYTHONPATH), so
+# one venv serves every clone on the machine and a fresh clone does not install torch again.
+VENVS=${DIAGNOSE_TORCH_VENVS:-${XDG_CACHE_HOME:-$HOME/.cache}/diagnose/torch-venvs}
+export PYTHONPATH=$ROOT/plugins/pytorch${PYTHONPATH:+:$PYTHONPATH}
+
 venv_for() {  # venv_for VERSION: the venv's python, installed on first use
-  local venv=$ROOT/build/torch-venvs/$1
-  if ! "$venv/bin/python" -c "import diagnose_pytorch, numpy, pytest" 2>/dev/null; then
-    echo "installing torch $1 into $venv" >&2
-    python3.11 -m venv "$venv" &&
-      "$venv/bin/pip" install -q "torch==$1" &&
-      "$venv/bin/pip" install -q -e plugins/pytorch "$(grep '^numpy==' requirements-dev.txt)" \
-        "$(grep '^pytest==' requirements-dev.txt)" || return 1
+  local venv=$VENVS/$1
+  local packages=("torch==$1" "$(grep '^numpy==' requirements-dev.txt)" "$(grep '^pytest==' requirements-dev.txt)")
+  if [[ "$(cat "$venv/installed" 2>/dev/null)" != "${packages[*]}" ]]; then
+    echo "installing ${packages[*]} into $venv" >&2
+    rm -rf "$venv"
+    python3.11 -m venv "$venv" && "$venv/bin/pip" install -q "${packages[@]}" || return 1
+    echo "${packages[*]}" >"$venv/installed"
   fi
   echo "$venv/bin/python"
 }
