@@ -2,7 +2,8 @@
 // with the target's backend and switches on the op's recorded inputs, against the eager op
 // on the same inputs. Ops go in batches, one process each, in parallel; when a process
 // dies, the op it was on is reported as crashed and the rest of its batch runs again. Each
-// op's compile and run seconds, as the plugin measured them, go into the report.
+// op's compile and run seconds, as the plugin measured them, go into the report, and each
+// batch's seconds beside its ops' (the rest is its process starting, setting up and ending).
 #include <algorithm>
 #include <boost/filesystem.hpp>
 #include <fstream>
@@ -111,8 +112,9 @@ class SingleOpCheckStep : public StepKind {
     return properties;
   }
   std::vector<std::string> result_fields() const override {
-    return {"ops",    "checked", "skipped", "skipped_ops",     "failed",     "failed_ops", "crashed_ops", "op_errors",
-            "rounds", "culprit", "rules",   "rule_conclusion", "workaround", "compiles",   "op_times"};
+    return {"ops",         "checked",   "skipped",  "skipped_ops", "failed", "failed_ops",
+            "crashed_ops", "op_errors", "rounds",   "culprit",     "rules",  "rule_conclusion",
+            "workaround",  "compiles",  "op_times", "batch_times"};
   }
   std::string default_category() const override { return "single_op_graph_defect"; }
   void check(const StepSpec& step, const CheckContext&, Diagnostics& diagnostics) const override {
@@ -177,6 +179,7 @@ class SingleOpCheckStep : public StepKind {
     std::vector<SkippedOp> skipped;
     std::map<std::string, std::string> crash_logs;
     std::map<std::string, OpCost> costs;
+    nlohmann::json batch_times = nlohmann::json::array();
     int rounds = 0;
     while (!pending.empty()) {
       ++rounds;
@@ -194,7 +197,13 @@ class SingleOpCheckStep : public StepKind {
         std::string out = run.dir + "/out";
         bool ok = run.status == RunStatus::Succeeded;
         BatchOutcome outcome = read_batch_progress(read_file(out + "/progress.jsonl").value_or(""), pending[b], ok);
-        for (auto& [op, cost] : read_op_costs(read_file(out + "/single_op.json").value_or(""))) costs[op] = cost;
+        double ops_s = 0;
+        for (auto& [op, cost] : read_op_costs(read_file(out + "/single_op.json").value_or(""))) {
+          ops_s += cost.compile_s + cost.run_s;
+          costs[op] = cost;
+        }
+        batch_times.push_back(
+            {{"run", run.name}, {"ops", pending[b].size()}, {"seconds", run.finished - run.started}, {"ops_s", ops_s}});
         if (!outcome.done.empty()) out_dirs.push_back(out);
         op_errors.insert(op_errors.end(), outcome.errors.begin(), outcome.errors.end());
         skipped.insert(skipped.end(), outcome.skipped.begin(), outcome.skipped.end());
@@ -285,6 +294,7 @@ class SingleOpCheckStep : public StepKind {
     result.metrics = {{"ops", ops.size()},
                       {"compiles", compile_count(costs)},
                       {"op_times", op_times_table(ops, costs)},
+                      {"batch_times", batch_times},
                       {"checked", checked},
                       {"skipped", skipped.size()},
                       {"skipped_ops", skipped_ops},

@@ -341,8 +341,9 @@ void end_warm_processes() {
   for (auto& [key, parent] : *parents) parent->end(kEndGraceS);
 }
 
-bool plugin_run_argv(const std::vector<std::string>& argv) {
-  return argv.size() >= 5 && argv[1] == "-m" && argv[2] == "diagnose_pytorch" && argv[3] == "run";
+bool forkable_plugin_argv(const std::vector<std::string>& argv) {
+  if (argv.size() < 4 || argv[1] != "-m" || argv[2] != "diagnose_pytorch") return false;
+  return argv[3] == "run" ? argv.size() >= 5 : argv[3] == "single-op" || argv[3] == "ops";
 }
 
 Launched launch_process(const ProcessSpec& spec, bool warm, const ProcessCallbacks& callbacks) {
@@ -350,8 +351,7 @@ Launched launch_process(const ProcessSpec& spec, bool warm, const ProcessCallbac
     return Launched{run_process(spec, callbacks), kLaunchProcess, reason};
   };
   if (!warm) return plain("runner.warm is off");
-  if (!plugin_run_argv(spec.argv))
-    return plain("not the plugin's run of a script (a shell: or argv: model, or another plugin command)");
+  if (!forkable_plugin_argv(spec.argv)) return plain("not a plugin command (a shell: or argv: model)");
   std::string program;
   if (std::string problem = start_problem(spec, program); !problem.empty()) return plain(problem);
   program = fs::absolute(program, spec.cwd).string();  // as the plain process resolves it, from its cwd

@@ -37,7 +37,8 @@ Launched launch_process(const ProcessSpec& spec, bool warm, const ProcessCallbac
 // (getrusage, wait4), and none outlives the engine. Later runs start as processes.
 void end_warm_processes();
 
-// Whether argv is `<python> -m diagnose_pytorch run ...`, the one command a warm parent forks.
-bool plugin_run_argv(const std::vector<std::string>& argv);
+// Whether argv is a plugin command a warm parent forks: `<python> -m diagnose_pytorch run
+// SCRIPT ...`, `single-op ...` or `ops ...`.
+bool forkable_plugin_argv(const std::vector<std::string>& argv);
 
 }  // namespace diagnose

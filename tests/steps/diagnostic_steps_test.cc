@@ -353,6 +353,12 @@ TEST(DiagnosticSteps, SingleOpCheckPassesWhenEveryOpMatches) {
   for (const auto& row : step["metrics"]["op_times"])
     EXPECT_TRUE(row["compile_s"].is_number() && row["run_s"].is_number()) << row;
   EXPECT_NE(step["summary"].get<std::string>().find("3 compiles, "), std::string::npos) << step["summary"];
+  const nlohmann::json& batches = step["metrics"]["batch_times"];
+  ASSERT_EQ(batches.size(), 2u) << batches;
+  EXPECT_EQ(batches[0]["run"], "batch1-1");
+  EXPECT_EQ(batches[0]["ops"].get<int>() + batches[1]["ops"].get<int>(), 3) << batches;
+  for (const auto& batch : batches)
+    EXPECT_TRUE(batch["seconds"].get<double>() > 0 && batch["ops_s"].is_number()) << batch;
 }
 
 TEST(DiagnosticSteps, DynamoMetaCheckNamesTheMetaOpAndTheDivergingBackends) {

@@ -40,12 +40,14 @@ def main(argv: list[str] | None = None) -> int:
         from .warm import serve
 
         return serve(main)
-    from .single_op import SingleOpError, list_ops, run_single_op
+    from .recorded_calls import SingleOpError, list_ops
 
     try:
         if options.command == "ops":
             print(json.dumps(list_ops(options.source)))
             return 0
+        from .single_op import run_single_op
+
         return run_single_op(options)
     except (SingleOpError, SpecError, OSError) as e:
         print(f"diagnose_pytorch {options.command}: {e}", file=sys.stderr)

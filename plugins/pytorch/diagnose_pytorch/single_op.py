@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -23,64 +22,10 @@ from . import compat
 from .call_args import NotReplayable, decode_call
 from .dump_writer import DumpWriter, dumpable
 from .main_script import ScriptSetupError, run_until_first_compiled_call
+from .recorded_calls import RecordedCall, SingleOpError, distinct_ops, recorded_calls
 from .spec import Switches, _build
 from .status import RunStatus
 from .uninitialized_ops import UNINITIALIZED, is_uninitialized_op
-
-
-class SingleOpError(ValueError):
-    pass
-
-
-@dataclass
-class RecordedCall:
-    op: str
-    op_key: str
-    seq: int
-    step: int
-    call: dict | None = None
-    inputs: dict = field(default_factory=dict)  # (index, item) -> input record
-
-
-# --- reading the eager run -----------------------------------------------------------------
-def _dump_dir(run_dir: Path) -> Path:
-    for candidate in (run_dir / "dump", run_dir / "dump" / "rank0"):
-        if (candidate / "manifest.jsonl").is_file():
-            return candidate
-    raise SingleOpError(f"{run_dir}: no eager dump (dump/manifest.jsonl) in this run directory")
-
-
-def recorded_calls(run_dir: Path) -> tuple[Path, list[RecordedCall]]:
-    """The op calls of an eager ATen-level dump, in execution order."""
-    dump = _dump_dir(run_dir)
-    calls: dict[int, RecordedCall] = {}
-    manifest = dump / "manifest.jsonl"
-    for line_no, line in enumerate(manifest.read_text().splitlines(), 1):
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue  # a torn last line of a killed run
-        if record.get("type") == "header" and record.get("level") != "aten":
-            raise SingleOpError(
-                f"{manifest}:{line_no}: dump level {record.get('level')!r}; the "
-                "single-op check needs an eager run dumped at level 'aten'"
-            )
-        if record.get("type") != "tensor" or record.get("kind", "op") != "op" or "op" not in record:
-            continue
-        seq = record["seq"]
-        call = calls.setdefault(seq, RecordedCall(record["op"], record["op_key"], seq, record.get("step", 0)))
-        if "call" in record and call.call is None:
-            call.call = record["call"]
-        if record["io"] == "input":
-            call.inputs[(record["index"], record.get("item"))] = record
-    return dump, list(calls.values())
-
-
-def distinct_ops(calls: list[RecordedCall]) -> dict[str, list[RecordedCall]]:
-    ops: dict[str, list[RecordedCall]] = {}
-    for call in calls:
-        ops.setdefault(call.op, []).append(call)
-    return ops
 
 
 def _load_tensor(dump: Path, record: dict) -> torch.Tensor:
@@ -485,8 +430,3 @@ def run_single_op(options) -> int:
     check.save(extra)
     check.status.finish("ok")
     return 0
-
-
-def list_ops(run_dir: str) -> list[dict]:
-    _, calls = recorded_calls(Path(run_dir))
-    return [{"op": name, "calls": len(op_calls)} for name, op_calls in distinct_ops(calls).items()]

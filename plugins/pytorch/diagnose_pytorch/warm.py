@@ -1,5 +1,6 @@
 """`python -m diagnose_pytorch warm`: a parent that has imported torch and the plugin once and
-forks a child for each `run` the engine asks for (orchestrator/exec/warm_launcher.h).
+forks a child for each command the engine asks for: a `run` of the model's script, or `single-op`
+and `ops` (orchestrator/exec/warm_launcher.h).
 
 JSON lines, the engine's requests on stdin, the answers on stdout:
   parent: {"ready": true, "pid": P}  or  {"refused": WHY} (then it exits)
@@ -17,7 +18,7 @@ group's id, taken) until the engine releases it: no signal of the engine reaches
 
 The child has a plain process's semantics: a session and process group of its own, the run's
 cwd, exactly the run's environment, its logs as stdout and stderr, stdin from /dev/null, the argv
-`python -m diagnose_pytorch run ...` would have, a fresh interpreter's signal dispositions, the
+`python -m diagnose_pytorch <command> ...` would have, a fresh interpreter's signal dispositions, the
 `random` and numpy generators seeded from os.urandom, atexit handlers and flushed output when
 it ends (an interrupt included), and its exit status or death by signal. The
 parent never runs a torch op nor initialises an accelerator (a forked child could not use it),

@@ -139,11 +139,13 @@ TEST(CommandLine, QuotesForPosixShells) {
 
 // The warm launcher's fallbacks to plain processes; forked runs are tested end to end with the
 // plugin's warm parent (tests/python/workflows/test_warm_runs.py).
-TEST(WarmLauncher, OnlyThePluginsRunOfAScriptIsForked) {
-  EXPECT_TRUE(plugin_run_argv({"python", "-m", "diagnose_pytorch", "run", "model.py"}));
-  EXPECT_FALSE(plugin_run_argv({"python", "-m", "diagnose_pytorch", "run"}));
-  EXPECT_FALSE(plugin_run_argv({"python", "-m", "diagnose_pytorch", "single-op", "--from", "x"}));
-  EXPECT_FALSE(plugin_run_argv({"/bin/sh", "-c", "python -m diagnose_pytorch run model.py"}));
+TEST(WarmLauncher, OnlyThePluginsCommandsAreForked) {
+  EXPECT_TRUE(forkable_plugin_argv({"python", "-m", "diagnose_pytorch", "run", "model.py"}));
+  EXPECT_FALSE(forkable_plugin_argv({"python", "-m", "diagnose_pytorch", "run"}));
+  EXPECT_TRUE(forkable_plugin_argv({"python", "-m", "diagnose_pytorch", "single-op", "--from", "x"}));
+  EXPECT_TRUE(forkable_plugin_argv({"python", "-m", "diagnose_pytorch", "ops", "--from", "x"}));
+  EXPECT_FALSE(forkable_plugin_argv({"python", "-m", "diagnose_pytorch", "warm"}));
+  EXPECT_FALSE(forkable_plugin_argv({"/bin/sh", "-c", "python -m diagnose_pytorch run model.py"}));
 }
 
 TEST(WarmLauncher, WarmOffStartsAProcess) {
@@ -159,7 +161,7 @@ TEST(WarmLauncher, AShellCommandStartsAProcessEvenWhenWarm) {
   TempDir dir;
   Launched launched = launch_process(spec_in(dir, {"sh", "-c", "exit 0"}), true);
   EXPECT_EQ(launched.launch, kLaunchProcess);
-  EXPECT_NE(launched.reason.find("not the plugin's run"), std::string::npos) << launched.reason;
+  EXPECT_NE(launched.reason.find("not a plugin command"), std::string::npos) << launched.reason;
   EXPECT_EQ(launched.outcome.status, RunStatus::Succeeded);
 }
 

@@ -113,6 +113,24 @@ def test_a_forked_run_is_a_process_of_its_own_with_the_same_verdict(diagnose_bin
             assert (warm_dump / name).read_bytes() == (cold_dump / name).read_bytes(), name
 
 
+def test_the_single_op_checks_processes_are_forked(diagnose_bin, tmp_path, inductor_cache):
+    """The op listing and the single-op batches are plugin commands a warm parent forks too."""
+    (tmp_path / "work").mkdir()
+    (tmp_path / "model.py").write_text(MODEL)
+    text = """\
+name: warm_single_op
+model: {script: model.py, backend: inductor, device: cpu, cwd: work}
+steps:
+  - id: single_op
+    kind: single_op_check
+"""
+    done, run_dir = run_workflow(diagnose_bin, tmp_path, text, env=model_env(tmp_path, inductor_cache), timeout=300)
+    step = json.loads((run_dir / "report.json").read_text())["steps"][0]
+    assert step["status"] == "pass", (step["summary"], done.stderr[-3000:])
+    launches = {r["name"]: r["launch"] for r in step["runs"]}
+    assert {"ops", "batch1-1"} <= launches.keys() and set(launches.values()) == {"warm_fork"}, launches
+
+
 def test_exit_status_signal_and_timeout_of_a_forked_run(diagnose_bin, tmp_path, inductor_cache):
     expected = {"exit3": ("failed", 3, None), "abort": ("crashed", None, 6), "sleep": ("timed_out", None, 15)}
     for what, (status, exit_code, killed_by) in expected.items():
