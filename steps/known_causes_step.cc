@@ -178,7 +178,7 @@ class KnownCausesStep : public StepKind {
     std::vector<RecordedRun> runs = recorded_runs(context.state());
     std::string repeat_failure;  // why the repeated eager run did not finish, if it did not
     if (runs.empty()) {
-      // the eager run again, never shared: run-to-run differences show before any op is judged
+      // the eager run again, a repeat: run-to-run differences show before any op is judged
       RunRequest eager = plugin_run(context, "eager", side_spec(context, node["eager"], kEagerAtenRun), node["eager"]);
       RunRequest repeat =
           plugin_run(context, "repeat", side_spec(context, node["eager"], kStatsOnlyRepeat), node["eager"], 1);
@@ -334,7 +334,8 @@ class KnownCausesStep : public StepKind {
       for (const KnownCause& cause : causes)
         if (!trial.off.empty() && cause.name == trial.off.front()) flipped = &cause;
       if (flipped) spec.merge_patch(flipped->flip->spec);
-      // the k-th run of a configuration: another step's k-th, never the first again (run to run)
+      // the k-th run of a configuration: another step's k-th, never the first again (run to run);
+      // a flip's env and args, set below, are not in the identity plugin_run sees: a run of its own
       RunRequest request = plugin_run(context, trial.name, spec, compiled_side(context, target, spec), trial.occurrence,
                                       flipped ? Sharing::OwnRun : Sharing::Shareable);
       if (flipped) {
