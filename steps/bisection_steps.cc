@@ -49,6 +49,25 @@ BisectionPlan bisection_plan(const StepContext& context) {
   return plan;
 }
 
+namespace {
+
+// Each golden record carries its float64 truth: a trial fails where it is further from it than
+// eager is, so precision loss inside the dtype's tolerances is bisected too.
+nlohmann::json golden_spec(const StepContext& context, const YAML::Node& golden,
+                           const std::vector<std::string>& judge_ops) {
+  nlohmann::json defaults = {{"mode", "eager"}, {"dump", {{"level", "none"}, {"truth", true}}}};
+  if (!judge_ops.empty()) defaults["dump"] = {{"level", "aten"}, {"include", judge_ops}, {"truth", true}};
+  return side_spec(context, golden, defaults);
+}
+
+}  // namespace
+
+std::vector<PlannedRun> planned_golden(const StepContext& context, const YAML::Node& golden,
+                                       const std::vector<std::string>& judge_ops) {
+  if ((golden && golden.IsScalar()) || context.workflow().model.script.empty()) return {};
+  return {planned_plugin_run(context, "golden", golden_spec(context, golden, judge_ops), golden)};
+}
+
 std::string judge_against_golden(const StepContext& context, const YAML::Node& golden, const YAML::Node& target,
                                  const std::vector<std::string>& judge_ops, TrialSetup& setup, BisectionPlan& plan,
                                  std::optional<StepResult>& golden_error) {
@@ -62,11 +81,7 @@ std::string judge_against_golden(const StepContext& context, const YAML::Node& g
   if (golden && golden.IsScalar()) {
     setup.judge.golden = context.path(golden.Scalar());
   } else if (plugin) {
-    // Each golden record carries its float64 truth: a trial fails where it is further from it
-    // than eager is, so precision loss inside the dtype's tolerances is bisected too.
-    nlohmann::json defaults = {{"mode", "eager"}, {"dump", {{"level", "none"}, {"truth", true}}}};
-    if (!judge_ops.empty()) defaults["dump"] = {{"level", "aten"}, {"include", judge_ops}, {"truth", true}};
-    plan.alongside.push_back(plugin_run(context, "golden", side_spec(context, golden, defaults), golden));
+    plan.alongside.push_back(plugin_run(context, "golden", golden_spec(context, golden, judge_ops), golden));
     setup.judge.golden = plan.alongside.back().dir + "/" + compared;
   } else {
     plan.alongside.push_back(context.model_run("golden", golden));

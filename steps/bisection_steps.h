@@ -35,6 +35,11 @@ std::string judge_against_golden(const StepContext& context, const YAML::Node& g
                                  const std::vector<std::string>& judge_ops, bisect::TrialSetup& setup,
                                  bisect::BisectionPlan& plan, std::optional<StepResult>& golden_error);
 
+// The golden run judge_against_golden asks for, for StepKind::planned_runs: none when `golden`
+// is a dump path or the model a command.
+std::vector<PlannedRun> planned_golden(const StepContext& context, const YAML::Node& golden,
+                                       const std::vector<std::string>& judge_ops);
+
 // conclusion, trials, new_trials, replayed_trials, rounds, verified, confidence; the summary.
 void record_bisection(const bisect::Result& bisection, StepResult& result);
 // The trial table (`configuration_column` names what a trial switched off), bisection.json,

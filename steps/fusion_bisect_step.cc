@@ -131,14 +131,22 @@ class FusionBisectStep : public StepKind {
     check_regexes(node["judge_ops"], where + ".judge_ops", diagnostics);
   }
 
-  // The run that lists the candidates, when it is one: graph_dump_compare's target run can be it
-  // (its dump only observes the same compiled run; shared_runs.h).
+  // The golden run and the all-on trial and its first repeat, which earlier steps' runs can be:
+  // graph_dump_compare's target lists the candidates (its dump only observes the same compiled
+  // run), known_causes' experiments run it twice too (shared_runs.h).
   std::vector<PlannedRun> planned_runs(const StepContext& context) const override {
     const YAML::Node& node = context.step().node;
+    std::vector<PlannedRun> planned;
+    if (!(node["judge"] && node["judge"].Scalar() == "exit_code"))
+      planned = planned_golden(context, node["golden"], strings(node["judge_ops"]));
     // a switch_env set on the request afterwards would make it another run
-    if (context.workflow().model.script.empty() || node["candidates"] || node["switch_env"]) return {};
-    return {planned_plugin_run(context, bisect::trial_name({}, 0), all_on_spec(context, target_spec(context)),
-                               in_own_directory(node["target"]))};
+    if (context.workflow().model.script.empty() || node["switch_env"]) return planned;
+    const nlohmann::json all_on = all_on_spec(context, target_spec(context));
+    const int runs = 1 + std::min(context.option<int>("baseline_repeats"), 1);
+    for (int repeat = 0; repeat < runs; ++repeat)
+      planned.push_back(
+          planned_plugin_run(context, bisect::trial_name({}, repeat), all_on, trial_side(context, all_on), repeat));
+    return planned;
   }
 
   StepResult evaluate(const StepContext& context) const override {
@@ -166,24 +174,21 @@ class FusionBisectStep : public StepKind {
       trial_runs.insert(trial_runs.end(), records.begin(), records.end());
       return records;
     };
-    setup.fired_report = node["fired_report"] ? node["fired_report"].Scalar()
-                         : knob == "inductor" ? "status.json"
-                                              : "fusion_result.json";
+    setup.fired_report = fired_report(node, knob);
     std::string model_cwd = context.path(workflow.model.command.cwd.value_or("."));
     std::string switch_env = node["switch_env"] ? node["switch_env"].Scalar() : "";
     setup.make_request = [&, knob](const bisect::Trial& trial) {
       RunRequest request;
       if (plugin) {
-        // The all-on run is the target with nothing switched off and may be another step's;
-        // repeats and confirmations are runs of their own.
-        bool listing = trial.name == bisect::trial_name({}, 0);
-        nlohmann::json spec = listing ? all_on : target_spec;
-        if (!listing && knob == "inductor")
+        // An all-on run is the target with nothing switched off: the k-th may be another step's.
+        const bool all_on_trial = trial.off.empty();
+        nlohmann::json spec = all_on_trial ? all_on : target_spec;
+        if (!all_on_trial && knob == "inductor")
           spec["switches"]["inductor_off"] = trial.off;
-        else if (!listing && knob == "fusion_switch_file")
+        else if (!all_on_trial && knob == "fusion_switch_file")
           spec["switches"]["fusion_switch_file"] = trial.switch_file;
-        request = plugin_run(context, trial.name, spec, in_own_directory(target),
-                             listing && switch_env.empty() ? Sharing::Shareable : Sharing::OwnRun);
+        request = plugin_run(context, trial.name, spec, trial_side(context, spec), trial.occurrence,
+                             switch_env.empty() ? Sharing::Shareable : Sharing::OwnRun);
       } else {
         Workflow own = workflow;
         CommandSpec& command = own.model.command;
@@ -244,6 +249,22 @@ class FusionBisectStep : public StepKind {
     const std::string key = knob(context, spec) == "inductor" ? "inductor_off" : "fusion_switch_file";
     if (spec.contains("switches") && spec["switches"].is_object()) spec["switches"].erase(key);
     return spec;
+  }
+
+  // Relative to a trial's run directory: GE's fusion_result.json, which it writes into its working
+  // directory, or the plugin's status.json.
+  static std::string fired_report(const YAML::Node& node, const std::string& knob) {
+    return node["fired_report"] ? node["fired_report"].Scalar()
+           : knob == "inductor" ? "status.json"
+                                : "fusion_result.json";
+  }
+
+  // Each trial works in its own directory where files it writes there are read (a fired-rule
+  // report other than status.json) or may clash (writes_into_cwd), else in the model's.
+  static YAML::Node trial_side(const StepContext& context, const nlohmann::json& spec) {
+    const YAML::Node& node = context.step().node;
+    bool own = writes_into_cwd(spec) || fired_report(node, knob(context, spec)) != "status.json";
+    return own ? in_own_directory(node["target"]) : node["target"];
   }
 
   static std::string knob(const StepContext& context, const nlohmann::json& target_spec) {

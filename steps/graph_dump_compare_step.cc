@@ -117,12 +117,8 @@ class GraphDumpCompareStep : public StepKind {
     return side_spec(context, overrides, defaults);
   }
 
-  // The target works in its own directory, as a bisection trial does (GE's fusion_result.json
-  // stays in it), unless the workflow names one.
   static YAML::Node target_side(const StepContext& context) {
-    const YAML::Node target = context.step().node["target"];
-    if ((target && target.IsMap() && target["cwd"]) || context.workflow().model.command.cwd) return target;
-    return in_own_directory(target);
+    return compiled_side(context, context.step().node["target"], target_spec(context));
   }
 };
 

@@ -152,11 +152,19 @@ class KnownCausesStep : public StepKind {
                         "steps." + step.id + ".causes: a workflow's causes are A/B experiments: set experiments: true");
   }
 
-  // The detectors' own eager run, when no step ran before them: single_op's, shared.
+  // The detectors' own eager run, when no step ran before them: single_op's, shared. The
+  // experiments' golden (when graph_dump_compare made none) and their compiled run and its repeat:
+  // graph_dump_compare's target and fusion_bisect's all-on trials can be them.
   std::vector<PlannedRun> planned_runs(const StepContext& context) const override {
-    if (context.option<bool>("experiments")) return {};
-    const YAML::Node& eager = context.step().node["eager"];
-    return {planned_plugin_run(context, "eager", side_spec(context, eager, kEagerAtenRun), eager)};
+    const YAML::Node& node = context.step().node;
+    if (!context.option<bool>("experiments"))
+      return {planned_plugin_run(context, "eager", side_spec(context, node["eager"], kEagerAtenRun), node["eager"])};
+    std::vector<PlannedRun> planned = planned_golden(context, node["golden"], {});
+    const nlohmann::json spec = side_spec(context, node["target"], kCompiledOutputs);
+    for (int repeat = 0; repeat < 2; ++repeat)
+      planned.push_back(planned_plugin_run(context, bisect::trial_name({}, repeat), spec,
+                                           compiled_side(context, node["target"], spec), repeat));
+    return planned;
   }
 
   StepResult evaluate(const StepContext& context) const override {
@@ -170,11 +178,10 @@ class KnownCausesStep : public StepKind {
     std::vector<RecordedRun> runs = recorded_runs(context.state());
     std::string repeat_failure;  // why the repeated eager run did not finish, if it did not
     if (runs.empty()) {
-      // the eager run again, never shared: run-to-run differences show before any op is judged
+      // the eager run again, a repeat: run-to-run differences show before any op is judged
       RunRequest eager = plugin_run(context, "eager", side_spec(context, node["eager"], kEagerAtenRun), node["eager"]);
-      RunRequest repeat = plugin_run(context, "repeat", side_spec(context, node["eager"], kStatsOnlyRepeat),
-                                     node["eager"], Sharing::OwnRun);
-      repeat.never_forked = kRepeatNeverForked;
+      RunRequest repeat =
+          plugin_run(context, "repeat", side_spec(context, node["eager"], kStatsOnlyRepeat), node["eager"], 1);
       const std::vector<RunRecord> records = context.run({eager, repeat});
       if (std::optional<StepResult> error = error_from_runs({records[0]})) return *error;
       runs.push_back(recorded_run(context.step().id, records[0], read_plugin_status(records[0].dir)));
@@ -272,6 +279,7 @@ class KnownCausesStep : public StepKind {
     const YAML::Node& node = context.step().node;
     const YAML::Node target = node["target"];
     const nlohmann::json target_spec = side_spec(context, target, kCompiledOutputs);
+    const std::string model_cwd = context.path(context.workflow().model.command.cwd.value_or("."));
     const std::vector<RecordedRun> runs = recorded_runs(context.state());
     std::vector<KnownCause> causes;
     nlohmann::json table = nlohmann::json::array();
@@ -302,8 +310,9 @@ class KnownCausesStep : public StepKind {
 
     bisect::TrialSetup setup;
     setup.dir_of = [&](const std::string& name) { return context.run_dir_of(name); };
-    std::vector<std::string> commands;  // the golden's, then each trial's in order
-    bisect::BisectionPlan plan;         // holds the golden run judge_against_golden makes, if any
+    std::vector<std::string> commands;    // the golden's, then each trial's in order
+    std::vector<std::string> trial_dirs;  // where each trial ran (a shared run: where its maker ran it)
+    bisect::BisectionPlan plan;           // holds the golden run judge_against_golden makes, if any
     std::optional<StepResult> golden_error;
     // The golden run, if one is needed, starts in the trials' round.
     setup.execute = [&](const std::vector<RunRequest>& requests) {
@@ -313,7 +322,9 @@ class KnownCausesStep : public StepKind {
       for (const RunRecord& record : records)
         commands.push_back(reproduce_command(record.cwd, record.env, record.argv));
       golden_error = error_from_runs({records.begin(), records.begin() + plan.alongside.size()});
-      return std::vector<RunRecord>(records.begin() + plan.alongside.size(), records.end());
+      std::vector<RunRecord> trials(records.begin() + plan.alongside.size(), records.end());
+      for (const RunRecord& record : trials) trial_dirs.push_back(record.dir);
+      return trials;
     };
     setup.fired_report = "";
     setup.switch_files = false;
@@ -323,13 +334,15 @@ class KnownCausesStep : public StepKind {
       for (const KnownCause& cause : causes)
         if (!trial.off.empty() && cause.name == trial.off.front()) flipped = &cause;
       if (flipped) spec.merge_patch(flipped->flip->spec);
-      // a repeat looks for run-to-run differences: never another request's run
-      RunRequest request =
-          plugin_run(context, trial.name, spec, target, trial.occurrence > 0 ? Sharing::OwnRun : Sharing::Shareable);
+      // the k-th run of a configuration: another step's k-th, never the first again (run to run);
+      // a flip's env and args, set below, are not in the identity plugin_run sees: a run of its own
+      RunRequest request = plugin_run(context, trial.name, spec, compiled_side(context, target, spec), trial.occurrence,
+                                      flipped ? Sharing::OwnRun : Sharing::Shareable);
       if (flipped) {
         for (const auto& [name, value] : flipped->flip->env) request.env[name] = value;
         request.argv.insert(request.argv.end(), flipped->flip->args.begin(), flipped->flip->args.end());
       }
+      bisect::anchor_relative_paths(request, model_cwd);
       return request;
     };
     YAML::Node golden = node["golden"] ? node["golden"] : graph_compare_golden(context.state());
@@ -362,8 +375,7 @@ class KnownCausesStep : public StepKind {
     repeat.fix =
         "find the op whose kernel is not deterministic (atomics, unseeded randomness) and make it so, or "
         "torch.use_deterministic_algorithms(True); compare only what is deterministic";
-    const std::string first = context.run_dir_of(bisect::trial_name({}, 0)),
-                      second = context.run_dir_of(bisect::trial_name({}, 1));
+    const std::string &first = trial_dirs[0], &second = trial_dirs[1];
     std::optional<std::vector<std::string>> differing = differing_outputs(first, second);
     if (differing && !differing->empty()) {
       std::string evidence = "two runs of the same compiled configuration differ in " + joined(*differing) +

@@ -31,6 +31,17 @@ YAML::Node in_own_directory(const YAML::Node& side) {
   return own;
 }
 
+bool writes_into_cwd(const nlohmann::json& spec) {
+  const std::string backend = spec.value("backend", "");
+  return backend == "torchair" || backend.find(':') != std::string::npos;
+}
+
+YAML::Node compiled_side(const StepContext& context, const YAML::Node& side, const nlohmann::json& spec) {
+  if ((side && side.IsMap() && side["cwd"]) || context.workflow().model.command.cwd || !writes_into_cwd(spec))
+    return side;
+  return in_own_directory(side);
+}
+
 const nlohmann::json kEagerAtenRun = {{"mode", "eager"}, {"dump", {{"level", "aten"}}}};
 
 std::vector<Property> plugin_side_properties() {
@@ -96,7 +107,7 @@ nlohmann::json side_spec(const StepContext& context, const YAML::Node& side, con
 }
 
 PlannedRun planned_plugin_run(const StepContext& context, const std::string& run_name, nlohmann::json spec,
-                              const YAML::Node& side) {
+                              const YAML::Node& side, int repeat) {
   if (context.workflow().model.script.empty())
     throw std::runtime_error("steps of kind " + context.step().kind +
                              " run the model through the PyTorch plugin: give model.script (and args) "
@@ -105,12 +116,15 @@ PlannedRun planned_plugin_run(const StepContext& context, const std::string& run
   if (side && side.IsMap())
     for (const char* key : kPluginRunKeys)
       if (side[key]) command[key] = YAML::Clone(side[key]);
-  return {context.step().id, run_name, std::move(spec), context.model_run(run_name, command)};
+  RunRequest request = context.model_run(run_name, command);
+  request.repeat = repeat;
+  if (repeat > 0) request.never_forked = kRepeatNeverForked;
+  return {context.step().id, run_name, std::move(spec), std::move(request)};
 }
 
 RunRequest plugin_run(const StepContext& context, const std::string& run_name, nlohmann::json spec,
-                      const YAML::Node& side, Sharing sharing) {
-  PlannedRun planned = planned_plugin_run(context, run_name, std::move(spec), side);
+                      const YAML::Node& side, int repeat, Sharing sharing) {
+  PlannedRun planned = planned_plugin_run(context, run_name, std::move(spec), side, repeat);
   RunRequest request = planned.request;
   const SharedRuns* shared = sharing == Sharing::Shareable ? context.shared_runs() : nullptr;
   if (shared) planned.spec = shared->spec_for(planned);

@@ -46,7 +46,8 @@ Schema plugin_side_schema(const std::string& description);
 nlohmann::json side_spec(const StepContext& context, const YAML::Node& side, const nlohmann::json& defaults);
 
 // Shareable: another request of this invocation with the same identity may be this run (or this
-// run that one); OwnRun: a run of its own whatever its identity (a repeated bisection trial).
+// run that one); OwnRun: a run of its own whatever its identity (a request the step changes after
+// plugin_run in a way that changes its identity).
 enum class Sharing { Shareable, OwnRun };
 
 // The request for one run of the model's script: the run directory is
@@ -54,18 +55,27 @@ enum class Sharing { Shareable, OwnRun };
 // merged dump needs then replace spec's); spec.output_dir is set to it and spec.json written
 // there (directories created). The side's args/env/cwd/timeout/retries apply. The dump lands
 // in request.dump_dir (<run dir>/dump); a request whose working directory is its run directory
-// keeps working in the shared run's. Throws std::runtime_error when the model has no
-// `script` (the step's result is then an error saying so).
+// keeps working in the shared run's. `repeat`: the earlier runs of this configuration the step
+// asked for (RunRequest::repeat); a repeat never forks from the warm process. Throws
+// std::runtime_error when the model has no `script` (the step's result is then an error saying so).
 RunRequest plugin_run(const StepContext& context, const std::string& run_name, nlohmann::json spec,
-                      const YAML::Node& side, Sharing sharing = Sharing::Shareable);
+                      const YAML::Node& side, int repeat = 0, Sharing sharing = Sharing::Shareable);
 
 // `side` with the run's own directory as its working directory (GE writes fusion_result.json
 // there): runs made so are the same run wherever each one's directory is (shared_runs.h).
 YAML::Node in_own_directory(const YAML::Node& side);
 
+// Whether a compiled run of `spec` may write files into its working directory: TorchAir's GE
+// writes fusion_result.json there, and a user backend (module:function) may.
+bool writes_into_cwd(const nlohmann::json& spec);
+// The side of a compiled run that others may share (graph_dump_compare's target, known_causes'
+// experiments): in its own directory where writes_into_cwd(spec) and neither the side nor the
+// model names a working directory, else in the model's, where a script finds what it reads.
+YAML::Node compiled_side(const StepContext& context, const YAML::Node& side, const nlohmann::json& spec);
+
 // What plugin_run would ask for, for StepKind::planned_runs: nothing written, nothing shared yet.
 PlannedRun planned_plugin_run(const StepContext& context, const std::string& run_name, nlohmann::json spec,
-                              const YAML::Node& side);
+                              const YAML::Node& side, int repeat = 0);
 
 // The plugin's status.json of a run (<run dir>/status.json), and that file parsed
 // (null when it is missing or unreadable).

@@ -107,6 +107,11 @@ class SubgraphIsolateStep : public StepKind {
     check_tolerances(step.node["tolerances"], diagnostics);
   }
 
+  // The golden run, which an earlier step's run can be (shared_runs.h).
+  std::vector<PlannedRun> planned_runs(const StepContext& context) const override {
+    return planned_golden(context, context.step().node["golden"], {});
+  }
+
   StepResult evaluate(const StepContext& context) const override {
     const YAML::Node& node = context.step().node;
     YAML::Node target = node["target"];

@@ -112,7 +112,7 @@ BisectionOutcome Bisection::run(const BisectionPlan& plan, const nlohmann::json&
                                                         ", " + outcome.listing_outcome + ") left " +
                                                         outcome.listing_report);
     log.candidates = *listing.fired_rules;
-    log.sections = setup_.sections = report_sections(absolute_path(setup_.fired_report, request.cwd));
+    log.sections = setup_.sections = report_sections(absolute_path(setup_.fired_report, request.dir));
     log.trials.push_back(candidate_listing_record(listing));
   }
   if (!plan.resume) log.candidates = select_rules(log.candidates, plan.include, plan.exclude);

@@ -235,7 +235,7 @@ TrialOutcome TrialOracle::judge(const Trial& trial, const RunRequest& request, c
   if (!tail.empty() && outcome.outcome != Outcome::Pass)
     outcome.detail += (outcome.detail.empty() ? "" : "; ") + std::string("stderr: ") + tail;
   if (!setup_.fired_report.empty()) {
-    std::string report = absolute_in(setup_.fired_report, request.cwd);
+    std::string report = absolute_in(setup_.fired_report, request.dir);
     boost::system::error_code error;
     std::time_t written = fs::last_write_time(report, error);
     // A report older than the run was left by an earlier attempt in the same directory.

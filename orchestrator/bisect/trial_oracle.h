@@ -52,7 +52,7 @@ struct TrialSetup {
   TrialJudge judge;
   // The switch file section of each rule; a rule without one is switched off in both sections.
   std::map<std::string, torchair::FusionSection> sections;
-  // The fired-rule report, relative to the trial's working directory (or absolute):
+  // The fired-rule report, relative to the trial's run directory (or absolute):
   // a fusion_result.json, or the plugin's status.json (its inductor_rules.fired, or in a node
   // search isolation.compiled: the nodes the backend compiled). Empty: none.
   std::string fired_report = "fusion_result.json";

@@ -81,6 +81,8 @@ std::string run_identity(const RunRequest& request) {
   // A run in its own fresh directory is the same run whichever directory that is.
   std::string cwd = request.cwd == request.dir ? "(its own directory)" : request.cwd;
   nlohmann::json identity = {{"spec", request.spec_identity}, {"argv", request.argv}, {"cwd", cwd}, {"env", env}};
+  // The k-th run of a configuration is another step's k-th run, never its own first run again.
+  if (request.repeat > 0) identity["repeat"] = request.repeat;
   return hex_digest(fnv1a(identity.dump()));
 }
 

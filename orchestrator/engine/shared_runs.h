@@ -1,8 +1,11 @@
 // Runs of the model shared by the steps of one invocation. A run's identity is what decides its
 // result: its run spec without output_dir (an empty switches.inductor_off is no switch) and its
 // command as it will start (argv, cwd, env without the engine's per-run variables; a run working
-// in its own run directory is the same run whichever directory that is). A step that asks for a
-// run an earlier request already made gets that run: its directory, dump, outputs and record.
+// in its own run directory is the same run whichever directory that is), and its repeat: the
+// k-th run of one configuration a step asks for (RunRequest::repeat) is another step's k-th run,
+// so that a repeat looking for run-to-run differences is never given the first run again. A step
+// that asks for a run an earlier request already made gets that run: its directory, dump,
+// outputs and record.
 //
 // Before the first step runs, each step kind says which plugin runs it will ask for
 // (StepKind::planned_runs); runs whose identities differ only in what they dump are merged into

@@ -30,6 +30,7 @@ struct RunRequest {
   std::vector<std::string> outputs;  // must exist after the run
   std::string dir, dump_dir;         // the run's directory (a shared run's: its first requester's) and its dump
   std::string spec_identity;         // a plugin run's spec (shared_runs.h); empty: never shared
+  int repeat = 0;                    // earlier runs of this configuration the step asked for (shared_runs.h)
   std::string never_forked;          // why it starts as a process of its own even with runner.warm; "": may be forked
 };
 

@@ -61,6 +61,21 @@ TEST(RunIdentity, ARunInItsOwnDirectoryIsTheSameWhereverThatIs) {
   EXPECT_NE(identity(kEager, target), identity(kEager, request("graph", "target")));
 }
 
+TEST(RunIdentity, TheKthRunOfAConfigurationIsAnotherStepsKthNeverItsFirst) {
+  RunRequest first = request("known_causes", "t811c9dc5-0"), second = request("known_causes", "t811c9dc5-1");
+  second.repeat = 1;
+  RunRequest other_second = request("fusion", "t811c9dc5-1"), third = request("fusion", "t811c9dc5-2");
+  other_second.repeat = 1;
+  third.repeat = 2;
+  for (RunRequest* r : {&first, &second, &other_second, &third}) r->cwd = r->dir;
+  EXPECT_NE(identity(kEager, first), identity(kEager, second));
+  EXPECT_EQ(identity(kEager, second), identity(kEager, other_second));
+  EXPECT_NE(identity(kEager, second), identity(kEager, third));
+  RunRequest unrepeated = request("a", "eager");  // a first run's identity says nothing of repeats
+  unrepeated.repeat = 0;
+  EXPECT_EQ(identity(kEager, unrepeated), identity(kEager, request("a", "eager")));
+}
+
 TEST(MergedNeeds, AnOutputsOnlyRunIsCoveredByADumpThatOnlyObserves) {
   nlohmann::json compiled = with(kEager, {{"mode", "compiled"}});
   nlohmann::json outputs = with(compiled, {{"dump", {{"level", "none"}}}});
@@ -149,6 +164,33 @@ TEST(SharedRuns, TheAllOnTrialIsTheGraphCompareTarget) {
   repeat.request.cwd = repeat.request.dir;
   EXPECT_EQ(shared.spec_for(repeat), repeat.spec);
   EXPECT_FALSE(shared.dir_for(identity(repeat.spec, repeat.request)));
+}
+
+TEST(SharedRuns, RepeatsAreSharedAcrossStepsInTheirOrder) {
+  SharedRuns shared;
+  nlohmann::json compiled = with(kEager, {{"mode", "compiled"}});
+  nlohmann::json outputs = with(compiled, {{"dump", {{"level", "none"}}}});
+  auto repeat_of = [](PlannedRun run, int repeat) {
+    run.request.repeat = repeat;
+    return run;
+  };
+  PlannedRun target = planned("graph", "target", with(compiled, {{"dump", {{"level", "auto"}}}}));
+  PlannedRun ab_first = planned("known_causes", "t811c9dc5-0", outputs);
+  PlannedRun ab_second = repeat_of(planned("known_causes", "t811c9dc5-1", outputs), 1);
+  PlannedRun all_on_first = planned("fusion", "t811c9dc5-0", outputs);
+  PlannedRun all_on_second = repeat_of(planned("fusion", "t811c9dc5-1", outputs), 1);
+  shared.plan({target, ab_first, ab_second, all_on_first, all_on_second});
+  // the first runs are the graph compare's target; the second runs one run of their own
+  for (const PlannedRun* first : {&ab_first, &all_on_first}) {
+    EXPECT_EQ(shared.spec_for(*first), target.spec);
+    EXPECT_EQ(shared.dir_for(identity(target.spec, first->request)), target.request.dir);
+  }
+  for (const PlannedRun* second : {&ab_second, &all_on_second}) {
+    EXPECT_EQ(shared.spec_for(*second), outputs);
+    EXPECT_EQ(shared.dir_for(identity(outputs, second->request)), ab_second.request.dir);
+  }
+  // a third run, which no step planned, is nobody's
+  EXPECT_FALSE(shared.dir_for(identity(outputs, repeat_of(planned("fusion", "t811c9dc5-2", outputs), 2).request)));
 }
 
 TEST(SharedRuns, APlannedRunDoneIsFoundWhereItRan) {

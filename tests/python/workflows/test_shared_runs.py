@@ -78,27 +78,42 @@ model: {script: model.py, backend: inductor, device: cpu}
 steps:
   - id: graph_compare
     kind: graph_dump_compare
+  - id: known_causes
+    kind: known_causes
+    experiments: true
   - id: fusion
     kind: fusion_bisect
     max_trials: 2
 """
 
 
-def test_the_all_on_trial_is_the_graph_compares_compiled_run(diagnose_bin, tmp_path, inductor_cache):
+def test_compiled_runs_are_shared_in_their_order(diagnose_bin, tmp_path, inductor_cache):
     """graph_dump_compare's target dumps Inductor's buffers through hooks that leave the kernels as
-    they are, so its final outputs are the all-on trial's: one compiled process, two uses."""
-    # trials and the compiled target work in their own directories: the count goes beside the script
-    (tmp_path / "model.py").write_text(MODEL.replace('open("runs.txt", "a")', 'open(__file__[:-8] + "runs.txt", "a")'))
+    they are, so its final outputs are those of known_causes' first compiled run and the all-on
+    trial: one compiled process, three uses. The second compiled run (the run-to-run check, the
+    all-on repeat) is another process, which both steps share; an Inductor run works in the model's
+    directory."""
+    (tmp_path / "model.py").write_text(MODEL)
     env = dict(os.environ, DIAGNOSE_PYTHON=sys.executable, TORCHINDUCTOR_CACHE_DIR=str(inductor_cache))
-    done, run_dir = run_workflow(diagnose_bin, tmp_path, BISECTED, env=env, timeout=300)
+    done, run_dir = run_workflow(diagnose_bin, tmp_path, BISECTED, env=env, timeout=600)
     report = json.loads((run_dir / "report.json").read_text())
     steps = {step["id"]: step for step in report["steps"]}
     assert steps["graph_compare"]["status"] == "pass", done.stderr[-3000:]
     target = next(run for run in steps["graph_compare"]["runs"] if run["name"] == "target")
-    all_on = next(run for run in steps["fusion"]["runs"] if run["name"].endswith("-0") and run["name"] != "golden")
-    assert all_on["shared_from"] == {"step": "graph_compare", "run": "target"}
-    assert all_on["dump_dir"] == target["dump_dir"] == target["cwd"] + "/dump"
+    assert target["cwd"] == str(tmp_path)
+    ab_trials = next(e["value"] for e in steps["known_causes"]["evidence"] if e["name"] == "A/B trials")
+    first, second = (row["trial"] for row in ab_trials if row["flipped"] == "nothing")  # the compiled run twice
+    ab = {run["name"]: run for run in steps["known_causes"]["runs"]}
+    assert ab[first]["shared_from"] == {"step": "graph_compare", "run": "target"}
+    assert "shared_from" not in ab[second]
+    table = next(e["value"] for e in steps["known_causes"]["evidence"] if e["name"] == "known causes checked")
+    repeat = next(row for row in table if row["cause"] == "nondeterministic_run")
+    assert (repeat["result"], repeat["evidence"]) == ("not found", "the two runs' outputs are bitwise equal")
+    trials = {run["name"]: run for run in steps["fusion"]["runs"]}
+    assert trials[first]["shared_from"] == {"step": "graph_compare", "run": "target"}
+    assert trials[second]["shared_from"] == {"step": "known_causes", "run": second}  # the all-on repeat
     runs = [run for step in report["steps"] for run in step["runs"]]
-    assert [run for run in runs if "shared_from" in run] == [all_on]
-    assert processes_started(report) == len(runs) - 1
-    assert (tmp_path / "runs.txt").read_text() == "run\n" * (len(runs) - 1), done.stderr[-3000:]
+    shared = [run for run in runs if "shared_from" in run]
+    assert shared == [ab[first], trials[first], trials[second]]
+    assert processes_started(report) == len(runs) - len(shared)
+    assert (tmp_path / "runs.txt").read_text() == "run\n" * processes_started(report), done.stderr[-3000:]
