@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "orchestrator/engine/dump_budget.h"
 #include "orchestrator/exec/subprocess.h"
 #include "orchestrator/report/report_json.h"
 
@@ -93,6 +94,12 @@ std::string report_markdown(const State& state, const Verdict& verdict) {
   if (!verdict.reproduce.empty()) {
     out << "Reproduce:\n";
     write_commands(out, verdict.reproduce);
+    out << "\n";
+  }
+
+  if (state.dump_budget.is_object()) {
+    out << "## Dump budget\n\n" << dump_budget_text(state.dump_budget) << "\n\n";
+    write_table(out, state.dump_budget.value("left_out", nlohmann::json::array()));
     out << "\n";
   }
 
