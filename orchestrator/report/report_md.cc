@@ -99,8 +99,11 @@ std::string report_markdown(const State& state, const Verdict& verdict) {
 
   if (state.dump_budget.is_object()) {
     out << "## Dump budget\n\n" << dump_budget_text(state.dump_budget) << "\n\n";
-    write_table(out, state.dump_budget.value("left_out", nlohmann::json::array()));
-    out << "\n";
+    const nlohmann::json left_out = state.dump_budget.value("left_out", nlohmann::json::array());
+    if (!left_out.empty()) {
+      write_table(out, left_out);
+      out << "\n";
+    }
   }
 
   out << "## Steps\n\n| step | kind | status | summary |\n|---|---|---|---|\n";
