@@ -294,7 +294,8 @@ DumpJudgement judge_dumps(const StepContext& context, const std::string& golden,
   result.metrics["statistics_only_over_budget"] = over_budget;
   if (over_budget > 0)
     coverage += "; " + std::to_string(over_budget) +
-                " of them compared on statistics only: the dump's byte budget was reached (dump.max_bytes)";
+                " of them compared on statistics only: the dump's byte budget was reached (defaults.dump_budget, "
+                "dump.max_bytes)";
   result.metrics["judged"] = s.compared;
   result.metrics["coverage"] = coverage;
   result.metrics["not_comparable_reasons"] = s.not_comparable_reasons;

@@ -7,6 +7,7 @@
 // (shadow execution) and the truth ratio rule judges each row: the graph fails where it is
 // further from the truth than eager is.
 #include "orchestrator/bisect/trial_oracle.h"
+#include "orchestrator/engine/dump_budget.h"
 #include "orchestrator/engine/run_dir.h"
 #include "orchestrator/engine/step.h"
 #include "orchestrator/exec/command_line.h"
@@ -56,10 +57,17 @@ class GraphDumpCompareStep : public StepKind {
     check_comparison_keys(step, diagnostics);
   }
 
-  // The target run, which fusion_bisect's all-on trial can be (shared_runs.h).
+  // The target run, which fusion_bisect's all-on trial can be (shared_runs.h), and the golden run:
+  // both keep tensors, within the diagnosis's dump budget (dump_budget.h).
   std::vector<PlannedRun> planned_runs(const StepContext& context) const override {
-    if (context.step().node["target"] && context.step().node["target"].IsScalar()) return {};
-    return {planned_plugin_run(context, "target", target_spec(context), target_side(context))};
+    const YAML::Node& node = context.step().node;
+    std::vector<PlannedRun> planned;
+    if (!is_path(node["target"]))
+      planned.push_back(planned_plugin_run(context, "target", target_spec(context), target_side(context)));
+    if (!is_path(node["golden"]))
+      planned.push_back(planned_plugin_run(
+          context, "golden", side_spec(context, node["golden"], golden_defaults(context)), node["golden"]));
+    return planned;
   }
 
   StepResult evaluate(const StepContext& context) const override {
@@ -71,18 +79,9 @@ class GraphDumpCompareStep : public StepKind {
       requests.push_back(plugin_run(context, name, side_spec(context, overrides, defaults), overrides));
       return requests.back().dump_dir;
     };
-    const YAML::Node referee_node = node["referee"];
-    const bool truth = referee_node && yaml_to_json(referee_node) == true;
-    nlohmann::json golden_defaults = kGolden;
-    const YAML::Node golden_overrides = node["golden"] && node["golden"].IsMap() ? node["golden"] : YAML::Node();
-    const nlohmann::json golden_spec = side_spec(context, golden_overrides, kGolden);
-    // TorchAir's FX golden is TorchAir's own dump, which computes no truth: its rows are
-    // judged by the dtype presets.
-    const bool torchair = golden_spec["backend"] == "torchair";
-    if (truth && !torchair) golden_defaults["dump"]["truth"] = true;
-    std::string golden = side("golden", node["golden"], golden_defaults);
+    std::string golden = side("golden", node["golden"], golden_defaults(context));
     std::string target;
-    if (node["target"] && node["target"].IsScalar()) {
+    if (is_path(node["target"])) {
       target = context.path(node["target"].Scalar());
     } else {
       requests.push_back(plugin_run(context, "target", target_spec(context), target_side(context)));
@@ -90,8 +89,9 @@ class GraphDumpCompareStep : public StepKind {
       target = requests.back().dump_dir;
     }
     std::optional<std::string> referee;
-    if (referee_node && !truth && yaml_to_json(referee_node) != false) {
-      nlohmann::json fp64 = golden_spec;
+    const YAML::Node referee_node = node["referee"];
+    if (referee_node && !truth_referee(context) && yaml_to_json(referee_node) != false) {
+      nlohmann::json fp64 = side_spec(context, golden_overrides(context), kGolden);
       fp64["dtype"] = "float64";
       fp64.erase("autocast");
       referee = side("referee", referee_node, fp64);
@@ -108,6 +108,31 @@ class GraphDumpCompareStep : public StepKind {
   }
 
  private:
+  static bool is_path(const YAML::Node& side) { return side && side.IsScalar(); }
+  static bool truth_referee(const StepContext& context) {
+    const YAML::Node referee = context.step().node["referee"];
+    return referee && yaml_to_json(referee) == true;
+  }
+  static YAML::Node golden_overrides(const StepContext& context) {
+    const YAML::Node golden = context.step().node["golden"];
+    return golden && golden.IsMap() ? golden : YAML::Node();
+  }
+
+  // The golden run's defaults: the graph run node by node, with each node's float64 truth under
+  // `referee: true` (not for TorchAir's FX golden: TorchAir's own dump computes none, its rows are
+  // judged by the dtype presets). Against Inductor's buffers, which have no inputs to pair, its
+  // inputs keep statistics only (the comparison reads their input scales and NaN counts).
+  static nlohmann::json golden_defaults(const StepContext& context) {
+    nlohmann::json defaults = kGolden;
+    if (truth_referee(context) && side_spec(context, golden_overrides(context), kGolden)["backend"] != "torchair")
+      defaults["dump"]["truth"] = true;
+    const nlohmann::json target = target_spec(context);
+    if (!is_path(context.step().node["target"]) && resolved_dump_level(target) == "compiled" &&
+        target["backend"] != "torchair")
+      defaults["dump"]["tensor_io"] = {"output"};
+    return defaults;
+  }
+
   static nlohmann::json target_spec(const StepContext& context) {
     const YAML::Node target = context.step().node["target"];
     const YAML::Node overrides = target && target.IsMap() ? target : YAML::Node();

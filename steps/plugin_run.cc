@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "orchestrator/engine/digest.h"
+#include "orchestrator/engine/dump_budget.h"
 #include "orchestrator/engine/run_dir.h"
 #include "orchestrator/engine/shared_runs.h"
 #include "orchestrator/engine/state.h"
@@ -63,6 +64,8 @@ std::vector<Property> plugin_side_properties() {
        optional("exclude", array_schema("regular expressions a record must not match", plain_string_schema("regex"))),
        optional("steps", array_schema("steps (tokens) to dump", integer_schema("step", 0))),
        optional("stats_only", boolean_schema("statistics only, no tensor files")),
+       optional("tensor_io",
+                array_schema("sides whose records keep tensor files", string_schema("side", {"input", "output"}))),
        optional("truth", boolean_schema("each record's float64 truth, by shadow execution (docs/dump-format.md)")),
        optional("max_bytes", integer_schema("byte budget for tensor files", 0))});
   std::vector<Property> properties = {
@@ -134,6 +137,7 @@ RunRequest plugin_run(const StepContext& context, const std::string& run_name, n
     request.dir = *dir;
     request.dump_dir = request.env["DIAGNOSE_DUMP_DIR"] = *dir + "/dump";
   }
+  apply_dump_share(context.state(), planned.spec);  // like output_dir, not part of the identity
   planned.spec["output_dir"] = request.dir;
   std::string text = planned.spec.dump(2) + "\n";
   fs::create_directories(request.dir);

@@ -53,7 +53,8 @@ enum class Sharing { Shareable, OwnRun };
 // The request for one run of the model's script: the run directory is
 // context.run_dir_of(run_name), or a shared run's (orchestrator/engine/shared_runs.h, whose
 // merged dump needs then replace spec's); spec.output_dir is set to it and spec.json written
-// there (directories created). The side's args/env/cwd/timeout/retries apply. The dump lands
+// there (directories created), dump.max_bytes set to the diagnosis's share (dump_budget.h).
+// The side's args/env/cwd/timeout/retries apply. The dump lands
 // in request.dump_dir (<run dir>/dump); a request whose working directory is its run directory
 // keeps working in the shared run's. `repeat`: the earlier runs of this configuration the step
 // asked for (RunRequest::repeat); a repeat never forks from the warm process. Throws

@@ -1,6 +1,7 @@
 #include "orchestrator/engine/engine.h"
 
 #include "orchestrator/engine/digest.h"
+#include "orchestrator/engine/dump_budget.h"
 
 #include <algorithm>
 #include <boost/filesystem.hpp>
@@ -98,6 +99,7 @@ class Engine {
         stopped_by = "not run: step '" + step.id + "' " + (result.status == StepStatus::Fail ? "failed" : "errored") +
                      " and has on_failure: stop";
     }
+    record_dump_outcome(state_);
     if (!outcome.interrupted) state_.finished = now_seconds();
     save();
     outcome.run_dir = run_dir_;
@@ -121,7 +123,8 @@ class Engine {
     state_.steps = aligned;
   }
 
-  // The runs of the resumed invocation stay shared; the steps' planned runs merge their dump needs.
+  // The runs of the resumed invocation stay shared; the steps' planned runs merge their dump needs
+  // and share the dump budget.
   void plan_shared_runs() {
     for (const StepResult& result : state_.steps)
       for (const RunRecord& run : result.runs)
@@ -140,6 +143,7 @@ class Engine {
       }
     }
     shared_.plan(planned);
+    state_.dump_budget = plan_dump_budget(workflow_.defaults.dump_budget, planned, shared_);
   }
 
   // Called from the scheduler's threads too, so it must not throw: a state that cannot be

@@ -181,7 +181,8 @@ nlohmann::json to_json(const State& s) {
   for (const StepResult& r : s.steps) steps.push_back(to_json(r));
   return {{"format", "diagnose-state"},       {"version", State::kVersion},   {"workflow_name", s.workflow_name},
           {"workflow_path", s.workflow_path}, {"run_dir", s.run_dir},         {"started", s.started},
-          {"finished", s.finished},           {"interrupted", s.interrupted}, {"steps", steps}};
+          {"finished", s.finished},           {"interrupted", s.interrupted}, {"steps", steps},
+          {"dump_budget", s.dump_budget}};
 }
 
 State state_from_json(const nlohmann::json& j) {
@@ -197,6 +198,7 @@ State state_from_json(const nlohmann::json& j) {
   s.finished = j.value("finished", 0.0);
   s.interrupted = j.value("interrupted", false);
   for (const auto& step : j.value("steps", nlohmann::json::array())) s.steps.push_back(step_result_from_json(step));
+  s.dump_budget = j.value("dump_budget", nlohmann::json());
   return s;
 }
 

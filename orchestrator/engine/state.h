@@ -85,6 +85,8 @@ struct State {
   double started = 0, finished = 0;
   bool interrupted = false;
   std::vector<StepResult> steps;  // in workflow order
+  // defaults.dump_budget as the engine split it, and what the dumps kept (dump_budget.h); null: none.
+  nlohmann::json dump_budget;
 
   StepResult* find(const std::string& id);
   const StepResult* find(const std::string& id) const;

@@ -86,14 +86,23 @@ void decided_by(Verdict& v, const StepResult& step, const std::string& category,
   v.exit_code = exit_code;
 }
 
-}  // namespace
-
-Verdict compute_verdict(const Workflow& workflow, const State& state) {
-  return compute_verdict(workflow.verdict.order, workflow.verdict.advice, state);
+// The rows the steps compared on statistics because a dump's byte budget was reached
+// (dump_judgement's metric statistics_only_over_budget), said after the verdict: a verdict
+// resting on them is not one on every tensor.
+std::string statistics_only_rows(const State& state) {
+  std::string text;
+  for (const StepResult& step : state.steps) {
+    const nlohmann::json rows = step.metrics.value("statistics_only_over_budget", nlohmann::json());
+    if (step.status == StepStatus::Skipped || !rows.is_number_integer() || rows.get<int64_t>() <= 0) continue;
+    text += (text.empty() ? "" : ", ") + std::to_string(rows.get<int64_t>()) + " in step '" + step.id + "'";
+  }
+  return text.empty()
+             ? ""
+             : "; rows judged on statistics only, the dump budget being reached (defaults.dump_budget): " + text;
 }
 
-Verdict compute_verdict(const std::vector<std::string>& custom_order, const std::map<std::string, std::string>& advice,
-                        const State& state) {
+Verdict decide(const std::vector<std::string>& custom_order, const std::map<std::string, std::string>& advice,
+               const State& state) {
   std::vector<std::string> order = custom_order;
   for (const VerdictCategory& c : verdict_categories())
     if (c.diagnosable && std::find(order.begin(), order.end(), c.name) == order.end()) order.push_back(c.name);
@@ -138,6 +147,19 @@ Verdict compute_verdict(const std::vector<std::string>& custom_order, const std:
   v.summary = v.title + ": " + std::to_string(passed) + " step(s) passed, " + std::to_string(skipped) + " skipped";
   v.advice = advice_for(v.category, advice);
   v.exit_code = kExitNoProblem;
+  return v;
+}
+
+}  // namespace
+
+Verdict compute_verdict(const Workflow& workflow, const State& state) {
+  return compute_verdict(workflow.verdict.order, workflow.verdict.advice, state);
+}
+
+Verdict compute_verdict(const std::vector<std::string>& order, const std::map<std::string, std::string>& advice,
+                        const State& state) {
+  Verdict v = decide(order, advice, state);
+  v.summary += statistics_only_rows(state);
   return v;
 }
 

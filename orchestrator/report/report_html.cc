@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "compare/json_number.h"
+#include "orchestrator/engine/dump_budget.h"
 #include "orchestrator/exec/subprocess.h"
 #include "orchestrator/report/markup.h"
 #include "orchestrator/report/report_json.h"
@@ -146,6 +147,7 @@ class Page {
     header();
     verdict();
     flowchart();
+    dump_budget();
     out_ << "<h2 id=\"steps\">Steps</h2>\n";
     for (const StepResult& step : state_.steps) step_section(step);
     if (verdict_.findings.size() > kVerdictFindings) {
@@ -183,6 +185,15 @@ class Page {
                  ? " (" + short_number(state_.finished - state_.started) + " s)"
                  : std::string())
          << " · exit code <strong id=\"exit-code\">" << verdict_.exit_code << "</strong></p>\n</header>\n";
+  }
+
+  void dump_budget() {
+    if (!state_.dump_budget.is_object()) return;
+    out_ << "<section id=\"dump-budget\">\n<h2>Dump budget</h2>\n<p>"
+         << markup_escape(dump_budget_text(state_.dump_budget)) << "</p>\n";
+    const json left_out = state_.dump_budget.value("left_out", json::array());
+    if (!left_out.empty()) table(left_out, "left-out");
+    out_ << "</section>\n";
   }
 
   void verdict() {

@@ -104,7 +104,8 @@ nlohmann::json report_json(const State& state, const Verdict& verdict) {
             {"advice", verdict.advice},
             {"failed_steps", verdict.failed_steps},
             {"errored_steps", verdict.errored_steps}}},
-          {"steps", steps}};
+          {"steps", steps},
+          {"dump_budget", state.dump_budget}};
 }
 
 }  // namespace diagnose

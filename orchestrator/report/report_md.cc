@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "orchestrator/engine/dump_budget.h"
 #include "orchestrator/exec/subprocess.h"
 #include "orchestrator/report/report_json.h"
 
@@ -94,6 +95,15 @@ std::string report_markdown(const State& state, const Verdict& verdict) {
     out << "Reproduce:\n";
     write_commands(out, verdict.reproduce);
     out << "\n";
+  }
+
+  if (state.dump_budget.is_object()) {
+    out << "## Dump budget\n\n" << dump_budget_text(state.dump_budget) << "\n\n";
+    const nlohmann::json left_out = state.dump_budget.value("left_out", nlohmann::json::array());
+    if (!left_out.empty()) {
+      write_table(out, left_out);
+      out << "\n";
+    }
   }
 
   out << "## Steps\n\n| step | kind | status | summary |\n|---|---|---|---|\n";

@@ -1,6 +1,7 @@
 // A workflow as loaded from its YAML file (docs/workflow.md describes the format).
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -37,6 +38,8 @@ struct Defaults {
   std::string output_dir = "runs";  // where run directories are created
   double timeout_s = 3600;          // per run, unless the model or step says otherwise
   double kill_grace_s = 5;          // between SIGTERM and SIGKILL
+  // Bytes of tensor files the diagnosis's op dumps may keep, split over them (engine/dump_budget.h); 0: no limit.
+  int64_t dump_budget = int64_t{1} << 30;
   // Tolerance overrides as "preset.field=value" (compare/judge.h apply_override).
   std::vector<std::string> tolerance_overrides;
 };

@@ -78,6 +78,11 @@ Schema defaults_schema() {
                           Defaults{}.timeout_s)),
        optional("kill_grace", defaulted(number_schema("Seconds between SIGTERM and SIGKILL when a run is stopped.", 0),
                                         Defaults{}.kill_grace_s)),
+       optional("dump_budget",
+                defaulted(integer_schema("Bytes of tensor files the op dumps of one diagnosis may keep, split evenly "
+                                         "over them; past its share a dump keeps statistics only. 0: no limit.",
+                                         0),
+                          Defaults{}.dump_budget)),
        optional("tolerances",
                 map_schema("Tolerance overrides by preset name (fp32, fp16, bf16, fp8, exact...).", preset_fields))});
 }

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime
 import json
 import os
+from collections.abc import Collection
 from pathlib import Path
 
 import numpy as np
@@ -69,11 +70,18 @@ def truth_delta(value: np.ndarray, truth: np.ndarray) -> np.ndarray | None:
 
 class DumpWriter:
     def __init__(
-        self, directory: str | os.PathLike, header: dict, *, stats_only: bool = False, max_bytes: int | None = None
+        self,
+        directory: str | os.PathLike,
+        header: dict,
+        *,
+        stats_only: bool = False,
+        tensor_io: Collection[str] = ("input", "output"),
+        max_bytes: int | None = None,
     ):
         self.directory = Path(directory)
         (self.directory / "tensors").mkdir(parents=True, exist_ok=True)
         self.stats_only = stats_only
+        self.tensor_io = tensor_io  # sides whose records keep their tensor files
         self.max_bytes = max_bytes
         self.written_bytes = 0
         self.records = 0
@@ -114,7 +122,8 @@ class DumpWriter:
         }
         if precision is not None:
             full["precision"] = str(precision)
-        reason = "stats_only" if self.stats_only else "budget" if self.budget_reached else None
+        stats_only = self.stats_only or record["io"] not in self.tensor_io
+        reason = "stats_only" if stats_only else "budget" if self.budget_reached else None
         if reason is None:
             name = _file_name(record)
             files = [("file", name, array, full["stats"]["hash"])]

@@ -59,7 +59,13 @@ class Session:
         # TorchAir writes its own dump layouts into dump/; the manifest would confuse readers.
         torchair_dump = spec.mode == "compiled" and spec.backend == "torchair"
         self.dump = (
-            DumpWriter(self.dump_dir, header, stats_only=spec.dump.stats_only, max_bytes=spec.dump.max_bytes)
+            DumpWriter(
+                self.dump_dir,
+                header,
+                stats_only=spec.dump.stats_only,
+                tensor_io=spec.dump.tensor_io,
+                max_bytes=spec.dump.max_bytes,
+            )
             if self.level != "none" and not torchair_dump
             else None
         )

@@ -32,6 +32,8 @@ class DumpSpec:
     exclude: list[str] = field(default_factory=list)
     steps: list[int] | None = None  # None: every step
     stats_only: bool = False
+    # sides whose records keep their tensor files; the other sides' records keep statistics only
+    tensor_io: list[str] = field(default_factory=lambda: ["input", "output"])
     # byte budget for tensor files (None: none): docs/dump-format.md says why this default
     max_bytes: int | None = 512 << 20
     truth: bool = False  # float64 shadow execution: a truth file beside each floating record
@@ -116,8 +118,9 @@ class RunSpec:
                 raise SpecError(f"{name} must be one of {FLOAT_DTYPES}, not {value!r}")
         if self.dump.level not in DUMP_LEVELS + ("auto",):
             raise SpecError(f"dump.level must be one of {DUMP_LEVELS} or 'auto'")
-        if not set(self.dump.io) <= {"input", "output"}:
-            raise SpecError("dump.io may only hold 'input' and 'output'")
+        for name in ("io", "tensor_io"):
+            if not set(getattr(self.dump, name)) <= {"input", "output"}:
+                raise SpecError(f"dump.{name} may only hold 'input' and 'output'")
         if self.isolation is not None:
             self._validate_isolation()
         level = self.dump_level()

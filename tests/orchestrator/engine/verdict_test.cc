@@ -32,6 +32,21 @@ TEST(Verdict, NothingFailedMeansNoProblem) {
   EXPECT_EQ(v.summary, "No precision problem found: 1 step(s) passed, 1 skipped");
 }
 
+TEST(Verdict, SaysWhichRowsWereJudgedOnStatisticsOnlyBecauseOfTheDumpBudget) {
+  Verdict v = verdict_of({step("eager", StepStatus::Pass, "eager_device_defect", {{"statistics_only_over_budget", 0}}),
+                          step("graph", StepStatus::Pass, "localized_op_defect", {{"statistics_only_over_budget", 12}}),
+                          step("fusion", StepStatus::Skipped, "fusion_defect")});
+  EXPECT_EQ(v.category, "no_precision_problem");
+  EXPECT_EQ(v.summary,
+            "No precision problem found: 2 step(s) passed, 1 skipped; rows judged on statistics only, the dump budget "
+            "being reached (defaults.dump_budget): 12 in step 'graph'");
+  Verdict failed = verdict_of({step("graph", StepStatus::Fail, "localized_op_defect",
+                                    {{"first_failing_op", "add_1"}, {"statistics_only_over_budget", 3}})});
+  EXPECT_EQ(failed.summary,
+            "Defect localised to an op, not caused by fusion: add_1 (step 'graph': graph summary); rows judged on "
+            "statistics only, the dump budget being reached (defaults.dump_budget): 3 in step 'graph'");
+}
+
 TEST(Verdict, FlowchartOrderDecidesBetweenFailures) {
   Verdict v = verdict_of({step("graph", StepStatus::Fail, "localized_op_defect", {{"first_failing_op", "add_1"}}),
                           step("eager", StepStatus::Fail, "eager_device_defect", {{"first_failing_op", "mm_0"}}),

@@ -59,6 +59,19 @@ def test_statistics_only_writes_no_tensor_file(tmp_path):
     assert not list((tmp_path / "tensors").iterdir())
 
 
+def test_tensor_io_keeps_the_other_sides_records_as_statistics(tmp_path):
+    """graph_dump_compare's golden against Inductor's buffers (outputs only): its inputs stay
+    statistics, which the comparison still reads (input scales, NaN origins)."""
+    writer = DumpWriter(tmp_path, {"mode": "compiled"}, tensor_io=["output"])
+    for io in ("input", "output"):
+        writer.write_tensor(torch.full((4,), 2.0), {"seq": 0, "op_key": "mul", "io": io, "index": 0})
+    writer.close()
+    given, made = read_dump(tmp_path).tensors
+    assert "file" not in given and given["not_kept"] == "stats_only" and given["stats"]["l2"] == 4.0
+    assert "not_kept" not in made and np.load(tmp_path / made["file"]).tolist() == [2.0] * 4
+    assert writer.not_kept == {"stats_only": 1, "budget": 0}
+
+
 def test_byte_budget_stops_tensor_files_and_says_so(tmp_path):
     tensors = [torch.full((16,), float(i)) for i in range(5)]  # 64 bytes each
     dump = write(tmp_path, tensors, max_bytes=150)

@@ -43,6 +43,7 @@ def test_defaults_and_auto_levels(tmp_path):
         ({"dump": {"level": "compiled"}, "backend": "aot_eager"}, "use 'fx'"),
         ({"dump": {"level": "fx"}, "mode": "eager"}, "needs mode 'compiled'"),
         ({"dump": {"io": ["inputs"]}}, "dump.io"),
+        ({"dump": {"tensor_io": ["inputs"]}}, "dump.tensor_io"),
         ({"dump": {"stats": True}}, "unknown key(s) in dump: stats"),
         ({"tokens": [1]}, "unknown key(s) in spec: tokens"),
         ({"switches": {"fusion_switch_file": "/nonexistent.json"}}, "fusion switch file not found"),

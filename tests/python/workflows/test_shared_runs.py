@@ -52,7 +52,8 @@ def test_one_eager_run_serves_two_steps(diagnose_bin, tmp_path, inductor_cache):
     assert target["shared_from"] == eager["shared_from"] == {"step": "eager_device", "run": "golden"}
     assert target["dump_dir"] == eager["dump_dir"] == golden["dump_dir"]
     spec = json.loads((run_dir / "steps/eager_device/golden/spec.json").read_text())
-    assert (spec["dump"], spec["checks"]) == ({"level": "aten", "truth": True}, {"meta": True})
+    # the one run keeping tensors takes the whole dump budget (test_dump_budget.py)
+    assert (spec["dump"], spec["checks"]) == ({"level": "aten", "truth": True, "max_bytes": 1 << 30}, {"meta": True})
     assert not (run_dir / "steps/dynamo/eager").exists()
     assert "shared with step eager_device" in (run_dir / "report.html").read_text()
 

@@ -1,0 +1,101 @@
+#include "orchestrator/engine/dump_budget.h"
+
+#include <cstdio>
+#include <set>
+
+#include "orchestrator/engine/shared_runs.h"
+
+namespace diagnose {
+
+std::string resolved_dump_level(const nlohmann::json& spec) {
+  const nlohmann::json dump = spec.value("dump", nlohmann::json::object());
+  const std::string level = dump.is_object() ? dump.value("level", "auto") : "auto";
+  if (level != "auto") return level;
+  const std::string backend = spec.value("backend", "inductor");
+  if (spec.contains("isolation")) return "none";
+  if (spec.value("mode", "compiled") == "eager") return "aten";
+  if (backend == "inductor" || backend == "torchair") return "compiled";
+  return backend.find(':') != std::string::npos ? "none" : "fx";
+}
+
+bool takes_dump_share(const nlohmann::json& spec) {
+  const nlohmann::json dump = spec.value("dump", nlohmann::json::object());
+  const std::string level = resolved_dump_level(spec);
+  const bool torchair_dump = spec.value("mode", "compiled") == "compiled" && spec.value("backend", "") == "torchair";
+  return level != "none" && !torchair_dump && dump.is_object() && dump.value("stats_only", false) != true &&
+         !dump.contains("max_bytes");
+}
+
+nlohmann::json plan_dump_budget(int64_t limit_bytes, const std::vector<PlannedRun>& planned, const SharedRuns& shared) {
+  if (limit_bytes <= 0) return nullptr;
+  std::set<std::string> runs;
+  for (const PlannedRun& run : planned) {
+    nlohmann::json spec = shared.spec_for(run);
+    if (!takes_dump_share(spec)) continue;
+    RunRequest request = run.request;
+    request.spec_identity = spec_identity(spec);
+    runs.insert(run_identity(request));
+  }
+  const int64_t count = std::max<int64_t>(1, static_cast<int64_t>(runs.size()));
+  return {{"limit_bytes", limit_bytes}, {"runs", runs.size()}, {"per_run_bytes", limit_bytes / count}};
+}
+
+void apply_dump_share(const State& state, nlohmann::json& spec) {
+  if (state.dump_budget.is_object() && takes_dump_share(spec))
+    spec["dump"]["max_bytes"] = state.dump_budget.at("per_run_bytes");
+}
+
+void record_dump_outcome(State& state) {
+  if (!state.dump_budget.is_object()) return;
+  int64_t written = 0;
+  nlohmann::json left_out = nlohmann::json::array();
+  for (const StepResult& step : state.steps)
+    for (const RunRecord& run : step.runs) {
+      if (!run.from_step.empty()) continue;  // counted where it was made
+      std::optional<std::string> text = read_file(run.dir + "/status.json");
+      nlohmann::json status = text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
+      if (!status.is_object() || !status.contains("dump") || !status["dump"].is_object()) continue;
+      const nlohmann::json& dump = status["dump"];
+      const int64_t bytes = dump.value("written_bytes", int64_t{0});
+      written += bytes;
+      if (dump.value("budget_reached", false) != true) continue;
+      const nlohmann::json not_kept = dump.value("not_kept", nlohmann::json::object());
+      const nlohmann::json spec_dump =
+          status.contains("spec") ? status["spec"].value("dump", nlohmann::json()) : nlohmann::json();
+      left_out.push_back(
+          {{"step", step.id},
+           {"run", run.name},
+           {"limit_bytes", spec_dump.is_object() ? spec_dump.value("max_bytes", nlohmann::json()) : nlohmann::json()},
+           {"written_bytes", bytes},
+           {"records", not_kept.is_object() ? not_kept.value("budget", 0) : 0}});
+    }
+  state.dump_budget["written_bytes"] = written;
+  state.dump_budget["left_out"] = left_out;
+}
+
+namespace {
+
+std::string size_text(const nlohmann::json& bytes) {
+  if (!bytes.is_number()) return "?";
+  if (bytes.get<double>() < (1 << 20)) return bytes.dump() + " bytes";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f MiB", bytes.get<double>() / (1 << 20));
+  return text;
+}
+
+}  // namespace
+
+std::string dump_budget_text(const nlohmann::json& budget) {
+  if (!budget.is_object()) return "";
+  std::string text =
+      "At most " + size_text(budget["limit_bytes"]) +
+      " of tensor files for this diagnosis (defaults.dump_budget): " + size_text(budget["per_run_bytes"]) +
+      " for each of its " + budget["runs"].dump() + " op dump(s) keeping tensors.";
+  if (budget.contains("written_bytes")) text += " The dumps wrote " + size_text(budget["written_bytes"]) + ".";
+  if (!budget.contains("left_out")) return text;
+  return text + (budget["left_out"].empty() ? " Every record kept its tensor."
+                                            : " The budget was reached: past it these dumps kept statistics only, "
+                                              "and their rows were compared on statistics.");
+}
+
+}  // namespace diagnose

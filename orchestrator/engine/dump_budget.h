@@ -1,0 +1,42 @@
+// The byte budget of one diagnosis's dumps (defaults.dump_budget). The op dumps that keep tensor
+// files, among the plugin runs the steps plan (StepKind::planned_runs, after shared_runs.h merged
+// them), share it evenly: each such run's spec gets dump.max_bytes = budget / their number, so the
+// plugin keeps statistics only past it (docs/dump-format.md, "budget"). A run that sets its own
+// dump.max_bytes keeps it and takes no share. After the steps, the runs' status.json say what
+// the dumps wrote and which records the budget left without tensors, for the reports.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "orchestrator/engine/state.h"
+#include "orchestrator/engine/step.h"
+
+namespace diagnose {
+
+// The dump level a plugin run spec asks for, with `auto` resolved as the plugin resolves it
+// (plugins/pytorch/README.md, "Dump levels").
+std::string resolved_dump_level(const nlohmann::json& spec);
+
+// Whether the run writes tensor files through the plugin's dump writer (an aten, fx or compiled
+// op dump, not statistics only, not TorchAir's own dumps) without a budget of its own.
+bool takes_dump_share(const nlohmann::json& spec);
+
+// State::dump_budget before any step: {limit_bytes, runs, per_run_bytes}, `runs` being the
+// distinct planned runs that take a share; null when `limit_bytes` is 0 (no limit).
+nlohmann::json plan_dump_budget(int64_t limit_bytes, const std::vector<PlannedRun>& planned, const SharedRuns& shared);
+
+// Gives a run that takes a share its dump.max_bytes (no change without a planned budget).
+void apply_dump_share(const State& state, nlohmann::json& spec);
+
+// Adds the outcome to state.dump_budget from each run's status.json: written_bytes over the
+// distinct runs, and left_out, one entry per run whose budget was reached
+// ({step, run, limit_bytes, written_bytes, records}: records kept as statistics only).
+void record_dump_outcome(State& state);
+
+// State::dump_budget in words, for the reports (beside a table of its left_out); empty for null.
+std::string dump_budget_text(const nlohmann::json& budget);
+
+}  // namespace diagnose

@@ -1,0 +1,118 @@
+#include "orchestrator/engine/dump_budget.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/filesystem.hpp>
+
+#include "orchestrator/engine/shared_runs.h"
+
+namespace diagnose {
+namespace {
+
+const nlohmann::json kEagerAten = {
+    {"mode", "eager"}, {"backend", "inductor"}, {"device", "cpu"}, {"dump", {{"level", "aten"}}}};
+
+nlohmann::json with(nlohmann::json base, const nlohmann::json& patch) {
+  base.merge_patch(patch);
+  return base;
+}
+
+PlannedRun planned(const std::string& step, const std::string& name, const nlohmann::json& spec) {
+  RunRequest r;
+  r.name = name;
+  r.argv = {"python", "-m", "diagnose_pytorch", "run", "/w/model.py"};
+  r.cwd = "/w";
+  r.dir = "/runs/x/steps/" + step + "/" + name;
+  return {step, name, spec, r};
+}
+
+TEST(DumpBudget, AutoLevelsResolveAsThePluginDoes) {
+  EXPECT_EQ(resolved_dump_level({{"mode", "eager"}}), "aten");
+  EXPECT_EQ(resolved_dump_level({{"mode", "compiled"}, {"backend", "inductor"}}), "compiled");
+  EXPECT_EQ(resolved_dump_level({{"mode", "compiled"}, {"backend", "aot_eager"}}), "fx");
+  EXPECT_EQ(resolved_dump_level({{"mode", "compiled"}, {"backend", "my.pkg:backend"}}), "none");
+  EXPECT_EQ(resolved_dump_level({{"mode", "compiled"}, {"isolation", {{"eager_nodes", nlohmann::json::array()}}}}),
+            "none");
+  EXPECT_EQ(resolved_dump_level({{"mode", "compiled"}, {"dump", {{"level", "fx"}}}}), "fx");
+}
+
+TEST(DumpBudget, OnlyOpDumpsKeepingTensorsWithoutABudgetOfTheirOwnTakeAShare) {
+  EXPECT_TRUE(takes_dump_share(kEagerAten));
+  EXPECT_TRUE(takes_dump_share({{"mode", "compiled"}, {"backend", "inductor"}}));
+  EXPECT_FALSE(takes_dump_share(with(kEagerAten, {{"dump", {{"stats_only", true}}}})));
+  EXPECT_FALSE(takes_dump_share(with(kEagerAten, {{"dump", {{"max_bytes", 1000}}}})));
+  EXPECT_FALSE(takes_dump_share(with(kEagerAten, {{"dump", {{"level", "none"}}}})));
+  EXPECT_FALSE(takes_dump_share({{"mode", "compiled"}, {"backend", "torchair"}}));  // GE's own dump
+}
+
+TEST(DumpBudget, SplitsEvenlyOverTheDistinctPlannedRunsThatKeepTensors) {
+  PlannedRun eager = planned("single_op", "eager", kEagerAten);
+  PlannedRun golden = planned("eager_device", "golden", with(kEagerAten, {{"dump", {{"truth", true}}}}));
+  PlannedRun target =
+      planned("graph", "target", with(kEagerAten, {{"mode", "compiled"}, {"dump", {{"level", "auto"}}}}));
+  PlannedRun outputs = planned("fusion", "t0", with(kEagerAten, {{"mode", "compiled"}, {"dump", {{"level", "none"}}}}));
+  SharedRuns shared;
+  shared.plan({eager, golden, target, outputs});  // eager and golden are one run
+  nlohmann::json budget = plan_dump_budget(3000, {eager, golden, target, outputs}, shared);
+  EXPECT_EQ(budget, nlohmann::json({{"limit_bytes", 3000}, {"runs", 2}, {"per_run_bytes", 1500}}));
+  EXPECT_TRUE(plan_dump_budget(0, {eager}, shared).is_null());
+
+  State state;
+  state.dump_budget = budget;
+  nlohmann::json spec = target.spec;
+  apply_dump_share(state, spec);
+  EXPECT_EQ(spec["dump"]["max_bytes"], 1500);
+  nlohmann::json own = with(kEagerAten, {{"dump", {{"max_bytes", 7}}}});
+  apply_dump_share(state, own);
+  EXPECT_EQ(own["dump"]["max_bytes"], 7);
+  nlohmann::json unbounded = kEagerAten;
+  apply_dump_share(State{}, unbounded);
+  EXPECT_FALSE(unbounded["dump"].contains("max_bytes"));
+}
+
+TEST(DumpBudget, TheOutcomeSaysWhatTheDumpsWroteAndWhatTheBudgetLeftOut) {
+  namespace fs = boost::filesystem;
+  const fs::path root = fs::temp_directory_path() / fs::unique_path("dump-budget-%%%%%%%%");
+  auto run = [&](const std::string& name, const nlohmann::json& dump) {
+    RunRecord record;
+    record.name = name;
+    record.dir = (root / name).string();
+    fs::create_directories(record.dir);
+    nlohmann::json status = {{"spec", {{"dump", {{"max_bytes", 1500}}}}}, {"dump", dump}};
+    write_file_atomically(record.dir + "/status.json", status.dump());
+    return record;
+  };
+  State state;
+  state.dump_budget = {{"limit_bytes", 3000}, {"runs", 2}, {"per_run_bytes", 1500}};
+  StepResult graph;
+  graph.id = "graph";
+  graph.runs = {run("golden", {{"written_bytes", 1400}, {"budget_reached", true}, {"not_kept", {{"budget", 12}}}}),
+                run("target", {{"written_bytes", 600}, {"budget_reached", false}})};
+  StepResult fusion;  // the same target shared by a later step counts once
+  fusion.id = "fusion";
+  fusion.runs = {graph.runs[1]};
+  fusion.runs[0].from_step = "graph";
+  state.steps = {graph, fusion};
+  record_dump_outcome(state);
+  EXPECT_EQ(state.dump_budget["written_bytes"], 2000);
+  EXPECT_EQ(state.dump_budget["left_out"],
+            nlohmann::json::parse(
+                R"([{"step": "graph", "run": "golden", "limit_bytes": 1500, "written_bytes": 1400, "records": 12}])"));
+  fs::remove_all(root);
+
+  nlohmann::json planned = {{"limit_bytes", 1 << 30}, {"runs", 3}, {"per_run_bytes", (1 << 30) / 3}};
+  EXPECT_EQ(dump_budget_text(planned),
+            "At most 1024.0 MiB of tensor files for this diagnosis (defaults.dump_budget): 341.3 MiB for each of its 3 "
+            "op dump(s) keeping tensors.");
+  planned["written_bytes"] = 700 << 20;
+  planned["left_out"] = nlohmann::json::array();
+  EXPECT_EQ(dump_budget_text(planned).substr(dump_budget_text(planned).find(" The dumps")),
+            " The dumps wrote 700.0 MiB. Every record kept its tensor.");
+  planned["left_out"] = state.dump_budget["left_out"];
+  EXPECT_NE(dump_budget_text(planned).find("The budget was reached: past it these dumps kept statistics only"),
+            std::string::npos);
+  EXPECT_EQ(dump_budget_text(nullptr), "");
+}
+
+}  // namespace
+}  // namespace diagnose

@@ -1,0 +1,81 @@
+"""The dump budget of a diagnosis (defaults.dump_budget, orchestrator/engine/dump_budget.h): the
+runs the steps plan that keep tensors share it evenly as their dump.max_bytes; past its share a
+dump keeps statistics only, and the verdict, report.json, report.md and report.html say what was
+left out. The same workflow within the default budget keeps every tensor and reaches the same
+verdict. graph_dump_compare's golden keeps its inputs' statistics only against Inductor's buffers."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from fixtures.dump_reader import read_dump
+from fixtures.workflow_run import run_workflow
+
+MODEL = """\
+import torch
+
+torch.manual_seed(0)
+model = torch.compile(torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.GELU(), torch.nn.Linear(64, 64)))
+model(torch.randn(16, 64))
+"""
+
+WORKFLOW = """\
+name: dump_budget
+model: {script: model.py, backend: inductor, device: cpu}
+%s
+steps:
+  - id: graph_compare
+    kind: graph_dump_compare
+    referee: true
+"""
+
+
+def diagnose(diagnose_bin, directory, inductor_cache, defaults=""):
+    directory.mkdir()
+    (directory / "model.py").write_text(MODEL)
+    env = dict(os.environ, DIAGNOSE_PYTHON=sys.executable, TORCHINDUCTOR_CACHE_DIR=str(inductor_cache))
+    done, run_dir = run_workflow(diagnose_bin, directory, WORKFLOW % defaults, env=env, timeout=300)
+    return done, run_dir, json.loads((run_dir / "report.json").read_text())
+
+
+def test_a_budget_reached_is_said_and_the_verdict_stands(diagnose_bin, tmp_path, inductor_cache):
+    done, run_dir, report = diagnose(diagnose_bin, tmp_path / "whole", inductor_cache)
+    (step,) = report["steps"]
+    assert step["status"] == "pass", done.stderr[-3000:]
+    budget = report["dump_budget"]
+    assert (budget["limit_bytes"], budget["runs"], budget["per_run_bytes"]) == (1 << 30, 2, 1 << 29)
+    assert budget["left_out"] == [] and budget["written_bytes"] > 0
+    assert step["metrics"]["statistics_only_over_budget"] == 0
+    assert "statistics only" not in report["verdict"]["summary"]
+    assert "Every record kept its tensor." in (run_dir / "report.md").read_text()
+    for side in ("golden", "target"):
+        spec = json.loads((run_dir / f"steps/graph_compare/{side}/spec.json").read_text())
+        assert spec["dump"]["max_bytes"] == 1 << 29
+    golden = read_dump(run_dir / "steps/graph_compare/golden/dump")
+    inputs = [r for r in golden.tensors if r["io"] == "input"]
+    assert inputs and all(r["not_kept"] == "stats_only" and "stats" in r for r in inputs)
+
+    small = "defaults: {dump_budget: 16384}"
+    done, run_dir, bounded = diagnose(diagnose_bin, tmp_path / "bounded", inductor_cache, small)
+    (step,) = bounded["steps"]
+    assert step["status"] == "pass", done.stderr[-3000:]
+    budget = bounded["dump_budget"]
+    assert (budget["limit_bytes"], budget["runs"], budget["per_run_bytes"]) == (16384, 2, 8192)
+    left_out = {entry["run"]: entry for entry in budget["left_out"]}
+    assert set(left_out) == {"golden", "target"}
+    for entry in left_out.values():
+        assert entry["limit_bytes"] == 8192 and entry["written_bytes"] <= 8192 and entry["records"] > 0
+    rows = step["metrics"]["statistics_only_over_budget"]
+    assert rows > 0
+    assert bounded["verdict"]["category"] == report["verdict"]["category"]
+    assert bounded["verdict"]["summary"] == (
+        report["verdict"]["summary"] + "; rows judged on statistics only, the dump budget being reached "
+        f"(defaults.dump_budget): {rows} in step 'graph_compare'"
+    )
+    markdown = (run_dir / "report.md").read_text()
+    assert "## Dump budget" in markdown and "The budget was reached" in markdown
+    assert "At most 16384 bytes of tensor files for this diagnosis" in markdown
+    assert "| golden | graph_compare |" in markdown
+    assert 'id="dump-budget"' in (run_dir / "report.html").read_text()
