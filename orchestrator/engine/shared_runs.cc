@@ -1,6 +1,7 @@
 #include "orchestrator/engine/shared_runs.h"
 
 #include "orchestrator/engine/digest.h"
+#include "orchestrator/engine/dump_budget.h"
 
 namespace diagnose {
 
@@ -41,11 +42,11 @@ std::string dump_level(const nlohmann::json& spec) {
 // `auto` resolved as the plugin does). An FX-level dump replaces the backend; TorchAir's GE dump
 // is GE's own.
 bool observes_only(const nlohmann::json& spec) {
-  std::string mode = spec.value("mode", ""), backend = spec.value("backend", ""), level = dump_level(spec);
+  std::string mode = spec.value("mode", ""), backend = spec.value("backend", ""), level = resolved_dump_level(spec);
   if (spec.contains("isolation")) return false;
-  if (mode == "eager") return level == "aten" || level == "auto";
+  if (mode == "eager") return level == "aten";
   bool inductor_based = backend == "inductor" || backend.find(':') != std::string::npos;
-  return mode == "compiled" && inductor_based && (level == "compiled" || (level == "auto" && backend == "inductor"));
+  return mode == "compiled" && inductor_based && level == "compiled";
 }
 
 // `outputs_only` (dump level none) is covered by `dumping` when `dumping`'s dump only observes and
