@@ -46,14 +46,16 @@ EXTRA_WORKFLOWS = {"llama4": REPO / "examples" / "hf_causal_lm" / "workflow_llam
 COLUMNS = ("example", "rep", "verdict", "processes", "configs", "cpu_s", "wall_s", "run_wall_s", "x_run", "x_params")
 
 
-# ---- the plain compiled run (this file run as `--compiled-run BACKEND REPORT SCRIPT ARGS...`) --
+# ---- the plain compiled run (`--compiled-run BACKEND DTYPE REPORT SCRIPT ARGS...`) ------------
 
 
-def compiled_run(backend: str, report: str, script: str, args: list[str]) -> int:
-    """Runs `script` as `python script args` would, every torch.compile call given `backend`;
+def compiled_run(backend: str, dtype: str, report: str, script: str, args: list[str]) -> int:
+    """Runs `script` as `python script args` would, every torch.compile call given `backend`
+    and, for a module, cast to `dtype` with its floating inputs ("-": none) as the plugin casts;
     writes the compiled modules' parameter bytes (each tensor counted once) to `report`."""
     sys.path.insert(0, str(PLUGIN))
     import torch
+    from torch.utils import _pytree as pytree
 
     from diagnose_pytorch import backends
     from diagnose_pytorch.main_script import compile_redirected, exit_status, run_as_main
@@ -61,7 +63,15 @@ def compiled_run(backend: str, report: str, script: str, args: list[str]) -> int
     original = torch.compile
     parameters: dict[int, int] = {}
 
+    cast_to = None if dtype == "-" else getattr(torch, dtype)
+
+    def cast(value):
+        return value.to(cast_to) if isinstance(value, torch.Tensor) and value.is_floating_point() else value
+
     def compile_under(model, options):
+        if isinstance(model, torch.nn.Module) and cast_to is not None:
+            model.to(dtype=cast_to)
+            model.register_forward_pre_hook(lambda _, a, k: pytree.tree_map(cast, (a, k)), with_kwargs=True)
         if isinstance(model, torch.nn.Module):
             for p in model.parameters():
                 parameters[p.data_ptr()] = p.numel() * p.element_size()
@@ -156,7 +166,7 @@ def plain_once(model: dict, work: Path, env: dict) -> dict:
     report = work / "compiled_run.json"
     script = Path(model["script"])
     argv = [env["DIAGNOSE_PYTHON"], str(Path(__file__).resolve()), "--compiled-run", model.get("backend", "inductor")]
-    argv += [str(report), str(script), *map(str, model.get("args") or [])]
+    argv += [model.get("dtype") or "-", str(report), str(script), *map(str, model.get("args") or [])]
     run_env = {**env, **{k: str(v) for k, v in (model.get("env") or {}).items()}}
     code, wall, cpu = timed(argv, script.parent, run_env, work / "compiled_run.log")
     if code != 0:
@@ -216,7 +226,7 @@ def find_binary(given: str | None) -> Path:
 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--compiled-run"]:
-        return compiled_run(argv[1], argv[2], argv[3], argv[4:])
+        return compiled_run(argv[1], argv[2], argv[3], argv[4], argv[5:])
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("examples", nargs="*", help="example names (default: all, llama4 included)")
     parser.add_argument("--repeat", type=int, default=1)
@@ -234,7 +244,12 @@ def main(argv: list[str]) -> int:
             "TORCHINDUCTOR_CACHE_DIR": os.environ.get("TORCHINDUCTOR_CACHE_DIR", str(work / "inductor-cache")),
         }
         print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores\n{format_header()}", flush=True)
-        rows = [row for name, workflow in selected.items() for row in bench(name, workflow, args, work, env)]
+        rows = []
+        for name, workflow in selected.items():
+            try:
+                rows += bench(name, workflow, args, work, env)
+            except RuntimeError as error:  # one example that cannot be measured stops no other
+                print(f"| {name} | error: {error} |", flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     return 0
