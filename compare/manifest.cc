@@ -6,56 +6,61 @@
 
 namespace diagnose::compare {
 
-namespace {
-
-bool parse_record(const nlohmann::json& j, ManifestRecord* r, std::string* why) {
+std::optional<ManifestRecord> tensor_record(const nlohmann::json& j, std::string* why) {
+  ManifestRecord record;
   try {
     if (!j.contains("seq") || !j.contains("op_key") || !j.contains("io") || !j.contains("index")) {
       *why = "tensor record needs seq, op_key, io and index";
-      return false;
+      return std::nullopt;
     }
-    r->seq = j.at("seq").get<int64_t>();
-    r->op_key = j.at("op_key").get<std::string>();
-    r->io = j.at("io").get<std::string>();
-    if (r->io != "input" && r->io != "output") {
-      *why = "io must be \"input\" or \"output\", not \"" + r->io + "\"";
-      return false;
+    record.seq = j.at("seq").get<int64_t>();
+    record.op_key = j.at("op_key").get<std::string>();
+    record.io = j.at("io").get<std::string>();
+    if (record.io != "input" && record.io != "output") {
+      *why = "io must be \"input\" or \"output\", not \"" + record.io + "\"";
+      return std::nullopt;
     }
-    r->index = j.at("index").get<int>();
-    if (j.contains("item") && !j["item"].is_null()) r->item = j["item"].get<int>();
-    r->path = j.value("path", std::string());
-    r->kind = j.value("kind", std::string("op"));
-    r->op = j.value("op", std::string());
-    r->file = j.value("file", std::string());
-    r->truth_file = j.value("truth_file", std::string());
-    r->truth_delta_file = j.value("truth_delta_file", std::string());
-    r->not_kept = j.value("not_kept", std::string());
-    r->precision = j.value("precision", std::string());
-    r->dtype = j.value("dtype", std::string());
-    if (j.contains("shape")) r->shape = j["shape"].get<Shape>();
-    r->module = j.value("module", std::string());
+    record.index = j.at("index").get<int>();
+    if (j.contains("item") && !j["item"].is_null()) record.item = j["item"].get<int>();
+    record.path = j.value("path", std::string());
+    record.kind = j.value("kind", std::string("op"));
+    record.op = j.value("op", std::string());
+    record.file = j.value("file", std::string());
+    record.truth_file = j.value("truth_file", std::string());
+    record.truth_delta_file = j.value("truth_delta_file", std::string());
+    record.not_kept = j.value("not_kept", std::string());
+    record.precision = j.value("precision", std::string());
+    record.dtype = j.value("dtype", std::string());
+    if (j.contains("shape")) record.shape = j["shape"].get<Shape>();
+    record.module = j.value("module", std::string());
     if (j.contains("fx_nodes") && j["fx_nodes"].is_array())
       for (const auto& node : j["fx_nodes"])
-        if (node.is_string()) r->fx_nodes.push_back(node.get<std::string>());
+        if (node.is_string()) record.fx_nodes.push_back(node.get<std::string>());
     if (j.contains("sources") && j["sources"].is_array())
       for (const auto& source : j["sources"])
         if (source.is_object())
-          r->sources.push_back({source.value("node", std::string()), source.value("module", std::string()),
-                                source.value("custom_op", std::string()), source.value("line", std::string()),
-                                source.value("code", std::string())});
-    if (j.contains("graph") && j["graph"].is_number_integer()) r->graph = j["graph"].get<int>();
-    if (j.contains("step") && j["step"].is_number_integer()) r->step = j["step"].get<int64_t>();
-    if (j.contains("stats")) r->stats = j["stats"];
-    return true;
+          record.sources.push_back({source.value("node", std::string()), source.value("module", std::string()),
+                                    source.value("custom_op", std::string()), source.value("line", std::string()),
+                                    source.value("code", std::string())});
+    if (j.contains("graph") && j["graph"].is_number_integer()) record.graph = j["graph"].get<int>();
+    if (j.contains("step") && j["step"].is_number_integer()) record.step = j["step"].get<int64_t>();
+    if (j.contains("stats")) record.stats = j["stats"];
+    return record;
   } catch (const nlohmann::json::exception& e) {
     *why = std::string("bad field type: ") + e.what();
-    return false;
+    return std::nullopt;
   }
 }
 
+bool leaves_dump_directory(const std::string& file) {
+  return file.empty() || file[0] == '/' || ("/" + file + "/").find("/../") != std::string::npos;
+}
+
+namespace {
+
 // An error ref when `file` would leave the dump directory, else nullopt.
 std::optional<TensorRef> escaping_path(const std::string& file) {
-  if (file[0] != '/' && ("/" + file + "/").find("/../") == std::string::npos) return std::nullopt;
+  if (!leaves_dump_directory(file)) return std::nullopt;
   TensorRef ref;
   ref.path = file;
   ref.error = "record file path leaves the dump directory";
@@ -118,10 +123,9 @@ Manifest read_manifest(const std::string& dir) {
       }
       m.header = j;
     } else if (type == "tensor") {
-      ManifestRecord r;
       std::string why;
-      if (parse_record(j, &r, &why))
-        m.records.push_back(std::move(r));
+      if (std::optional<ManifestRecord> r = tensor_record(j, &why))
+        m.records.push_back(std::move(*r));
       else
         m.warnings.push_back(where + why);
     } else if (type == "budget") {

@@ -69,6 +69,10 @@ struct Manifest {
 };
 
 Manifest read_manifest(const std::string& dir);
+// One `tensor` line of a manifest; nullopt (and why) when a field is missing or malformed.
+std::optional<ManifestRecord> tensor_record(const nlohmann::json& line, std::string* why);
+// Whether a record's file path is empty, absolute or climbs out of its dump directory.
+bool leaves_dump_directory(const std::string& file);
 
 // The statistics a record carries, if any (every record of a statistics-only dump;
 // optional beside a file).

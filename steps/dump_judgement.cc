@@ -11,6 +11,7 @@
 #include "orchestrator/exec/command_line.h"
 #include "orchestrator/workflow/validate.h"
 #include "steps/nan_origin.h"
+#include "steps/targeted_rerun.h"
 
 namespace diagnose {
 
@@ -328,11 +329,21 @@ DumpJudgement judge_dumps(const StepContext& context, const std::string& golden,
   return judgement;
 }
 
-StepResult judge_run_dumps(const StepContext& context, const std::vector<RunRecord>& runs, const std::string& golden,
-                           const std::string& target, const std::optional<std::string>& referee,
-                           const std::string& failure) {
-  DumpJudgement judgement = judge_dumps(context, golden, target, referee, context.step_dir() + "/compare");
+StepResult judge_run_dumps(const StepContext& context, const std::vector<RunRequest>& requests,
+                           const std::vector<RunRecord>& runs, const std::string& golden, const std::string& target,
+                           const std::optional<std::string>& referee, const std::string& failure) {
+  const std::string out_dir = context.step_dir() + "/compare";
+  DumpJudgement judgement = judge_dumps(context, golden, target, referee, out_dir);
+  std::optional<TargetedRerun> rerun;
+  if (judgement.compared)
+    if (std::vector<std::string> region = over_budget_region(*judgement.compared); !region.empty())
+      rerun = rerun_region(context, requests, region);
+  if (rerun && rerun->fill.filled > 0) judgement = judge_dumps(context, golden, target, referee, out_dir);
   StepResult& result = judgement.result;
+  if (rerun) {
+    result.metrics["targeted_rerun"] = rerun->to_json();
+    result.findings.push_back({rerun->text(), ""});
+  }
   judge_final_outputs(context, golden, target, referee, result);
   std::vector<std::string> reproduce;
   for (const RunRecord& run : runs) reproduce.push_back(reproduce_command(run.cwd, run.env, run.argv));

@@ -57,14 +57,16 @@ DumpJudgement judge_dumps(const StepContext& context, const std::string& golden,
                           const std::optional<std::string>& referee, const std::string& out_dir,
                           const std::string& what = "");
 
-// judge_dumps for dumps the step's own runs produced, and judge_final_outputs: the runs'
-// commands lead the reproduce list, the culprit is the first source op (else the first failing
-// op), and the summary of a failing comparison starts with `failure` and ends with what the
-// culprit is in the model (its FX nodes, their modules, custom ops and source lines; metrics
-// culprit_nodes and culprit_sources) when the dumps say.
-StepResult judge_run_dumps(const StepContext& context, const std::vector<RunRecord>& runs, const std::string& golden,
-                           const std::string& target, const std::optional<std::string>& referee,
-                           const std::string& failure);
+// judge_dumps for dumps the step's own runs produced (`requests`, and `runs` their records), and
+// judge_final_outputs: failing rows judged on statistics because a dump's budget was reached are
+// re-dumped by a targeted re-run and judged again on their tensors (targeted_rerun.h; metric
+// targeted_rerun); the runs' commands lead the reproduce list, the culprit is the first source op
+// (else the first failing op), and the summary of a failing comparison starts with `failure` and
+// ends with what the culprit is in the model (its FX nodes, their modules, custom ops and source
+// lines; metrics culprit_nodes and culprit_sources) when the dumps say.
+StepResult judge_run_dumps(const StepContext& context, const std::vector<RunRequest>& requests,
+                           const std::vector<RunRecord>& runs, const std::string& golden, const std::string& target,
+                           const std::optional<std::string>& referee, const std::string& failure);
 
 // The final outputs (<run dir>/outputs) of plugin runs whose op dumps were judged into
 // `result`: a failing output fails the step; outputs not all judged make a passing step an

@@ -24,6 +24,18 @@ const char* kPluginRunKeys[] = {"args", "env", "cwd", "timeout", "retries"};
 
 const std::vector<std::string> kDtypes = {"float32", "float64", "float16", "bfloat16"};
 
+// spec.json of the run in its directory (created), with output_dir set to it, and the
+// variables that hand it to the plugin.
+void write_run_spec(RunRequest& request, nlohmann::json spec) {
+  spec["output_dir"] = request.dir;
+  std::string text = spec.dump(2) + "\n";
+  fs::create_directories(request.dir);
+  std::string path = request.dir + "/spec.json";
+  write_file_atomically(path, text);
+  request.env["DIAGNOSE_RUN_SPEC"] = path;
+  request.env["DIAGNOSE_RUN_SPEC_DIGEST"] = hex_digest(fnv1a(text));  // --resume reruns a changed spec
+}
+
 }  // namespace
 
 YAML::Node in_own_directory(const YAML::Node& side) {
@@ -138,13 +150,21 @@ RunRequest plugin_run(const StepContext& context, const std::string& run_name, n
     request.dump_dir = request.env["DIAGNOSE_DUMP_DIR"] = *dir + "/dump";
   }
   apply_dump_share(context.state(), planned.spec);  // like output_dir, not part of the identity
-  planned.spec["output_dir"] = request.dir;
-  std::string text = planned.spec.dump(2) + "\n";
-  fs::create_directories(request.dir);
-  std::string path = request.dir + "/spec.json";
-  write_file_atomically(path, text);
-  request.env["DIAGNOSE_RUN_SPEC"] = path;
-  request.env["DIAGNOSE_RUN_SPEC_DIGEST"] = hex_digest(fnv1a(text));  // --resume reruns a changed spec
+  write_run_spec(request, std::move(planned.spec));
+  return request;
+}
+
+RunRequest rerun_with_spec(const StepContext& context, const RunRequest& original, const std::string& run_name,
+                           nlohmann::json spec) {
+  RunRequest request = original;
+  request.name = run_name;
+  request.dir = context.run_dir_of(run_name);
+  if (original.cwd == original.dir) request.cwd = request.dir;
+  request.dump_dir = request.env["DIAGNOSE_DUMP_DIR"] = request.dir + "/dump";
+  request.spec_identity.clear();
+  request.repeat = 0;
+  request.never_forked.clear();
+  write_run_spec(request, std::move(spec));
   return request;
 }
 

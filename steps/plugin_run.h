@@ -62,6 +62,12 @@ enum class Sharing { Shareable, OwnRun };
 RunRequest plugin_run(const StepContext& context, const std::string& run_name, nlohmann::json spec,
                       const YAML::Node& side, int repeat = 0, Sharing sharing = Sharing::Shareable);
 
+// `original` made again as a run of its own named `run_name`, in its own directory, with `spec`
+// (the original's spec.json, changed by the caller): the same command and environment, and its
+// own directory as working directory where the original worked in its own. Never shared.
+RunRequest rerun_with_spec(const StepContext& context, const RunRequest& original, const std::string& run_name,
+                           nlohmann::json spec);
+
 // `side` with the run's own directory as its working directory (GE writes fusion_result.json
 // there): runs made so are the same run wherever each one's directory is (shared_runs.h).
 YAML::Node in_own_directory(const YAML::Node& side);

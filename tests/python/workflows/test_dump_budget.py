@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from pathlib import Path
 
 from fixtures.dump_reader import read_dump
 from fixtures.workflow_run import run_workflow
@@ -79,3 +80,47 @@ def test_a_budget_reached_is_said_and_the_verdict_stands(diagnose_bin, tmp_path,
     assert "At most 16384 bytes of tensor files for this diagnosis" in markdown
     assert "| golden | graph_compare |" in markdown
     assert 'id="dump-budget"' in (run_dir / "report.html").read_text()
+
+
+GRAPH_PASS_DEFECT = Path(__file__).resolve().parents[3] / "examples" / "graph_pass_defect" / "model.py"
+
+BOUNDED_DEFECT = f"""\
+name: targeted_rerun
+model: {{script: {GRAPH_PASS_DEFECT}, backend: "graph_pass_backend:backend", device: cpu}}
+defaults: {{dump_budget: 2048}}
+steps:
+  - id: graph_compare
+    kind: graph_dump_compare
+    referee: true
+"""
+
+
+def test_failing_rows_past_the_budget_get_their_tensors_from_a_targeted_rerun(diagnose_bin, tmp_path, inductor_cache):
+    """examples/graph_pass_defect under a budget that leaves the culprit's buffer (mul, where the
+    error starts) to statistics on both sides: a re-run of each side dumping only the failing ops
+    fills it in, and the culprit is judged on its tensors against its float64 truth, as with
+    every tensor kept (the example's README)."""
+    env = dict(os.environ, DIAGNOSE_PYTHON=sys.executable, TORCHINDUCTOR_CACHE_DIR=str(inductor_cache))
+    done, run_dir = run_workflow(diagnose_bin, tmp_path, BOUNDED_DEFECT, env=env, timeout=300)
+    report = json.loads((run_dir / "report.json").read_text())
+    (step,) = report["steps"]
+    assert step["status"] == "fail", done.stderr[-3000:]
+    metrics = step["metrics"]
+    assert metrics["culprit"] == "mul-aten.mul.Tensor"
+    assert metrics["culprit_nodes"] == ["mean", "sub", "mul"]
+    rerun = metrics["targeted_rerun"]
+    assert rerun["ops"][0] == "mul-aten.mul.Tensor" and "output" not in rerun["ops"]
+    assert rerun["runs"] == ["golden_region", "target_region"]
+    assert rerun["filled"] >= 2 and rerun["differed"] == 0 and rerun["problems"] == []
+    for side in ("golden", "target"):
+        spec = json.loads((run_dir / f"steps/graph_compare/{side}_region/spec.json").read_text())
+        assert spec["dump"]["include"] == [r"^mul\-aten\.mul\.Tensor$", *spec["dump"]["include"][1:]]
+        (mul,) = [
+            r
+            for r in read_dump(run_dir / f"steps/graph_compare/{side}/dump").tensors
+            if r["op_key"] == "mul-aten.mul.Tensor" and r["io"] == "output"
+        ]
+        assert "not_kept" not in mul and (run_dir / f"steps/graph_compare/{side}/dump" / mul["file"]).is_file()
+    # judged on the tensors and their truth, no longer on statistics
+    assert "rmse to float64" in step["findings"][0]["message"]
+    assert any(f["message"].startswith("targeted re-run") for f in step["findings"])
