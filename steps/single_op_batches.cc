@@ -1,12 +1,14 @@
 #include "steps/single_op_batches.h"
 
 #include <algorithm>
+#include <boost/filesystem.hpp>
 #include <map>
 #include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "orchestrator/engine/state.h"
 #include "orchestrator/engine/step.h"
 #include "steps/json_text.h"
 
@@ -55,6 +57,71 @@ std::vector<std::vector<std::string>> split_into_batches(const std::vector<std::
     start += size;
   }
   return batches;
+}
+
+std::vector<std::vector<std::string>> split_by_cost(const std::vector<std::string>& ops, size_t count,
+                                                    const std::map<std::string, double>& measured) {
+  double known_sum = 0;
+  size_t known = 0;
+  for (const std::string& op : ops)
+    if (auto it = measured.find(op); it != measured.end()) {
+      known_sum += it->second;
+      ++known;
+    }
+  if (known == 0) return split_into_batches(ops, count);
+  count = std::min(std::max<size_t>(count, 1), ops.size());
+  auto cost = [&](size_t i) {
+    auto it = measured.find(ops[i]);
+    return it != measured.end() ? it->second : known_sum / static_cast<double>(known);
+  };
+  std::vector<size_t> costliest_first(ops.size());
+  for (size_t i = 0; i < ops.size(); ++i) costliest_first[i] = i;
+  std::stable_sort(costliest_first.begin(), costliest_first.end(),
+                   [&](size_t a, size_t b) { return cost(a) > cost(b); });
+  std::vector<double> load(count, 0);
+  std::vector<size_t> batch_of(ops.size());
+  for (size_t i : costliest_first) {
+    size_t cheapest = static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    batch_of[i] = cheapest;
+    load[cheapest] += cost(i);
+  }
+  std::vector<std::vector<std::string>> batches(count);
+  for (size_t i = 0; i < ops.size(); ++i) batches[batch_of[i]].push_back(ops[i]);
+  batches.erase(std::remove_if(batches.begin(), batches.end(), [](const auto& b) { return b.empty(); }), batches.end());
+  return batches;
+}
+
+MeasuredCosts earlier_op_costs(const std::string& run_dir, const std::string& workflow, const std::string& step_id) {
+  namespace fs = boost::filesystem;
+  std::vector<std::string> earlier;
+  boost::system::error_code error;
+  const fs::path current = fs::path(run_dir).lexically_normal();
+  for (fs::directory_iterator it(current.parent_path(), error), end; !error && it != end; it.increment(error))
+    if (it->path().lexically_normal() != current && fs::is_directory(it->path()))
+      earlier.push_back(it->path().string());
+  std::sort(earlier.rbegin(), earlier.rend());  // run directories start with their start time
+  for (const std::string& dir : earlier) {
+    std::optional<std::string> text = read_file(dir + "/report.json");
+    nlohmann::json report = text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
+    if (!report.is_object() || !report.contains("workflow") || !report["workflow"].is_object() ||
+        report["workflow"].value("name", "") != workflow || !report.contains("steps") || !report["steps"].is_array())
+      continue;
+    MeasuredCosts costs;
+    for (const nlohmann::json& step : report["steps"]) {
+      if (!step.is_object() || step.value("id", "") != step_id || !step.contains("metrics") ||
+          !step["metrics"].is_object() || !step["metrics"].contains("op_times") ||
+          !step["metrics"]["op_times"].is_array())
+        continue;
+      for (const nlohmann::json& entry : step["metrics"]["op_times"])
+        if (entry.is_object() && entry.contains("op") && entry["op"].is_string() && entry.contains("compile_s") &&
+            entry["compile_s"].is_number() && entry.contains("run_s") && entry["run_s"].is_number())
+          costs.seconds[entry["op"]] = entry["compile_s"].get<double>() + entry["run_s"].get<double>();
+    }
+    if (costs.seconds.empty()) continue;
+    costs.report = dir + "/report.json";
+    return costs;
+  }
+  return {};
 }
 
 std::map<std::string, OpCost> read_op_costs(const std::string& single_op_json) {

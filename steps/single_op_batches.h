@@ -34,6 +34,22 @@ std::vector<std::string> single_op_args(const std::string& eager_dir, const std:
 // At most `count` batches of consecutive ops, sizes differing by one at most.
 std::vector<std::vector<std::string>> split_into_batches(const std::vector<std::string>& ops, size_t count);
 
+// At most `count` batches of about equal cost, each op costing what `measured` says (seconds
+// an earlier diagnosis measured) and an op not measured the mean of those that were: the
+// costliest op first into the batch that costs least so far; each batch keeps the ops' order.
+// Without measurements: split_into_batches.
+std::vector<std::vector<std::string>> split_by_cost(const std::vector<std::string>& ops, size_t count,
+                                                    const std::map<std::string, double>& measured);
+
+// The seconds each op cost (compile_s + run_s) in the newest earlier diagnosis of the workflow
+// named `workflow` beside `run_dir` (the same output directory): its report.json's step
+// `step_id`, metric op_times; `report` is that file, empty when there is none.
+struct MeasuredCosts {
+  std::string report;
+  std::map<std::string, double> seconds;
+};
+MeasuredCosts earlier_op_costs(const std::string& run_dir, const std::string& workflow, const std::string& step_id);
+
 // What one op cost in its single-op process: its one-op graphs' first calls through the backend
 // (compile_s, `compiles` of them) and its eager and compiled calls otherwise (run_s).
 struct OpCost {

@@ -173,7 +173,8 @@ class SingleOpCheckStep : public StepKind {
 
     size_t batch_count =
         node["batches"] ? node["batches"].as<size_t>() : static_cast<size_t>(context.workflow().defaults.slots);
-    std::vector<std::vector<std::string>> pending = split_into_batches(ops, batch_count);
+    const MeasuredCosts measured = earlier_op_costs(context.run_dir(), context.workflow().name, context.step().id);
+    std::vector<std::vector<std::string>> pending = split_by_cost(ops, batch_count, measured.seconds);
     std::vector<std::string> out_dirs, crashed;
     std::vector<std::pair<std::string, std::string>> op_errors;
     std::vector<SkippedOp> skipped;
@@ -230,7 +231,7 @@ class SingleOpCheckStep : public StepKind {
         again.insert(again.end(), outcome.not_started.begin(), outcome.not_started.end());
       }
       pending.clear();
-      if (!again.empty()) pending = split_into_batches(again, batch_count);
+      if (!again.empty()) pending = split_by_cost(again, batch_count, measured.seconds);
     }
 
     // Judge each batch's eager and graph results; failing rows are attributed to their op.
@@ -297,20 +298,22 @@ class SingleOpCheckStep : public StepKind {
     nlohmann::json crashed_json = crashed;
 
     size_t checked = ops.size() - op_errors.size() - crashed.size() - skipped.size();
-    result.metrics = {{"ops", ops.size()},
-                      {"compiles", compile_count(costs)},
-                      {"op_times", op_times_table(ops, costs)},
-                      {"batch_times", batch_times},
-                      {"checked", checked},
-                      {"skipped", skipped.size()},
-                      {"skipped_ops", skipped_ops},
-                      {"failed", failed_ops.size()},
-                      {"failed_ops", failed_ops},
-                      {"crashed_ops", crashed_json},
-                      {"op_errors", op_errors.size()},
-                      {"rounds", rounds},
-                      {"compared", compared},
-                      {"culprit", failed_ops.empty() ? nlohmann::json() : failed_ops[0]}};
+    result.metrics = {
+        {"ops", ops.size()},
+        {"compiles", compile_count(costs)},
+        {"op_times", op_times_table(ops, costs)},
+        {"batch_times", batch_times},
+        {"batch_costs_from", measured.report.empty() ? nlohmann::json() : nlohmann::json(measured.report)},
+        {"checked", checked},
+        {"skipped", skipped.size()},
+        {"skipped_ops", skipped_ops},
+        {"failed", failed_ops.size()},
+        {"failed_ops", failed_ops},
+        {"crashed_ops", crashed_json},
+        {"op_errors", op_errors.size()},
+        {"rounds", rounds},
+        {"compared", compared},
+        {"culprit", failed_ops.empty() ? nlohmann::json() : failed_ops[0]}};
     std::string counts = std::to_string(checked) + " ops checked alone in " + std::to_string(rounds) + " round(s)";
     if (!skipped.empty()) counts += ", " + skipped_clause(skipped);
     if (!op_errors.empty()) counts += ", " + std::to_string(op_errors.size()) + " could not be checked";

@@ -40,6 +40,37 @@ TEST(SingleOpBatches, SplitIsBalancedAndKeepsOrder) {
   EXPECT_TRUE(split_into_batches({}, 3).empty());
 }
 
+TEST(SingleOpBatches, SplitByMeasuredCostBalancesTheBatches) {
+  std::vector<std::string> ops = {"layer_norm", "t", "addmm", "gelu", "add"};
+  // An earlier diagnosis: layer_norm and add compiled slowly, the others fast; gelu unmeasured.
+  std::map<std::string, double> measured = {{"layer_norm", 4.7}, {"t", 0.1}, {"addmm", 0.1}, {"add", 4.0}};
+  auto batches = split_by_cost(ops, 2, measured);
+  ASSERT_EQ(batches.size(), 2u);
+  EXPECT_EQ(batches[0], (std::vector<std::string>{"layer_norm", "t", "addmm"}));  // 4.9 s
+  EXPECT_EQ(batches[1], (std::vector<std::string>{"gelu", "add"}));               // 2.2 s (the mean) + 4.0 s
+  EXPECT_EQ(split_by_cost(ops, 2, {}), split_into_batches(ops, 2));
+  EXPECT_EQ(split_by_cost(ops, 9, measured).size(), 5u);  // never an empty batch
+}
+
+TEST(SingleOpBatches, CostsComeFromTheNewestEarlierDiagnosisOfTheSameWorkflow) {
+  TempDir output;
+  auto report = [&](const std::string& dir, const std::string& workflow, double seconds) {
+    write_text(output / (dir + "/report.json"), R"({"workflow": {"name": ")" + workflow +
+                                                    R"("}, "steps": [{"id": "single_op", "metrics": {"op_times": [
+                  {"op": "aten.gelu.default", "compile_s": )" +
+                                                    std::to_string(seconds) + R"(, "run_s": 0.5}]}}]})");
+  };
+  report("20261203-100000-demo", "demo", 1.0);
+  report("20261203-110000-demo", "demo", 2.0);
+  report("20261203-120000-other", "other", 3.0);
+  boost::filesystem::create_directories(output / "20261203-130000-demo");
+  MeasuredCosts costs = earlier_op_costs(output / "20261203-130000-demo", "demo", "single_op");
+  EXPECT_EQ(costs.report, output / "20261203-110000-demo/report.json");
+  EXPECT_EQ(costs.seconds, (std::map<std::string, double>{{"aten.gelu.default", 2.5}}));
+  EXPECT_TRUE(earlier_op_costs(output / "20261203-130000-demo", "demo", "no_such_step").report.empty());
+  EXPECT_TRUE(earlier_op_costs(output / "20261203-100000-demo", "new", "single_op").seconds.empty());
+}
+
 TEST(SingleOpBatches, OpCostsAreReadFromTheResultsAndBadEntriesLeftOut) {
   std::map<std::string, OpCost> costs = read_op_costs(R"({"ops": [
     {"op": "a", "compile_s": 2.5, "run_s": 0.25, "compiles": 1,
