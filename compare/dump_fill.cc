@@ -21,9 +21,7 @@ const std::pair<const char*, std::string ManifestRecord::*> kFileFields[] = {
     {"truth_delta_file", &ManifestRecord::truth_delta_file},
     {"truth_file", &ManifestRecord::truth_file}};
 
-std::string stats_hash(const nlohmann::json& stats) {
-  return stats.is_object() ? stats.value("hash", std::string()) : std::string();
-}
+std::string stats_hash(const nlohmann::json& stats) { return stats.is_object() ? string_field(stats, "hash") : ""; }
 
 // `from` (in the source dump) as `to` (in the filled dump): a hard link, else a copy.
 bool place_file(const fs::path& from, const fs::path& to) {
@@ -60,7 +58,7 @@ void fill_manifest(const std::string& dir, const std::string& source_dir, const 
     nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
     std::string why;
     std::optional<ManifestRecord> record;
-    if (j.is_object() && j.value("type", std::string()) == "tensor") record = tensor_record(j, &why);
+    if (j.is_object() && string_field(j, "type") == "tensor") record = tensor_record(j, &why);
     if (!record || record->not_kept != "budget" || !op_keys.count(record->op_key)) {
       rewritten << line << '\n';
       continue;

@@ -52,6 +52,11 @@ std::optional<ManifestRecord> tensor_record(const nlohmann::json& j, std::string
   }
 }
 
+std::string string_field(const nlohmann::json& object, const char* key) {
+  auto member = object.find(key);
+  return member != object.end() && member->is_string() ? member->get<std::string>() : std::string();
+}
+
 bool leaves_dump_directory(const std::string& file) {
   return file.empty() || file[0] == '/' || ("/" + file + "/").find("/../") != std::string::npos;
 }
@@ -108,14 +113,14 @@ Manifest read_manifest(const std::string& dir) {
                                                      : "unparsable record ignored"));
       continue;
     }
-    const std::string type = j.value("type", std::string());
+    const std::string type = string_field(j, "type");
     if (line_no == 1 || type == "header") {
-      if (type != "header" || j.value("format", std::string()) != "diagnose-dump") {
+      if (type != "header" || string_field(j, "format") != "diagnose-dump") {
         m.error =
             where + "not a diagnose dump (first record must be {\"type\": \"header\", \"format\": \"diagnose-dump\"})";
         return m;
       }
-      const int version = j.value("version", 0);
+      const int version = j.contains("version") && j["version"].is_number_integer() ? j["version"].get<int>() : 0;
       if (version < 1 || version > kDumpFormatVersion) {
         m.error = where + "dump format version " + std::to_string(version) +
                   " is not supported (this diagnose reads version " + std::to_string(kDumpFormatVersion) + ")";
@@ -129,7 +134,9 @@ Manifest read_manifest(const std::string& dir) {
       else
         m.warnings.push_back(where + why);
     } else if (type == "budget") {
-      m.budget_limit = j.value("limit_bytes", int64_t{0});
+      m.budget_limit = j.contains("limit_bytes") && j["limit_bytes"].is_number_integer()
+                           ? j["limit_bytes"].get<int64_t>()
+                           : int64_t{0};
     } else if (type == "end") {
       m.complete = true;
     }
@@ -155,7 +162,7 @@ std::optional<RecordedStats> recorded_stats(const ManifestRecord& record) {
   s.l2 = number("l2");
   s.nan = count("nan");
   s.inf = count("inf");
-  if (j.contains("hash") && j["hash"].is_string()) s.hash = j["hash"].get<std::string>();
+  s.hash = string_field(j, "hash");
   return s;
 }
 

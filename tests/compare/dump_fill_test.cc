@@ -122,5 +122,27 @@ TEST(DumpFill, AnUnreadableRerunChangesNothing) {
   EXPECT_EQ(testing_support::read_text(dumps.first / "manifest.jsonl"), before);
 }
 
+TEST(DumpFill, FieldsOfTheWrongTypeAreIgnoredNotThrown) {
+  TempDir first, rerun;
+  const std::string hostile =
+      R"({"type": 5})"
+      "\n"
+      R"({"type": "budget", "limit_bytes": "many"})"
+      "\n" +
+      record("b", "output", 0, "hb", kOverBudget) + "\n" +
+      R"({"type": "tensor", "seq": 2, "op_key": "b", "io": "output", "index": 1, "not_kept": "budget", "stats": {"hash": 7}})" +
+      "\n";
+  write_bytes(first / "manifest.jsonl", kHeader + "\n" + hostile + kEnd + "\n");
+  write_bytes(rerun / "manifest.jsonl", R"({"type": "header", "format": "diagnose-dump", "version": "1"})"
+                                        "\n");
+  Manifest manifest = read_manifest(first.path());
+  EXPECT_EQ(manifest.error, "");
+  EXPECT_EQ(manifest.records.size(), 2u);
+  EXPECT_EQ(read_manifest(rerun.path()).error.find("version 0 is not supported") != std::string::npos, true);
+  DumpFill fill = fill_from(first.path(), rerun.path(), {"b"}, "region");
+  EXPECT_EQ(fill.filled, 0);
+  EXPECT_NE(fill.error, "");
+}
+
 }  // namespace
 }  // namespace diagnose::compare
