@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "compare/json_field.h"
 #include "compare/manifest.h"
 
 namespace diagnose::compare {
@@ -20,8 +21,6 @@ const std::pair<const char*, std::string ManifestRecord::*> kFileFields[] = {
     {"file", &ManifestRecord::file},
     {"truth_delta_file", &ManifestRecord::truth_delta_file},
     {"truth_file", &ManifestRecord::truth_file}};
-
-std::string stats_hash(const nlohmann::json& stats) { return stats.is_object() ? string_field(stats, "hash") : ""; }
 
 // `from` (in the source dump) as `to` (in the filled dump): a hard link, else a copy.
 bool place_file(const fs::path& from, const fs::path& to) {
@@ -58,7 +57,7 @@ void fill_manifest(const std::string& dir, const std::string& source_dir, const 
     nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
     std::string why;
     std::optional<ManifestRecord> record;
-    if (j.is_object() && string_field(j, "type") == "tensor") record = tensor_record(j, &why);
+    if (j.is_object() && string_at(j, "type") == "tensor") record = tensor_record(j, &why);
     if (!record || record->not_kept != "budget" || !op_keys.count(record->op_key)) {
       rewritten << line << '\n';
       continue;
@@ -70,8 +69,9 @@ void fill_manifest(const std::string& dir, const std::string& source_dir, const 
       continue;
     }
     const ManifestRecord& kept = *found->second;
-    const std::string hash = stats_hash(record->stats);
-    if (hash.empty() || hash != stats_hash(kept.stats) || kept.dtype != record->dtype || kept.shape != record->shape) {
+    const std::string hash = string_at(record->stats, "hash");
+    if (hash.empty() || hash != string_at(kept.stats, "hash") || kept.dtype != record->dtype ||
+        kept.shape != record->shape) {
       ++counts.differed;
       rewritten << line << '\n';
       continue;

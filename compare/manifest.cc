@@ -2,6 +2,7 @@
 
 #include <fstream>
 
+#include "compare/json_field.h"
 #include "compare/npy.h"
 
 namespace diagnose::compare {
@@ -50,11 +51,6 @@ std::optional<ManifestRecord> tensor_record(const nlohmann::json& j, std::string
     *why = std::string("bad field type: ") + e.what();
     return std::nullopt;
   }
-}
-
-std::string string_field(const nlohmann::json& object, const char* key) {
-  auto member = object.find(key);
-  return member != object.end() && member->is_string() ? member->get<std::string>() : std::string();
 }
 
 bool leaves_dump_directory(const std::string& file) {
@@ -113,9 +109,9 @@ Manifest read_manifest(const std::string& dir) {
                                                      : "unparsable record ignored"));
       continue;
     }
-    const std::string type = string_field(j, "type");
+    const std::string type = string_at(j, "type");
     if (line_no == 1 || type == "header") {
-      if (type != "header" || string_field(j, "format") != "diagnose-dump") {
+      if (type != "header" || string_at(j, "format") != "diagnose-dump") {
         m.error =
             where + "not a diagnose dump (first record must be {\"type\": \"header\", \"format\": \"diagnose-dump\"})";
         return m;
@@ -162,7 +158,7 @@ std::optional<RecordedStats> recorded_stats(const ManifestRecord& record) {
   s.l2 = number("l2");
   s.nan = count("nan");
   s.inf = count("inf");
-  s.hash = string_field(j, "hash");
+  s.hash = string_at(j, "hash");
   return s;
 }
 

@@ -71,8 +71,6 @@ struct Manifest {
 Manifest read_manifest(const std::string& dir);
 // One `tensor` line of a manifest; nullopt (and why) when a field is missing or malformed.
 std::optional<ManifestRecord> tensor_record(const nlohmann::json& line, std::string* why);
-// A string member of a JSON object; "" when it is absent or not a string (a hostile dump's).
-std::string string_field(const nlohmann::json& object, const char* key);
 // Whether a record's file path is empty, absolute or climbs out of its dump directory.
 bool leaves_dump_directory(const std::string& file);
 

@@ -1,19 +1,13 @@
 // Reading files other programs wrote (the plugin's status.json, progress.jsonl): a field may be
-// missing or of any type, and reading it must never throw.
+// missing or of any type, and reading it must never throw (compare/json_field.h).
 #pragma once
 
 #include "steps/layer.h"
 
-#include <string>
-
-#include <nlohmann/json.hpp>
+#include "compare/json_field.h"
 
 namespace diagnose {
 
-// The string member `key` of `object`, or `otherwise` when `object` is no object, lacks `key`
-// or holds something else there.
-inline std::string string_at(const nlohmann::json& object, const char* key, const std::string& otherwise = "") {
-  return object.contains(key) && object.at(key).is_string() ? object.at(key).get<std::string>() : otherwise;
-}
+using compare::string_at;
 
 }  // namespace diagnose

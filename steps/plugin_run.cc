@@ -49,10 +49,12 @@ bool writes_into_cwd(const nlohmann::json& spec) {
   return backend == "torchair" || backend.find(':') != std::string::npos;
 }
 
+bool works_in_own_directory(const StepContext& context, const YAML::Node& side, const nlohmann::json& spec) {
+  return writes_into_cwd(spec) && !(side && side.IsMap() && side["cwd"]) && !context.workflow().model.command.cwd;
+}
+
 YAML::Node compiled_side(const StepContext& context, const YAML::Node& side, const nlohmann::json& spec) {
-  if ((side && side.IsMap() && side["cwd"]) || context.workflow().model.command.cwd || !writes_into_cwd(spec))
-    return side;
-  return in_own_directory(side);
+  return works_in_own_directory(context, side, spec) ? in_own_directory(side) : side;
 }
 
 const nlohmann::json kEagerAtenRun = {{"mode", "eager"}, {"dump", {{"level", "aten"}}}};

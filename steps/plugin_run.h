@@ -75,9 +75,13 @@ YAML::Node in_own_directory(const YAML::Node& side);
 // Whether a compiled run of `spec` may write files into its working directory: TorchAir's GE
 // writes fusion_result.json there, and a user backend (module:function) may.
 bool writes_into_cwd(const nlohmann::json& spec);
+// Whether a compiled run of `spec` works in its run's own directory: where writes_into_cwd(spec)
+// and neither the side nor the model names a working directory (two such runs at once must not
+// write the same files).
+bool works_in_own_directory(const StepContext& context, const YAML::Node& side, const nlohmann::json& spec);
 // The side of a compiled run that others may share (graph_dump_compare's target, known_causes'
-// experiments): in its own directory where writes_into_cwd(spec) and neither the side nor the
-// model names a working directory, else in the model's, where a script finds what it reads.
+// experiments): in its own directory where works_in_own_directory, else in the model's, where a
+// script finds what it reads.
 YAML::Node compiled_side(const StepContext& context, const YAML::Node& side, const nlohmann::json& spec);
 
 // What plugin_run would ask for, for StepKind::planned_runs: nothing written, nothing shared yet.

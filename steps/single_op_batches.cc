@@ -103,20 +103,14 @@ MeasuredCosts earlier_op_costs(const std::string& run_dir, const std::string& wo
   for (const std::string& dir : earlier) {
     std::optional<std::string> text = read_file(dir + "/report.json");
     nlohmann::json report = text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
-    if (!report.is_object() || !report.contains("workflow") || !report["workflow"].is_object() ||
-        report["workflow"].value("name", "") != workflow || !report.contains("steps") || !report["steps"].is_array())
+    if (!report.is_object() || string_at(report.value("workflow", nlohmann::json()), "name") != workflow ||
+        !report.contains("steps") || !report["steps"].is_array())
       continue;
     MeasuredCosts costs;
-    for (const nlohmann::json& step : report["steps"]) {
-      if (!step.is_object() || step.value("id", "") != step_id || !step.contains("metrics") ||
-          !step["metrics"].is_object() || !step["metrics"].contains("op_times") ||
-          !step["metrics"]["op_times"].is_array())
-        continue;
-      for (const nlohmann::json& entry : step["metrics"]["op_times"])
-        if (entry.is_object() && entry.contains("op") && entry["op"].is_string() && entry.contains("compile_s") &&
-            entry["compile_s"].is_number() && entry.contains("run_s") && entry["run_s"].is_number())
-          costs.seconds[entry["op"]] = entry["compile_s"].get<double>() + entry["run_s"].get<double>();
-    }
+    for (const nlohmann::json& step : report["steps"])
+      if (string_at(step, "id") == step_id && step.contains("metrics") && step["metrics"].is_object())
+        for (const auto& [op, cost] : op_costs(step["metrics"].value("op_times", nlohmann::json())))
+          costs.seconds[op] = cost.compile_s + cost.run_s;
     if (costs.seconds.empty()) continue;
     costs.report = dir + "/report.json";
     return costs;
@@ -124,11 +118,10 @@ MeasuredCosts earlier_op_costs(const std::string& run_dir, const std::string& wo
   return {};
 }
 
-std::map<std::string, OpCost> read_op_costs(const std::string& single_op_json) {
+std::map<std::string, OpCost> op_costs(const nlohmann::json& entries) {
   std::map<std::string, OpCost> costs;
-  nlohmann::json document = nlohmann::json::parse(single_op_json, nullptr, false);
-  if (!document.is_object() || !document.contains("ops") || !document["ops"].is_array()) return costs;
-  for (const nlohmann::json& entry : document["ops"]) {
+  if (!entries.is_array()) return costs;
+  for (const nlohmann::json& entry : entries) {
     if (!entry.is_object() || !entry.contains("op") || !entry["op"].is_string()) continue;
     if (!entry.contains("compile_s") || !entry["compile_s"].is_number() || !entry.contains("run_s") ||
         !entry["run_s"].is_number())
@@ -142,6 +135,11 @@ std::map<std::string, OpCost> read_op_costs(const std::string& single_op_json) {
     costs[entry["op"].get<std::string>()] = cost;
   }
   return costs;
+}
+
+std::map<std::string, OpCost> read_op_costs(const std::string& single_op_json) {
+  nlohmann::json document = nlohmann::json::parse(single_op_json, nullptr, false);
+  return document.is_object() && document.contains("ops") ? op_costs(document["ops"]) : std::map<std::string, OpCost>();
 }
 
 BatchOutcome read_batch_progress(const std::string& progress_text, const std::vector<std::string>& batch,

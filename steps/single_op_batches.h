@@ -58,9 +58,12 @@ struct OpCost {
   nlohmann::json shared_compiles = nlohmann::json::array();  // [{"op_key", "compiled_as"}]
 };
 
-// The costs in a single-op process's single_op.json ({"ops": [{"op", "compile_s", "run_s",
-// "compiles", "shared_compiles"}, ...]}); an entry without compile_s and run_s is left out,
-// text that is not such a document gives none.
+// The costs in entries {"op", "compile_s", "run_s", "compiles", "shared_compiles"} (a
+// single-op process's, or single_op_check's metric op_times); an entry without compile_s and
+// run_s is left out, and anything but an array gives none.
+std::map<std::string, OpCost> op_costs(const nlohmann::json& entries);
+// The op_costs of a single-op process's single_op.json ({"ops": [...]}); text that is not such
+// a document gives none.
 std::map<std::string, OpCost> read_op_costs(const std::string& single_op_json);
 
 // An op the single-op run did not check, and why: `reason` is a short class ("random", "no

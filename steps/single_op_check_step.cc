@@ -190,12 +190,9 @@ class SingleOpCheckStep : public StepKind {
         std::string out = context.run_dir_of(run_name) + "/out";
         requests.push_back(plugin_command(
             context, run_name, single_op_args(eager_dir, out, target, switches_file, pending[b]), node["eager"]));
-        // The batches compile at the same time: a backend that writes files into its working
-        // directory (GE's fusion_result.json) must not have two of them write the same one.
-        if (writes_into_cwd(target) && !context.workflow().model.command.cwd) {
-          requests.back().cwd = requests.back().dir;
-          fs::create_directories(requests.back().dir);
-        }
+        // The batches compile at the same time (GE's fusion_result.json, written into the
+        // working directory, must not be two batches' at once).
+        if (works_in_own_directory(context, YAML::Node(), target)) requests.back().cwd = requests.back().dir;
       }
       std::vector<RunRecord> runs = context.run(requests);
       std::vector<std::string> again;

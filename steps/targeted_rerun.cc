@@ -4,6 +4,7 @@
 #include <cctype>
 #include <set>
 
+#include "orchestrator/engine/dump_budget.h"
 #include "orchestrator/engine/state.h"
 #include "steps/plugin_run.h"
 
@@ -60,9 +61,7 @@ std::optional<TargetedRerun> rerun_region(const StepContext& context, const std:
   std::vector<std::string> patterns;
   for (const std::string& op_key : region) patterns.push_back(exact_op_key_pattern(op_key));
   for (const RunRequest& side : sides) {
-    const nlohmann::json status = read_plugin_status(side.dir);
-    if (!status.is_object() || !status.contains("dump") || status["dump"].value("budget_reached", false) != true)
-      continue;
+    if (!dump_budget_reached(read_plugin_status(side.dir))) continue;
     std::optional<std::string> text = read_file(side.dir + "/spec.json");
     nlohmann::json spec = text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
     if (!spec.is_object()) continue;

@@ -45,6 +45,11 @@ void apply_dump_share(const State& state, nlohmann::json& spec) {
     spec["dump"]["max_bytes"] = state.dump_budget.at("per_run_bytes");
 }
 
+bool dump_budget_reached(const nlohmann::json& status) {
+  return status.is_object() && status.contains("dump") && status["dump"].is_object() &&
+         status["dump"].contains("budget_reached") && status["dump"]["budget_reached"] == true;
+}
+
 void record_dump_outcome(State& state) {
   if (!state.dump_budget.is_object()) return;
   int64_t written = 0;
@@ -58,7 +63,7 @@ void record_dump_outcome(State& state) {
       const nlohmann::json& dump = status["dump"];
       const int64_t bytes = dump.value("written_bytes", int64_t{0});
       written += bytes;
-      if (dump.value("budget_reached", false) != true) continue;
+      if (!dump_budget_reached(status)) continue;
       const nlohmann::json not_kept = dump.value("not_kept", nlohmann::json::object());
       const nlohmann::json spec_dump =
           status.contains("spec") ? status["spec"].value("dump", nlohmann::json()) : nlohmann::json();

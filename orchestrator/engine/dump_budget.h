@@ -31,6 +31,9 @@ nlohmann::json plan_dump_budget(int64_t limit_bytes, const std::vector<PlannedRu
 // Gives a run that takes a share its dump.max_bytes (no change without a planned budget).
 void apply_dump_share(const State& state, nlohmann::json& spec);
 
+// Whether a run's status.json (parsed; any content) says its op dump reached its byte budget.
+bool dump_budget_reached(const nlohmann::json& status);
+
 // Adds the outcome to state.dump_budget from each run's status.json: written_bytes over the
 // distinct runs, and left_out, one entry per run whose budget was reached
 // ({step, run, limit_bytes, written_bytes, records}: records kept as statistics only).

@@ -114,5 +114,13 @@ TEST(DumpBudget, TheOutcomeSaysWhatTheDumpsWroteAndWhatTheBudgetLeftOut) {
   EXPECT_EQ(dump_budget_text(nullptr), "");
 }
 
+TEST(DumpBudget, ABudgetReachedIsReadFromAnyStatusWithoutThrowing) {
+  EXPECT_TRUE(dump_budget_reached({{"dump", {{"budget_reached", true}}}}));
+  EXPECT_FALSE(dump_budget_reached({{"dump", {{"budget_reached", false}}}}));
+  EXPECT_FALSE(dump_budget_reached({{"dump", {{"budget_reached", "yes"}}}}));
+  EXPECT_FALSE(dump_budget_reached({{"dump", "written"}}));
+  EXPECT_FALSE(dump_budget_reached(nullptr));
+}
+
 }  // namespace
 }  // namespace diagnose
