@@ -2,15 +2,29 @@
 # Sets up the machine (scripts/setup.sh) and runs every test: GoogleTest (also under
 # AddressSanitizer + UndefinedBehaviorSanitizer), pytest, and the fuzz targets for a
 # bounded time. Exits non-zero if anything fails.
+# --quick (while developing, about 5 minutes after setup and build): the lint, the C++ tests, the
+# Python tests that run no model (pytest -m "not e2e", tests/python/conftest.py) and one diagnosis.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
+QUICK=false
+PYTEST_SELECTION=()
+if [[ ${1:-} == --quick ]]; then
+  QUICK=true
+  PYTEST_SELECTION=(-m "quick or not e2e")
+fi
 FUZZ_SECONDS=${FUZZ_SECONDS:-10}
 RESULTS=$ROOT/build/test-results
 failed_stages=()
 stage_times=()
 
-stage() {  # stage NAME COMMAND...
+stage() {  # stage [--quick] NAME COMMAND...: a --quick stage runs under --quick too
+  local in_quick=false
+  if [[ $1 == --quick ]]; then
+    in_quick=true
+    shift
+  fi
+  if $QUICK && ! $in_quick; then return; fi
   local name=$1
   shift
   echo
@@ -37,17 +51,17 @@ lint() {
   git ls-files -z '*.cc' '*.h' | xargs -0 clang-format --dry-run -Werror || status=1
   return $status
 }
-stage "Lint (ruff, clang-format)" lint
+stage --quick "Lint (ruff, clang-format)" lint
 
-stage "C++ tests" ctest --test-dir build --output-on-failure -j2 --output-junit "$RESULTS/ctest.xml"
+stage --quick "C++ tests" ctest --test-dir build --output-on-failure -j2 --output-junit "$RESULTS/ctest.xml"
 
 # Two workers: most tests wait on model processes. One OpenMP thread per model process, so
 # two of them share the two cores instead of spinning against each other. One Inductor cache
 # for all the workers, started empty: a graph compiles once per test session.
 rm -rf "$ROOT/build/test-inductor-cache"
-stage "Python tests" env DIAGNOSE_BIN="$ROOT/build/orchestrator/diagnose" OMP_NUM_THREADS=1 \
+stage --quick "Python tests" env DIAGNOSE_BIN="$ROOT/build/orchestrator/diagnose" OMP_NUM_THREADS=1 \
   DIAGNOSE_TEST_INDUCTOR_CACHE="$ROOT/build/test-inductor-cache" \
-  .venv/bin/python -m pytest tests/python -q -p no:cacheprovider -n 2 --dist loadgroup \
+  .venv/bin/python -m pytest tests/python "${PYTEST_SELECTION[@]}" -q -p no:cacheprovider -n 2 --dist loadgroup \
   --junitxml="$RESULTS/pytest.xml"
 
 # The plugin on the oldest and the newest supported torch (2.5.1, 2.14.1), each in a venv of its

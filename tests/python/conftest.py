@@ -52,11 +52,41 @@ SHARED_RUN_DIRS = ("examples", "plugin")
 INDEPENDENT_TEST_DIRS = ("workflows",)
 
 
+# Tests that run a model (a diagnosis, or the plugin on a model), marked e2e: folders and files,
+# and every test that reads the plugin tests' shared runs. `scripts/test.sh --quick` runs the
+# tests that are not, and the one diagnosis marked quick.
+END_TO_END_PATHS = (
+    "bisect",
+    "examples",
+    "gate/test_gate.py",
+    "plugin/test_isolation.py",
+    "plugin/test_plugin_crash.py",
+    "report",
+    "workflows",
+)
+QUICK_DIAGNOSIS = "test_standard_workflow_finds_the_planted_cause[forgotten_eval]"
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "e2e: runs a model (a diagnosis, or the plugin on a model)")
+    config.addinivalue_line("markers", "quick: the one diagnosis scripts/test.sh --quick runs")
+
+
+def end_to_end(item, relative: Path) -> bool:
+    path = relative.as_posix()
+    in_paths = any(path == p or path.startswith(p + "/") for p in END_TO_END_PATHS)
+    return in_paths or "plugin_runs" in item.fixturenames
+
+
 # First: pytest-xdist reads the groups in its own hook of the same name.
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items):
     for item in items:
         relative = Path(str(item.fspath)).resolve().relative_to(HERE)
+        if end_to_end(item, relative):
+            item.add_marker(pytest.mark.e2e)
+        if item.name == QUICK_DIAGNOSIS:
+            item.add_marker(pytest.mark.quick)
         if relative.parts[0] in INDEPENDENT_TEST_DIRS:
             continue
         group = relative.parts[0] if relative.parts[0] in SHARED_RUN_DIRS else relative.as_posix()
