@@ -12,6 +12,9 @@ PYTEST_SELECTION=()
 if [[ ${1:-} == --quick ]]; then
   QUICK=true
   PYTEST_SELECTION=(-m "quick or not e2e")
+elif (($#)); then
+  echo "usage: scripts/test.sh [--quick]" >&2
+  exit 2
 fi
 FUZZ_SECONDS=${FUZZ_SECONDS:-10}
 RESULTS=$ROOT/build/test-results
