@@ -37,12 +37,18 @@ std::optional<ManifestRecord> tensor_record(const nlohmann::json& j, std::string
     if (j.contains("fx_nodes") && j["fx_nodes"].is_array())
       for (const auto& node : j["fx_nodes"])
         if (node.is_string()) record.fx_nodes.push_back(node.get<std::string>());
+    const auto flagged = [](const nlohmann::json& o) {
+      return o.contains("nonfinite_constant") && o["nonfinite_constant"] == true;
+    };
+    record.nonfinite_constant = flagged(j);
     if (j.contains("sources") && j["sources"].is_array())
       for (const auto& source : j["sources"])
-        if (source.is_object())
+        if (source.is_object()) {
+          record.nonfinite_constant = record.nonfinite_constant || flagged(source);
           record.sources.push_back({source.value("node", std::string()), source.value("module", std::string()),
                                     source.value("custom_op", std::string()), source.value("line", std::string()),
                                     source.value("code", std::string())});
+        }
     if (j.contains("graph") && j["graph"].is_number_integer()) record.graph = j["graph"].get<int>();
     if (j.contains("step") && j["step"].is_number_integer()) record.step = j["step"].get<int64_t>();
     if (j.contains("stats")) record.stats = j["stats"];

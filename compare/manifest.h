@@ -40,6 +40,9 @@ struct ManifestRecord {
   std::string module;
   std::vector<std::string> fx_nodes;  // the FX nodes the tensor computes (several for a fused buffer)
   std::vector<NodeSource> sources;    // where each FX node came from in the user's code
+  // The op (or one of the FX nodes) was given a non-finite constant (masked_fill with -inf, a
+  // causal mask filled with -inf): the Inf/NaN it writes is meant, not an overflow.
+  bool nonfinite_constant = false;
   int graph = -1;
   int64_t step = 0;
   nlohmann::json stats;  // null when absent

@@ -115,6 +115,8 @@ void match_one_manifest(const Manifest& golden, const Manifest& mine, int rank, 
     auto g = golden_by_id.find(key->second);
     return g != golden_by_id.end() && g->second->path.empty() != r.path.empty() ? g : golden_by_id.end();
   };
+  const bool golden_records_state = std::any_of(golden.records.begin(), golden.records.end(),
+                                                [](const ManifestRecord& r) { return r.kind == "state"; });
   std::map<std::string, bool> used;
   for (const auto& r : mine.records) {
     const std::string id = r.match_key();
@@ -132,6 +134,7 @@ void match_one_manifest(const Manifest& golden, const Manifest& mine, int rank, 
     s.index = r.index;
     s.order = r.seq;
     s.final_output = r.kind == "final";
+    s.state = r.kind == "state";
     s.my_op_type = r.op;
     s.fx_nodes = r.fx_nodes;
     s.sources = r.sources;
@@ -139,6 +142,10 @@ void match_one_manifest(const Manifest& golden, const Manifest& mine, int rank, 
     s.my_path = r.file.empty() ? mine.dir + "/manifest.jsonl#" + id : s.mine->path;
     auto g = golden_by_id.find(id);
     if (g == golden_by_id.end()) g = by_position(r);
+    if (g == golden_by_id.end() && r.kind == "state") {  // no row: nothing to judge it against
+      out.unmatched.emplace_back(id, golden_records_state ? kStateOnlyInTarget : kGoldenRecordsNoState);
+      continue;
+    }
     if (g == golden_by_id.end()) {
       s.match_note = "no golden tensor " + id;
     } else {
@@ -173,7 +180,9 @@ void match_one_manifest(const Manifest& golden, const Manifest& mine, int rank, 
   }
   for (const auto& [id, record] : golden_by_id) {
     std::string reason = "only in the golden dump";
-    if (record->io == "input" && !target_has_inputs)
+    if (record->kind == "state")
+      reason = kStateOnlyInGolden;
+    else if (record->io == "input" && !target_has_inputs)
       reason = "an input; the target dump records outputs only";
     else if (!record->fx_nodes.empty() && fused.count(std::to_string(record->graph) + "/" + record->fx_nodes.front()))
       reason = "fused into another node's buffer; never materialised";

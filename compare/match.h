@@ -21,6 +21,13 @@ struct MatchResult {
   std::string fatal_error;
 };
 
+// Why a golden state record (`kind: state`) has no target partner: an argument the golden run
+// wrote in place during a call and the target run did not (its version counter did not move).
+inline constexpr const char* kStateOnlyInGolden = "state written in place by the golden run only, not by the target";
+inline constexpr const char* kStateOnlyInTarget = "state written in place by the target only, not by the golden run";
+// A target state record against a dump written before state was recorded (an older baseline).
+inline constexpr const char* kGoldenRecordsNoState = "state; the golden dump records none";
+
 // TorchAir: GE dump directory (mine) against an FX npy dump (golden).  ge_match.cc
 MatchResult match_ge_vs_fx(const std::string& fx_dir, const std::string& ge_dir, std::optional<int> rank);
 // TorchAir: GE dump against GE dump (fusion on vs fusion off).  ge_match.cc

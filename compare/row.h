@@ -82,6 +82,9 @@ struct RowSpec {
   bool self_compare = false;
   // A final output of the model (a `kind: final` record), not an op, node or buffer.
   bool final_output = false;
+  // State a call of the compiled callable leaves for the next (a `kind: state` record: a buffer,
+  // an input written in place; docs/dump-format.md, "State").
+  bool state = false;
   // The FX nodes the tensor computes (several for a fused buffer) and where each came from:
   // the target record's, else the golden one's (the project's dumps).
   std::vector<std::string> fx_nodes;

@@ -10,6 +10,7 @@
 #include "compare/report.h"
 #include "orchestrator/exec/command_line.h"
 #include "orchestrator/workflow/validate.h"
+#include "steps/call_judgement.h"
 #include "steps/nan_origin.h"
 #include "steps/targeted_rerun.h"
 
@@ -93,7 +94,7 @@ std::string truth_distance(const compare::CompareResult& compared, const std::st
 bool op_row_fails(const compare::CompareResult& compared) {
   for (const compare::RowGroup& group : compared.groups)
     for (const compare::Row& row : group.rows)
-      if (row.verdict == compare::Verdict::Fail && !row.spec.final_output) return true;
+      if (row.verdict == compare::Verdict::Fail && !row.spec.final_output && !row.spec.state) return true;
   return false;
 }
 
@@ -137,6 +138,25 @@ std::string final_outputs_of(const std::string& dump) {
   const fs::path run_dir = fs::path(dump).parent_path();
   if (fs::path(dump).filename() != "dump" || !fs::exists(run_dir / "status.json")) return "";
   return (run_dir / "outputs").string();
+}
+
+// The state after each call in the final outputs' comparison `finals`, judged into its result `f`
+// (whose summary already says which calls diverge): each piece of state that differs as a finding
+// and, when state differs after a call whose outputs match, the step's category state_defect with
+// the state as its culprit.
+void judge_state(const StepContext& context, const compare::CompareResult& finals, const std::string& golden,
+                 const std::string& golden_side, StepResult& f) {
+  std::string ignored;
+  CallJudgement calls = judge_calls(finals, step_tolerances(context, &ignored));
+  attribute_state_writers(calls, final_outputs_of(golden), golden);
+  const std::vector<std::string> state = calls.state_texts(golden_side);
+  for (const std::string& text : state) f.findings.push_back({text, ""});
+  const std::optional<int64_t> state_first = calls.state_diverges_first();
+  if (!state_first || f.status != StepStatus::Fail) return;
+  f.metrics["category"] = "state_defect";
+  f.metrics["culprit"] = "state." + calls.state.front().path;
+  f.summary = "the compiled graph does not carry the state between calls: call " + std::to_string(*state_first + 1) +
+              "'s outputs match, but " + state.front() + "; " + f.summary;
 }
 
 }  // namespace
@@ -263,9 +283,16 @@ DumpJudgement judge_dumps(const StepContext& context, const std::string& golden,
     const std::string text = origin_text(compared, op);
     return text.empty() ? "" : "; " + text;
   };
+  // With several calls, the divergences of the first diverging call stand for the later ones (the
+  // summary says which calls diverge).
+  std::string ignored;
+  const CallJudgement calls = judge_calls(compared, step_tolerances(context, &ignored));
+  const std::optional<int64_t> first_call = calls.first_diverging_step();
   for (const compare::Divergence& d : divergences) {
+    if (first_call && d.token_id != *first_call) continue;
     std::string where = (d.rank >= 0 ? " rank " + std::to_string(d.rank) : "") +
-                        (d.graph >= 0 ? " graph " + std::to_string(d.graph) : "");
+                        (d.graph >= 0 ? " graph " + std::to_string(d.graph) : "") +
+                        (calls.calls.size() > 1 ? " call " + std::to_string(d.token_id + 1) : "");
     result.findings.push_back({prefix + "first failing op" + where + ": " + d.first_failing_op +
                                    truth_distance(compared, d.first_failing_op) + origin(d.first_failing_op),
                                d.first_failing_op});
@@ -278,6 +305,7 @@ DumpJudgement judge_dumps(const StepContext& context, const std::string& golden,
   }
   result.metrics["first_failing_op"] =
       divergences.empty() ? nlohmann::json() : nlohmann::json(divergences.front().first_failing_op);
+  if (calls.calls.size() > 1) result.metrics["calls"] = calls.to_json();
   result.metrics["source_ops"] = source_ops;
   if (!s.unmatched.empty())
     result.findings.push_back({prefix + std::to_string(s.unmatched.size()) +
@@ -308,7 +336,10 @@ DumpJudgement judge_dumps(const StepContext& context, const std::string& golden,
   if (s.failed > 0) {
     result.status = StepStatus::Fail;
     result.summary = prefix + std::to_string(s.failed) + " of " + std::to_string(s.compared) + " judged rows fail";
-    if (!divergences.empty()) result.summary += ", first divergence at " + divergences.front().first_failing_op;
+    if (!calls.text().empty())
+      result.summary += " (" + calls.text() + ")";
+    else if (!divergences.empty())
+      result.summary += ", first divergence at " + divergences.front().first_failing_op;
     result.summary += "; " + coverage;
   } else if (s.compared == 0) {
     result.status = StepStatus::Error;
@@ -323,7 +354,7 @@ DumpJudgement judge_dumps(const StepContext& context, const std::string& golden,
     result.summary = why.str();
   } else {
     result.status = StepStatus::Pass;
-    result.summary = prefix + "all pass; " + coverage;
+    result.summary = prefix + "all pass" + (calls.text().empty() ? "" : " (" + calls.text() + ")") + "; " + coverage;
   }
   judgement.compared = std::move(record.compared);
   return judgement;
@@ -331,7 +362,8 @@ DumpJudgement judge_dumps(const StepContext& context, const std::string& golden,
 
 StepResult judge_run_dumps(const StepContext& context, const std::vector<RunRequest>& requests,
                            const std::vector<RunRecord>& runs, const std::string& golden, const std::string& target,
-                           const std::optional<std::string>& referee, const std::string& failure) {
+                           const std::optional<std::string>& referee, const std::string& failure,
+                           const std::string& golden_side) {
   const std::string out_dir = context.step_dir() + "/compare";
   DumpJudgement judgement = judge_dumps(context, golden, target, referee, out_dir);
   std::optional<TargetedRerun> rerun;
@@ -344,18 +376,20 @@ StepResult judge_run_dumps(const StepContext& context, const std::vector<RunRequ
     result.metrics["targeted_rerun"] = rerun->to_json();
     result.findings.push_back({rerun->text(), ""});
   }
-  judge_final_outputs(context, golden, target, referee, result);
+  judge_final_outputs(context, golden, target, referee, golden_side, result);
   std::vector<std::string> reproduce;
   for (const RunRecord& run : runs) reproduce.push_back(reproduce_command(run.cwd, run.env, run.argv));
   result.reproduce.insert(result.reproduce.begin(), reproduce.begin(), reproduce.end());
   const nlohmann::json& sources = result.metrics["source_ops"];
-  result.metrics["culprit"] = !sources.empty() ? sources[0] : result.metrics["first_failing_op"];
+  result.metrics["culprit"] = result.metrics.contains("culprit") ? result.metrics["culprit"]
+                              : !sources.empty()                 ? sources[0]
+                                                                 : result.metrics["first_failing_op"];
   const compare::RowSpec* culprit = judgement.compared && result.metrics["culprit"].is_string()
                                         ? row_with_nodes(*judgement.compared, result.metrics["culprit"])
                                         : nullptr;
   result.metrics["culprit_nodes"] = culprit ? culprit->fx_nodes : std::vector<std::string>();
   result.metrics["culprit_sources"] = culprit ? source_places(*culprit) : std::vector<std::string>();
-  if (result.status == StepStatus::Fail) {
+  if (result.status == StepStatus::Fail && !result.metrics.contains("category")) {
     result.summary = failure + result.summary;
     if (culprit)
       result.summary += "; " + result.metrics["culprit"].get<std::string>() + ": " +
@@ -366,7 +400,8 @@ StepResult judge_run_dumps(const StepContext& context, const std::vector<RunRequ
 }
 
 void judge_final_outputs(const StepContext& context, const std::string& golden, const std::string& target,
-                         const std::optional<std::string>& referee, StepResult& result) {
+                         const std::optional<std::string>& referee, const std::string& golden_side,
+                         StepResult& result) {
   const std::string golden_outputs = final_outputs_of(golden), target_outputs = final_outputs_of(target);
   if (golden_outputs.empty() && target_outputs.empty()) return;  // dumps brought by the user
   std::optional<std::string> referee_outputs;
@@ -377,6 +412,7 @@ void judge_final_outputs(const StepContext& context, const std::string& golden, 
                              : judge_dumps(context, golden_outputs, target_outputs, referee_outputs,
                                            context.step_dir() + "/compare-outputs", "final outputs");
   StepResult& f = finals.result;
+  if (finals.compared) judge_state(context, *finals.compared, golden, golden_side, f);
   for (Evidence& e : f.evidence) result.evidence.push_back(std::move(e));
   for (Finding& finding : f.findings) result.findings.push_back(std::move(finding));
   for (std::string& command : f.reproduce) result.reproduce.push_back(std::move(command));
@@ -385,8 +421,13 @@ void judge_final_outputs(const StepContext& context, const std::string& golden, 
                                      {"judged", s ? s->compared : 0},
                                      {"failed", s ? s->failed : 0},
                                      {"summary", f.summary}};
+  if (f.metrics.contains("calls")) result.metrics["final_outputs"]["calls"] = f.metrics["calls"];
   const bool all_judged = s && s->rows > 0 && s->compared == s->rows;
-  if (f.status == StepStatus::Fail) {
+  if (f.status == StepStatus::Fail && f.metrics.contains("category")) {
+    result.status = StepStatus::Fail;
+    result.summary = f.summary + "; ops: " + result.summary;
+    for (const char* key : {"category", "culprit"}) result.metrics[key] = f.metrics[key];
+  } else if (f.status == StepStatus::Fail) {
     const bool ops_failed = result.status == StepStatus::Fail;
     result.status = StepStatus::Fail;
     result.summary = ops_failed ? result.summary + "; " + f.summary : f.summary + "; ops: " + result.summary;

@@ -64,16 +64,20 @@ DumpJudgement judge_dumps(const StepContext& context, const std::string& golden,
 // (else the first failing op), and the summary of a failing comparison starts with `failure` and
 // ends with what the culprit is in the model (its FX nodes, their modules, custom ops and source
 // lines; metrics culprit_nodes and culprit_sources) when the dumps say.
+// `golden_side` names the golden run in what the calls and their state say ("eager").
 StepResult judge_run_dumps(const StepContext& context, const std::vector<RunRequest>& requests,
                            const std::vector<RunRecord>& runs, const std::string& golden, const std::string& target,
-                           const std::optional<std::string>& referee, const std::string& failure);
+                           const std::optional<std::string>& referee, const std::string& failure,
+                           const std::string& golden_side);
 
-// The final outputs (<run dir>/outputs) of plugin runs whose op dumps were judged into
-// `result`: a failing output fails the step; outputs not all judged make a passing step an
-// error, as does a side that is not a plugin run when the other is. Dumps the user brought
-// (neither side a run) are left alone.
+// The final outputs and the state after each call (<run dir>/outputs) of plugin runs whose op
+// dumps were judged into `result`: a failing output or state fails the step; outputs not all
+// judged make a passing step an error, as does a side that is not a plugin run when the other
+// is. Dumps the user brought (neither side a run) are left alone. With several calls, the
+// summary says which calls match and which diverge (metric `calls`, call_judgement.h); state
+// that differs after a call whose outputs match makes the step diagnose `state_defect`.
 void judge_final_outputs(const StepContext& context, const std::string& golden, const std::string& target,
-                         const std::optional<std::string>& referee, StepResult& result);
+                         const std::optional<std::string>& referee, const std::string& golden_side, StepResult& result);
 
 // The operator a row belongs to: the dump's op name (aten.mm.default) when it has one, else its op_key.
 std::string row_op(const compare::Row& row);

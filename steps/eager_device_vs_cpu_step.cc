@@ -90,7 +90,7 @@ class EagerDeviceVsCpuStep : public StepKind {
     std::optional<std::string> referee_dump;
     if (requests.size() > 2) referee_dump = requests[2].dump_dir;
     return judge_run_dumps(context, requests, runs, requests[0].dump_dir, requests[1].dump_dir, referee_dump,
-                           "eager on the target disagrees with eager on CPU: ");
+                           "eager on the target disagrees with eager on CPU: ", "eager on CPU");
   }
 };
 

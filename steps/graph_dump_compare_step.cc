@@ -99,8 +99,8 @@ class GraphDumpCompareStep : public StepKind {
     std::vector<RunRecord> runs = context.run(requests);
     if (std::optional<StepResult> error = error_from_runs(runs)) return *error;
 
-    StepResult result =
-        judge_run_dumps(context, requests, runs, golden, target, referee, "the compiled graph diverges from eager: ");
+    StepResult result = judge_run_dumps(context, requests, runs, golden, target, referee,
+                                        "the compiled graph diverges from eager: ", "eager");
     // false also when nothing could be compared: no op, node or buffer is known to fail
     if (!result.metrics.contains("localized")) result.metrics["localized"] = false;
     note_unavailable_features(runs, result);

@@ -21,6 +21,7 @@ struct NonFinite {
 struct OpCall {
   const compare::ManifestRecord* first = nullptr;
   bool has_inputs = false;
+  bool nonfinite_constant = false;  // given -inf or NaN as a constant: what it writes is meant
   NonFinite inputs, outputs;
 };
 
@@ -54,8 +55,9 @@ std::vector<OpCall> op_calls(const compare::Manifest& dump) {
                    [](const compare::ManifestRecord* a, const compare::ManifestRecord* b) { return a->seq < b->seq; });
   std::vector<OpCall> calls;
   for (const compare::ManifestRecord* r : records) {
-    if (calls.empty() || calls.back().first->seq != r->seq) calls.push_back({r, false, {}, {}});
+    if (calls.empty() || calls.back().first->seq != r->seq) calls.push_back({r, false, false, {}, {}});
     OpCall& call = calls.back();
+    call.nonfinite_constant = call.nonfinite_constant || r->nonfinite_constant;
     const bool input = r->io == "input";
     const std::optional<compare::RecordedStats> stats = compare::recorded_stats(*r);
     if (!stats) continue;  // an input without statistics is as good as not dumped
@@ -71,6 +73,10 @@ std::optional<NanOrigin> rank_origin(const compare::Manifest& dump, int rank, co
   std::optional<NanOrigin> already_in_inputs;
   bool seen_non_finite = false;
   for (const OpCall& call : op_calls(dump)) {
+    if (call.nonfinite_constant) {  // a mask's -inf: no origin, and what reads it inherits it
+      seen_non_finite = seen_non_finite || call.outputs.any();
+      continue;
+    }
     if (call.outputs.any() && call.has_inputs && !call.inputs.any())
       return origin_of(call, rank, side, NanOriginInputs::Finite);
     if (call.outputs.any() && !call.has_inputs && !seen_non_finite)

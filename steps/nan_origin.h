@@ -1,5 +1,7 @@
 // Where NaN/Inf first appears in a dump (msprobe's nan_analyze rule): per rank, the first op
-// call in execution order whose outputs hold NaN or Inf while its inputs do not.
+// call in execution order whose outputs hold NaN or Inf while its inputs do not. An op given a
+// non-finite constant (a record's `nonfinite_constant`: masked_fill with -inf, a causal mask
+// filled with -inf) writes it on purpose: it is no origin, and the ops that read it inherit it.
 #pragma once
 
 #include "steps/layer.h"

@@ -3,7 +3,7 @@ seeded weights (nothing is downloaded), compiled with torch.compile as a user wo
 
     python examples/hf_causal_lm/model.py [--arch llama|gpt2] [--dtype float32|bfloat16]
                                           [--graph-break] [--two-lengths] [--use-cache]
-                                          [--out OUT.pt]
+                                          [--generate N] [--out OUT.pt]
 
 `--arch llama`: LlamaForCausalLM (hidden 64, intermediate 128, 2 layers, 4 heads, 2 KV heads,
 vocab 256): RMSNorm, rotary embeddings, grouped-query attention, SwiGLU. `--arch gpt2`:
@@ -14,7 +14,10 @@ Input ids: batch 2 x 16 tokens from a seeded generator. `--graph-break` puts a
 `.item()` (a Dynamo graph break) into the forward of the second decoder layer; `--two-lengths`
 calls the compiled model a second time with 12 tokens (Dynamo compiles again, with a dynamic
 sequence length). `--use-cache` calls it with `use_cache=True`: it also returns the KV cache (a
-DynamicCache), whose key and value tensors are final outputs too. Under diagnose the model's
+DynamicCache), whose key and value tensors are final outputs too. `--generate N` decodes N new
+tokens greedily from an 8-token prompt, batch 1, with a static cache and the forward compiled
+(`model.forward = torch.compile(model.forward)`): a prefill call, then one call per token,
+each writing the cache in place. Under diagnose the model's
 dtype is the run spec's (the workflow's `model: dtype:`); alone, `--dtype`.
 """
 
@@ -94,11 +97,16 @@ def main():
     parser.add_argument("--graph-break", action="store_true", help="a .item() inside the second decoder layer")
     parser.add_argument("--two-lengths", action="store_true", help="a second call with 12 tokens")
     parser.add_argument("--use-cache", action="store_true", help="return the KV cache too")
+    parser.add_argument(
+        "--generate", type=int, metavar="N", help="greedy decoding of N new tokens, batch 1, static cache"
+    )
     parser.add_argument("--out", help="save the logits (torch.save) here")
     args = parser.parse_args()
 
     torch.manual_seed(0)
     model = build(args.arch).to(getattr(torch, args.dtype))
+    if args.generate:
+        return generate(model, args.generate, args.out)
     if args.graph_break:
         insert_graph_break(decoder_layers(model)[1])
     compiled = torch.compile(model)
@@ -112,6 +120,26 @@ def main():
         print(f"{args.arch} logits {list(tensor.shape)} [0, -1, :4]:", tensor[0, -1, :4].float().tolist())
     if args.out:
         torch.save(logits, args.out)
+
+
+def generate(model: torch.nn.Module, new_tokens: int, out: str | None) -> None:
+    """The documented recipe for compiled decoding: the forward compiled, generate() with a
+    static KV cache, greedy, batch 1. Each token is one call of the compiled forward: the prefill
+    of the prompt, then one decode call per new token, reading and writing the cache in place."""
+    model.forward = torch.compile(model.forward)
+    prompt = input_ids(8, seed=100)[:1]
+    with torch.no_grad():
+        tokens = model.generate(
+            prompt,
+            max_new_tokens=new_tokens,
+            do_sample=False,
+            use_cache=True,
+            cache_implementation="static",
+            pad_token_id=0,
+        )
+    print("generated:", tokens[0, prompt.shape[1] :].tolist())
+    if out:
+        torch.save(tokens, out)
 
 
 if __name__ == "__main__":

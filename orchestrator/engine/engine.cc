@@ -108,6 +108,16 @@ class Engine {
   }
 
  private:
+  // What the step diagnoses when it fails: the workflow's `diagnoses`, else the category its result
+  // names (metric `category`, a finer one than its kind's: graph_dump_compare's state_defect), else
+  // its kind's default.
+  static std::string category_of(const StepSpec& step, const StepResult& result) {
+    if (!step.diagnoses.empty()) return step.diagnoses;
+    const auto named = result.metrics.find("category");
+    if (named != result.metrics.end() && named->is_string()) return named->get<std::string>();
+    return find_step_kind(step.kind)->default_category();
+  }
+
   // One result per step, in workflow order; results of steps no longer in the workflow are dropped.
   void align_state_with_steps() {
     std::vector<StepResult> aligned;
@@ -116,8 +126,7 @@ class Engine {
       StepResult result = previous && previous->kind == step.kind ? *previous : StepResult{};
       result.id = step.id;
       result.kind = step.kind;
-      const StepKind* kind = find_step_kind(step.kind);
-      result.category = step.diagnoses.empty() ? kind->default_category() : step.diagnoses;
+      result.category = category_of(step, result);
       aligned.push_back(result);
     }
     state_.steps = aligned;
@@ -209,6 +218,7 @@ class Engine {
     result.evidence = evaluated.evidence;
     result.metrics = evaluated.metrics.is_object() ? evaluated.metrics : nlohmann::json::object();
     result.reproduce = evaluated.reproduce;
+    result.category = category_of(step, result);
     result.finished = now_seconds();
     save();
     progress_.step_finished(result);

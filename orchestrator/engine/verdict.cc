@@ -27,6 +27,12 @@ const std::vector<VerdictCategory>& verdict_categories() {
        "A fusion rule (or graph pass) produces the wrong result: turn the named rule off (fusion_switch_file) "
        "to work around it, and report it with the failing subgraph.",
        true},
+      {"state_defect", "The compiled graph does not carry the state between calls",
+       "After a call whose outputs match eager, state that the next call reads (a module buffer, an input "
+       "written in place, a cache) differs from eager's: the compiled graph lost or misplaced an in-place write "
+       "(copy_, index_copy_, a cache update). Report the named state and the op that writes it in eager, with "
+       "the first diverging call; to work around it, do that write outside the compiled region.",
+       true},
       {"subgraph_defect", "Graph-only defect localised to a minimal subgraph",
        "The compiled graph fails only when the named ops are compiled together, and no fusion rule explains "
        "it: report the subgraph to the backend's developers with its standalone repro.py, and run those nodes "

@@ -132,5 +132,23 @@ TEST(NanOrigin, ReportedInTheStepResult) {
   EXPECT_TRUE(finite.evidence.empty());
 }
 
+TEST(NanOrigin, AMaskFilledWithMinusInfIsNoOrigin) {
+  TempDir dump;
+  // masked_fill(scores, mask, -inf) writes -inf on purpose (its record says nonfinite_constant);
+  // softmax reads it. A NaN that exp makes later from finite inputs is still an origin.
+  std::string masked = record(2, "aten.masked_fill.Scalar", "output", 0, 6);
+  masked.insert(masked.rfind('}'), R"(, "nonfinite_constant": true)");
+  write_dump(dump.path(), record(1, "aten.mm.default", "output", 0) + record(2, "aten.masked_fill.Scalar", "input", 0) +
+                              masked + record(3, "aten._softmax.default", "input", 0, 6) +
+                              record(3, "aten._softmax.default", "output", 0));
+  EXPECT_TRUE(find_nan_origins(dump.path()).empty());
+  write_dump(dump.path(), record(2, "aten.masked_fill.Scalar", "input", 0) + masked +
+                              record(4, "aten.exp.default", "input", 0) +
+                              record(4, "aten.exp.default", "output", 0, 1));
+  const std::vector<NanOrigin> origins = find_nan_origins(dump.path());
+  ASSERT_EQ(origins.size(), 1u);
+  EXPECT_EQ(origins[0].op, "aten.exp.default");
+}
+
 }  // namespace
 }  // namespace diagnose

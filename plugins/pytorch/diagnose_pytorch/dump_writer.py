@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import math
 import os
 from collections.abc import Collection
 from pathlib import Path
@@ -13,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .compat import FakeTensor
+from .compat import FakeTensor, pytree
 from .stats import content_hash, tensor_stats
 
 FORMAT = "diagnose-dump"
@@ -52,6 +53,18 @@ def dumpable(value) -> bool:
         and value.device.type != "meta"
         and not isinstance(value, FakeTensor)
     )
+
+
+def nonfinite_constant(args, kwargs=None) -> bool:
+    """Whether a call's arguments hold a non-finite number given as a constant (a Python float,
+    or a 0-dim tensor such as a wrapped scalar): masked_fill(mask, -inf), a causal mask filled
+    with -inf. The Inf or NaN the op then writes is meant, not an overflow (docs/dump-format.md)."""
+    for leaf in pytree.tree_leaves((args, kwargs or {})):
+        if isinstance(leaf, float) and not math.isfinite(leaf):
+            return True
+        if dumpable(leaf) and leaf.dim() == 0 and leaf.is_floating_point() and not math.isfinite(leaf.item()):
+            return True
+    return False
 
 
 def truth_delta(value: np.ndarray, truth: np.ndarray) -> np.ndarray | None:

@@ -13,7 +13,9 @@ import torch
 
 from . import compat
 from .call_args import encode_call
+from .call_state import StateWriters
 from .compat import TorchDispatchMode, pytree
+from .dump_writer import nonfinite_constant
 from .meta_check import schema_check
 
 
@@ -46,6 +48,7 @@ class EagerDumpMode(TorchDispatchMode):
         self.op_counts: collections.Counter = collections.Counter()
         self.module_counts: collections.Counter = collections.Counter()
         self.counted_step = None
+        self.writers = StateWriters()  # who wrote the state a call leaves (call_state.py)
 
     def _count(self, counter: collections.Counter, key) -> int:
         if self.counted_step != self.session.step:
@@ -90,6 +93,7 @@ class EagerDumpMode(TorchDispatchMode):
             out = self._dump_call(run, args, kwargs, op_key, op, module)
         if checked:
             meta.record(op, op_key, fake, out, schema)
+        self.writers.note(func, args, kwargs, op, module)
         return out
 
     def _dump_call(self, run, args, kwargs, op_key: str, op: str, module: str):
@@ -98,9 +102,10 @@ class EagerDumpMode(TorchDispatchMode):
         session = self.session
         seq = session.next_seq()
         call = encode_call(args, kwargs)
+        fields = {"nonfinite_constant": True} if nonfinite_constant(args, kwargs) else {}
         written = session.dump.records
         if session.wants_io("input"):
-            session.write_args(args, seq=seq, op_key=op_key, io="input", op=op, module=module, call=call)
+            session.write_args(args, seq=seq, op_key=op_key, io="input", op=op, module=module, call=call, **fields)
         out = run()
         if session.wants_io("output"):
             outs = out if isinstance(out, (list, tuple)) else (out,)
@@ -112,6 +117,7 @@ class EagerDumpMode(TorchDispatchMode):
                 op=op,
                 module=module,
                 call=call if session.dump.records == written else None,
+                **fields,
             )
         return out
 

@@ -1,7 +1,8 @@
 """The boundary of the user's compiled callable: what `torch.compile(model)` returns under a
 run spec. Each outermost call is one step (unless the user marks steps): inputs are moved to
 the spec's device and dtype, the call runs under autocast and, in eager mode, under the ATen
-dumper, and its outputs are recorded as the final outputs."""
+dumper, and its outputs are recorded as the final outputs, followed by the state it leaves for
+the next call (call_state.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import functools
 
 import torch
 
+from .call_state import CallState
 from .compat import pytree
 from .session import Session
 from .status import configuration
@@ -42,7 +44,7 @@ def wrap(session: Session, model):
         from .backends import make_backend
 
         target = _original_compile(model, backend=make_backend(session), dynamic=spec.dynamic, fullgraph=spec.fullgraph)
-    boundary = Boundary(session)
+    boundary = Boundary(session, CallState(root))
     if isinstance(target, torch.nn.Module):
         target.register_forward_pre_hook(boundary.module_pre_hook, with_kwargs=True)
         target.register_forward_hook(boundary.module_post_hook, with_kwargs=True, always_call=True)
@@ -62,8 +64,9 @@ def wrap(session: Session, model):
 
 
 class Boundary:
-    def __init__(self, session: Session):
+    def __init__(self, session: Session, state: CallState):
         self.session = session
+        self.state = state
         self.contexts: list[contextlib.ExitStack] = []
 
     def enter(self, args, kwargs):
@@ -74,15 +77,17 @@ class Boundary:
         if not outermost:
             return args, kwargs
         args, kwargs = _convert_inputs((args, kwargs), spec)
+        self.state.begin(args, kwargs)
         if spec.autocast:
             stack.enter_context(torch.autocast(torch.device(spec.device).type, dtype=getattr(torch, spec.autocast)))
         if session.eager_dumper is not None:
+            session.eager_dumper.mode.writers.clear()
             stack.enter_context(session.eager_dumper.active())
         return args, kwargs
 
     def exit(self, outputs) -> None:
         self.contexts.pop().close()
-        self.session.end_call(outputs)
+        self.session.end_call(outputs, self.state)
 
     def module_pre_hook(self, module, args, kwargs):
         return self.enter(args, kwargs)

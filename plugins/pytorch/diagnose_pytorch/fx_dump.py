@@ -12,6 +12,7 @@ import time
 import torch
 
 from . import compat
+from .dump_writer import nonfinite_constant
 
 # Decompositions and partitioner AOT uses for each builtin backend, so that the dumped graph
 # is the one that backend would hand to its compiler.
@@ -56,9 +57,12 @@ def _user_op(node: torch.fx.Node) -> str | None:
 
 def node_source(node: torch.fx.Node) -> dict:
     """Where an FX node came from in the user's code: its module path (`module`, "" for the
-    root), the custom op it belongs to (`custom_op`), and the innermost frame of its stack
-    trace (`line`: file name and line, `code`: that line's text); keys without a value are left out."""
+        root), the custom op it belongs to (`custom_op`), and the innermost frame of its stack
+        trace (`line`: file name and line, `code`: that line's text), and `nonfinite_constant` when its
+    arguments hold a non-finite constant (dump_writer.nonfinite_constant); keys without a value are left out."""
     source = {"node": node.name, "module": module_path(node), "custom_op": _user_op(node)}
+    if nonfinite_constant(node.args, node.kwargs):
+        source["nonfinite_constant"] = True
     trace = node.meta.get("stack_trace") or ""
     lines = trace.rstrip().splitlines()
     frames = [(i, m) for i, line in enumerate(lines) if (m := _FRAME.search(line))]

@@ -11,6 +11,7 @@ import time
 
 import torch
 
+from .call_state import CallState, StateTensor
 from .dump_writer import DumpWriter, dumpable
 from .eager_dump import EagerDumper
 from .graph_info import collect_graph_info
@@ -177,7 +178,7 @@ class Session:
         self._call_started = time.perf_counter()
         return True
 
-    def end_call(self, outputs) -> None:
+    def end_call(self, outputs, state: CallState | None = None) -> None:
         self.call_depth -= 1
         if self.call_depth:
             return
@@ -187,6 +188,8 @@ class Session:
             self.shadows.settle()
         if outputs is not None:
             self._write_final(outputs)
+        if state is not None:
+            self._write_state(state.after())
         self.status.data["steps"] = max(self.status.data["steps"], self.step + 1)
         if not self.explicit_steps:
             self.step += 1
@@ -218,6 +221,25 @@ class Session:
                 self.outputs.write_tensor(output.tensor, record, **truth)
             if self.spec.dump.final and self.dumping():
                 self.dump.write_tensor(output.tensor, record, **truth)
+
+    def _write_state(self, state: list[StateTensor]) -> None:
+        """One record per state tensor (kind `state`, op_key `state`, named by `path`), beside the
+        final outputs; in eager mode its `sources` name the op and line that last wrote it."""
+        seq = self.next_seq()
+        writers = self.eager_dumper.mode.writers if self.eager_dumper is not None else None
+        for index, item in enumerate(state):
+            if not dumpable(item.tensor):
+                continue
+            record = {"seq": seq, "kind": "state", "op_key": "state", "io": "output", "index": index}
+            record.update(path=item.path, step=self.step)
+            source = writers.source_of(item.tensor) if writers is not None else None
+            if source is not None:
+                record["sources"] = [source]
+            truth = self._truth(self.shadows.lookup(item.tensor, create=False) if self.shadows else None)
+            if self.outputs is not None:
+                self.outputs.write_tensor(item.tensor, record, **truth)
+            if self.spec.dump.final and self.dumping():
+                self.dump.write_tensor(item.tensor, record, **truth)
 
     # --- end of run ---------------------------------------------------------------------
     def close(self, error: BaseException | None = None) -> None:

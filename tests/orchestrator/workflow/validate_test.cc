@@ -118,7 +118,8 @@ steps:
     diagnoses: eager_defect
 )yaml",
      "wf.yaml:5:16: error: steps.a.diagnoses: unknown value 'eager_defect'; expected one of: single_op_graph_defect, "
-     "eager_device_defect, dynamo_meta_defect, known_cause, fusion_defect, subgraph_defect, localized_op_defect, "
+     "eager_device_defect, dynamo_meta_defect, known_cause, fusion_defect, state_defect, subgraph_defect, "
+     "localized_op_defect, "
      "precision_problem",
      1},
     {"duplicate_id",
@@ -382,7 +383,8 @@ verdict:
   order: [fusion_defect, single_op_defect]
 )yaml",
      "wf.yaml:5:26: error: verdict.order[1]: unknown value 'single_op_defect'; expected one of: "
-     "single_op_graph_defect, eager_device_defect, dynamo_meta_defect, known_cause, fusion_defect, subgraph_defect, "
+     "single_op_graph_defect, eager_device_defect, dynamo_meta_defect, known_cause, fusion_defect, state_defect, "
+     "subgraph_defect, "
      "localized_op_defect, precision_problem",
      1},
     {"bad_layers_regex",

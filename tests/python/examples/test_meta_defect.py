@@ -68,6 +68,22 @@ def test_stride_compared_only_for_dense_outputs():
     assert compare_outputs(overlapping, torch.empty(4, 6)) == []
 
 
+def test_only_significant_strides_are_compared():
+    # batch 1 and one query token: the strides of size-1 dimensions address no element
+    one_token = torch.empty_strided((1, 1, 8, 32), (32, 1, 32, 1))
+    assert compare_outputs(one_token, torch.empty(1, 1, 8, 32)) == []
+    assert (
+        compare_outputs(torch.empty_strided((1, 1, 32), (32, 1, 1)), torch.empty_strided((1, 1, 32), (256, 1, 1))) == []
+    )
+    assert compare_outputs(torch.empty(0, 4), torch.empty(4, 0).t()) == []
+    # a dimension of size 2 still counts, beside size-1 ones
+    transposed = torch.empty(1, 3, 2).transpose(1, 2)
+    assert compare_outputs(transposed, torch.empty(1, 2, 3)) == [
+        {"output": 0, "field": "stride", "eager": [6, 1, 2], "fake": [6, 3, 1]}
+    ]
+    assert compare_outputs(torch.empty(1, 1, 5), torch.empty(1, 2, 5)[:, :1]) == []
+
+
 def test_meta_check_needs_eager_aten_runs():
     with pytest.raises(SpecError, match="checks.meta"):
         RunSpec.from_dict({"output_dir": "x", "mode": "compiled", "checks": {"meta": True}})

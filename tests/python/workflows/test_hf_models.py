@@ -1,10 +1,11 @@
 """The standard workflow end to end on Hugging Face models (examples/hf_causal_lm): tiny
 LlamaForCausalLM and GPT2LMHeadModel from configs with seeded random weights, offline, Inductor
-on CPU, in float32 and bfloat16, and the Llama with a graph break and a second call with
-another sequence length. Nothing is planted: the verdict must be "no precision problem", and it
+on CPU, in float32 and bfloat16, the Llama with a graph break and a second call with another
+sequence length, and the Llama decoding with generate() (batch 1, static cache, the forward
+compiled) in float32 and bfloat16. Nothing is planted: the verdict must be "no precision problem", and it
 must rest on the evidence — the graph compare judges at least 90% of its rows, the logits among
-them (and the KV cache's keys and values where the model returns it), and every graph of every
-call (before and after the break, both lengths)."""
+them (and the KV cache's keys and values where the model returns it), the state every call leaves,
+and every graph of every call (before and after the break, both lengths, prefill and decode)."""
 
 from __future__ import annotations
 
@@ -29,16 +30,20 @@ MIN_JUDGED_SHARE = 0.9  # issue 15: the documented default share of rows a compa
 # workflow file, calls (steps) of the model, whether the model has a graph break
 CASES = [
     ("workflow.yaml", 1, False),  # Llama, float32, use_cache=True: returns its DynamicCache
-    ("llama_bf16.yaml", 1, False),
     ("gpt2.yaml", 1, False),
     ("gpt2_bf16.yaml", 1, False),
     ("llama_graph_break.yaml", 2, True),  # Llama, float32, .item() in layer 1, 16 then 12 tokens
+    # generate(), batch 1, static cache: the prefill and 3 decode calls of the compiled forward
+    ("llama_generate.yaml", 4, False),
+    ("llama_generate_bf16.yaml", 4, False),
 ]
-LOGITS = {1: [[2, 16, 256]], 2: [[2, 16, 256], [2, 12, 256]]}
+GENERATE = ("llama_generate.yaml", "llama_generate_bf16.yaml")
+LOGITS = {1: [[2, 16, 256]], 2: [[2, 16, 256], [2, 12, 256]], 4: [[1, 1, 256]] * 4}
 # the cases whose model returns its KV cache: the final outputs by path, each of shape
 # [batch, KV heads, tokens, head dim] (the field is `cache` in transformers 5.24,
-# `past_key_values` before)
-KV_CACHE = {"workflow.yaml": [2, 2, 16, 16]}
+# `past_key_values` before); generate's static cache holds prompt + new tokens - 1 positions
+KV_CACHE = {"workflow.yaml": [2, 2, 16, 16], "llama_generate.yaml": [1, 2, 11, 16]}
+KV_CACHE["llama_generate_bf16.yaml"] = KV_CACHE["llama_generate.yaml"]
 KV_TENSORS = [("0", "keys"), ("0", "values"), ("1", "keys"), ("1", "values")]  # two layers
 KV_PATH = re.compile(r"output\.(cache|past_key_values)\.layers\.([01])\.(keys|values)")
 
@@ -117,18 +122,29 @@ def test_hf_model_no_problem_on_judged_evidence(diagnose_bin, tmp_path, inductor
         assert logits == LOGITS[calls], coverage(finals_result)
         cache = [r for r in judged if KV_PATH.fullmatch(r["op_key"])]
         cache_paths = sorted(KV_PATH.fullmatch(r["op_key"]).group(2, 3) for r in cache)
-        assert cache_paths == (KV_TENSORS if workflow in KV_CACHE else []), [r["op_key"] for r in finals]
+        assert cache_paths == (sorted(KV_TENSORS * calls) if workflow in KV_CACHE else []), [
+            r["op_key"] for r in finals
+        ]
         assert all(r["my_shape"] == KV_CACHE[workflow] for r in cache)
-        assert len(judged) == len(finals) == len(logits) + len(cache), coverage(finals_result)
+        # besides logits and cache tensors, a static cache returns only its per-layer lengths
+        others = [r["op_key"] for r in finals if r not in cache and r["op_key"] != "output.logits"]
+        assert all(key.endswith("cumulative_length") for key in others), others
+        assert len(judged) == len(finals), coverage(finals_result)
+        # the state each call leaves (the model's buffers, the static cache written in place), judged
+        state = [r for r in rows_of(finals_result) if r["op_key"].startswith("state.")]
+        assert state and all(r["verdict"] in JUDGED for r in state), coverage(finals_result)
+        assert {r["token_id"] for r in state} == set(range(calls))
+        if workflow in GENERATE:
+            written = {r["op_key"] for r in state if r["token_id"] == calls - 1}
+            assert {f"state.inputs.kwargs.cache.layers.{i}.{kv}" for i, kv in KV_TENSORS} <= written, written
     if "final_outputs" in metrics:
-        outputs = calls * (1 + len(KV_TENSORS) * (workflow in KV_CACHE))
-        assert metrics["final_outputs"]["judged"] == metrics["final_outputs"]["rows"] == outputs, metrics
+        assert metrics["final_outputs"]["judged"] == metrics["final_outputs"]["rows"], metrics
 
     # every graph the compiled code ran, in every call, has judged rows
     target = json.loads((run_dir / "steps" / "graph_compare" / "target" / "status.json").read_text())
     golden = json.loads((run_dir / "steps" / "graph_compare" / "golden" / "status.json").read_text())
     assert [c["step"] for c in target["calls"]] == list(range(calls))
-    assert target["graphs"]["count"] == golden["graphs"]["count"] >= calls
+    assert target["graphs"]["count"] == golden["graphs"]["count"] >= min(calls, 2)  # generate: prefill and decode
     records = [
         json.loads(line) for line in (run_dir / "steps" / "graph_compare" / "target" / "dump" / "manifest.jsonl").open()
     ]

@@ -48,6 +48,10 @@ EXPECTED = [
     ("fp16_overflow", "known_cause", ("eager_overflow",)),
     ("random_noise", "known_cause", ("fallback_random",)),
     ("nondeterministic_op", "no_precision_problem", None),
+    # a decode step whose compiled graph drops the write-back of its KV-cache buffers: call 1's
+    # outputs match, the cache after it does not; under plain Inductor nothing is wrong
+    ("kv_cache_decode", "state_defect", ("state.buffers.k_cache",)),
+    ("kv_cache_decode/workflow-clean", "no_precision_problem", None),
 ]
 
 
@@ -136,6 +140,23 @@ def check_the_empty_buffer_is_not_judged(steps: dict) -> None:
     assert verdicts[("layers.2/aten.bernoulli_.float#0", "output")] == "pass", verdicts
 
 
+def check_the_stale_cache(steps: dict) -> None:
+    """Calls told apart and the state named: call 1 matches, calls 2-4 diverge, and the buffers
+    differ after call 1 already, each with the op and line that write it in eager. The batch-1,
+    one-token views pass the meta check and the attention mask's -inf is no NaN/Inf origin."""
+    graph = steps["graph_compare"]
+    assert "call 1's outputs match" in graph["summary"], graph["summary"]
+    assert "call 1 of 4 matches; calls 2–4 diverge (first at call 2: output)" in graph["summary"], graph["summary"]
+    calls = graph["metrics"]["final_outputs"]["calls"]
+    assert calls["first_diverging_call"] == 1 and calls["state_diverges_first"], calls
+    findings = [f["message"] for f in graph["findings"]]
+    for buffer, line in (("k_cache", "model.py:32"), ("v_cache", "model.py:33"), ("position", "model.py:38")):
+        assert any(f"after call 1, buffer `{buffer}` differs from eager" in m and line in m for m in findings), findings
+    assert any("in 32 of 512 elements (dim 2 at 0)" in m for m in findings), findings
+    assert steps["dynamo"]["status"] == "pass", steps["dynamo"]["summary"]
+    assert "Inf first appears" not in steps["eager_device"]["summary"], steps["eager_device"]["summary"]
+
+
 # What some examples show beyond their verdict, checked on the same workflow run.
 MORE_CHECKS = {
     "mlp": check_every_comparison_stays_finite,
@@ -144,6 +165,7 @@ MORE_CHECKS = {
     "custom_op_mutation": check_the_undeclared_mutation,
     "nondeterministic_op": check_the_run_to_run_difference,
     "forgotten_eval": check_the_empty_buffer_is_not_judged,
+    "kv_cache_decode": check_the_stale_cache,
 }
 
 
