@@ -180,7 +180,8 @@ std::optional<Detection> detect_torchair_options(const RecordedRun& run) {
 std::optional<Detection> detect_eager_overflow(const RecordedRun& run) {
   if (run_mode(run) == "compiled" || run.dump_dir.empty()) return std::nullopt;
   for (const NanOrigin& origin : find_nan_origins(run.dump_dir)) {
-    if (origin.kind != "inf" || origin.inputs != NanOriginInputs::Finite) continue;
+    // An overflow float64 has too is the model's, not eager's precision (judge.h: the truth decides).
+    if (origin.kind != "inf" || origin.inputs != NanOriginInputs::Finite || origin.truth_finite == false) continue;
     std::string op = origin.op.empty() ? origin.op_key : origin.op;
     return Detection{"eager in " + spec_text(run, "dtype", "float32") + " overflows: " + origin.op_key +
                          " produces Inf from finite inputs" +
