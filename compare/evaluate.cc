@@ -73,7 +73,7 @@ class Worker {
       if (!error.empty()) out.error = error;
       return;
     }
-    out.pair = std::make_unique<PairAccumulator>(plan.target, plan.tolerance);
+    out.pair = std::make_unique<PairAccumulator>(plan.target, plan.tolerance, task.begin);
     auto golden = TensorStream::open(*spec.golden, &error);
     auto mine = golden ? TensorStream::open(*spec.mine, &error) : nullptr;
     std::unique_ptr<TensorStream> referee;
@@ -98,7 +98,6 @@ class Worker {
           read_ok = false;
           break;
         }
-        out.pair->add(g, m, want);
         if (referee) {
           r_.resize(want);
           if (!read_exact(*referee, r_.data(), want, &error)) {
@@ -109,6 +108,7 @@ class Worker {
           out.golden_vs_referee.add(r_.data(), g, want);
           out.mine_vs_referee.add(r_.data(), m, want);
         }
+        out.pair->add(g, m, want, referee ? r_.data() : nullptr);
         at += want;
       }
     });
@@ -279,6 +279,12 @@ void finish_row(Row& row, const Plan& plan, const Tolerances& tolerances, std::v
                         coarsest_precision({row.spec.precision, row.spec.golden->logical_dtype(), plan.target})};
     row.referee_rmse_golden = truth->golden_rmse;
     row.referee_rmse_mine = truth->mine_rmse;
+  }
+  const TensorRef& golden = *row.spec.golden;
+  for (const NonFiniteDisagreement& d : metrics.non_finite) {
+    const std::string text = non_finite_text(d, plan.scalars, golden.shape, scalars_per_element(golden.dtype));
+    row.reasons.push_back(text);
+    if (d.target_wrong()) row.non_finite += (row.non_finite.empty() ? "" : "; ") + text;
   }
   const Judgement j = judge(tolerances, plan.target, metrics, {g_special, m_special}, truth);
   row.verdict = j.pass ? Verdict::Pass : Verdict::Fail;

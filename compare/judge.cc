@@ -53,6 +53,18 @@ std::string set_field(TolerancePreset& p, const std::string& field, double value
   return "";
 }
 
+// The index of a scalar position in `shape` (row-major): "[1, 2]".
+std::string index_text(uint64_t position, const Shape& shape, int scalars_per_element) {
+  uint64_t element = position / static_cast<uint64_t>(std::max(scalars_per_element, 1));
+  Shape index(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    const uint64_t extent = shape[d] > 0 ? static_cast<uint64_t>(shape[d]) : 1;
+    index[d] = static_cast<int64_t>(element % extent);
+    element /= extent;
+  }
+  return shape_to_string(index);
+}
+
 std::string known_presets(const Tolerances& t) {
   std::string out;
   for (const auto& [name, preset] : t.presets) out += (out.empty() ? "" : ", ") + name;
@@ -156,8 +168,8 @@ Judgement judge(const Tolerances& tolerances, DType target, const PairMetrics& m
   }
   if (truth) {
     j.rule = preset_for(truth->precision) + " truth ratio";
-    if (m.special_mismatches > 0 && special.mine) {
-      j.rule += ": nan/inf where the golden is finite";
+    if (m.non_finite_target_wrong() > 0) {
+      j.rule += ": nan/inf positions differ from the float64 truth";
       return j;
     }
     double bound = 0;
@@ -182,6 +194,29 @@ Judgement judge(const Tolerances& tolerances, DType target, const PairMetrics& m
   }
   j.rule = name + (special.any() ? " allclose" : " allclose,cosine+relative_l2");
   return j;
+}
+
+std::string non_finite_text(const NonFiniteDisagreement& d, uint64_t scalars, const Shape& shape,
+                            int scalars_per_element) {
+  const bool golden_special = d.golden != ValueClass::Finite;
+  std::string text = std::string(golden_special ? "golden " : "target ") +
+                     value_class_name(golden_special ? d.golden : d.mine) + " at " + std::to_string(d.count) + " of " +
+                     std::to_string(scalars) + " elements, " + (golden_special ? "target " : "golden ") +
+                     value_class_name(golden_special ? d.mine : d.golden) + " there";
+  std::string notes;
+  if (d.truth && !d.target_wrong()) {
+    text += " like the float64 truth";
+    notes = "the golden is wrong there";
+  } else if (d.truth) {
+    text += ", float64 truth " + value_class_name(*d.truth);
+  }
+  if (!shape.empty()) {
+    std::string first;
+    for (uint64_t position : d.first)
+      first += (first.empty() ? "" : ", ") + index_text(position, shape, scalars_per_element);
+    notes += (notes.empty() ? "" : "; ") + std::string("first at ") + first;
+  }
+  return notes.empty() ? text : text + " (" + notes + ")";
 }
 
 }  // namespace diagnose::compare

@@ -7,6 +7,7 @@
 
 #include "compare/dtype.h"
 #include "compare/metrics.h"
+#include "compare/tensor.h"
 
 namespace diagnose::compare {
 
@@ -71,10 +72,18 @@ struct Judgement {
 // and u the unit roundoff of that precision: one rounding of the value where it was computed.
 bool truth_ratio_holds(const Tolerances& tolerances, const TruthErrors& truth, double* bound);
 
-// Judges one pair whose target has dtype `target`. Both sides empty passes. With NaN/Inf
-// the element-wise rules apply (NaN matches NaN, Inf the same Inf) and the RMSEs cover the
-// finite elements; a target finite where the golden is not is judged on the rest.
+// Judges one pair whose target has dtype `target`. Both sides empty passes. NaN and Inf are
+// judged by position (torch._dynamo.utils.same with equal_nan): where the sides disagree on
+// NaN, +Inf or -Inf the row fails, unless a float64 truth holds what the target holds there
+// (the golden is the one that is wrong: a spurious eager overflow); the rest is judged by the
+// usual rule, the RMSEs and allclose over the elements finite on both sides.
 Judgement judge(const Tolerances& tolerances, DType target, const PairMetrics& m, SpecialValues special,
                 const std::optional<TruthErrors>& truth);
+
+// One kind of NaN/Inf disagreement in words: "golden NaN at 1 of 3 elements, target finite
+// there (first at [0])", with the truth's value there when there is one. `scalars` is the
+// pair's scalar count, `shape` the golden's shape (positions are given as its indexes).
+std::string non_finite_text(const NonFiniteDisagreement& d, uint64_t scalars, const Shape& shape,
+                            int scalars_per_element);
 
 }  // namespace diagnose::compare

@@ -32,15 +32,60 @@ inline void rescale(double& running_max, double block_max, Sums&... sums) {
   }
 }
 
-}  // namespace
-
-PairAccumulator::PairAccumulator(DType target_dtype, AllcloseTolerance tol) : target_(target_dtype), tol_(tol) {}
-
-void PairAccumulator::add(const float* golden, const float* mine, size_t n) {
-  add(StoredValues{golden, DType::Float32}, StoredValues{mine, DType::Float32}, n);
+// The entry of `kinds` for one kind of disagreement, appended when there is none.
+NonFiniteDisagreement& kind_of(std::vector<NonFiniteDisagreement>& kinds, ValueClass golden, ValueClass mine,
+                               std::optional<ValueClass> truth) {
+  for (NonFiniteDisagreement& d : kinds)
+    if (d.golden == golden && d.mine == mine && d.truth == truth) return d;
+  return kinds.emplace_back(NonFiniteDisagreement{golden, mine, truth, 0, {}});
 }
 
-void PairAccumulator::add(StoredValues golden, StoredValues mine, size_t n) {
+}  // namespace
+
+ValueClass value_class(double v) {
+  if (v != v) return ValueClass::NaN;
+  if (v == INFINITY) return ValueClass::PlusInf;
+  if (v == -INFINITY) return ValueClass::MinusInf;
+  return ValueClass::Finite;
+}
+
+std::string value_class_name(ValueClass c) {
+  switch (c) {
+    case ValueClass::NaN: return "NaN";
+    case ValueClass::PlusInf: return "+Inf";
+    case ValueClass::MinusInf: return "-Inf";
+    case ValueClass::Finite: break;
+  }
+  return "finite";
+}
+
+uint64_t PairMetrics::non_finite_target_wrong() const {
+  uint64_t wrong = 0;
+  for (const NonFiniteDisagreement& d : non_finite) wrong += d.target_wrong() ? d.count : 0;
+  return wrong;
+}
+
+PairAccumulator::PairAccumulator(DType target_dtype, AllcloseTolerance tol, uint64_t first_position)
+    : target_(target_dtype), tol_(tol), first_position_(first_position) {}
+
+void PairAccumulator::add(const float* golden, const float* mine, size_t n, const double* truth) {
+  add(StoredValues{golden, DType::Float32}, StoredValues{mine, DType::Float32}, n, truth);
+}
+
+void PairAccumulator::record_non_finite(const float* g, const float* m, size_t len, uint64_t start,
+                                        const double* truth) {
+  for (size_t i = 0; i < len; ++i) {
+    const ValueClass golden = value_class(g[i]), mine = value_class(m[i]);
+    if (golden == mine) continue;
+    std::optional<ValueClass> in_truth;
+    if (truth) in_truth = value_class(truth[i]);
+    NonFiniteDisagreement& kind = kind_of(non_finite_, golden, mine, in_truth);
+    ++kind.count;
+    if (kind.first.size() < kFirstPositions) kind.first.push_back(start + i);
+  }
+}
+
+void PairAccumulator::add(StoredValues golden, StoredValues mine, size_t n, const double* truth) {
   const UlpRule rule = ulp_rule(target_);
   const Kernels& kernels = metric_kernels();
   // Trivially destructible, as every frame that reads mapped bytes must be (mapped_file.h).
@@ -58,8 +103,16 @@ void PairAccumulator::add(StoredValues golden, StoredValues mine, size_t n) {
         b.sum_ulp += ulp;
       }
     }
-    // The block becomes an accumulator of its own and merges in: one place folds
-    // sums, and the merge rescales the softmax sums to the running maxima.
+    KlSums kl;
+    double far_sg = 0, far_ta = 0, sm = 0;
+    if (b.max_diff < 1.0)
+      kl = kernels.kl_close(g, m, len, b);
+    else
+      kernels.kl_far(g, m, len, b.g_max, b.m_max, far_sg, far_ta, sm);
+    if (b.special_bad > 0) record_non_finite(g, m, len, first_position_ + n_, truth ? truth + start : nullptr);
+    // No mapped bytes are read from here on, so the block may hold what has a destructor. It
+    // becomes an accumulator of its own and merges in: one place folds sums, and the merge
+    // rescales the softmax sums to the running maxima.
     PairAccumulator block(target_, tol_);
     block.n_ = len;
     block.g_nan_ = b.g_nan;
@@ -85,15 +138,13 @@ void PairAccumulator::add(StoredValues golden, StoredValues mine, size_t n) {
     block.max_ulp_ = b.max_ulp;
     block.sum_ulp_ = b.sum_ulp;
     block.kl_mg_ = b.g_max;
-    if (b.max_diff < 1.0) {
-      const KlSums kl = kernels.kl_close(g, m, len, b);
-      block.kl_sg_ = kl.sg;
-      block.kl_ta_ = kl.ta;
-      block.kl_tb_ = kl.tb;
-    } else {
-      block.kl_mm_ = b.m_max;
-      kernels.kl_far(g, m, len, b.g_max, b.m_max, block.kl_far_sg_, block.kl_far_ta_, block.kl_sm_);
-    }
+    block.kl_sg_ = kl.sg;
+    block.kl_ta_ = kl.ta;
+    block.kl_tb_ = kl.tb;
+    if (b.max_diff >= 1.0) block.kl_mm_ = b.m_max;
+    block.kl_far_sg_ = far_sg;
+    block.kl_far_ta_ = far_ta;
+    block.kl_sm_ = sm;
     merge(block);
   }
 }
@@ -122,6 +173,13 @@ void PairAccumulator::merge(const PairAccumulator& o) {
   sum_abs_ += o.sum_abs_;
   max_ulp_ = std::max(max_ulp_, o.max_ulp_);
   sum_ulp_ += o.sum_ulp_;
+  for (const NonFiniteDisagreement& d : o.non_finite_) {
+    NonFiniteDisagreement& kind = kind_of(non_finite_, d.golden, d.mine, d.truth);
+    kind.count += d.count;
+    kind.first.insert(kind.first.end(), d.first.begin(), d.first.end());
+    std::sort(kind.first.begin(), kind.first.end());
+    kind.first.resize(std::min(kind.first.size(), kFirstPositions));
+  }
 
   PairAccumulator other = o;  // its KL sums, rescaled to the common maxima below
   rescale(kl_mg_, other.kl_mg_, kl_sg_, kl_ta_, kl_tb_, kl_far_sg_, kl_far_ta_);
@@ -182,6 +240,10 @@ PairMetrics PairAccumulator::metrics() const {
   r.elements = n_;
   r.allclose_violations = allclose_bad_;
   r.special_mismatches = special_bad_;
+  r.non_finite = non_finite_;
+  std::stable_sort(
+      r.non_finite.begin(), r.non_finite.end(),
+      [](const NonFiniteDisagreement& a, const NonFiniteDisagreement& b) { return a.first[0] < b.first[0]; });
   if (n_ == 0) return r;
   const double n = static_cast<double>(n_);
   const double g_norm = std::sqrt(gg_), m_norm = std::sqrt(mm_);

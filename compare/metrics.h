@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "compare/dtype.h"
 
@@ -18,6 +20,25 @@ namespace diagnose::compare {
 struct SideStats {
   double max = 0, min = 0, mean = 0;
   uint64_t nan_count = 0, inf_count = 0;
+};
+
+// What an element is, as far as NaN and Inf go.
+enum class ValueClass : uint8_t { Finite, NaN, PlusInf, MinusInf };
+ValueClass value_class(double v);
+std::string value_class_name(ValueClass c);  // "finite", "NaN", "+Inf", "-Inf"
+
+// How many of the lowest positions a disagreement keeps.
+constexpr size_t kFirstPositions = 3;
+
+// The elements where the golden and the target disagree on NaN, +Inf or -Inf, of one kind:
+// what each side holds there and, with a float64 truth, what the truth is there.
+struct NonFiniteDisagreement {
+  ValueClass golden = ValueClass::Finite, mine = ValueClass::Finite;
+  std::optional<ValueClass> truth;  // absent without a truth
+  uint64_t count = 0;
+  std::vector<uint64_t> first;  // the lowest scalar positions, at most kFirstPositions, ascending
+  // The truth decides which side is right; without one, the target is wrong where it differs.
+  bool target_wrong() const { return !truth || *truth != mine; }
 };
 
 struct PairMetrics {
@@ -41,6 +62,10 @@ struct PairMetrics {
   // the other (NaN matches NaN, +inf matches +inf).
   uint64_t special_mismatches = 0;
   uint64_t elements = 0;
+  // special_mismatches by kind, the kind met first leading.
+  std::vector<NonFiniteDisagreement> non_finite;
+  // The elements of non_finite where the target is wrong (NonFiniteDisagreement::target_wrong).
+  uint64_t non_finite_target_wrong() const;
 };
 
 struct AllcloseTolerance {
@@ -49,12 +74,14 @@ struct AllcloseTolerance {
 };
 
 // Running sums for one tensor pair. Feed float32 chunks in element order
-// (or disjoint ranges from several threads, then merge).
+// (or disjoint ranges from several threads, then merge). `first_position` is the scalar
+// position of the first element added (a thread's range), for the non-finite disagreements;
+// `truth`, when given, is the float64 truth of the same elements.
 class PairAccumulator {
  public:
-  PairAccumulator(DType target_dtype, AllcloseTolerance tol);
-  void add(const float* golden, const float* mine, size_t n);
-  void add(StoredValues golden, StoredValues mine, size_t n);
+  PairAccumulator(DType target_dtype, AllcloseTolerance tol, uint64_t first_position = 0);
+  void add(const float* golden, const float* mine, size_t n, const double* truth = nullptr);
+  void add(StoredValues golden, StoredValues mine, size_t n, const double* truth = nullptr);
   void merge(const PairAccumulator& other);
 
   SideStats golden_stats() const;
@@ -66,9 +93,14 @@ class PairAccumulator {
   uint64_t count() const { return n_; }
 
  private:
+  // Adds the disagreeing elements of a block that starts at scalar position `start` to
+  // non_finite_ (it reads mapped bytes: no frame-local object with a destructor may hold them).
+  void record_non_finite(const float* g, const float* m, size_t len, uint64_t start, const double* truth);
   DType target_;
   AllcloseTolerance tol_;
+  uint64_t first_position_ = 0;
   uint64_t n_ = 0;
+  std::vector<NonFiniteDisagreement> non_finite_;
   uint64_t g_nan_ = 0, g_inf_ = 0, m_nan_ = 0, m_inf_ = 0;
   double g_max_ = -std::numeric_limits<double>::infinity();
   double g_min_ = std::numeric_limits<double>::infinity();

@@ -114,6 +114,9 @@ struct Row {
   bool shape_differs = false;        // equal element count, different shape
   Verdict verdict = Verdict::NotComparable;
   std::string judged_by;  // tolerance preset / rule that decided
+  // Where the sides disagree on NaN/Inf and the target is wrong there (judge.h's
+  // non_finite_text, each kind, "; " between); "" when nowhere. Also in `reasons`.
+  std::string non_finite;
 };
 
 }  // namespace diagnose::compare

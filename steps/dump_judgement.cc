@@ -71,9 +71,21 @@ std::string unjudged_groups(const compare::CompareResult& compared) {
   return out;
 }
 
-// How far the first failing output of `op` is from its float64 truth, against eager's
-// distance: " (rmse to float64 2.7e-05, 355x eager's 7.6e-08)"; "" without a truth.
-std::string truth_distance(const compare::CompareResult& compared, const std::string& op) {
+// Where the failing rows of `op` disagree with the golden on NaN/Inf, the target wrong there:
+// "golden NaN at 1 of 3 elements, target finite there (first at [0])"; "" when nowhere.
+std::string non_finite_of(const compare::CompareResult& compared, const std::string& op) {
+  for (const compare::RowGroup& group : compared.groups)
+    for (const compare::Row& row : group.rows)
+      if (row.spec.op_key == op && row.verdict == compare::Verdict::Fail && !row.non_finite.empty())
+        return row.non_finite;
+  return "";
+}
+
+// Why `op` fails: where it disagrees on NaN/Inf (": golden NaN at ..."), else how far its first
+// failing output is from its float64 truth, against eager's distance (" (rmse to float64
+// 2.7e-05, 355x eager's 7.6e-08)"); "" when neither is known.
+std::string failure_detail(const compare::CompareResult& compared, const std::string& op) {
+  if (const std::string non_finite = non_finite_of(compared, op); !non_finite.empty()) return ": " + non_finite;
   for (const compare::RowGroup& group : compared.groups)
     for (const compare::Row& row : group.rows) {
       if (row.spec.op_key != op || row.verdict != compare::Verdict::Fail || !row.truth_bound) continue;
@@ -294,11 +306,11 @@ DumpJudgement judge_dumps(const StepContext& context, const std::string& golden,
                         (d.graph >= 0 ? " graph " + std::to_string(d.graph) : "") +
                         (calls.calls.size() > 1 ? " call " + std::to_string(d.token_id + 1) : "");
     result.findings.push_back({prefix + "first failing op" + where + ": " + d.first_failing_op +
-                                   truth_distance(compared, d.first_failing_op) + origin(d.first_failing_op),
+                                   failure_detail(compared, d.first_failing_op) + origin(d.first_failing_op),
                                d.first_failing_op});
     for (const std::string& op : d.source_ops) {
       result.findings.push_back({prefix + "error starts at op " + op + " (its inputs pass, an output fails)" +
-                                     truth_distance(compared, op) + origin(op),
+                                     failure_detail(compared, op) + origin(op),
                                  op});
       source_ops.push_back(op);
     }
@@ -336,10 +348,15 @@ DumpJudgement judge_dumps(const StepContext& context, const std::string& golden,
   if (s.failed > 0) {
     result.status = StepStatus::Fail;
     result.summary = prefix + std::to_string(s.failed) + " of " + std::to_string(s.compared) + " judged rows fail";
-    if (!calls.text().empty())
-      result.summary += " (" + calls.text() + ")";
-    else if (!divergences.empty())
-      result.summary += ", first divergence at " + divergences.front().first_failing_op;
+    if (!calls.text().empty()) result.summary += " (" + calls.text() + ")";
+    if (!divergences.empty()) {
+      const std::string& first = divergences.front().first_failing_op;
+      const std::string non_finite = non_finite_of(compared, first);
+      if (calls.text().empty())
+        result.summary += ", first divergence at " + first + (non_finite.empty() ? "" : ": " + non_finite);
+      else if (!non_finite.empty())
+        result.summary += ", " + first + ": " + non_finite;
+    }
     result.summary += "; " + coverage;
   } else if (s.compared == 0) {
     result.status = StepStatus::Error;

@@ -179,11 +179,16 @@ std::optional<Detection> detect_torchair_options(const RecordedRun& run) {
 
 std::optional<Detection> detect_eager_overflow(const RecordedRun& run) {
   if (run_mode(run) == "compiled" || run.dump_dir.empty()) return std::nullopt;
+  const std::string dtype = spec_text(run, "dtype", "float32");
   for (const NanOrigin& origin : find_nan_origins(run.dump_dir)) {
-    if (origin.kind != "inf" || origin.inputs != NanOriginInputs::Finite) continue;
+    // An overflow float64 has too is the model's, not eager's precision (judge.h: the truth decides).
+    if (origin.kind != "inf" || origin.inputs != NanOriginInputs::Finite || origin.truth_finite == false) continue;
+    // A model in another dtype overflows where it casts down inside (x.half() * ...): only an
+    // overflow its float64 truth shows to be the precision's counts there.
+    if (dtype != "float16" && origin.truth_finite != true) continue;
     std::string op = origin.op.empty() ? origin.op_key : origin.op;
-    return Detection{"eager in " + spec_text(run, "dtype", "float32") + " overflows: " + origin.op_key +
-                         " produces Inf from finite inputs" +
+    return Detection{"eager in " + dtype + " overflows: " + origin.op_key + " produces Inf from finite inputs" +
+                         (origin.truth_finite ? " where its float64 truth is finite" : "") +
                          (origin.rank >= 0 ? " on rank " + std::to_string(origin.rank) : "") +
                          (origin.module.empty() ? "" : " (module " + origin.module + ")"),
                      true, op};
@@ -329,8 +334,10 @@ const std::vector<KnownCause>& known_causes() {
                  detect_training_dropout,
                  "call model.eval() before compiling (or set torch._inductor.config.fallback_random = True to "
                  "compare in training mode)"),
-        detector("eager_overflow", "the first op whose output is Inf while its inputs are finite, in an eager dump", {},
-                 {"float16"}, detect_eager_overflow,
+        detector("eager_overflow",
+                 "the first op whose output is Inf while its inputs are finite, in an eager dump (in a model of "
+                 "another dtype than float16: where the dump's float64 truth is finite)",
+                 {}, {}, detect_eager_overflow,
                  "compute the named op in float32 (autocast keeps it there, or .float() around it), or scale its "
                  "inputs down"),
         detector("float16_near_overflow", "float16 values past half of 65504 in an eager dump", {}, {"float16"},

@@ -1,6 +1,7 @@
 #include "steps/nan_origin.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 
@@ -23,9 +24,31 @@ struct OpCall {
   bool has_inputs = false;
   bool nonfinite_constant = false;  // given -inf or NaN as a constant: what it writes is meant
   NonFinite inputs, outputs;
+  std::vector<const compare::ManifestRecord*> non_finite_outputs;
 };
 
-NanOrigin origin_of(const OpCall& call, int rank, const std::string& side, NanOriginInputs inputs) {
+// Whether the float64 truth of every record is finite; absent when one has no truth or it
+// cannot be read.
+std::optional<bool> truth_finite(const compare::Manifest& dump,
+                                 const std::vector<const compare::ManifestRecord*>& records) {
+  if (records.empty()) return std::nullopt;
+  bool finite = true;
+  std::vector<double> chunk(1 << 15);
+  for (const compare::ManifestRecord* record : records) {
+    const std::optional<compare::TensorRef> truth = compare::manifest_truth(dump, *record);
+    std::string error;
+    auto stream = truth ? compare::TensorStream::open(*truth, &error) : nullptr;
+    if (!stream) return std::nullopt;
+    int64_t got;
+    while ((got = stream->read(chunk.data(), chunk.size(), &error)) > 0)
+      finite = finite && std::all_of(chunk.begin(), chunk.begin() + got, [](double v) { return std::isfinite(v); });
+    if (got < 0) return std::nullopt;
+  }
+  return finite;
+}
+
+NanOrigin origin_of(const compare::Manifest& dump, const OpCall& call, int rank, const std::string& side,
+                    NanOriginInputs inputs) {
   const compare::ManifestRecord& r = *call.first;
   const NonFinite& counts = inputs == NanOriginInputs::NonFinite ? call.inputs : call.outputs;
   NanOrigin o;
@@ -41,6 +64,7 @@ NanOrigin origin_of(const OpCall& call, int rank, const std::string& side, NanOr
   o.inf = counts.inf;
   o.inputs = inputs;
   o.module = r.module;
+  if (inputs != NanOriginInputs::NonFinite) o.truth_finite = truth_finite(dump, call.non_finite_outputs);
   return o;
 }
 
@@ -55,7 +79,7 @@ std::vector<OpCall> op_calls(const compare::Manifest& dump) {
                    [](const compare::ManifestRecord* a, const compare::ManifestRecord* b) { return a->seq < b->seq; });
   std::vector<OpCall> calls;
   for (const compare::ManifestRecord* r : records) {
-    if (calls.empty() || calls.back().first->seq != r->seq) calls.push_back({r, false, false, {}, {}});
+    if (calls.empty() || calls.back().first->seq != r->seq) calls.push_back({r, false, false, {}, {}, {}});
     OpCall& call = calls.back();
     call.nonfinite_constant = call.nonfinite_constant || r->nonfinite_constant;
     const bool input = r->io == "input";
@@ -65,6 +89,7 @@ std::vector<OpCall> op_calls(const compare::Manifest& dump) {
     NonFinite& counts = input ? call.inputs : call.outputs;
     counts.nan += stats->nan;
     counts.inf += stats->inf;
+    if (!input && stats->nan + stats->inf > 0) call.non_finite_outputs.push_back(r);
   }
   return calls;
 }
@@ -78,13 +103,13 @@ std::optional<NanOrigin> rank_origin(const compare::Manifest& dump, int rank, co
       continue;
     }
     if (call.outputs.any() && call.has_inputs && !call.inputs.any())
-      return origin_of(call, rank, side, NanOriginInputs::Finite);
+      return origin_of(dump, call, rank, side, NanOriginInputs::Finite);
     if (call.outputs.any() && !call.has_inputs && !seen_non_finite)
-      return origin_of(call, rank, side, NanOriginInputs::NotDumped);
+      return origin_of(dump, call, rank, side, NanOriginInputs::NotDumped);
     // The rule looks further for an op that makes NaN/Inf from finite inputs; without one,
     // the first op that reads a non-finite tensor nothing dumped produced is where it appears.
     if (call.inputs.any() && !seen_non_finite)
-      already_in_inputs = origin_of(call, rank, side, NanOriginInputs::NonFinite);
+      already_in_inputs = origin_of(dump, call, rank, side, NanOriginInputs::NonFinite);
     seen_non_finite = seen_non_finite || call.inputs.any() || call.outputs.any();
   }
   return already_in_inputs;
@@ -95,8 +120,9 @@ std::string kind_text(const NanOrigin& o) { return o.kind == "nan" ? "NaN" : "In
 // " on rank 0 (target; its inputs not dumped)"
 std::string where_text(const NanOrigin& o) {
   std::string notes = o.side;
-  if (o.inputs == NanOriginInputs::NotDumped)
-    notes += (notes.empty() ? "" : "; ") + std::string("its inputs not dumped");
+  const auto note = [&](const std::string& text) { notes += (notes.empty() ? "" : "; ") + text; };
+  if (o.inputs == NanOriginInputs::NotDumped) note("its inputs not dumped");
+  if (o.truth_finite) note(*o.truth_finite ? "float64 truth finite there" : "NaN/Inf in float64 too");
   return (o.rank >= 0 ? " on rank " + std::to_string(o.rank) : "") + (notes.empty() ? "" : " (" + notes + ")");
 }
 
@@ -162,7 +188,8 @@ nlohmann::json nan_origins_json(const std::vector<NanOrigin>& origins) {
                      {"nan", o.nan},
                      {"inf", o.inf},
                      {"inputs", nan_origin_inputs_name(o.inputs)},
-                     {"module", o.module}});
+                     {"module", o.module},
+                     {"truth_finite", o.truth_finite ? nlohmann::json(*o.truth_finite) : nlohmann::json()}});
   return table;
 }
 

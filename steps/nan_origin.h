@@ -7,6 +7,7 @@
 #include "steps/layer.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,10 @@ struct NanOrigin {
   uint64_t nan = 0, inf = 0;  // over the call's outputs (NonFinite: over its inputs)
   NanOriginInputs inputs = NanOriginInputs::Finite;
   std::string module;
+  // Whether the float64 truth of the outputs holding NaN/Inf is finite everywhere (the side's
+  // NaN/Inf comes from its precision) or not (the value is NaN/Inf in float64 too); absent when
+  // the dump has no truth for them, or the origin is already in the inputs.
+  std::optional<bool> truth_finite;
 };
 
 // One origin per rank whose dump holds a NaN or Inf (records of kind "op" but for ops whose
@@ -43,9 +48,9 @@ struct NanOrigin {
 // every record is finite or the directory is no diagnose dump. `side` labels each origin.
 std::vector<NanOrigin> find_nan_origins(const std::string& dump_dir, const std::string& side = "");
 
-// "NaN first appears at mm_1-aten.mm.default on rank 0 (target); golden stays finite": each
-// origin, then each of `sides` (the labels that were searched) that has none; "" when there
-// is no origin at all.
+// "NaN first appears at mm_1-aten.mm.default on rank 0 (target; float64 truth finite there); golden
+// stays finite": each origin, then each of `sides` (the labels that were searched) that has none;
+// "" when there is no origin at all.
 std::string nan_origin_summary(const std::vector<NanOrigin>& origins, const std::vector<std::string>& sides);
 
 // The origins as a result field / evidence table: one object per origin.

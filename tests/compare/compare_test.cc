@@ -398,6 +398,68 @@ TEST(Compare, RefereeKeepsMoreAccurateTargetFromFailing) {
   EXPECT_EQ(r.groups.at(0).rows.at(0).judged_by, "fp32 truth ratio");
 }
 
+// One row judged: out.npy of each side, and its float64 truth when given.
+Row judge_one(const std::vector<float>& golden, const std::vector<float>& mine, const std::vector<double>& truth = {},
+              const std::string& shape = "") {
+  TempDir g, m, r;
+  write_npy_f32(g / "out.npy", golden, shape);
+  write_npy_f32(m / "out.npy", mine, shape);
+  const std::string npy_shape = shape.empty() ? "(" + std::to_string(truth.size()) + ",)" : shape;
+  if (!truth.empty()) write_bytes(r / "out.npy", testing::npy_bytes("<f8", npy_shape, truth.data(), truth.size() * 8));
+  CompareResult result = compare_dirs(g.path(), m.path(), truth.empty() ? std::nullopt : std::optional(r.path()));
+  return result.groups.at(0).rows.at(0);
+}
+
+std::string reasons_of(const Row& row) {
+  std::string text;
+  for (const std::string& reason : row.reasons) text += reason + "\n";
+  return text;
+}
+
+TEST(Compare, NonFiniteValuesAreJudgedByPosition) {
+  const float nan = NAN, inf = INFINITY;
+  const Row lost_nan = judge_one({nan, 1, 2}, {0, 1, 2});
+  EXPECT_EQ(lost_nan.verdict, Verdict::Fail);
+  EXPECT_EQ(lost_nan.judged_by, "fp32 nan/inf positions differ");
+  EXPECT_EQ(lost_nan.non_finite, "golden NaN at 1 of 3 elements, target finite there (first at [0])");
+  EXPECT_NE(reasons_of(lost_nan).find(lost_nan.non_finite), std::string::npos);
+  const Row new_nan = judge_one({0, 1, 2, 3}, {0, 1, 2, nan}, {}, "(2, 2)");
+  EXPECT_EQ(new_nan.verdict, Verdict::Fail);
+  EXPECT_EQ(new_nan.non_finite, "target NaN at 1 of 4 elements, golden finite there (first at [1, 1])");
+  const Row sign = judge_one({inf, 1, 2}, {-inf, 1, 2});
+  EXPECT_EQ(sign.verdict, Verdict::Fail);
+  EXPECT_EQ(sign.non_finite, "golden +Inf at 1 of 3 elements, target -Inf there (first at [0])");
+  // The same NaN and Inf on both sides are left out; the finite rest is judged by the usual rule.
+  EXPECT_EQ(judge_one({nan, 1, inf}, {nan, 1, inf}).verdict, Verdict::Pass);
+  const Row rest = judge_one({nan, 1, 2}, {nan, 1, 2.5f});
+  EXPECT_EQ(rest.verdict, Verdict::Fail);
+  EXPECT_EQ(rest.judged_by, "fp32 allclose");
+  EXPECT_EQ(rest.non_finite, "");
+}
+
+TEST(Compare, TheFloat64TruthDecidesWhichSideHoldsTheRightNonFiniteValue) {
+  const float nan = NAN, inf = INFINITY;
+  const double nan64 = NAN;
+  // Eager and float64 give NaN, the target a finite value: a miscompiled NaN propagation.
+  const Row lost_nan = judge_one({nan, 1, 2}, {0, 1, 2}, {nan64, 1, 2});
+  EXPECT_EQ(lost_nan.verdict, Verdict::Fail);
+  EXPECT_EQ(lost_nan.judged_by, "fp32 truth ratio: nan/inf positions differ from the float64 truth");
+  EXPECT_EQ(lost_nan.non_finite,
+            "golden NaN at 1 of 3 elements, target finite there, float64 truth NaN (first at [0])");
+  // A target that avoids eager's spurious overflow is not wrong; the finite rest still decides.
+  const Row overflow = judge_one({inf, 1, 2}, {1e5f, 1, 2}, {1e5, 1, 2});
+  EXPECT_EQ(overflow.verdict, Verdict::Pass);
+  EXPECT_EQ(overflow.non_finite, "");
+  EXPECT_NE(reasons_of(overflow).find("golden +Inf at 1 of 3 elements, target finite there like the float64 truth"),
+            std::string::npos);
+  EXPECT_EQ(judge_one({inf, 1, 2}, {1e5f, 1, 3}, {1e5, 1, 2}).verdict, Verdict::Fail);
+  // A target that overflows where eager and the truth are finite is wrong.
+  const Row new_inf = judge_one({1e5f, 1, 2}, {inf, 1, 2}, {1e5, 1, 2});
+  EXPECT_EQ(new_inf.verdict, Verdict::Fail);
+  EXPECT_EQ(new_inf.non_finite,
+            "target +Inf at 1 of 3 elements, golden finite there, float64 truth finite (first at [0])");
+}
+
 TEST(Compare, LargeTensorsSplitAcrossThreadsGiveSameMetrics) {
   TempDir golden, mine;
   std::vector<float> g(3'000'000), m(g.size());

@@ -83,19 +83,46 @@ TEST(Judge, TruthRatioUsesThePrecisionTheValueWasComputedIn) {
   EXPECT_FALSE(judge(t, DType::Float32, clean(1, 1, 0), {}, truth(1e-6, 2.9e-6, 0, DType::Float32, 1000)).pass);
 }
 
+// One element where the sides disagree on NaN/Inf, with the truth's value there.
+PairMetrics disagreeing(ValueClass golden, ValueClass mine, std::optional<ValueClass> in_truth) {
+  PairMetrics m = clean(0, 0, 0);
+  m.special_mismatches = 1;
+  m.non_finite.push_back({golden, mine, in_truth, 1, {0}});
+  return m;
+}
+
 TEST(Judge, TruthRatioWithNanAndInf) {
   const Tolerances t = Tolerances::defaults();
-  PairMetrics moved = clean(0, 0, 0);
-  moved.special_mismatches = 1;
-  // The target produces NaN/Inf where eager is finite: a defect whatever the RMSE says.
-  Judgement nan_in_target = judge(t, DType::Float32, moved, {false, true}, truth(1, 0, 1));
+  const auto finite = ValueClass::Finite, nan = ValueClass::NaN, inf = ValueClass::PlusInf;
+  // The target produces NaN/Inf where eager and the truth are finite: a defect whatever the RMSE says.
+  Judgement nan_in_target = judge(t, DType::Float32, disagreeing(finite, nan, finite), {false, true}, truth(1, 0, 1));
   EXPECT_FALSE(nan_in_target.pass);
-  EXPECT_NE(nan_in_target.rule.find("nan/inf"), std::string::npos);
-  // Eager overflowed where the target is finite: judged on the finite elements.
-  EXPECT_TRUE(judge(t, DType::Float32, moved, {true, false}, truth(1e-7, 1e-7, 1)).pass);
+  EXPECT_EQ(nan_in_target.rule, "fp32 truth ratio: nan/inf positions differ from the float64 truth");
+  // The target finite where eager and the truth are NaN: a miscompiled NaN propagation.
+  EXPECT_FALSE(judge(t, DType::Float32, disagreeing(nan, finite, nan), {true, false}, truth(0, 0, 1)).pass);
+  // Eager overflowed where the target and the truth are finite: judged on the finite elements.
+  EXPECT_TRUE(judge(t, DType::Float32, disagreeing(inf, finite, finite), {true, false}, truth(1e-7, 1e-7, 1)).pass);
+  EXPECT_FALSE(judge(t, DType::Float32, disagreeing(inf, finite, finite), {true, false}, truth(1e-7, 1e-5, 1)).pass);
   // The same NaNs on both sides: the finite elements decide.
   EXPECT_TRUE(judge(t, DType::Float32, clean(0, 0, 0), {true, true}, truth(1e-7, 1e-7, 1)).pass);
   EXPECT_FALSE(judge(t, DType::Float32, clean(0, 0, 0), {true, true}, truth(1e-7, 1e-5, 1)).pass);
+}
+
+TEST(Judge, NonFiniteDisagreementsInWords) {
+  const auto finite = ValueClass::Finite, nan = ValueClass::NaN;
+  NonFiniteDisagreement d{nan, finite, std::nullopt, 2, {1, 4}};
+  EXPECT_EQ(non_finite_text(d, 6, {2, 3}, 1),
+            "golden NaN at 2 of 6 elements, target finite there (first at [0, 1], [1, 1])");
+  d.truth = nan;
+  EXPECT_EQ(non_finite_text(d, 6, {6}, 1),
+            "golden NaN at 2 of 6 elements, target finite there, float64 truth NaN (first at [1], [4])");
+  NonFiniteDisagreement overflow{ValueClass::PlusInf, finite, finite, 1, {0}};
+  EXPECT_EQ(non_finite_text(overflow, 1, {}, 1),
+            "golden +Inf at 1 of 1 elements, target finite there like the float64 truth (the golden is wrong there)");
+  NonFiniteDisagreement sign{ValueClass::MinusInf, ValueClass::PlusInf, std::nullopt, 1, {3}};
+  EXPECT_EQ(non_finite_text(sign, 8, {4}, 2), "golden -Inf at 1 of 8 elements, target +Inf there (first at [1])");
+  NonFiniteDisagreement in_target{finite, nan, std::nullopt, 1, {2}};
+  EXPECT_EQ(non_finite_text(in_target, 3, {3}, 1), "target NaN at 1 of 3 elements, golden finite there (first at [2])");
 }
 
 TEST(Judge, UserTolerancesAreAnAllcloseNothingOverrides) {

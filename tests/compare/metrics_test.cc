@@ -99,6 +99,36 @@ TEST(Metrics, NanAndInfAreCountedAndPositionsChecked) {
   EXPECT_EQ(moved.metrics().special_mismatches, 2u);
 }
 
+TEST(Metrics, NonFiniteDisagreementsByKindWithTheirFirstPositions) {
+  const float nan = NAN, inf = INFINITY;
+  std::vector<float> g(5000, 1.0f), m(5000, 1.0f);
+  std::vector<double> truth(5000, 1.0);
+  for (size_t i : {10u, 2100u, 4500u, 4600u}) g[i] = truth[i] = nan;  // target finite there
+  m[3000] = -inf;                                                     // golden +Inf there
+  g[3000] = inf;
+  // Two ranges (two threads), merged in either order: the kinds and their lowest positions.
+  PairAccumulator low(DType::Float32, {0, 0}, 0), high(DType::Float32, {0, 0}, 2500);
+  low.add(g.data(), m.data(), 2500, truth.data());
+  high.add(g.data() + 2500, m.data() + 2500, 2500, truth.data() + 2500);
+  high.merge(low);
+  const PairMetrics pm = high.metrics();
+  EXPECT_EQ(pm.special_mismatches, 5u);
+  ASSERT_EQ(pm.non_finite.size(), 2u);
+  const NonFiniteDisagreement& nan_lost = pm.non_finite[0];
+  EXPECT_EQ(nan_lost.golden, ValueClass::NaN);
+  EXPECT_EQ(nan_lost.mine, ValueClass::Finite);
+  EXPECT_EQ(nan_lost.truth, ValueClass::NaN);
+  EXPECT_EQ(nan_lost.count, 4u);
+  EXPECT_EQ(nan_lost.first, (std::vector<uint64_t>{10, 2100, 4500}));
+  EXPECT_EQ(pm.non_finite[1].mine, ValueClass::MinusInf);
+  EXPECT_EQ(pm.non_finite[1].truth, ValueClass::Finite);
+  EXPECT_EQ(pm.non_finite_target_wrong(), 5u);
+  // Agreeing NaN and Inf are no disagreement.
+  PairAccumulator same(DType::Float32, {0, 0});
+  same.add(g.data(), g.data(), g.size());
+  EXPECT_TRUE(same.metrics().non_finite.empty());
+}
+
 TEST(Metrics, UlpErrorInTargetDtype) {
   PairMetrics m = run({1.0f, 2.0f}, {1.0f + 2 * 0x1p-10f, 2.0f}, DType::Float16);
   EXPECT_DOUBLE_EQ(m.max_ulp_error, 2.0);

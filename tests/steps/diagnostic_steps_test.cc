@@ -7,6 +7,7 @@
 
 #include "steps/dynamo_findings.h"
 #include "steps/single_op_batches.h"
+#include "tests/compare/test_files.h"
 #include "tests/support/e2e_helpers.h"
 
 namespace diagnose {
@@ -491,6 +492,19 @@ TEST(DiagnosticSteps, GraphDumpCompareLocalisesAndTakesExternalDumps) {
   EXPECT_EQ(report["steps"][1]["metrics"]["localized"], false);
   EXPECT_EQ(report["steps"][2]["status"], "fail");
   EXPECT_EQ(report["steps"][2]["metrics"]["localized"], false);
+}
+
+TEST(DiagnosticSteps, CompareSummaryNamesWhereTheSidesDisagreeOnNan) {
+  TempDir dir;
+  const float golden[3] = {NAN, 1, 2}, target[3] = {0, 1, 2};  // a NaN the target lost
+  write_text(dir / "g/out.npy", diagnose::testing::npy_bytes("<f4", "(3,)", golden, sizeof golden));
+  write_text(dir / "t/out.npy", diagnose::testing::npy_bytes("<f4", "(3,)", target, sizeof target));
+  write_text(dir / "wf.yaml", "model: {argv: [\"true\"]}\nsteps:\n  - {id: c, kind: compare, golden: g, target: t}\n");
+  Finished r = run_diagnose({"wf.yaml"}, dir.path());
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  const std::string summary = report_of(dir)["steps"][0]["summary"];
+  EXPECT_NE(summary.find("golden NaN at 1 of 3 elements, target finite there (first at [0])"), std::string::npos)
+      << summary;
 }
 
 TEST(DiagnosticSteps, ModelWithoutScriptIsAnErrorNamingTheFix) {

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/compare/test_files.h"
 #include "tests/support/files.h"
 
 namespace diagnose {
@@ -149,11 +150,35 @@ TEST(KnownCauses, EagerOverflowNamesTheFirstOpMakingInfFromFiniteInputs) {
                                       {"aten.exp.default", "output", stats(0, 60000, 5)},
                                       {"aten.div.Tensor", "input", stats(0, 60000, 5)},
                                       {"aten.div.Tensor", "output", stats(0, 1, 5)}});
-  std::optional<Detection> found = detect_eager_overflow(run_with(kEager, json::object(), dump));
+  json float16 = kEager;
+  float16["dtype"] = "float16";
+  std::optional<Detection> found = detect_eager_overflow(run_with(float16, json::object(), dump));
   ASSERT_TRUE(found);
   EXPECT_TRUE(found->decisive);
   EXPECT_EQ(found->op, "aten.exp.default");
   EXPECT_FALSE(detect_eager_overflow(run_with(kCompiled, json::object(), dump)));  // eager runs only
+  // A float32 model (casting to float16 inside) without a truth: nothing says the overflow is the precision's.
+  EXPECT_FALSE(detect_eager_overflow(run_with(kEager, json::object(), dump)));
+}
+
+TEST(KnownCauses, EagerOverflowInAFloat32ModelWhereTheTruthIsFinite) {
+  TempDir dir;
+  const double truth[4] = {2.5e7, 4, 1, 0.25};  // (x.half() * x.half()) in float64: no overflow
+  write_text(dir / "tensors/mul.truth.npy", testing::npy_bytes("<f8", "(4,)", truth, sizeof truth));
+  json mul = {{"type", "tensor"},         {"seq", 1},      {"op_key", "aten.mul.Tensor#0"},
+              {"op", "aten.mul.Tensor"},  {"io", "input"}, {"index", 0},
+              {"dtype", "torch.float16"}, {"shape", {4}},  {"stats", stats(0.5, 5000)}};
+  std::string text = R"({"type": "header", "format": "diagnose-dump", "version": 1})"
+                     "\n" +
+                     mul.dump() + "\n";
+  mul["io"] = "output";
+  mul["stats"] = stats(0.25, 4, 1);
+  mul["truth_file"] = "tensors/mul.truth.npy";
+  write_text(dir / "manifest.jsonl", text + mul.dump() + "\n" + R"({"type": "end", "records": 0})" + "\n");
+  std::optional<Detection> found = detect_eager_overflow(run_with(kEager, json::object(), dir.path()));
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->op, "aten.mul.Tensor");
+  EXPECT_NE(found->evidence.find("where its float64 truth is finite"), std::string::npos) << found->evidence;
 }
 
 TEST(KnownCauses, Float16NearTheOverflowBound) {

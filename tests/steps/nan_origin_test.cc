@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/compare/test_files.h"
 #include "tests/support/files.h"
 
 namespace diagnose {
@@ -44,6 +45,29 @@ TEST(NanOrigin, FirstOpWithNonFiniteOutputsFromFiniteInputs) {
   EXPECT_EQ(origins[0].module, "net");
   EXPECT_EQ(nan_origin_summary(origins, {"target", "golden"}),
             "Inf first appears at net/aten.exp.default#0 (target); golden stays finite");
+}
+
+TEST(NanOrigin, SaysWhetherTheFloat64TruthIsFiniteThere) {
+  TempDir dump;
+  // exp overflows float16 where float64 does not: the side's precision, not the model.
+  const double overflow[4] = {1e5, 1, 2, 3}, in_float64_too[4] = {INFINITY, 1, 2, 3};
+  write_text(dump / "tensors/spurious.npy", testing::npy_bytes("<f8", "(4,)", overflow, sizeof overflow));
+  write_text(dump / "tensors/genuine.npy", testing::npy_bytes("<f8", "(4,)", in_float64_too, sizeof in_float64_too));
+  std::string exp = record(2, "aten.exp.default", "output", 0, 1);
+  exp.insert(exp.rfind('}'), R"(, "truth_file": "tensors/spurious.npy")");
+  write_dump(dump.path(), record(2, "aten.exp.default", "input", 0) + exp);
+  std::vector<NanOrigin> origins = find_nan_origins(dump.path(), "golden");
+  ASSERT_EQ(origins.size(), 1u);
+  EXPECT_EQ(origins[0].truth_finite, true);
+  EXPECT_EQ(nan_origin_summary(origins, {"target", "golden"}),
+            "Inf first appears at net/aten.exp.default#0 (golden; float64 truth finite there); target stays finite");
+  write_dump(dump.path(),
+             record(2, "aten.exp.default", "input", 0) + std::string(exp).replace(exp.find("spurious"), 8, "genuine"));
+  origins = find_nan_origins(dump.path(), "golden");
+  ASSERT_EQ(origins.size(), 1u);
+  EXPECT_EQ(origins[0].truth_finite, false);
+  EXPECT_EQ(nan_origin_summary(origins, {"golden"}),
+            "Inf first appears at net/aten.exp.default#0 (golden; NaN/Inf in float64 too)");
 }
 
 TEST(NanOrigin, AnOpWhoseInputsAreAlreadyNanIsNoOrigin) {

@@ -101,11 +101,15 @@ def test_precheck_reasons_and_stats_still_written(basic_run):
     run, _ = basic_run
     nan_row = _row(run, "e_nan")
     assert nan_row["cmp_fail_reason"].startswith("golden_data includes NAN or inf."), nan_row
+    # NaN judged by position: where, and what the target holds there
+    assert "golden NaN at 1 of 3 elements, target finite there (first at [1])" in nan_row["cmp_fail_reason"]
+    assert nan_row["verdict"] == "fail"
     assert nan_row["cosine_similarity"] is None and nan_row["kl_divergence"] is None
     assert nan_row["golden_nan_count"] == 1 and nan_row["my_nan_count"] == 0
     assert nan_row["my_max_value"] == 3.0 and nan_row["my_min_value"] == 1.0
     inf_row = _row(run, "f_inf_mine")
     assert inf_row["cmp_fail_reason"].startswith("my_data includes NAN or inf."), inf_row
+    assert "target +Inf at 1 of 2 elements, golden finite there (first at [0])" in inf_row["cmp_fail_reason"]
     assert inf_row["my_inf_count"] == 1 and inf_row["max_absolute_error"] is None
     assert inf_row["my_max_value"] == "inf"
     assert inf_row["verdict"] != "pass"
