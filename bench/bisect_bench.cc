@@ -56,6 +56,19 @@ struct Cell {
   int runs = 0, right = 0, high = 0, wrong_high = 0;
   long trials = 0, rounds = 0;
   int max_trials = 0, max_to_answer = 0, max_rounds = 0;
+
+  // One bisection's result, `is_right` when it found the planted culprits.
+  void add(const diagnose::bisect::Result& result, bool is_right) {
+    bool is_high = result.confidence == diagnose::bisect::Confidence::High;
+    ++runs;
+    right += is_right;
+    high += is_high;
+    wrong_high += is_high && !is_right;
+    trials += result.new_trials;
+    rounds += result.rounds;
+    max_trials = std::max(max_trials, result.new_trials);
+    max_rounds = std::max(max_rounds, result.rounds);
+  }
 };
 
 Cell run_cell(int n, int scenario_index, int slots, bool flaky) {
@@ -170,14 +183,7 @@ void node_search_table(std::vector<std::string>& missed) {
         diagnose::bisect::Result result = diagnose::bisect::bisect(candidates, oracle, options);
         RuleSets found;
         for (const auto& set : result.culprit_sets) found.insert({set.rules.begin(), set.rules.end()});
-        bool right = result.conclusion == diagnose::bisect::Conclusion::CulpritsFound && found == culprits;
-        bool high = result.confidence == diagnose::bisect::Confidence::High;
-        ++cell.runs;
-        cell.right += right;
-        cell.high += high;
-        cell.wrong_high += high && !right;
-        cell.trials += result.new_trials;
-        cell.max_trials = std::max(cell.max_trials, result.new_trials);
+        cell.add(result, result.conclusion == diagnose::bisect::Conclusion::CulpritsFound && found == culprits);
       }
       std::printf("%5d  %-18s %8.1f/%-5d  %3d/%-3d  %3d/%-3d  %10d\n", n, node_case.name,
                   double(cell.trials) / cell.runs, cell.max_trials, cell.right, cell.runs, cell.high, cell.runs,
@@ -189,6 +195,54 @@ void node_search_table(std::vector<std::string>& missed) {
       if (!node_case.flip_k && cell.max_trials > bound)
         missed.push_back(where + ": " + std::to_string(cell.max_trials) + " trials > " + std::to_string(bound));
       if (cell.wrong_high > 0) missed.push_back(where + ": wrong answers with high confidence");
+    }
+}
+
+// `diagnose bisect -- CMD` judged by exit status: a trial's only number is its exit status, so
+// the all-on runs agree exactly when the command is deterministic. One culprit among 28 rules
+// at each position: trials against bisect::one_culprit_floor; the same with each trial's
+// outcome flipped with probability 0.1 (10 seeds per position).
+void exit_code_table(std::vector<std::string>& missed) {
+  constexpr int n = 28;
+  std::vector<std::string> candidates;
+  for (int i = 0; i < n; ++i) candidates.push_back(rule_name(i));
+  const int floor = diagnose::bisect::one_culprit_floor(n, 1 + diagnose::bisect::Options{}.baseline_repeats);
+  std::printf("\ndiagnose bisect, exit-code oracle: one culprit among N = %d at each position (floor %d trials)\n", n,
+              floor);
+  std::printf("%5s  %-9s %4s  %14s  %14s  %7s  %7s  %10s\n", "slots", "oracle", "runs", "trials avg/max",
+              "rounds avg/max", "right", "high", "wrong+high");
+  for (bool flaky : {false, true})
+    for (int slots : {1, 2}) {
+      Cell cell;
+      for (int culprit = 0; culprit < n; ++culprit)
+        for (int seed = 1; seed <= (flaky ? 10 : 1); ++seed) {
+          std::mt19937 noise(seed * 6151 + culprit * 17 + slots);
+          std::bernoulli_distribution flip(flaky ? kFlakeRate : 0.0);
+          diagnose::bisect::FunctionOracle oracle([&](const Config& off) {
+            bool fails = !std::binary_search(off.begin(), off.end(), candidates[culprit]);
+            if (flip(noise)) fails = !fails;
+            return TrialOutcome{fails ? Outcome::Fail : Outcome::Pass,
+                                0,
+                                {{diagnose::bisect::kExitStatusMetric, fails ? 1 : 0}},
+                                {},
+                                {}};
+          });
+          diagnose::bisect::Options options;
+          options.slots = slots;
+          diagnose::bisect::Result result = diagnose::bisect::bisect(candidates, oracle, options);
+          cell.add(result, result.conclusion == diagnose::bisect::Conclusion::CulpritsFound &&
+                               result.culprits_off() == Config{candidates[culprit]});
+        }
+      std::printf("%5d  %-9s %4d  %8.1f/%-5d  %8.1f/%-5d  %3d/%-3d  %3d/%-3d  %10d\n", slots,
+                  flaky ? "flaky 10%" : "exact", cell.runs, double(cell.trials) / cell.runs, cell.max_trials,
+                  double(cell.rounds) / cell.runs, cell.max_rounds, cell.right, cell.runs, cell.high, cell.runs,
+                  cell.wrong_high);
+      std::string where = "exit code, N=28, slots=" + std::to_string(slots);
+      if (!flaky && slots == 1 && cell.max_trials > floor)
+        missed.push_back(where + ": " + std::to_string(cell.max_trials) + " trials > the floor " +
+                         std::to_string(floor));
+      if (!flaky && (cell.right != cell.runs || cell.high != cell.runs))
+        missed.push_back(where + ": exact oracle, wrong or not high confidence");
     }
 }
 
@@ -228,6 +282,7 @@ int main() {
       "\nsanity+srch: worst trials until the first answer (all-on, its repeat, all-off unless the all-on\n"
       "runs agree bit for bit, searches), before the checks and confirmations counted in 'trials'.\n");
   node_search_table(missed);
+  exit_code_table(missed);
   if (missed.empty()) {
     std::printf("targets: all met\n");
     return 0;

@@ -7,8 +7,10 @@
 #include <limits>
 #include <vector>
 
+#if defined(__x86_64__)  // the F16C conversion; elsewhere (aarch64) the portable one
 #include <cpuid.h>
 #include <immintrin.h>
+#endif
 
 namespace diagnose::compare {
 
@@ -122,6 +124,7 @@ double byte_float_ulp(DType t, double x) {
   return *above - *(above - 1);
 }
 
+#if defined(__x86_64__)
 __attribute__((target("f16c,avx"))) void half_to_float_f16c(const uint8_t* src, size_t n, float* out) {
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
@@ -134,6 +137,7 @@ __attribute__((target("f16c,avx"))) void half_to_float_f16c(const uint8_t* src, 
     out[i] = half_to_float(h);
   }
 }
+#endif
 
 template <typename Out>
 void decode(DType t, const uint8_t* src, size_t n, bool swap, Out* out) {
@@ -369,12 +373,16 @@ float bf16_to_float(uint16_t b) {
 }
 
 bool cpu_has_f16c() {
+#if defined(__x86_64__)
   // cpuid leaf 1, ecx bit 29 (clang's __builtin_cpu_supports does not know "f16c").
   static const bool has = [] {
     unsigned eax, ebx, ecx, edx;
     return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) && __builtin_cpu_supports("avx");
   }();
   return has;
+#else
+  return false;
+#endif
 }
 
 float fp8_e4m3fn_to_float(uint8_t v) { return fp8_decode(v, 4, 3, false); }
@@ -385,10 +393,12 @@ void decode_to_float(DType t, const uint8_t* src, size_t n, bool swap, float* ou
     std::memcpy(out, src, n * 4);
     return;
   }
+#if defined(__x86_64__)
   if (t == DType::Float16 && !swap && cpu_has_f16c()) {
     half_to_float_f16c(src, n, out);
     return;
   }
+#endif
   decode(t, src, n, swap, out);
 }
 

@@ -8,11 +8,12 @@
 // Every function here carries the target attribute instead of the file being compiled
 // with -mavx2: an inline function from a header compiled with AVX2 could otherwise be the
 // copy the linker keeps for the whole program, and crash on a CPU without it.
+#include "compare/metric_kernels.h"
+
+#if defined(__x86_64__)  // elsewhere (aarch64) the portable kernels alone
 #include <immintrin.h>
 
 #include <algorithm>
-
-#include "compare/metric_kernels.h"
 
 #define DIAGNOSE_AVX2 __attribute__((target("avx2,fma,f16c")))
 
@@ -409,3 +410,6 @@ const Kernels* avx2_kernels() {
 }  // namespace diagnose::compare
 
 #undef DIAGNOSE_AVX2
+#else
+const diagnose::compare::Kernels* diagnose::compare::avx2_kernels() { return nullptr; }
+#endif

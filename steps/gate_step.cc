@@ -18,6 +18,7 @@
 #include "orchestrator/ci/history.h"
 #include "orchestrator/engine/step.h"
 #include "orchestrator/exec/command_line.h"
+#include "orchestrator/exec/subprocess.h"
 #include "orchestrator/report/junit.h"
 #include "orchestrator/report/markup.h"
 #include "orchestrator/workflow/validate.h"
@@ -66,12 +67,6 @@ std::string gate_junit(const std::string& suite, const json& outputs, double sec
   }
   out << "  </testsuite>\n</testsuites>\n";
   return out.str();
-}
-
-std::string self_executable() {
-  boost::system::error_code ec;
-  fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? "diagnose" : self.string();
 }
 
 class GateStep : public StepKind {

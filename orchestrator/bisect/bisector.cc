@@ -431,6 +431,9 @@ class SearchState {
 
     ConfigVerdict on = judge_one(all_on, Phase::Sanity, 1 + options_.baseline_repeats);
     deterministic_ = !voting_ && agrees_bitwise(config_for(all_on));
+    const std::map<std::string, double>& all_on_metrics =
+        trials_[observations_.at(key_of(config_for(all_on)))[0]].metrics;
+    exit_status_only_ = all_on_metrics.size() == 1 && all_on_metrics.count(kExitStatusMetric);
     if (deterministic_)
       note(
           "the all-on runs agreed bit for bit: one run confirms each configuration, and all off runs only if the "
@@ -514,11 +517,15 @@ class SearchState {
     std::vector<Expectation> expectations;
     int runs = confirmations();
     for (const auto& set : found_) {
+      // Two exit statuses that agree are weaker evidence than numbers that agree bit for bit: one
+      // wrong run during the search turns one culprit into a set of several, each of whose facts
+      // may rest on that run. Those take `confirmations` runs; one rule failing alone, one.
+      int set_runs = exit_status_only_ && set.rules.size() > 1 ? options_.confirmations : runs;
       expectations.push_back(
-          {{set.rules, runs}, ConfigVerdict::Fails, rule_list(set.rules) + " alone (others off) fails"});
+          {{set.rules, set_runs}, ConfigVerdict::Fails, rule_list(set.rules) + " alone (others off) fails"});
       if (set.rules.size() > 1)
         for (const auto& member : set.rules)
-          expectations.push_back({{without(set.rules, {member}), runs},
+          expectations.push_back({{without(set.rules, {member}), set_runs},
                                   ConfigVerdict::Passes,
                                   rule_list(set.rules) + " without " + member + " passes"});
     }
@@ -599,6 +606,7 @@ class SearchState {
   bool voting_ = false;            // verdicts are majority votes
   bool nondeterministic_ = false;  // some configuration both passed and failed
   bool deterministic_ = false;     // the all-on runs agreed bit for bit (this attempt)
+  bool exit_status_only_ = false;  // and their one metric was the exit status
   std::vector<std::string> notes_;
 
   // State of the current attempt.
@@ -721,6 +729,14 @@ nlohmann::json Result::to_json() const {
           {"rounds", rounds},
           {"trials_by_phase", phases},
           {"trials", trial_log_to_json(trials)}};
+}
+
+int one_culprit_floor(size_t candidates, int all_on_runs) {
+  // One rule: all off is the other check. Two: each rule alone is all but the other.
+  if (candidates <= 2) return all_on_runs + static_cast<int>(candidates);
+  int log2_ceil = 0;
+  while ((size_t{1} << log2_ceil) < candidates) ++log2_ceil;
+  return all_on_runs + log2_ceil + 2;
 }
 
 Result bisect(const std::vector<std::string>& candidates, Oracle& oracle, const Options& options,

@@ -36,6 +36,9 @@ Outcome outcome_from_name(const std::string& name);  // throws std::invalid_argu
 // The candidate rules switched off in a trial, sorted; every other rule keeps its default.
 using Config = std::vector<std::string>;
 
+// The metric of a trial judged by its exit status (trial_oracle.h): its only one.
+inline constexpr const char* kExitStatusMetric = "exit_status";
+
 struct TrialOutcome {
   Outcome outcome = Outcome::Pass;
   double duration_s = 0;
@@ -148,6 +151,14 @@ struct Result {
   Config culprits_off() const;
   nlohmann::json to_json() const;
 };
+
+// The fewest trials that can find one culprit among `candidates` rules and confirm it (it alone
+// fails, everything but it passes), `all_on_runs` of the all-on configuration included, when
+// the oracle is deterministic: all_on_runs + ceil(log2 N) + 2 for N >= 3. No search does better
+// in its worst case: a trial that fails with one rule alone on, or passes with all but one on,
+// sets that one rule apart from all others, so d trials after the all-on runs tell at most
+// 2^(d-2) culprits apart with both checks among them (docs/workflow.md).
+int one_culprit_floor(size_t candidates, int all_on_runs);
 
 // `candidates`: distinct rule names, in the order the search splits them (throws
 // std::invalid_argument otherwise). `previous_log`: trials of an earlier run of the same

@@ -232,6 +232,11 @@ TrialOutcome TrialOracle::judge(const Trial& trial, const RunRequest& request, c
       outcome.detail = why;
       break;
   }
+  // An exit-code oracle's number: the all-on runs that agree on it show the command deterministic
+  // (bisector.h, Options::confirmations), as a compare oracle's agreeing metrics do.
+  if (setup_.judge.kind == JudgeKind::ExitCode && record.exit_code &&
+      (record.status == RunStatus::Succeeded || record.status == RunStatus::Failed))
+    outcome.metrics[kExitStatusMetric] = *record.exit_code;
   if (!tail.empty() && outcome.outcome != Outcome::Pass)
     outcome.detail += (outcome.detail.empty() ? "" : "; ") + std::string("stderr: ") + tail;
   if (!setup_.fired_report.empty()) {

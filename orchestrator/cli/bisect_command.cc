@@ -64,7 +64,21 @@ nlohmann::json fingerprint(const Arguments& a) {
           {"fired_report", a.fired_report}};
 }
 
-int report(const bisect::Bisection& bisection, const bisect::BisectionOutcome& outcome) {
+// The fewest trials one culprit among `candidates` takes (bisector.h), beside this bisection's.
+std::string floor_line(const bisect::Result& result, size_t candidates, int all_on_runs) {
+  const int floor = bisect::one_culprit_floor(candidates, all_on_runs);
+  std::string line = "floor: " + std::to_string(floor) + " trials for one culprit among " + std::to_string(candidates) +
+                     " rules and a deterministic command";
+  if (candidates > 2)
+    line += " (" + std::to_string(all_on_runs) + " all-on runs, ceil(log2 " + std::to_string(candidates) +
+            ") = " + std::to_string(floor - all_on_runs - 2) + " search trials, 2 checks)";
+  line += "; this bisection: " + std::to_string(result.trials.size());
+  if (result.nondeterministic) line += ", majority votes: the command's outcomes varied";
+  return line;
+}
+
+int report(const bisect::Bisection& bisection, const bisect::BisectionOutcome& outcome, size_t candidates,
+           int all_on_runs) {
   bool no_report = outcome.listing_had_no_report;
   switch (outcome.status) {
     case bisect::BisectionOutcome::Status::NoRuleFired:
@@ -88,6 +102,8 @@ int report(const bisect::Bisection& bisection, const bisect::BisectionOutcome& o
   std::cout << result.summary << "\n";
   std::cout << "trials: " << result.trials.size() << " (" << result.new_trials << " run now, " << result.replayed_trials
             << " from the log), " << result.rounds << " rounds\n";
+  if (result.culprit_sets.size() == 1 && result.culprit_sets.front().rules.size() == 1)
+    std::cout << floor_line(result, candidates, all_on_runs) << "\n";
   for (const bisect::CulpritSet& set : result.culprit_sets) {
     auto replay = [&](const char* what, const bisect::Config& off) {
       RunRequest request = bisection.replay(off);
@@ -189,7 +205,9 @@ int run(const Arguments& a) {
   plan.options.crash_is_failure = a.crash_is_failure;
   plan.options.baseline_repeats = a.baseline_repeats;
   plan.options.confirmations = a.confirmations;
+  size_t candidate_count = 0;
   plan.on_candidates = [&](const std::vector<std::string>& candidates) {
+    candidate_count = candidates.size();
     std::cerr << "diagnose bisect: " << candidates.size() << " candidate rules, " << a.slots << " slot(s)\n";
   };
   try {
@@ -212,7 +230,8 @@ int run(const Arguments& a) {
     std::cerr << "diagnose bisect: running the command with every rule on to list the candidates\n";
   bisect::Bisection bisection(setup);
   try {
-    return report(bisection, bisection.run(plan));
+    bisect::BisectionOutcome outcome = bisection.run(plan);
+    return report(bisection, outcome, candidate_count, 1 + a.baseline_repeats);
   } catch (const RunsInterrupted&) {
     std::cerr << "diagnose bisect: interrupted"
               << (fs::exists(log_path) ? "; continue with the same command and --resume" : "") << "\n";

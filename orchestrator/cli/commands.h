@@ -4,7 +4,9 @@
 
 namespace diagnose {
 
-int run_command(int argc, char** argv);       // diagnose [run] workflow.yaml [--resume DIR] ...
+int run_command(int argc, char** argv);  // diagnose [run] workflow.yaml [--resume DIR] ...
+// diagnose check model.py [--backend B] [--device D] [--dtype T] [-- args]: the standard workflow on a script.
+int check_command(int argc, char** argv);
 int validate_command(int argc, char** argv);  // diagnose validate workflow.yaml...
 int schema_command(int argc, char** argv);    // diagnose schema
 int report_command(int argc, char** argv);    // diagnose report RUN_DIR

@@ -13,6 +13,7 @@ void print_usage(std::ostream& out) {
   out << "usage: diagnose <workflow.yaml> [options]     run a workflow (same as 'diagnose run')\n"
          "       diagnose <command> [options]\n\n"
          "commands:\n"
+         "  check     the standard workflow on a script, no YAML: diagnose check model.py [-- args]\n"
          "  run       run a workflow: diagnose run workflow.yaml [--resume RUN_DIR]\n"
          "  validate  check workflow files without running them\n"
          "  schema    print the JSON Schema of the workflow format\n"
@@ -39,6 +40,7 @@ int dispatch(int argc, char** argv) {
   }
   if (command == "compare") return diagnose::compare_command(argc - 1, argv + 1);
   if (command == "bisect") return diagnose::bisect_command(argc - 1, argv + 1);
+  if (command == "check") return diagnose::check_command(argc - 1, argv + 1);
   if (command == "run") return diagnose::run_command(argc - 1, argv + 1);
   if (command == "validate") return diagnose::validate_command(argc - 1, argv + 1);
   if (command == "schema") return diagnose::schema_command(argc - 1, argv + 1);

@@ -46,21 +46,7 @@ int run_command(int argc, char** argv) {
   install_interrupt_handlers();
   LogFormat format = log_format == "json" ? LogFormat::Json : LogFormat::Human;
   Verbosity verbosity = quiet ? Verbosity::Quiet : verbose ? Verbosity::Verbose : Verbosity::Normal;
-  EngineOutcome outcome;
-  {
-    Progress progress(format == LogFormat::Json ? std::cout : std::cerr, verbosity, format);
-    try {
-      outcome = run_workflow(*workflow, EngineOptions{output_dir, resume_dir, slots, runner}, progress);
-    } catch (const std::exception& e) {
-      std::cerr << "diagnose: " << e.what() << "\n";
-      return resume_dir.empty() ? kExitInfrastructure : kExitUsage;
-    }
-    FinishedRun run = finish_run(*workflow, outcome, progress);
-    if (outcome.interrupted) return kExitInterrupted;
-    progress.verdict(run.verdict.category, run.verdict.summary, run.verdict.exit_code);
-    if (format == LogFormat::Human) print_verdict(outcome, run, quiet);
-    return run.verdict.exit_code;
-  }
+  return run_to_verdict(*workflow, EngineOptions{output_dir, resume_dir, slots, runner}, format, verbosity);
 }
 
 }  // namespace diagnose

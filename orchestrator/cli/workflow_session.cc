@@ -40,4 +40,20 @@ void print_verdict(const EngineOutcome& outcome, const FinishedRun& run, bool qu
     print_terminal_summary(std::cout, outcome.state, run.verdict, run.reports);
 }
 
+int run_to_verdict(const Workflow& workflow, const EngineOptions& options, LogFormat format, Verbosity verbosity) {
+  EngineOutcome outcome;
+  Progress progress(format == LogFormat::Json ? std::cout : std::cerr, verbosity, format);
+  try {
+    outcome = run_workflow(workflow, options, progress);
+  } catch (const std::exception& e) {
+    std::cerr << "diagnose: " << e.what() << "\n";
+    return options.resume_dir.empty() ? kExitInfrastructure : kExitUsage;
+  }
+  FinishedRun run = finish_run(workflow, outcome, progress);
+  if (outcome.interrupted) return kExitInterrupted;
+  progress.verdict(run.verdict.category, run.verdict.summary, run.verdict.exit_code);
+  if (format == LogFormat::Human) print_verdict(outcome, run, verbosity == Verbosity::Quiet);
+  return run.verdict.exit_code;
+}
+
 }  // namespace diagnose

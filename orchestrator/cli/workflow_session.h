@@ -27,4 +27,8 @@ FinishedRun finish_run(const Workflow& workflow, const EngineOutcome& outcome, P
 // The verdict on stdout: one line when quiet, else the terminal summary.
 void print_verdict(const EngineOutcome& outcome, const FinishedRun& run, bool quiet);
 
+// The workflow run to its verdict: progress on stderr (JSON lines on stdout), the reports and
+// history written, the verdict printed; the exit code.
+int run_to_verdict(const Workflow& workflow, const EngineOptions& options, LogFormat format, Verbosity verbosity);
+
 }  // namespace diagnose

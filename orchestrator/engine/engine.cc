@@ -55,7 +55,7 @@ class Engine {
       state_ = load_state(state_path(run_dir_));
     } else {
       std::string output = options_.output_dir.empty() ? workflow_.defaults.output_dir : options_.output_dir;
-      run_dir_ = create_run_directory(output, workflow_.name);
+      run_dir_ = options_.run_dir.empty() ? create_run_directory(output, workflow_.name) : options_.run_dir;
       state_.started = now_seconds();
     }
     write_workflow_files(workflow_, run_dir_);

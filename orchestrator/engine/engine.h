@@ -15,6 +15,7 @@ struct EngineOptions {
   std::string resume_dir;  // continue this run directory instead of creating one
   int slots = 0;           // overrides defaults.slots when > 0
   RunnerOverride runner;   // --runner, --partition
+  std::string run_dir;     // a new, empty run directory made for this run (diagnose check); empty: create one
 };
 
 struct EngineOutcome {

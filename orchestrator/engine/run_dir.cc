@@ -75,6 +75,13 @@ nlohmann::json resolved_config(const Workflow& w) {
                           {"env", m.env},
                           {"timeout", m.timeout_s.value_or(w.defaults.timeout_s)},
                           {"retries", m.retries.value_or(0)}};
+  if (!w.model.script.empty())
+    model.update({{"script", absolute_path(w.model.script, w.dir)},
+                  {"args", m.args},
+                  {"python", w.model.python},
+                  {"backend", w.model.backend},
+                  {"device", w.model.device},
+                  {"dtype", w.model.dtype ? nlohmann::json(*w.model.dtype) : nlohmann::json()}});
   nlohmann::json steps = nlohmann::json::array();
   for (const StepSpec& s : w.steps) {
     const StepKind* kind = find_step_kind(s.kind);

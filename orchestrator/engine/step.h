@@ -88,7 +88,8 @@ class StepContext {
   // The workflow's tolerances (presets, then defaults.tolerances), then `overrides`.
   // Returns an error message in *error when an override is rejected.
   compare::Tolerances tolerances(const std::vector<std::string>& overrides, std::string* error) const;
-  // The interpreter of the model's script: model.python, $DIAGNOSE_PYTHON, else python3.
+  // The interpreter of the model's script: model.python, $DIAGNOSE_PYTHON, the python3 beside
+  // the diagnose binary (the environment a wheel installed it into), else python3 on PATH.
   std::string model_python() const;
   // What the step's result depends on (its spec and the workflow's model); --resume keeps a
   // result only under the same fingerprint, and so may a step's own partial work.

@@ -5,6 +5,7 @@
 #include "orchestrator/engine/result_lookup.h"
 #include "orchestrator/engine/step.h"
 #include "orchestrator/engine/step_registry.h"
+#include "orchestrator/exec/subprocess.h"
 #include "orchestrator/workflow/template.h"
 #include "orchestrator/workflow/workflow_loader.h"
 
@@ -35,7 +36,11 @@ std::string StepContext::fingerprint() const { return step_fingerprint(workflow_
 std::string StepContext::model_python() const {
   if (!workflow_.model.python.empty()) return workflow_.model.python;
   const char* from_env = std::getenv("DIAGNOSE_PYTHON");
-  return from_env && *from_env ? from_env : "python3";
+  if (from_env && *from_env) return from_env;
+  // A wheel's diagnose lies in bin/ beside the Python it was installed into (venv, conda, /usr).
+  fs::path beside = fs::path(self_executable()).parent_path() / "python3";
+  boost::system::error_code ec;
+  return fs::exists(beside, ec) ? beside.string() : "python3";
 }
 
 std::string StepContext::run_dir_of(const std::string& run_name) const {

@@ -64,6 +64,12 @@ double now_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+std::string self_executable() {
+  boost::system::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? "diagnose" : self.string();
+}
+
 ProcessOutcome run_process(const ProcessSpec& spec, const ProcessCallbacks& callbacks) {
   ProcessOutcome outcome;
   outcome.started = now_seconds();

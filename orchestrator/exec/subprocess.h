@@ -43,6 +43,9 @@ struct ProcessCallbacks {
 
 ProcessOutcome run_process(const ProcessSpec& spec, const ProcessCallbacks& callbacks = {});
 
+// The path of this diagnose binary ("diagnose", looked up on PATH, when /proc cannot tell).
+std::string self_executable();
+
 // What stopped a watched process group.
 enum class StopReason { None, Timeout, Interrupt };
 // Follows the logs of the process group `pid` (its leader started at `started`) until `ended()`

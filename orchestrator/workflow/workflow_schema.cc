@@ -42,7 +42,8 @@ Schema model_schema() {
                                                         "(python -m diagnose_pytorch run), relative to the "
                                                         "workflow file; the diagnostic step kinds need it.")));
   properties.push_back(optional("python", string_schema("The Python interpreter for `script`. Default: "
-                                                        "$DIAGNOSE_PYTHON, else python3.")));
+                                                        "$DIAGNOSE_PYTHON, the python3 beside the diagnose binary (the "
+                                                        "environment a wheel installed it into), else python3.")));
   properties.push_back(optional("backend", defaulted(string_schema("torch.compile backend of graph-mode runs: eager, "
                                                                    "aot_eager, aot_eager_decomp_partition, inductor, "
                                                                    "torchair or module:function."),

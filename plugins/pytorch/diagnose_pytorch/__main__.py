@@ -10,6 +10,7 @@ import json
 import sys
 
 from .spec import SPEC_ENV, RunSpec, SpecError
+from .torch_range import installed_torch, torch_problem
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,6 +35,11 @@ def main(argv: list[str] | None = None) -> int:
     single.add_argument("--max-calls-per-op", type=int, default=1, metavar="K")
     commands.add_parser("warm", help="fork a child for each run the engine asks for on stdin (warm.py)")
     options = parser.parse_args(argv)
+    torch_version = installed_torch()
+    if problem := torch_problem(torch_version):
+        print(f"diagnose_pytorch: {problem}", file=sys.stderr)
+        if torch_version is None:
+            return 2
     if options.command == "run":
         return _run(options)
     if options.command == "warm":

@@ -240,6 +240,39 @@ TEST(BisectCommand, KilledAndResumedRunsNoCompletedTrialAgain) {
   EXPECT_EQ(runs.size() - runs_before, result["new_trials"].get<size_t>());
 }
 
+// The defaults but one slot (no --confirmations): an exit-code oracle whose all-on runs agree
+// confirms each configuration with one run, so one culprit among 28 takes the floor of 9 trials
+// (2 all-on runs, ceil(log2 28) = 5 search trials, 2 checks), said beside the count.
+TEST(BisectCommand, ADeterministicCommandTakesTheFloorOfTrials) {
+  TempDir dir;
+  Finished r = run_diagnose({"bisect", "-o", "out", "--slots", "1", "--", python(), script("fusion_standin.py"),
+                             "--switch-file", "${switch_file}", "--rule-count", "28", "--faults", "wrong:Rule17"},
+                            dir.path());
+  ASSERT_EQ(r.code, 1) << r.out << r.err;
+  nlohmann::json result = read_json(dir / "out/bisection.json");
+  EXPECT_EQ(result["culprits_off"], nlohmann::json({"Rule17"}));
+  EXPECT_EQ(result["confidence"], "high");
+  EXPECT_LE(result["trials"].size(), 9u) << result["trial_table"].dump(1);
+  EXPECT_NE(r.out.find("floor: 9 trials for one culprit among 28 rules"), std::string::npos) << r.out;
+}
+
+// A command whose all-on runs disagree (the second run's outcome reversed) gets majority votes:
+// the culprit is still found, with low confidence, in more trials than the floor.
+TEST(BisectCommand, AFlakyCommandGetsMajorityVotes) {
+  TempDir dir;
+  Finished r =
+      run_diagnose({"bisect", "-o", "out", "--slots", "1", "--", python(), script("fusion_standin.py"), "--switch-file",
+                    "${switch_file}", "--faults", "wrong:GeluFusionPass,flip:1", "--log", dir / "runs.log"},
+                   dir.path());
+  ASSERT_EQ(r.code, 1) << r.out << r.err;
+  nlohmann::json result = read_json(dir / "out/bisection.json");
+  EXPECT_EQ(result["culprits_off"], nlohmann::json({"GeluFusionPass"}));
+  EXPECT_EQ(result["nondeterministic"], true);
+  EXPECT_EQ(result["confidence"], "low");
+  EXPECT_NE(result["confidence_notes"].dump().find("majority vote"), std::string::npos) << result.dump(1);
+  EXPECT_NE(r.out.find("majority votes: the command's outcomes varied"), std::string::npos) << r.out;
+}
+
 TEST(BisectCommand, BadInvocationsExitTwoWithAReason) {
   TempDir dir;
   Finished no_knob = run_diagnose({"bisect", "-o", "out", "--rules", "A", "--", python(), "-c", "pass"}, dir.path());

@@ -5,6 +5,8 @@ and misbehaves as --faults says:
   pair:A+B   the same, only when A and B both fire
   crash:R    abort (SIGABRT) when R fires, before the report is written
   sticky:R   R fires even when switched off
+  flip:K     the K-th finished run (from 0, counted in --log) reports the opposite outcome
+--rule-count N fires the rules Rule00...Rule<N-1> instead of the eight named ones.
 --dump DIR writes the output as DIR/out.npy (float32); --log FILE appends one line per
 finished run (the working directory's name) so that tests can count runs.
 """
@@ -34,7 +36,10 @@ parser.add_argument("--faults", default="")
 parser.add_argument("--dump", default="")
 parser.add_argument("--log", default="")
 parser.add_argument("--sleep", type=float, default=0.0)
+parser.add_argument("--rule-count", type=int, default=0)
 args = parser.parse_args()
+if args.rule_count:
+    RULES = [f"Rule{i:02d}" for i in range(args.rule_count)]
 
 
 def switched_on():
@@ -65,6 +70,12 @@ for kind, rule in faults:
 wrong = any(
     (kind == "wrong" and rule in fired) or (kind == "pair" and set(rule.split("+")) <= fired) for kind, rule in faults
 )
+if args.log:
+    finished_runs = 0
+    if os.path.exists(args.log):
+        with open(args.log) as f:
+            finished_runs = len(f.readlines())
+    wrong ^= any(kind == "flip" and int(rule) == finished_runs for kind, rule in faults)
 report = {"graph_fusion": {}, "ub_fusion": {}}
 for rule in RULES:
     if rule in fired:
