@@ -193,7 +193,9 @@ def test_an_unknown_ge_op_is_named(tmp_path):
         "f = torch.compile(lambda x: torch.floor(x * 4), backend=torchair.get_npu_backend())\n"
         "f(torch.rand(4))\n"
     )
-    proc = subprocess.run([PYTHON, str(script)], env=plugin_env(tmp_path), capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [PYTHON, str(script)], cwd=tmp_path, env=plugin_env(tmp_path), capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode != 0
     assert "no CPU implementation of GE op type 'Floor'" in proc.stderr, proc.stderr[-3000:]
 
