@@ -159,10 +159,10 @@ def _other(node: Node, name: str):
     return others[0] if len(others) == 1 else None
 
 
-def _rewrite_each(op_type: str, fused_type: str, right, wrong):
+def _rewrite_each(op_type: str, fused_type: str, right, wrong, when=lambda graph, node: True):
     def rule(graph: Graph, faulty: bool) -> int:
         fired = 0
-        for node in [n for n in graph.nodes if n.type == op_type and not n.originals]:
+        for node in [n for n in graph.nodes if n.type == op_type and not n.originals and when(graph, n)]:
             fused = Node(node.name, fused_type, node.op, node.inputs, [node.name])
             attrs = Attrs(node.op)
             fused.compute = lambda values, a=attrs: (wrong if faulty else right)(a, *values)
@@ -171,6 +171,12 @@ def _rewrite_each(op_type: str, fused_type: str, right, wrong):
         return fired
 
     return rule
+
+
+def _fed_by_a_linear_layer(graph: Graph, node: Node) -> bool:
+    """The GELU of a linear layer: fed by a matmul or a bias add, never a GELU alone in its graph."""
+    producer = next((n for n in graph.nodes if node.inputs and node.inputs[0] and n.name == node.inputs[0][0]), None)
+    return producer is not None and producer.type in ("MatMul", "MatMulV2", "BatchMatMul", "Add", "AddV2")
 
 
 def _gelu(a, x):
@@ -248,7 +254,11 @@ class Rule:
 
 RULES = [
     Rule("MatMulBiasAddFusionPass", "GraphFusion", _matmul_bias_add),
-    Rule("GeluFusionPass", "GraphFusion", _rewrite_each("Gelu", "FastGelu", _gelu, _fast_gelu)),
+    Rule(
+        "GeluFusionPass",
+        "GraphFusion",
+        _rewrite_each("Gelu", "FastGelu", _gelu, _fast_gelu, when=_fed_by_a_linear_layer),
+    ),
     Rule("SoftmaxFusionPass", "GraphFusion", _rewrite_each("SoftmaxV2", "SoftmaxV2", _softmax, _softmax_fp16)),
     Rule(
         "LayerNormFusionPass",

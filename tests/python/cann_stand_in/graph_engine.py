@@ -111,6 +111,8 @@ class Graph:
         config = _Engine.dump
         if not config or not _dumps_step(config.get("dump_step", ""), self.steps):
             return
+        if config.get("dump_data") == "stats":
+            raise NotImplementedError("CANN stand-in: GE's statistics dump (dump_data='stats') is not emulated")
         layers = None
         for entry in config.get("dump_list", []):
             if entry.get("model_name") == self.graph.name and entry.get("layer"):

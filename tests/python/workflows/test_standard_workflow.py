@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from fixtures import real_torchair
 from fixtures.compare_cli import find_binary, run_compare
 from fixtures.workflow_run import processes_started
 
@@ -34,6 +35,9 @@ EXPECTED = [
     # no __main__ guard: argparse (a required --case), the custom op and the backend at top level
     ("unguarded_script", "single_op_graph_defect", ("unguarded_example.soft_clip.default",)),
     ("fusion_rules", "fusion_defect", ("GeluFusionPass",)),
+    # backend torchair: the real torchair over the CANN stand-in, its GeluFusionPass planted faulty
+    ("torchair_fusion", "fusion_defect", ("GeluFusionPass",)),
+    ("torchair_fusion/workflow_rule_right", "no_precision_problem", None),
     ("bf16_more_accurate", "no_precision_problem", None),
     ("mlp", "no_precision_problem", None),
     # precision lost inside loose fp32 tolerances: a softmax in float16, a tanh GELU
@@ -53,6 +57,8 @@ EXPECTED = [
 
 def run_workflow(diagnose_bin: Path, example: str, out: Path, cache: Path) -> tuple[dict, subprocess.CompletedProcess]:
     env = dict(os.environ, DIAGNOSE_PYTHON=sys.executable, TORCHINDUCTOR_CACHE_DIR=str(cache))
+    if example.startswith("torchair"):
+        real_torchair.ensure_fetched()  # the workflow puts it on the model's PYTHONPATH
     workflow = ROOT / "examples" / (f"{example}.yaml" if "/" in example else f"{example}/workflow.yaml")
     started = time.monotonic()
     done = subprocess.run(
