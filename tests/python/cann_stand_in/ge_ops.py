@@ -82,6 +82,28 @@ def _gather(x, indices, axis):
     return picked.reshape(list(x.shape[:axis]) + list(indices.shape) + list(x.shape[axis + 1 :]))
 
 
+def _conv2d(a, x, w, bias=None, offset_w=None):
+    if a._attr["data_format"].s.decode() != "NCHW":
+        raise UnknownGeOp("CANN stand-in: Conv2D is emulated for data_format NCHW only")
+    strides, pads, dilations = a.ints("strides"), a.ints("pads"), a.ints("dilations", [1, 1, 1, 1])
+    top, bottom, left, right = pads
+    x = F.pad(x, (left, right, top, bottom))
+    return [F.conv2d(x, w, bias, strides[2:], 0, dilations[2:], a.i("groups", 1))]
+
+
+def _bn_infer(a, x, scale, offset, mean, variance):
+    shape = [1, -1] + [1] * (x.dim() - 2)
+    rstd = torch.rsqrt(variance.reshape(shape) + a.f("epsilon"))
+    return [(x - mean.reshape(shape)) * rstd * scale.reshape(shape) + offset.reshape(shape)]
+
+
+def _max_pool_with_argmax(a, x):
+    (_, kh, kw, _), (_, sh, sw, _) = a.ints("ksize"), a.ints("strides")
+    (_, ph, pw, _), (_, dh, dw, _) = a.ints("pads"), a.ints("dilation", [1, 1, 1, 1])
+    y, index = F.max_pool2d(x, (kh, kw), (sh, sw), (ph, pw), (dh, dw), a.b("ceil_mode"), return_indices=True)
+    return [y, index]
+
+
 def _strided_slice(x, begin, end, axes, strides):
     begin, end = _ints(begin), _ints(end)
     axes = _ints(axes) if axes is not None else list(range(len(begin)))
@@ -197,6 +219,9 @@ OPS = {
     "SoftmaxV2": lambda a, x: [torch.softmax(x, a.ints("axes", [-1])[0])],
     "LogSoftmaxV2": lambda a, x: [torch.log_softmax(x, a.ints("axes", [-1])[0])],
     "LayerNormV4": lambda a, x, shape, gamma=None, beta=None: _layer_norm(x, shape, gamma, beta, a.f("epsilon", 1e-5)),
+    "Conv2D": _conv2d,
+    "BNInfer": _bn_infer,
+    "MaxPoolWithArgmaxV1": _max_pool_with_argmax,
     "MatMul": lambda a, x1, x2, bias=None: [_matmul(x1, x2, *_transposes(a), bias)],
     "MatMulV2": lambda a, x1, x2, bias=None, offset_w=None: [_matmul(x1, x2, *_transposes(a), bias)],
     "BatchMatMul": lambda a, x1, x2: [_matmul(x1, x2, a.b("adj_x1"), a.b("adj_x2"))],
