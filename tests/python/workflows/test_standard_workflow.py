@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -118,6 +119,15 @@ def check_every_comparison_stays_finite(steps: dict) -> None:
     assert compared and all(step["metrics"]["nan_origin"] == [] for step in compared), steps["graph_compare"]
 
 
+def check_the_ge_dump_is_judged(steps: dict) -> None:
+    """The real torchair's GE dump against its FX dump: at least 90% of the rows judged, the
+    failure localised to an op."""
+    graph = steps["graph_compare"]
+    judged = [(int(j), int(n)) for j, n in re.findall(r"judged (\d+) of (\d+) rows", graph["summary"])]
+    assert judged and all(j >= 0.9 * n for j, n in judged), graph["summary"]
+    assert graph["metrics"]["localized"] is True, graph["summary"]
+
+
 def check_the_run_to_run_difference(steps: dict) -> None:
     """The first step names the op whose output differs between two eager runs of one
     configuration, and why it explains no failure: the differences are within tolerance."""
@@ -150,6 +160,7 @@ MORE_CHECKS = {
     "custom_op_mutation": check_the_undeclared_mutation,
     "nondeterministic_op": check_the_run_to_run_difference,
     "forgotten_eval": check_the_empty_buffer_is_not_judged,
+    "torchair_fusion": check_the_ge_dump_is_judged,
 }
 
 
