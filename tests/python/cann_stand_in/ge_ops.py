@@ -9,7 +9,6 @@ import math
 
 import torch
 import torch.nn.functional as F
-from torchair.ge._ge_graph import _ge_proto_dtype_to_ge_dtype, ge_type_to_torch_type
 
 
 class UnknownGeOp(NotImplementedError):
@@ -35,11 +34,15 @@ class Attrs:
         return list(self._attr[key].list.i) if key in self._attr else list(default)
 
     def dtype(self, key):
+        from torchair.ge._ge_graph import ge_type_to_torch_type  # torchair imports this package first
+
         return ge_type_to_torch_type(self._attr[key].i)
 
 
 def proto_dtype(desc_dtype) -> torch.dtype | None:
     """The torch dtype of a TensorDescriptor's proto dtype (None when undefined)."""
+    from torchair.ge._ge_graph import _ge_proto_dtype_to_ge_dtype, ge_type_to_torch_type
+
     try:
         return ge_type_to_torch_type(_ge_proto_dtype_to_ge_dtype(desc_dtype))
     except (AssertionError, RuntimeError, ValueError, KeyError):
