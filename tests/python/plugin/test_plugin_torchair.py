@@ -91,21 +91,25 @@ def test_set_field_names_an_unknown_field():
         set_field(CompilerConfig(), "nothing.here", 1)
 
 
-SIGTERM_SELF = "import os, signal, time; os.kill(os.getpid(), signal.SIGTERM); time.sleep(1); print('alive')"
+SIGTERM_AFTER_IMPORT = """
+import os, signal, time
+import torchair
+assert signal.getsignal(signal.SIGTERM).__module__ == "torchair.core._backend", "torchair's own handler"
+from diagnose_pytorch.torchair import import_torchair
+import_torchair()
+os.kill(os.getpid(), signal.SIGTERM)
+time.sleep(1)
+print("alive")
+"""
 
 
 def test_a_process_with_torchair_still_ends_on_sigterm(tmp_path):
-    """torchair's own handler leaves SIGTERM ignored; the plugin's import undoes that."""
-    env = plugin_env(tmp_path)
-    plain = subprocess.run(
-        [PYTHON, "-c", f"import torchair; {SIGTERM_SELF}"], env=env, capture_output=True, text=True, timeout=120
+    """torchair's own handler finalises GE and leaves SIGTERM ignored (the process would go on);
+    the plugin's import replaces it with one that ends the process."""
+    done = subprocess.run(
+        [PYTHON, "-c", SIGTERM_AFTER_IMPORT], env=plugin_env(tmp_path), capture_output=True, text=True, timeout=120
     )
-    assert plain.returncode == 0 and "alive" in plain.stdout, plain.stderr[-2000:]
-    imported = "from diagnose_pytorch.torchair import import_torchair; import_torchair()"
-    fixed = subprocess.run(
-        [PYTHON, "-c", f"{imported}; {SIGTERM_SELF}"], env=env, capture_output=True, text=True, timeout=120
-    )
-    assert fixed.returncode == -15 and "alive" not in fixed.stdout, fixed.stderr[-2000:]
+    assert done.returncode == -15 and "alive" not in done.stdout, done.stderr[-2000:]
 
 
 def ge_files(run) -> dict[str, Path]:
