@@ -341,19 +341,14 @@ std::vector<std::string> helper_inputs(const GeGraph& graph, const GeGraphOp& op
   return helpers;
 }
 
-// The linked op an unlinked helper op feeds, following its first consumers (depth-bounded).
+// The linked op an unlinked helper op feeds, following first consumers (depth-bounded).
 std::optional<std::string> lowering_of(const GeGraph& graph, const GeGraphOp& helper) {
   const GeGraphOp* at = &helper;
   for (int depth = 0; depth < 8; ++depth) {
-    const GeGraphOp* next = nullptr;
-    for (const auto& op : graph.ops) {
-      for (const auto& in : op.inputs)
-        if (!in.control() && in.op == at->name) next = &op;
-      if (next) break;
-    }
-    if (!next) return std::nullopt;
-    if (const auto prefix = next->fx_prefix()) return prefix;
-    at = next;
+    const auto next = graph.first_consumer.find(at->name);
+    if (next == graph.first_consumer.end()) return std::nullopt;
+    at = &graph.ops[next->second];
+    if (const auto prefix = at->fx_prefix()) return prefix;
   }
   return std::nullopt;
 }
