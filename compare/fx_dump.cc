@@ -200,6 +200,9 @@ FxDumpLayout scan_fx_dump(const std::string& path) {
     l.ranks.push_back({rank, e.path, scan_graph_dirs(e.path)});
   }
   if (!l.ranks.empty()) return l;
+  // A run's dump directory as get_fx_dump_config(dump_path=...) fills it: {dump_path}/fx_dump/...
+  std::error_code ec;
+  if (fs::is_directory(path + "/fx_dump", ec)) return scan_fx_dump(path + "/fx_dump");
 
   auto groups = scan_graph_dirs(path);
   if (!groups.empty()) {

@@ -93,6 +93,8 @@ std::optional<GeGraph> parse_ge_graph(const std::string& text, const std::string
       o.output_links.push_back(parse_fx_tensor_name(attr_string(desc.attr(), "_fx_tensor_name")));
       o.output_meta.push_back(attr_string(desc.attr(), "_meta"));
     }
+    for (const auto& in : o.inputs)
+      if (!in.control()) g.first_consumer.emplace(in.op, g.ops.size());
     g.by_name.emplace(o.name, g.ops.size());
     g.by_file_name.emplace(sanitize_ge_name(o.name), g.ops.size());
     g.ops.push_back(std::move(o));

@@ -42,7 +42,8 @@ struct GeGraph {
   std::string name;
   std::vector<GeGraphOp> ops;  // file order
   std::unordered_map<std::string, size_t> by_name;
-  std::unordered_map<std::string, size_t> by_file_name;  // GE dump file-name form of the name
+  std::unordered_map<std::string, size_t> by_file_name;    // GE dump file-name form of the name
+  std::unordered_map<std::string, size_t> first_consumer;  // op name -> the first op reading its data
 
   // Exact name first, then the file-name form ('.', '/', '\\', ' ' replaced by '_').
   const GeGraphOp* find(const std::string& name) const;

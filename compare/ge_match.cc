@@ -264,15 +264,93 @@ void output_row_fx(GroupContext& ctx, int64_t token, int64_t order, FxStepIndex&
   ctx.out->rows.push_back(std::move(r));
 }
 
-void input_rows_fx(GroupContext& ctx, int64_t token, int64_t order, FxStepIndex& fx, const std::string& prefix,
-                   const GeDump& dump, const GeOpFile& file) {
-  const auto node = fx.nodes.find(prefix);
-  Side golden{{}, {}, target_of(prefix), "the FX dump (no files for " + prefix + ")"};
-  if (node != fx.nodes.end()) {
-    fx.used.insert(prefix);
-    golden = fx_inputs(node->second);
+// Drops the FX inputs that are scalars (0-d: non-tensor arguments such as `dim` or `alpha`, which
+// the GE op holds as attributes or constants) when that makes the counts agree; each one dropped
+// is listed with the reason.
+void drop_folded_scalars(GroupContext& ctx, Side& golden, size_t ge_inputs, const std::string& prefix,
+                         const std::string& op_name) {
+  if (golden.size() <= ge_inputs) return;
+  std::vector<size_t> scalars;
+  for (size_t i = 0; i < golden.size(); ++i)
+    if (golden.tensors[i] && golden.tensors[i]->ok() && golden.tensors[i]->shape.empty()) scalars.push_back(i);
+  if (golden.size() - scalars.size() != ge_inputs) return;
+  for (auto it = scalars.rbegin(); it != scalars.rend(); ++it) {
+    ctx.unmatched(prefix + ".INPUT." + std::to_string(*it),
+                  "FX scalar argument, folded into GE op " + op_name + " (an attribute there)");
+    golden.tensors.erase(golden.tensors.begin() + static_cast<std::ptrdiff_t>(*it));
+    golden.paths.erase(golden.paths.begin() + static_cast<std::ptrdiff_t>(*it));
   }
-  pair_rows(ctx, token, prefix, order, Direction::Input, golden, ge_side(dump, file, Direction::Input, "GE op"));
+}
+
+// The FX node's inputs against the GE op's, by position, when they line up: as many of them
+// (after folded scalars) and of the same shapes. Otherwise no input row is made (msit
+// zipped them anyway) and the result's unmatched list says why. For a fused op (`fused`), GE
+// inputs past the first op's count belong to later ops of the fusion and are listed as such.
+void input_rows_fx(GroupContext& ctx, int64_t token, int64_t order, FxStepIndex& fx, const std::string& prefix,
+                   const GeDump& dump, const GeOpFile& file, bool fused = false) {
+  const auto node = fx.nodes.find(prefix);
+  Side mine = ge_side(dump, file, Direction::Input, "GE op");
+  if (node == fx.nodes.end()) {
+    const Side none{{}, {}, target_of(prefix), "the FX dump (no files for " + prefix + ")"};
+    pair_rows(ctx, token, prefix, order, Direction::Input, none, mine);
+    return;
+  }
+  fx.used.insert(prefix);
+  Side golden = fx_inputs(node->second);
+  const std::string& op_name = file.name.op_name;
+  drop_folded_scalars(ctx, golden, mine.size(), prefix, op_name);
+  if (fused && mine.size() > golden.size()) {
+    for (size_t i = golden.size(); i < mine.size(); ++i)
+      ctx.unmatched(op_name + " input " + std::to_string(i),
+                    "an input of a later op of the fused op, not of " + prefix);
+    mine.tensors.resize(golden.size());
+    mine.paths.resize(golden.size());
+  }
+  std::string misaligned;
+  if (golden.size() != mine.size()) {
+    misaligned = "the GE op has " + std::to_string(mine.size()) + " inputs, FX node " + prefix + " " +
+                 std::to_string(golden.size());
+  }
+  for (size_t i = 0; misaligned.empty() && i < golden.size(); ++i) {
+    const auto& g = golden.tensors[i];
+    const auto& m = mine.tensors[i];
+    const bool vectors = g && m && g->shape.size() <= 1 && m->shape.size() <= 1;  // [n], [] and [1] alike
+    if (g && m && g->ok() && m->ok() && (g->elements() != m->elements() || (!vectors && g->shape != m->shape)))
+      misaligned = "input " + std::to_string(i) + " is " + shape_to_string(m->shape) + " in the GE op and " +
+                   shape_to_string(g->shape) + " in FX node " + prefix;
+  }
+  if (!misaligned.empty()) {
+    ctx.unmatched(op_name + " (inputs)", "inputs do not line up (" + misaligned + "); only outputs are matched");
+    return;
+  }
+  pair_rows(ctx, token, prefix, order, Direction::Input, golden, mine);
+}
+
+// The real converters lower one FX node to several GE ops (addmm: Transpose, MatMulV2, Mul, Add)
+// and only the last carries the `_fx_tensor_name` link; such an op's inputs are not the FX
+// node's, so they are not paired. Returns the helper ops feeding `op`, empty when every data
+// input comes from a Data or Const op or from an op linked to an FX node.
+std::vector<std::string> helper_inputs(const GeGraph& graph, const GeGraphOp& op) {
+  std::vector<std::string> helpers;
+  for (const auto& in : op.inputs) {
+    if (in.control()) continue;
+    const GeGraphOp* producer = graph.find(in.op);
+    if (!producer || producer->type == "Data" || producer->type == "Const" || producer->fx_prefix()) continue;
+    helpers.push_back(producer->name);
+  }
+  return helpers;
+}
+
+// The linked op an unlinked helper op feeds, following first consumers (depth-bounded).
+std::optional<std::string> lowering_of(const GeGraph& graph, const GeGraphOp& helper) {
+  const GeGraphOp* at = &helper;
+  for (int depth = 0; depth < 8; ++depth) {
+    const auto next = graph.first_consumer.find(at->name);
+    if (next == graph.first_consumer.end()) return std::nullopt;
+    at = &graph.ops[next->second];
+    if (const auto prefix = at->fx_prefix()) return prefix;
+  }
+  return std::nullopt;
 }
 
 void self_compare_rows(GroupContext& ctx, int64_t token, int64_t order, const GeDump& dump, const GeOpFile& file,
@@ -322,6 +400,16 @@ void note_fx_nodes(GroupContext& ctx, size_t first, const std::vector<const GeGr
   for (size_t i = first; i < ctx.out->rows.size(); ++i) ctx.out->rows[i].fx_nodes = nodes;
 }
 
+// The FX output a dump output stands for: through its OriginalOp (a fused op names the op of the
+// graph each output belongs to), else through the op's own link.
+std::optional<FxLink> dump_output_link(const GeGraph& graph, const GeDump& dump, const GeGraphOp* op, size_t k) {
+  if (k < dump.output_original_ops.size() && dump.output_original_ops[k])
+    if (const GeGraphOp* orig = graph.find(dump.output_original_ops[k]->name))
+      if (const auto link = output_link(*orig, static_cast<size_t>(dump.output_original_ops[k]->output_index)))
+        return link;
+  return op ? output_link(*op, k) : std::nullopt;
+}
+
 void match_op_fx(GroupContext& ctx, const GeGraph& graph, int64_t token, FxStepIndex& fx, const GeOpFile& file) {
   const GeDump dump = read_or_report(ctx, file);
   if (!dump.ok()) return;
@@ -330,17 +418,38 @@ void match_op_fx(GroupContext& ctx, const GeGraph& graph, int64_t token, FxStepI
   const size_t first_row = ctx.out->rows.size();
 
   if (const GeGraphOp* op = find_graph_op(graph, dump, file)) {
-    const auto prefix = op->fx_prefix();
-    if (prefix) {
-      input_rows_fx(ctx, token, order, fx, *prefix, dump, file);
-      for (size_t k = 0; k < dump.outputs.size(); ++k)
-        if (const auto link = output_link(*op, k)) output_row_fx(ctx, token, order, fx, *link, k, dump, file);
-      note_fx_nodes(ctx, first_row, {op});
-    } else if (is_self_compared_type(file.name.op_type) || is_self_compared_type(op->type)) {
-      self_compare_rows(ctx, token, order, dump, file, op_name);
-    } else {
-      ctx.unmatched(op_name, "GE op has no _fx_tensor_name link");
+    // Graph fusion keeps the name of one op it replaced; OriginalOp names the others.
+    std::vector<const GeGraphOp*> parts{op};
+    for (const auto& orig : dump.output_original_ops)
+      if (orig)
+        if (const GeGraphOp* o = graph.find(orig->name); o && std::find(parts.begin(), parts.end(), o) == parts.end())
+          parts.push_back(o);
+    std::vector<std::optional<FxLink>> links;
+    for (size_t k = 0; k < dump.outputs.size(); ++k) links.push_back(dump_output_link(graph, dump, op, k));
+    if (std::none_of(links.begin(), links.end(), [](const auto& l) { return l.has_value(); })) {
+      if (is_self_compared_type(file.name.op_type) || is_self_compared_type(op->type)) {
+        self_compare_rows(ctx, token, order, dump, file, op_name);
+      } else if (const auto lowered = lowering_of(graph, *op)) {
+        ctx.unmatched(op_name, "GE op has no _fx_tensor_name link: a helper op of the lowering of " + *lowered);
+      } else {
+        ctx.unmatched(op_name, "GE op has no _fx_tensor_name link");
+      }
+      return;
     }
+    const auto helpers = helper_inputs(graph, *op);
+    if (parts.size() == 1 && helpers.empty()) {
+      if (const auto prefix = op->fx_prefix()) input_rows_fx(ctx, token, order, fx, *prefix, dump, file);
+    } else {
+      std::string names;
+      for (const auto& h : helpers) names += (names.empty() ? "" : ", ") + h;
+      ctx.unmatched(op_name + " (inputs)",
+                    parts.size() > 1 ? "fused op: its inputs are those of several FX nodes; only outputs are matched"
+                                     : "inputs come from helper ops of the same lowering (" + names +
+                                           "), not from the FX node's inputs; only outputs are matched");
+    }
+    for (size_t k = 0; k < links.size(); ++k)
+      if (links[k]) output_row_fx(ctx, token, order, fx, *links[k], k, dump, file);
+    note_fx_nodes(ctx, first_row, parts);
     return;
   }
 
@@ -355,26 +464,22 @@ void match_op_fx(GroupContext& ctx, const GeGraph& graph, int64_t token, FxStepI
     }
     return;
   }
-  // Fused op: the first constituent's FX inputs against the fused inputs; each output
-  // against the FX output its OriginalOp names, else the last constituent's.
+  // Fused op: the first constituent's FX inputs against the fused inputs (when its inputs are
+  // the FX node's); each output against the FX output its OriginalOp names, else the last
+  // constituent's.
   if (!fused.from_name) {
     ctx.unmatched(op_name + " (inputs)",
                   "fused op name cannot be split into ops of the graph txt; "
                   "only outputs are matched, through OriginalOp");
-  } else if (const auto prefix = parts.front()->fx_prefix()) {
-    input_rows_fx(ctx, token, order, fx, *prefix, dump, file);
+  } else if (const auto prefix = parts.front()->fx_prefix(); prefix && helper_inputs(graph, *parts.front()).empty()) {
+    input_rows_fx(ctx, token, order, fx, *prefix, dump, file, true);
   } else {
-    ctx.unmatched(op_name + " (inputs)",
-                  "first op of the fused op (" + parts.front()->name + ") has no _fx_tensor_name link");
+    ctx.unmatched(op_name + " (inputs)", "first op of the fused op (" + parts.front()->name +
+                                             ") is a helper op with no _fx_tensor_name link; only outputs are matched");
   }
-  for (size_t k = 0; k < dump.outputs.size(); ++k) {
-    std::optional<FxLink> link;
-    if (k < dump.output_original_ops.size() && dump.output_original_ops[k])
-      if (const GeGraphOp* orig = graph.find(dump.output_original_ops[k]->name))
-        link = output_link(*orig, static_cast<size_t>(dump.output_original_ops[k]->output_index));
-    if (!link) link = output_link(*parts.back(), k);
-    if (link) output_row_fx(ctx, token, order, fx, *link, k, dump, file);
-  }
+  for (size_t k = 0; k < dump.outputs.size(); ++k)
+    if (const auto link = dump_output_link(graph, dump, parts.back(), k))
+      output_row_fx(ctx, token, order, fx, *link, k, dump, file);
   note_fx_nodes(ctx, first_row, parts);
 }
 

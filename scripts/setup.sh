@@ -44,6 +44,9 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 
+# The real torchair (pure Python, from the torch-npu wheel) for the TorchAir tests and examples.
+scripts/fetch_torchair.sh >/dev/null
+
 BUILD=${BUILD_DIR:-build}
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=ON >/dev/null
 cmake --build "$BUILD" -j"$(nproc)"

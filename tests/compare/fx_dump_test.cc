@@ -94,6 +94,17 @@ TEST(FxDump, CurrentLayoutWithRanks) {
   EXPECT_NE(detail.find("2 rank(s)"), std::string::npos) << detail;
 }
 
+// A run's dump directory, as get_fx_dump_config(dump_path=...) fills it: the dump is in fx_dump/.
+TEST(FxDump, DumpPathOfGetFxDumpConfig) {
+  TempDir dir;
+  touch_npy(dir /
+            (std::string("fx_dump/worldsize1_global_rank0/graph_1/0/add-aten.add.Tensor.OUTPUT.0.") + kTs + ".npy"));
+  const FxDumpLayout l = scan_fx_dump(dir.path());
+  ASSERT_EQ(l.ranks.size(), 1u);
+  EXPECT_EQ(l.ranks[0].rank, 0);
+  EXPECT_TRUE(is_fx_dump(dir.path(), nullptr));
+}
+
 TEST(FxDump, OlderLayoutSubtractsOneFromStep) {
   TempDir dir;
   for (const char* p :

@@ -58,7 +58,7 @@ const std::vector<OpText> kOps = {
     {"Add_1", "Add", {"arg0_1:0", "arg0_1:0"}, {"add_1-aten.add.Tensor.OUTPUT.0"}},
     {"Cast_9", "Cast", {"Add_1:0"}, {""}},
     {"Mul_3", "Mul", {"Cast_9:0", "Const_1:-1"}, {""}},
-    {"MatMul_2", "MatMul", {"Mul_3:0", "arg0_1:0"}, {"mm-aten.mm.default.OUTPUT.0"}},
+    {"MatMul_2", "MatMul", {"Add_1:0", "arg0_1:0"}, {"mm-aten.mm.default.OUTPUT.0"}},
     {"Add_2", "Add", {"MatMul_2:0", "arg0_1:0"}, {"add_2-aten.add.Tensor.OUTPUT.0"}},
     {"Cast_5", "Cast", {"Add_2:0"}, {""}},
     {"Relu_4", "Relu", {"Cast_5:0"}, {"relu-aten.relu.default.OUTPUT.0"}},
@@ -177,35 +177,21 @@ TEST(GeMatch, UnlinkedOpsAndFxNodesAreListed) {
   EXPECT_TRUE(has_unmatched(r, "rank0/orphan-aten.neg.default", "no linked GE op"));
 }
 
-// As msit does, inputs of the same index are compared across a count difference (a scalar
-// folded into the GE op); the rows say so, and the input without a counterpart is not compared.
-TEST(GeMatch, InputCountMismatchIsComparedByPositionAndNoted) {
+// msit zipped inputs by position whatever the counts; here inputs that do not line up (a count
+// difference no folded scalar explains, or element counts that differ) give no rows, and the
+// unmatched list says why; the outputs are still compared.
+TEST(GeMatch, InputsThatDoNotLineUpAreNotPairedAndSayWhy) {
   Fixture f;
   const MatchResult r = match_ge_vs_fx(f.fx.path(), f.ge.path(), std::nullopt);
   std::vector<const RowSpec*> inputs, outputs;
   for (const auto& row : r.rows)
     if (row.op_key == "mm-aten.mm.default") (row.direction == Direction::Input ? inputs : outputs).push_back(&row);
-  ASSERT_EQ(inputs.size(), 3u);
-  const std::string counts = "inputs count differs: GE op has 2, FX node mm-aten.mm.default has 3";
-  for (const RowSpec* row : {inputs[0], inputs[1]}) {
-    EXPECT_EQ(row->pairing_note, counts + "; compared by position");
-    EXPECT_TRUE(row->match_note.empty()) << row->match_note;
-    EXPECT_TRUE(row->golden && row->mine);
-  }
-  EXPECT_EQ(inputs[2]->match_note, counts + "; GE op has no input 2");
-  EXPECT_FALSE(inputs[2]->mine);
-  const std::vector<Row> judged =
-      evaluate_rows({*inputs[0], *inputs[2]}, Tolerances::defaults(), 1);  // GE [1] against FX [1]
-  EXPECT_EQ(judged[0].verdict, Verdict::Pass);
-  ASSERT_TRUE(judged[0].metrics);
-  EXPECT_EQ(judged[0].metrics->max_absolute_error, 0);
-  EXPECT_EQ(judged[0].reasons, std::vector<std::string>{counts + "; compared by position"});
-  EXPECT_EQ(judged[1].verdict, Verdict::NotComparable);
-  EXPECT_FALSE(judged[1].metrics);
-  EXPECT_TRUE(inputs[2]->my_path.empty());
-  EXPECT_TRUE(inputs[2]->golden);
+  EXPECT_TRUE(inputs.empty());
+  EXPECT_TRUE(has_unmatched(r, "rank0/MatMul_2 (inputs)",
+                            "inputs do not line up (the GE op has 2 inputs, FX node mm-aten.mm.default 3)"));
   ASSERT_EQ(outputs.size(), 1u);
   EXPECT_TRUE(outputs[0]->match_note.empty());
+  EXPECT_TRUE(outputs[0]->golden && outputs[0]->mine);
 }
 
 TEST(GeMatch, MissingFxNodeBecomesNotedRows) {
@@ -384,6 +370,77 @@ TEST(GeMatch, GeVsGeGathersFusedInputs) {
   EXPECT_TRUE(has_unmatched(r, "Neg_11", "no op of this name"));
   EXPECT_TRUE(has_unmatched(r, "Sub_12", "no counterpart"));
   EXPECT_FALSE(has_unmatched(r, "Cast_5", ""));
+}
+
+// How the real torchair lowers `addmm(bias, x, t(w))`: helper ops without a link, the linked Add
+// last, "" for MatMulV2's unused optional inputs. Graph fusion (MatMulBiasAddFusionPass) leaves
+// one dump, named after the MatMulV2, whose output's OriginalOp is the Add. `_log_softmax` has
+// two scalar arguments that GE holds as attributes.
+struct RealLowering {
+  TempDir ge, fx;
+  RealLowering() {
+    const std::vector<OpText> ops = {
+        {"arg0_1", "Data", {}, {""}},
+        {"arg1_1", "Data", {}, {""}},
+        {"arg2_1", "Data", {}, {""}},
+        {"Transpose", "Transpose", {"arg0_1:0", "Const:0"}, {""}},
+        {"MatMulV2", "MatMulV2", {"arg2_1:0", "Transpose:0", "", ""}, {""}},
+        {"Mul", "Mul", {"MatMulV2:0", "Const_1:0"}, {""}},
+        {"Add", "Add", {"Mul:0", "arg1_1:0"}, {"addmm-aten.addmm.default.OUTPUT.0"}},
+        {"LogSoftmaxV2", "LogSoftmaxV2", {"Add:0"}, {"_log_softmax-aten._log_softmax.default.OUTPUT.0"}},
+    };
+    write_file(ge / "dynamo_original_graph_1_rank_0_pid_9_ts_20240101000000000000.txt", graph_text(ops));
+    const std::string token = ge / "worldsize1_global_rank0/20240101010101/0/graph_1/1/0";
+    write_ge_op(token, "Transpose", "Transpose", 1700000000000010, {{1, 2}}, {{1, 2}});
+    toolkit::dump::DumpData fused;
+    fused.set_op_name("MatMulV2");
+    for (int i = 0; i < 3; ++i) add_input(&fused, kGeFloat, {2}, 8);
+    add_output(&fused, kGeFloat, {2}, 8)->mutable_original_op()->set_name("Add");
+    write_file(token + "/MatMulV2.MatMulV2.2.0.1700000000000020",
+               ge_dump_bytes(fused, floats_bytes({1, 2, 3, 4, 5, 6, 7, 8})));
+    write_ge_op(token, "LogSoftmaxV2", "LogSoftmaxV2", 1700000000000030, {{7, 8}}, {{-1.3f, -0.3f}});
+    const std::string step = fx / "worldsize1_global_rank0/graph_1/0";
+    write_fx_node(step, "addmm-aten.addmm.default", {{5, 6}, {1, 2}, {3, 4}}, {{7, 8}});
+    write_fx_node(step, "t-aten.t.default", {{1, 2}}, {{1, 2}});
+    write_fx_node(step, "_log_softmax-aten._log_softmax.default", {{7, 8}}, {{-1.3f, -0.3f}});
+    for (int i = 1; i <= 2; ++i)
+      write_file(step + "/_log_softmax-aten._log_softmax.default.INPUT." + std::to_string(i) + "." + kFxTs + ".npy",
+                 npy_bytes({}, {static_cast<float>(i - 2)}));
+  }
+};
+
+TEST(GeMatch, AGraphFusedOpIsComparedThroughItsOriginalOp) {
+  RealLowering f;
+  const MatchResult r = match_ge_vs_fx(f.fx.path(), f.ge.path(), std::nullopt);
+  const auto rows = rows_of(r, "MatMulV2.MatMulV2.");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0]->op_key, "addmm-aten.addmm.default");
+  EXPECT_EQ(rows[0]->direction, Direction::Output);
+  EXPECT_TRUE(rows[0]->golden && rows[0]->mine && rows[0]->match_note.empty());
+  EXPECT_TRUE(has_unmatched(r, "rank0/MatMulV2 (inputs)", "fused op"));
+}
+
+TEST(GeMatch, HelperOpsOfALoweringSayWhoseTheyAre) {
+  RealLowering f;
+  const MatchResult r = match_ge_vs_fx(f.fx.path(), f.ge.path(), std::nullopt);
+  EXPECT_TRUE(rows_of(r, "Transpose.Transpose.").empty());
+  EXPECT_TRUE(has_unmatched(r, "rank0/Transpose", "helper op of the lowering of addmm-aten.addmm.default"));
+  EXPECT_TRUE(has_unmatched(r, "rank0/t-aten.t.default", "no linked GE op"));
+}
+
+TEST(GeMatch, ScalarArgumentsFoldedIntoTheGeOpAreLeftOutAndListed) {
+  RealLowering f;
+  const MatchResult r = match_ge_vs_fx(f.fx.path(), f.ge.path(), std::nullopt);
+  const auto rows = rows_of(r, "LogSoftmaxV2.LogSoftmaxV2.");
+  ASSERT_EQ(rows.size(), 2u);  // input 0 and output 0
+  for (const RowSpec* row : rows) {
+    EXPECT_TRUE(row->golden && row->mine);
+    EXPECT_TRUE(row->match_note.empty() && row->pairing_note.empty()) << row->match_note << row->pairing_note;
+  }
+  for (const char* index : {"1", "2"})
+    EXPECT_TRUE(has_unmatched(r, std::string("rank0/_log_softmax-aten._log_softmax.default.INPUT.") + index,
+                              "FX scalar argument, folded into GE op LogSoftmaxV2"));
+  for (const auto& row : r.rows) EXPECT_TRUE(row.match_note.empty()) << row.op_key << ": " << row.match_note;
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 """`python -m diagnose_pytorch run [--spec SPEC] script.py args...`
 `python -m diagnose_pytorch ops --from EAGER_RUN_DIR`
 `python -m diagnose_pytorch single-op --from EAGER_RUN_DIR --out OUT --backend B ...`
-`python -m diagnose_pytorch warm` (the engine's warm parent, warm.py)"""
+`python -m diagnose_pytorch warm` (the engine's warm parent, warm.py)
+`python -m diagnose_pytorch aclgraph-dump --from DUMP_DIR --out OUT` (aclgraph_dump.py)"""
 
 from __future__ import annotations
 
@@ -34,12 +35,25 @@ def main(argv: list[str] | None = None) -> int:
     single.add_argument("--ops", metavar="NAME,...", help="only these ops")
     single.add_argument("--max-calls-per-op", type=int, default=1, metavar="K")
     commands.add_parser("warm", help="fork a child for each run the engine asks for on stdin (warm.py)")
+    acl = commands.add_parser(
+        "aclgraph-dump", help="TorchAir reduce-overhead/npugraph_ex .pt dumps as .npy files, never unpickled"
+    )
+    acl.add_argument("--from", dest="source", required=True, metavar="DUMP_DIR")
+    acl.add_argument("--out", required=True, metavar="OUT_DIR")
     options = parser.parse_args(argv)
     torch_version = installed_torch()
     if problem := torch_problem(torch_version):
         print(f"diagnose_pytorch: {problem}", file=sys.stderr)
         if torch_version is None:
             return 2
+    if options.command == "aclgraph-dump":
+        from .aclgraph_dump import to_npy
+
+        written, refused = to_npy(options.source, options.out)
+        for line in refused:
+            print(f"diagnose_pytorch aclgraph-dump: refused {line}", file=sys.stderr)
+        print(f"{len(written)} tensors written to {options.out}, {len(refused)} files refused")
+        return 0 if written else 2
     if options.command == "run":
         return _run(options)
     if options.command == "warm":

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import threading
 from pathlib import Path
 
 GE_DUMP_DIR = "ge_dump"
@@ -52,7 +54,7 @@ def get_ge_dump_config(
     path = _dump_dir(dump_path, GE_DUMP_DIR)
     config = _new_config(compiler_config)
     config.debug.graph_dump.type = "txt"
-    # torchair renamed graph_dump.path to a private _path (8.0.RC1); set whichever exists.
+    # torchair's graph_dump has a private _path (and, in some versions, a public path too).
     if hasattr(config.debug.graph_dump, "_path"):
         config.debug.graph_dump._path = path
     else:
@@ -65,9 +67,9 @@ def get_ge_dump_config(
     config.dump_config.dump_mode = dump_mode
     config.dump_config.dump_path = path
     if dump_token is not None:
-        config.dump_config.dump_step = "|".join(str(t) for t in dump_token)
+        set_field(config, "dump_config.dump_step", "|".join(str(t) for t in dump_token))
     if dump_layer is not None:
-        config.dump_config.dump_layer = " ".join(dump_layer)
+        set_field(config, "dump_config.dump_layer", " ".join(dump_layer))
     return config
 
 
@@ -83,20 +85,62 @@ def get_fx_dump_config(dump_path: str = "", compiler_config=None):
 
 
 def set_field(config, dotted: str, value) -> None:
-    """Sets a CompilerConfig field by its dotted path, e.g. 'ge_config.oo_level'."""
+    """Sets a CompilerConfig field by its dotted path, e.g. 'ge_config.oo_level'. What torchair
+    rejects (a value outside the option's choices, a path that does not exist, a dump_step or
+    dump_layer that does not match its pattern) is raised as a ValueError naming the field."""
     *parents, name = dotted.split(".")
     target = config
     for part in parents:
-        target = getattr(target, part)
+        target = getattr(target, part, None)
+        if target is None:
+            raise AttributeError(f"CompilerConfig has no field {dotted!r}")
     if not hasattr(target, name):
         raise AttributeError(f"CompilerConfig has no field {dotted!r}")
-    setattr(target, name, value)
+    try:
+        setattr(target, name, value)
+    except (ValueError, TypeError, FileNotFoundError) as e:
+        reason = str(e).split("\n")[0]  # torchair appends its traceback to the message
+        raise ValueError(f"torchair rejects CompilerConfig {dotted} = {value!r}: {reason}") from None
+
+
+def import_torchair():
+    """torchair, imported so that the process can still be stopped: on import it installs a
+    SIGTERM/SIGINT handler that finalises GE and then sends the signal again with the signal
+    ignored, so the process never ends. Its handlers are replaced by one that finalises GE the
+    same way and then lets the signal end the process."""
+    import torchair
+
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            if getattr(signal.getsignal(signum), "__module__", None) == "torchair.core._backend":
+                signal.signal(signum, _finalize_then_end)
+    return torchair
+
+
+def _finalize_then_end(signum, frame):
+    from torchair.core._backend import finalize_graph_engine
+
+    try:
+        finalize_graph_engine()
+    finally:
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+
+def _check_side_file_directory() -> None:
+    """With GE dumps on, torchair writes GE's dump options to $CWD/ge_dump_data_json/ and fails
+    when it cannot."""
+    if not os.access(os.getcwd(), os.W_OK):
+        raise PermissionError(
+            f"torchair writes GE's dump options to {os.getcwd()}/ge_dump_data_json/ when GE dumps are on, "
+            "and the working directory is not writable: run the model from a writable directory"
+        )
 
 
 def npu_backend(session):
-    import torchair
-
     from .backends import counted
+
+    torchair = import_torchair()
 
     spec = session.spec
     config = _new_config(None)
@@ -114,6 +158,7 @@ def npu_backend(session):
         )
         if spec.dump.stats_only:
             config.dump_config.dump_data = "stats"
+        _check_side_file_directory()
     if spec.switches.fusion_switch_file:
         config.fusion_config.fusion_switch_file = os.path.realpath(spec.switches.fusion_switch_file)
         with open(spec.switches.fusion_switch_file) as f:
@@ -143,8 +188,7 @@ def fusion_result(cwd: Path | None = None) -> dict | list | None:
 
 def switched_npu_backend(switches):
     """TorchAir's backend with a spec's global switches and no dump (the single-op check)."""
-    import torchair
-
+    torchair = import_torchair()
     config = _new_config(None)
     if switches.fusion_switch_file:
         config.fusion_config.fusion_switch_file = os.path.realpath(switches.fusion_switch_file)

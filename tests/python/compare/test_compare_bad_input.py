@@ -212,13 +212,14 @@ def ge_bad_run(diagnose_bin, tmp_path_factory):
     # Conv2D: output dtype code unknown (99) and a STRING (13) input; TransData: unknown format.
     conv = next(f for f in token_dir.iterdir() if f.name.startswith("Conv2D."))
     xs = np.ones((2, 3))
+    x, w, y = np.ones((2, 20, 4, 4)), np.ones((18, 20, 3, 3)), np.ones((2, 18, 2, 2))  # the FX node's shapes
     conv.write_bytes(
         encode_ge_dump(
             GeOp(
                 "Conv2D",
                 "Conv2D",
-                [GeTensor(xs, "fp16", data_type_code=13, raw=bytes(12)), GeTensor(xs, "fp16")],
-                [GeTensor(xs, "fp16", data_type_code=99, raw=bytes(12))],
+                [GeTensor(x, "fp16", data_type_code=13, raw=bytes(x.size * 2)), GeTensor(w, "fp16")],
+                [GeTensor(y, "fp16", data_type_code=99, raw=bytes(y.size * 2))],
             )
         )
     )

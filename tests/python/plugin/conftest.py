@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
+from fixtures import real_torchair
 from fixtures.plugin_runs import Run, RunPool
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
 PYTHON = sys.executable
-FAKE_TORCHAIR = HERE / "fake_torchair"
 EXAMPLES = ("mlp", "transformer_block", "convnet")
 RUN_TIMEOUT = 600
 
@@ -94,7 +94,7 @@ def _catalog() -> dict[str, RunConfig]:
                 cost=2,
             ),
             "mlp/torchair-defect": RunConfig(
-                mlp, {"backend": "torchair"}, cost=2, env={"FAKE_TORCHAIR_DEFECT": "MatMulBiasAddFusionPass=0.01"}
+                mlp, {"backend": "torchair"}, cost=2, env={"CANN_STAND_IN_FAULTS": "MatMulBiasAddFusionPass"}
             ),
             "graph_break/aot_eager": RunConfig(
                 str(HERE / "scripts" / "graph_break.py"), {"backend": "aot_eager"}, cost=2
@@ -120,7 +120,7 @@ def plugin_env(cache_dir: Path, extra: dict | None = None) -> dict:
     env = dict(os.environ)
     env["TORCHINDUCTOR_CACHE_DIR"] = str(cache_dir)
     env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
-    env["PYTHONPATH"] = os.pathsep.join([str(FAKE_TORCHAIR), str(HERE), env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join([*real_torchair.pythonpath(), str(HERE), env.get("PYTHONPATH", "")])
     env.update(extra or {})
     return env
 

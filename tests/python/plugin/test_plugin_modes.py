@@ -72,11 +72,11 @@ def check_torchair_layout(run, config):
     root = run.run_dir / "dump"
     assert not (root / "manifest.jsonl").exists()
     if config == "torchair-fx":
-        files = list((root / "fx_dump" / "worldsize1_global_rank0" / "graph_0" / "0").glob("*.npy"))
+        files = list((root / "fx_dump" / "worldsize1_global_rank0" / "graph_1" / "0").glob("*.npy"))
         assert files and all(
             re.fullmatch(r"\w+-[\w.]+\.(INPUT|OUTPUT)\.\d+(\.\d+)?\.\d{20}\.npy", f.name) for f in files
         )
     else:
-        assert list((root / "ge_dump").glob("dynamo_original_graph_0_rank_0_pid_*_ts_*.txt"))
-        tokens = list((root / "ge_dump" / "worldsize1_global_rank0").glob("*/0/graph_0/1/0"))
+        assert list((root / "ge_dump").glob("dynamo_original_graph_1_rank_0_pid_*_ts_*.txt"))
+        tokens = list((root / "ge_dump" / "worldsize1_global_rank0").glob("*/0/graph_1/1/0"))
         assert len(tokens) == 1 and len(list(tokens[0].iterdir())) >= 3

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from fixtures import real_torchair
 from fixtures.compare_cli import find_binary, run_compare
 from fixtures.workflow_run import processes_started
 
@@ -34,6 +36,9 @@ EXPECTED = [
     # no __main__ guard: argparse (a required --case), the custom op and the backend at top level
     ("unguarded_script", "single_op_graph_defect", ("unguarded_example.soft_clip.default",)),
     ("fusion_rules", "fusion_defect", ("GeluFusionPass",)),
+    # backend torchair: the real torchair over the CANN stand-in, its GeluFusionPass planted faulty
+    ("torchair_fusion", "fusion_defect", ("GeluFusionPass",)),
+    ("torchair_fusion/workflow_rule_right", "no_precision_problem", None),
     ("bf16_more_accurate", "no_precision_problem", None),
     ("mlp", "no_precision_problem", None),
     # precision lost inside loose fp32 tolerances: a softmax in float16, a tanh GELU
@@ -57,6 +62,8 @@ EXPECTED = [
 
 def run_workflow(diagnose_bin: Path, example: str, out: Path, cache: Path) -> tuple[dict, subprocess.CompletedProcess]:
     env = dict(os.environ, DIAGNOSE_PYTHON=sys.executable, TORCHINDUCTOR_CACHE_DIR=str(cache))
+    if example.startswith("torchair"):
+        real_torchair.ensure_fetched()  # the workflow puts it on the model's PYTHONPATH
     workflow = ROOT / "examples" / (f"{example}.yaml" if "/" in example else f"{example}/workflow.yaml")
     started = time.monotonic()
     done = subprocess.run(
@@ -116,6 +123,15 @@ def check_every_comparison_stays_finite(steps: dict) -> None:
     assert compared and all(step["metrics"]["nan_origin"] == [] for step in compared), steps["graph_compare"]
 
 
+def check_the_ge_dump_is_judged(steps: dict) -> None:
+    """The real torchair's GE dump against its FX dump: at least 90% of the rows judged, the
+    failure localised to an op."""
+    graph = steps["graph_compare"]
+    judged = [(int(j), int(n)) for j, n in re.findall(r"judged (\d+) of (\d+) rows", graph["summary"])]
+    assert judged and all(j >= 0.9 * n for j, n in judged), graph["summary"]
+    assert graph["metrics"]["localized"] is True, graph["summary"]
+
+
 def check_the_run_to_run_difference(steps: dict) -> None:
     """The first step names the op whose output differs between two eager runs of one
     configuration, and why it explains no failure: the differences are within tolerance."""
@@ -166,6 +182,7 @@ MORE_CHECKS = {
     "nondeterministic_op": check_the_run_to_run_difference,
     "forgotten_eval": check_the_empty_buffer_is_not_judged,
     "kv_cache_decode": check_the_stale_cache,
+    "torchair_fusion": check_the_ge_dump_is_judged,
 }
 
 
