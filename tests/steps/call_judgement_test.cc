@@ -48,9 +48,8 @@ CallJudgement judged(const std::string& golden, const std::string& target) {
 
 const std::vector<float> kOut1 = {1, 2, 3, 4, 5, 6, 7, 8}, kOut2 = {2, 2, 2, 2, 2, 2, 2, 2};
 const std::vector<float> kCacheAfter1 = {1, 0, 0, 0, 5, 0, 0, 0}, kCacheAfter2 = {1, 3, 0, 0, 5, 7, 0, 0};
-const std::string kWriter =
-    R"(, "sources": [{"node": "aten.index_copy_.default", "line": "model.py:32", "code": "cache.index_copy_(1, pos, k)"
-}])";
+const std::string kWriter = R"json(, "sources": [{"node": "aten.index_copy_.default", "line": "model.py:32", )json"
+                            R"json("code": "cache.index_copy_(1, pos, k)"}])json";
 
 TEST(CallJudgement, AStaleBufferIsNamedAfterTheCallWhoseOutputsStillMatch) {
   TempDir golden, target;
