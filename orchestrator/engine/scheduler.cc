@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "orchestrator/exec/interrupt.h"
+#include "orchestrator/exec/rank_group.h"
 #include "orchestrator/exec/subprocess.h"
 #include "orchestrator/exec/warm_launcher.h"
 
@@ -44,9 +45,21 @@ void check_outputs(const RunRequest& request, RunRecord& record) {
 
 namespace {
 
-RunRecord execute(const RunRequest& request, double kill_grace_s, bool warm, const std::function<void(int)>& on_start,
+// A rank group's ranks start as processes: the warm parent forks one process per run (a rank
+// group is several, each with its own rank's environment).
+Launched launch(const ProcessSpec& spec, bool warm, int ranks, const ProcessCallbacks& callbacks) {
+  if (ranks <= 1) return launch_process(spec, warm, callbacks);
+  return {run_rank_group(spec, ranks, callbacks), kLaunchProcess,
+          std::to_string(ranks) +
+              " ranks, each started as a process (torchrun's way); the warm launcher forks "
+              "single-process runs only"};
+}
+
+RunRecord execute(const RunRequest& request, double kill_grace_s, bool warm, int ranks,
+                  const std::function<void(int)>& on_start,
                   const std::function<void(const std::string&, bool)>& on_output) {
   RunRecord record = record_for(request);
+  record.ranks = ranks;
   boost::system::error_code ignored;
   fs::create_directories(request.dir, ignored);
   fs::create_directories(request.dump_dir, ignored);
@@ -54,7 +67,7 @@ RunRecord execute(const RunRequest& request, double kill_grace_s, bool warm, con
                    record.stderr_path, request.timeout_s, kill_grace_s, request.never_forked};
   for (int attempt = 1; attempt <= 1 + request.retries; ++attempt) {
     record.attempts = attempt;
-    Launched launched = launch_process(spec, warm, {on_start, on_output});
+    Launched launched = launch(spec, warm, ranks, {on_start, on_output});
     const ProcessOutcome& outcome = launched.outcome;
     record.launch = launched.launch;
     record.launch_reason = launched.reason;
@@ -73,7 +86,7 @@ RunRecord execute(const RunRequest& request, double kill_grace_s, bool warm, con
 }  // namespace
 
 void run_in_parallel(const std::vector<RunRequest>& requests, const std::vector<size_t>& indexes, int slots,
-                     double kill_grace_s, const SchedulerCallbacks& callbacks, bool warm) {
+                     double kill_grace_s, const SchedulerCallbacks& callbacks, bool warm, int ranks) {
   std::mutex lock;
   std::atomic<size_t> next{0};
   auto worker = [&] {
@@ -96,12 +109,13 @@ void run_in_parallel(const std::vector<RunRequest>& requests, const std::vector<
           callbacks.on_output(index, line, from_stderr);
         };
       }
-      RunRecord record = execute(request, kill_grace_s, warm, on_start, on_output);
+      RunRecord record = execute(request, kill_grace_s, warm, ranks, on_start, on_output);
       std::lock_guard<std::mutex> guard(lock);
       if (callbacks.on_finished) callbacks.on_finished(index, record);
     }
   };
-  size_t threads = std::min<size_t>(static_cast<size_t>(std::max(1, slots)), indexes.size());
+  // A slot is a process: a rank group takes as many as it has ranks.
+  size_t threads = std::min<size_t>(static_cast<size_t>(std::max(1, slots / std::max(1, ranks))), indexes.size());
   std::vector<std::thread> pool;
   for (size_t i = 0; i < threads; ++i) pool.emplace_back(worker);
   for (std::thread& t : pool) t.join();

@@ -334,6 +334,7 @@ class SlurmRunner : public Runner {
     RunRecord record = record_for(request);
     record.launch = kLaunchProcess;
     record.launch_reason = "the slurm runner starts each run as a batch job";
+    record.ranks = spec_.ranks;
     Job job{index, record, {record.stdout_path, false}, {record.stderr_path, true}};
     auto earlier = attach.find(index);
     if (earlier != attach.end() && job_known(earlier->second.job_id, job_name(request))) {
