@@ -1,5 +1,6 @@
 #include "orchestrator/engine/scheduler.h"
 
+#include <algorithm>
 #include <atomic>
 #include <boost/filesystem.hpp>
 #include <mutex>
@@ -46,9 +47,16 @@ void check_outputs(const RunRequest& request, RunRecord& record) {
 namespace {
 
 // A rank group's ranks start as processes: the warm parent forks one process per run (a rank
-// group is several, each with its own rank's environment).
+// group is several, each with its own rank's environment). The plugin's tools run once, in a
+// world of one rank, where the script they run up to its first compiled call can set up its
+// process group.
 Launched launch(const ProcessSpec& spec, bool warm, int ranks, const ProcessCallbacks& callbacks) {
   if (ranks <= 1) return launch_process(spec, warm, callbacks);
+  if (plugin_tool_argv(spec.argv)) {
+    ProcessSpec alone = spec;
+    for (const auto& [key, value] : rank_environment(0, 1, free_loopback_port())) alone.env[key] = value;
+    return launch_process(alone, warm, callbacks);
+  }
   return {run_rank_group(spec, ranks, callbacks), kLaunchProcess,
           std::to_string(ranks) +
               " ranks, each started as a process (torchrun's way); the warm launcher forks "
@@ -59,7 +67,7 @@ RunRecord execute(const RunRequest& request, double kill_grace_s, bool warm, int
                   const std::function<void(int)>& on_start,
                   const std::function<void(const std::string&, bool)>& on_output) {
   RunRecord record = record_for(request);
-  record.ranks = ranks;
+  record.ranks = plugin_tool_argv(request.argv) ? 1 : ranks;
   boost::system::error_code ignored;
   fs::create_directories(request.dir, ignored);
   fs::create_directories(request.dump_dir, ignored);
@@ -115,7 +123,10 @@ void run_in_parallel(const std::vector<RunRequest>& requests, const std::vector<
     }
   };
   // A slot is a process: a rank group takes as many as it has ranks.
-  size_t threads = std::min<size_t>(static_cast<size_t>(std::max(1, slots / std::max(1, ranks))), indexes.size());
+  bool only_tools =
+      std::all_of(indexes.begin(), indexes.end(), [&](size_t i) { return plugin_tool_argv(requests[i].argv); });
+  int per_run = only_tools ? 1 : std::max(1, ranks);
+  size_t threads = std::min<size_t>(static_cast<size_t>(std::max(1, slots / per_run)), indexes.size());
   std::vector<std::thread> pool;
   for (size_t i = 0; i < threads; ++i) pool.emplace_back(worker);
   for (std::thread& t : pool) t.join();

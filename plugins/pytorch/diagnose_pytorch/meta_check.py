@@ -26,6 +26,7 @@ from pathlib import Path
 import torch
 
 from . import compat
+from .collectives import is_collective
 from .compat import (
     DataDependentOutputException,
     DynamicOutputShapeException,
@@ -95,7 +96,7 @@ def compare_outputs(real, fake) -> list[dict]:
 
 
 def is_custom_op(func) -> bool:
-    return isinstance(func, compat.OpOverload) and not is_builtin(func)
+    return isinstance(func, compat.OpOverload) and not is_builtin(func) and not is_collective(str(func))
 
 
 def _keeping_rng(args, kwargs):
