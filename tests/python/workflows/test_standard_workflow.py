@@ -48,6 +48,8 @@ EXPECTED = [
     ("fp16_overflow", "known_cause", ("eager_overflow",)),
     ("random_noise", "known_cause", ("fallback_random",)),
     ("nondeterministic_op", "no_precision_problem", None),
+    # two ranks (runner.ranks): rank 1's compiled bias-GELU is wrong, the all_reduce carries it to rank 0
+    ("tensor_parallel", "localized_op_defect", ("bias_gelu-diagnose_example.bias_gelu.default",)),
 ]
 
 
@@ -136,6 +138,16 @@ def check_the_empty_buffer_is_not_judged(steps: dict) -> None:
     assert verdicts[("layers.2/aten.bernoulli_.float#0", "output")] == "pass", verdicts
 
 
+def check_the_departing_rank(steps: dict) -> None:
+    """Each rank judged; the cross-rank analysis names rank 1 as where the error starts and rank
+    0's first failure, the all_reduce's wait_tensor, as received; the single-op check skipped the
+    collectives."""
+    metrics = steps["graph_compare"]["metrics"]
+    assert metrics["failing_ranks"] == [0, 1] and metrics["departing_rank"] == 1, steps["graph_compare"]["summary"]
+    assert "rank 0 receives its error through the collective wait_tensor" in steps["graph_compare"]["summary"]
+    assert "collective: _c10d_functional.all_reduce.default" in steps["single_op"]["summary"]
+
+
 # What some examples show beyond their verdict, checked on the same workflow run.
 MORE_CHECKS = {
     "mlp": check_every_comparison_stays_finite,
@@ -144,6 +156,7 @@ MORE_CHECKS = {
     "custom_op_mutation": check_the_undeclared_mutation,
     "nondeterministic_op": check_the_run_to_run_difference,
     "forgotten_eval": check_the_empty_buffer_is_not_judged,
+    "tensor_parallel": check_the_departing_rank,
 }
 
 
