@@ -96,16 +96,11 @@ void write_group_log(const std::string& path, const std::vector<Rank>& group, co
 ProcessOutcome run_rank_group(const ProcessSpec& spec, int ranks, const ProcessCallbacks& callbacks) {
   ProcessOutcome outcome;
   outcome.started = now_seconds();
-  auto not_started = [&](const std::string& why) {
-    outcome.status = RunStatus::NotStarted;
-    outcome.error = why;
-    outcome.finished = now_seconds();
-    return outcome;
-  };
   std::string program;
-  if (std::string problem = start_problem(spec, program); !problem.empty()) return not_started(problem);
+  if (std::string problem = start_problem(spec, program); !problem.empty())
+    return not_started(outcome.started, problem);
   const int port = free_loopback_port();
-  if (port == 0) return not_started("no free TCP port on 127.0.0.1 for MASTER_PORT");
+  if (port == 0) return not_started(outcome.started, "no free TCP port on 127.0.0.1 for MASTER_PORT");
 
   std::vector<Rank> group(static_cast<size_t>(ranks));
   std::vector<FollowedLog> logs;
@@ -122,7 +117,7 @@ ProcessOutcome run_rank_group(const ProcessSpec& spec, int ranks, const ProcessC
     if (error.empty()) rank.pid = spawn_process(rank_spec, program, error);
     if (rank.pid < 0) {
       for (int started : pids) kill_and_reap(started);
-      return not_started("rank " + std::to_string(r) + ": " + error);
+      return not_started(outcome.started, "rank " + std::to_string(r) + ": " + error);
     }
     pids.push_back(rank.pid);
     const std::string prefix = "[rank " + std::to_string(r) + "] ";

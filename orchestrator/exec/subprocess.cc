@@ -112,19 +112,23 @@ void record_end(const siginfo_t& info, ProcessOutcome& outcome) {
     outcome.signal = info.si_status;
 }
 
+ProcessOutcome not_started(double started, const std::string& why) {
+  ProcessOutcome outcome;
+  outcome.started = started;
+  outcome.status = RunStatus::NotStarted;
+  outcome.error = why;
+  outcome.finished = now_seconds();
+  return outcome;
+}
+
 ProcessOutcome run_process(const ProcessSpec& spec, const ProcessCallbacks& callbacks) {
   ProcessOutcome outcome;
   outcome.started = now_seconds();
-  auto not_started = [&](const std::string& why) {
-    outcome.status = RunStatus::NotStarted;
-    outcome.error = why;
-    outcome.finished = now_seconds();
-    return outcome;
-  };
   std::string program, error;
-  if (std::string problem = start_problem(spec, program); !problem.empty()) return not_started(problem);
+  if (std::string problem = start_problem(spec, program); !problem.empty())
+    return not_started(outcome.started, problem);
   const int pid = spawn_process(spec, program, error);
-  if (pid < 0) return not_started(error);
+  if (pid < 0) return not_started(outcome.started, error);
   if (callbacks.on_start) callbacks.on_start(pid);
 
   siginfo_t info;

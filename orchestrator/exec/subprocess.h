@@ -53,6 +53,8 @@ int spawn_process(const ProcessSpec& spec, const std::string& program, std::stri
 bool process_ended(int pid, siginfo_t& info);
 // SIGKILLs what is left of the child's process group and reaps the child.
 void kill_and_reap(int pid);
+// The outcome of a process that could not start (NotStarted), for `why`.
+ProcessOutcome not_started(double started, const std::string& why);
 // The exit code or signal in `info` of an ended child.
 void record_end(const siginfo_t& info, ProcessOutcome& outcome);
 
