@@ -11,6 +11,7 @@
 #include "orchestrator/exec/command_line.h"
 #include "orchestrator/workflow/validate.h"
 #include "steps/call_judgement.h"
+#include "steps/cross_rank.h"
 #include "steps/nan_origin.h"
 #include "steps/targeted_rerun.h"
 
@@ -319,6 +320,14 @@ DumpJudgement judge_dumps(const StepContext& context, const std::string& golden,
       divergences.empty() ? nlohmann::json() : nlohmann::json(divergences.front().first_failing_op);
   if (calls.calls.size() > 1) result.metrics["calls"] = calls.to_json();
   result.metrics["source_ops"] = source_ops;
+  const std::vector<int> ranks = failing_ranks(divergences);
+  if (!ranks.empty()) result.metrics["failing_ranks"] = ranks;
+  const std::optional<RankDeparture> departure = departing_rank(divergences);
+  if (departure) {
+    result.metrics["departing_rank"] = departure->rank;
+    result.metrics["departing_op"] = departure->op;
+    result.findings.insert(result.findings.begin(), {prefix + "across ranks: " + departure->text(), departure->op});
+  }
   if (!s.unmatched.empty())
     result.findings.push_back({prefix + std::to_string(s.unmatched.size()) +
                                    " record(s) of one side not matched (listed in " + out_dir + "/result.json)",
@@ -349,7 +358,9 @@ DumpJudgement judge_dumps(const StepContext& context, const std::string& golden,
     result.status = StepStatus::Fail;
     result.summary = prefix + std::to_string(s.failed) + " of " + std::to_string(s.compared) + " judged rows fail";
     if (!calls.text().empty()) result.summary += " (" + calls.text() + ")";
-    if (!divergences.empty()) {
+    if (departure) {
+      result.summary += ", " + departure->text();
+    } else if (!divergences.empty()) {
       const std::string& first = divergences.front().first_failing_op;
       const std::string non_finite = non_finite_of(compared, first);
       if (calls.text().empty())
@@ -357,6 +368,7 @@ DumpJudgement judge_dumps(const StepContext& context, const std::string& golden,
       else if (!non_finite.empty())
         result.summary += ", " + first + ": " + non_finite;
     }
+    if (!ranks.empty()) result.summary += "; failing ranks: " + ranks_text(ranks);
     result.summary += "; " + coverage;
   } else if (s.compared == 0) {
     result.status = StepStatus::Error;
@@ -398,7 +410,9 @@ StepResult judge_run_dumps(const StepContext& context, const std::vector<RunRequ
   for (const RunRecord& run : runs) reproduce.push_back(reproduce_command(run.cwd, run.env, run.argv));
   result.reproduce.insert(result.reproduce.begin(), reproduce.begin(), reproduce.end());
   const nlohmann::json& sources = result.metrics["source_ops"];
+  const nlohmann::json& departing = result.metrics["departing_op"];
   result.metrics["culprit"] = result.metrics.contains("culprit") ? result.metrics["culprit"]
+                              : departing.is_string()            ? departing
                               : !sources.empty()                 ? sources[0]
                                                                  : result.metrics["first_failing_op"];
   const compare::RowSpec* culprit = judgement.compared && result.metrics["culprit"].is_string()

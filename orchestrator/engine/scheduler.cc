@@ -1,11 +1,13 @@
 #include "orchestrator/engine/scheduler.h"
 
+#include <algorithm>
 #include <atomic>
 #include <boost/filesystem.hpp>
 #include <mutex>
 #include <thread>
 
 #include "orchestrator/exec/interrupt.h"
+#include "orchestrator/exec/rank_group.h"
 #include "orchestrator/exec/subprocess.h"
 #include "orchestrator/exec/warm_launcher.h"
 
@@ -44,9 +46,28 @@ void check_outputs(const RunRequest& request, RunRecord& record) {
 
 namespace {
 
-RunRecord execute(const RunRequest& request, double kill_grace_s, bool warm, const std::function<void(int)>& on_start,
+// A rank group's ranks start as processes: the warm parent forks one process per run (a rank
+// group is several, each with its own rank's environment). The plugin's tools run once, in a
+// world of one rank, where the script they run up to its first compiled call can set up its
+// process group.
+Launched launch(const ProcessSpec& spec, bool warm, int ranks, const ProcessCallbacks& callbacks) {
+  if (ranks <= 1) return launch_process(spec, warm, callbacks);
+  if (plugin_tool_argv(spec.argv)) {
+    ProcessSpec alone = spec;
+    for (const auto& [key, value] : rank_environment(0, 1, free_loopback_port())) alone.env[key] = value;
+    return launch_process(alone, warm, callbacks);
+  }
+  return {run_rank_group(spec, ranks, callbacks), kLaunchProcess,
+          std::to_string(ranks) +
+              " ranks, each started as a process (torchrun's way); the warm launcher forks "
+              "single-process runs only"};
+}
+
+RunRecord execute(const RunRequest& request, double kill_grace_s, bool warm, int ranks,
+                  const std::function<void(int)>& on_start,
                   const std::function<void(const std::string&, bool)>& on_output) {
   RunRecord record = record_for(request);
+  record.ranks = plugin_tool_argv(request.argv) ? 1 : ranks;
   boost::system::error_code ignored;
   fs::create_directories(request.dir, ignored);
   fs::create_directories(request.dump_dir, ignored);
@@ -54,7 +75,7 @@ RunRecord execute(const RunRequest& request, double kill_grace_s, bool warm, con
                    record.stderr_path, request.timeout_s, kill_grace_s, request.never_forked};
   for (int attempt = 1; attempt <= 1 + request.retries; ++attempt) {
     record.attempts = attempt;
-    Launched launched = launch_process(spec, warm, {on_start, on_output});
+    Launched launched = launch(spec, warm, ranks, {on_start, on_output});
     const ProcessOutcome& outcome = launched.outcome;
     record.launch = launched.launch;
     record.launch_reason = launched.reason;
@@ -73,7 +94,7 @@ RunRecord execute(const RunRequest& request, double kill_grace_s, bool warm, con
 }  // namespace
 
 void run_in_parallel(const std::vector<RunRequest>& requests, const std::vector<size_t>& indexes, int slots,
-                     double kill_grace_s, const SchedulerCallbacks& callbacks, bool warm) {
+                     double kill_grace_s, const SchedulerCallbacks& callbacks, bool warm, int ranks) {
   std::mutex lock;
   std::atomic<size_t> next{0};
   auto worker = [&] {
@@ -96,12 +117,16 @@ void run_in_parallel(const std::vector<RunRequest>& requests, const std::vector<
           callbacks.on_output(index, line, from_stderr);
         };
       }
-      RunRecord record = execute(request, kill_grace_s, warm, on_start, on_output);
+      RunRecord record = execute(request, kill_grace_s, warm, ranks, on_start, on_output);
       std::lock_guard<std::mutex> guard(lock);
       if (callbacks.on_finished) callbacks.on_finished(index, record);
     }
   };
-  size_t threads = std::min<size_t>(static_cast<size_t>(std::max(1, slots)), indexes.size());
+  // A slot is a process: a rank group takes as many as it has ranks.
+  bool only_tools =
+      std::all_of(indexes.begin(), indexes.end(), [&](size_t i) { return plugin_tool_argv(requests[i].argv); });
+  int per_run = only_tools ? 1 : std::max(1, ranks);
+  size_t threads = std::min<size_t>(static_cast<size_t>(std::max(1, slots / per_run)), indexes.size());
   std::vector<std::thread> pool;
   for (size_t i = 0; i < threads; ++i) pool.emplace_back(worker);
   for (std::thread& t : pool) t.join();

@@ -20,8 +20,10 @@ struct SchedulerCallbacks {
 // Runs requests[i] for every i in `indexes`. Returns when all have ended, or, after an
 // interrupt, when the running ones have stopped (the others stay Pending). `warm`: the plugin's
 // runs are forked from a warm parent where they may be (orchestrator/exec/warm_launcher.h).
+// `ranks` > 1: each run is a group of that many ranks (orchestrator/exec/rank_group.h), and
+// takes that many of the slots.
 void run_in_parallel(const std::vector<RunRequest>& requests, const std::vector<size_t>& indexes, int slots,
-                     double kill_grace_s, const SchedulerCallbacks& callbacks, bool warm = false);
+                     double kill_grace_s, const SchedulerCallbacks& callbacks, bool warm = false, int ranks = 1);
 
 // The record of a request before it runs.
 RunRecord record_for(const RunRequest& request);

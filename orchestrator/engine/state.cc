@@ -101,6 +101,7 @@ nlohmann::json to_json(const RunRecord& r) {
     j["launch_reason"] = r.launch_reason;
   }
   if (!r.identity.empty()) j["identity"] = r.identity;
+  if (r.ranks > 1) j["ranks"] = r.ranks;
   if (!r.from_step.empty()) {
     j["from_step"] = r.from_step;
     j["from_run"] = r.from_run;
@@ -129,6 +130,7 @@ RunRecord run_record_from_json(const nlohmann::json& j) {
   r.launch = j.value("launch", "");
   r.launch_reason = j.value("launch_reason", "");
   r.identity = j.value("identity", "");
+  r.ranks = j.value("ranks", 1);
   r.from_step = j.value("from_step", "");
   r.from_run = j.value("from_run", "");
   return r;

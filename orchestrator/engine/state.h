@@ -44,6 +44,7 @@ struct RunRecord {
   // How a local run's last attempt started, "warm_fork" or "process" (warm_launcher.h), and why.
   std::string launch, launch_reason;
   std::string identity;  // a plugin run's (shared_runs.h)
+  int ranks = 1;         // > 1: the run's processes, one per rank (runner.ranks), each with its logs
   // A run made for another request (shared_runs.h): the step and run that made it; empty otherwise.
   std::string from_step, from_run;
 };

@@ -23,8 +23,10 @@ Schema runner_schema() {
                                                   "[days-]hours:minutes:seconds...). Default: the run's "
                                                   "timeout rounded up to whole minutes.")),
        optional("nodes", integer_schema("Nodes per job (sbatch --nodes).", 1)),
-       optional("ranks", integer_schema("Processes per run, one per rank, started with srun --ntasks; each "
-                                        "gets RANK, WORLD_SIZE and LOCAL_RANK. Slurm only.",
+       optional("ranks", integer_schema("Processes per run, one per rank, each with RANK, WORLD_SIZE and "
+                                        "LOCAL_RANK: on this machine as torchrun --nproc_per_node starts them "
+                                        "(also LOCAL_WORLD_SIZE, MASTER_ADDR 127.0.0.1 and a free MASTER_PORT per "
+                                        "run), on Slurm with srun --ntasks. A run succeeds when every rank does.",
                                         1)),
        optional("gpus", plain_string_schema("GPUs per job (sbatch --gpus), e.g. 8 or a100:8.")),
        optional("gres", plain_string_schema("Generic resources per node (sbatch --gres), e.g. gpu:8.")),
@@ -152,12 +154,7 @@ void check_runners(const Workflow& workflow, const RunnerOverride& override, Run
   std::vector<std::string> seen;  // one report per distinct Slurm configuration
   for (const StepSpec& step : workflow.steps) {
     RunnerSpec spec = runner_for_step(workflow, step, override);
-    if (spec.kind != "slurm") {
-      if (spec.ranks > 1)
-        report(spec, {"ranks", "steps." + step.id + ": ranks: " + std::to_string(spec.ranks) +
-                                   " needs the slurm runner (the local runner starts one process per run)"});
-      continue;
-    }
+    if (spec.kind != "slurm") continue;
     if (depth == RunnerCheck::File) continue;
     std::string key = slurm_options_key(spec);
     if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
@@ -170,16 +167,18 @@ namespace {
 
 class LocalRunner : public Runner {
  public:
-  LocalRunner(int slots, double kill_grace_s, bool warm) : slots_(slots), kill_grace_s_(kill_grace_s), warm_(warm) {}
+  LocalRunner(int slots, double kill_grace_s, bool warm, int ranks)
+      : slots_(slots), kill_grace_s_(kill_grace_s), warm_(warm), ranks_(ranks) {}
   void run(const std::vector<RunRequest>& requests, const std::vector<size_t>& indexes,
            const std::map<size_t, RunRecord>&, const SchedulerCallbacks& callbacks) override {
-    run_in_parallel(requests, indexes, slots_, kill_grace_s_, callbacks, warm_);
+    run_in_parallel(requests, indexes, slots_, kill_grace_s_, callbacks, warm_, ranks_);
   }
 
  private:
   int slots_;
   double kill_grace_s_;
   bool warm_;
+  int ranks_;
 };
 
 }  // namespace
@@ -187,7 +186,7 @@ class LocalRunner : public Runner {
 std::unique_ptr<Runner> make_runner(const RunnerSpec& spec, const std::string& step_id, int slots,
                                     double kill_grace_s) {
   if (spec.kind == "slurm") return make_slurm_runner(spec, step_id, slots, kill_grace_s);
-  return std::make_unique<LocalRunner>(slots, kill_grace_s, spec.warm);
+  return std::make_unique<LocalRunner>(slots, kill_grace_s, spec.warm, spec.ranks);
 }
 
 }  // namespace diagnose

@@ -23,7 +23,7 @@ struct RunnerSpec {
   std::string partition, account, qos;
   std::string time_limit;  // Slurm's --time text; empty: the run's timeout in whole minutes
   int nodes = 0;           // 0: Slurm's default
-  int ranks = 1;           // > 1: one process per rank through srun --ntasks
+  int ranks = 1;           // > 1: one process per rank (rank_group.h; on Slurm through srun --ntasks)
   std::string gpus, gres;
   std::vector<std::string> extra_args;  // more sbatch options, passed as written
   int max_jobs = 0;                     // jobs queued or running at the same time; 0: the slots
@@ -47,7 +47,7 @@ struct RunnerProblem {
 Schema runner_schema();
 // The runner a step uses: the workflow's section, the step's keys on top, then `override`.
 RunnerSpec runner_for_step(const Workflow& workflow, const StepSpec& step, const RunnerOverride& override);
-// Checks the schema cannot express (time_limit format, ranks with the local runner).
+// Checks the schema cannot express (time_limit format, an empty shared_dir).
 void check_runner_section(const YAML::Node& node, const std::string& where, Diagnostics& diagnostics);
 
 // How far check_runners goes: the file alone; also asking Slurm (commands on PATH, the
@@ -55,7 +55,7 @@ void check_runner_section(const YAML::Node& node, const std::string& where, Diag
 enum class RunnerCheck { File, Cluster, Submission };
 
 // Problems with the runners the workflow's steps would use, found before any work starts:
-// ranks without Slurm, bad time limits, missing Slurm commands, unknown partitions, a
+// bad time limits, missing Slurm commands, unknown partitions, a
 // shared_dir that does not exist, options Slurm rejects. Each is reported at the key
 // that caused it, or for the whole file.
 void check_runners(const Workflow& workflow, const RunnerOverride& override, RunnerCheck depth,

@@ -130,7 +130,7 @@ std::string batch_script(const RunRequest& request, const RunnerSpec& spec) {
                        "'; submitted with the sbatch options in slurm-jobs.log.\n";
   for (const auto& [key, value] : request.env) script += "export " + key + "=" + shell_quote(value) + "\n";
   script += "exec";
-  if (spec.ranks > 1) {
+  if (spec.ranks > 1 && !plugin_tool_argv(request.argv)) {
     // Each rank learns its number the way torch.distributed and the plugin read it.
     script += " srun --ntasks=" + std::to_string(spec.ranks) +
               " --kill-on-bad-exit=1 /bin/sh -c 'export RANK=\"$SLURM_PROCID\" WORLD_SIZE=\"$SLURM_NTASKS\" "
@@ -334,6 +334,7 @@ class SlurmRunner : public Runner {
     RunRecord record = record_for(request);
     record.launch = kLaunchProcess;
     record.launch_reason = "the slurm runner starts each run as a batch job";
+    record.ranks = plugin_tool_argv(request.argv) ? 1 : spec_.ranks;
     Job job{index, record, {record.stdout_path, false}, {record.stderr_path, true}};
     auto earlier = attach.find(index);
     if (earlier != attach.end() && job_known(earlier->second.job_id, job_name(request))) {

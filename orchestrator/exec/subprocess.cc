@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <boost/process.hpp>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -70,24 +71,13 @@ std::string self_executable() {
   return ec ? "diagnose" : self.string();
 }
 
-ProcessOutcome run_process(const ProcessSpec& spec, const ProcessCallbacks& callbacks) {
-  ProcessOutcome outcome;
-  outcome.started = now_seconds();
-  auto not_started = [&](const std::string& why) {
-    outcome.status = RunStatus::NotStarted;
-    outcome.error = why;
-    outcome.finished = now_seconds();
-    return outcome;
-  };
-  std::string program;
-  if (std::string problem = start_problem(spec, program); !problem.empty()) return not_started(problem);
-
+int spawn_process(const ProcessSpec& spec, const std::string& program, std::string& error) {
   bp::environment env = boost::this_process::environment();
   // Not env[key]: Boost 1.74's environment::find reads past entries shorter than the key.
   for (const auto& [key, value] : spec.env) env.set(key, value);
   std::vector<std::string> args(spec.argv.begin() + 1, spec.argv.end());
 
-  std::error_code error;
+  std::error_code failed;
   bp::child child;
   {
     // Boost.Process opens the log files and its exec-error pipe without O_CLOEXEC; a fork
@@ -96,38 +86,85 @@ ProcessOutcome run_process(const ProcessSpec& spec, const ProcessCallbacks& call
     std::lock_guard<std::mutex> guard(spawn_mutex());
     child = bp::child(bp::exe = program, bp::args = args, bp::start_dir = spec.cwd, env,
                       bp::std_in<bp::null, bp::std_out> fs::path(spec.stdout_path),
-                      bp::std_err > fs::path(spec.stderr_path), OwnProcessGroup{}, error);
+                      bp::std_err > fs::path(spec.stderr_path), OwnProcessGroup{}, failed);
   }
-  if (error) return not_started("cannot start " + spec.argv[0] + ": " + error.message());
+  if (failed) {
+    error = "cannot start " + spec.argv[0] + ": " + failed.message();
+    return -1;
+  }
   const pid_t pid = child.id();
+  child.detach();       // reaped by the caller, once its group is killed
   ::setpgid(pid, pid);  // also from this side, so a kill right now already reaches the group
-  if (callbacks.on_start) callbacks.on_start(pid);
+  return pid;
+}
 
-  siginfo_t info;
+bool process_ended(int pid, siginfo_t& info) {
+  std::memset(&info, 0, sizeof info);
   // WNOWAIT leaves the child unreaped, so its pid (the group id) cannot be reused before the
-  // group is killed below.
-  StopReason reason = watch_process_group(pid, spec, outcome.started, callbacks, [&] {
-    std::memset(&info, 0, sizeof info);
-    return ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid;
-  });
+  // group is killed.
+  return ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid;
+}
+
+void kill_and_reap(int pid) {
   ::killpg(pid, SIGKILL);  // children the process left behind
-  child.wait(error);
-  outcome.finished = now_seconds();
+  while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+  }
+}
+
+void record_end(const siginfo_t& info, ProcessOutcome& outcome) {
   if (info.si_code == CLD_EXITED)
     outcome.exit_code = info.si_status;
   else
     outcome.signal = info.si_status;
+}
+
+ProcessOutcome not_started(double started, const std::string& why) {
+  ProcessOutcome outcome;
+  outcome.started = started;
+  outcome.status = RunStatus::NotStarted;
+  outcome.error = why;
+  outcome.finished = now_seconds();
+  return outcome;
+}
+
+ProcessOutcome run_process(const ProcessSpec& spec, const ProcessCallbacks& callbacks) {
+  ProcessOutcome outcome;
+  outcome.started = now_seconds();
+  std::string program, error;
+  if (std::string problem = start_problem(spec, program); !problem.empty())
+    return not_started(outcome.started, problem);
+  const int pid = spawn_process(spec, program, error);
+  if (pid < 0) return not_started(outcome.started, error);
+  if (callbacks.on_start) callbacks.on_start(pid);
+
+  siginfo_t info;
+  StopReason reason =
+      watch_process_group(pid, spec, outcome.started, callbacks, [&] { return process_ended(pid, info); });
+  kill_and_reap(pid);
+  outcome.finished = now_seconds();
+  record_end(info, outcome);
   judge_outcome(outcome, reason, spec.timeout_s);
   return outcome;
 }
 
 StopReason watch_process_group(int pid, const ProcessSpec& spec, double started, const ProcessCallbacks& callbacks,
                                const std::function<bool()>& ended) {
-  LogFollower out(spec.stdout_path, false), err(spec.stderr_path, true);
+  std::vector<FollowedLog> logs = {{{spec.stdout_path, false}, ""}, {{spec.stderr_path, true}, ""}};
+  return watch_process_groups({pid}, logs, spec, started, callbacks, ended, [] { return false; });
+}
+
+StopReason watch_process_groups(const std::vector<int>& pids, std::vector<FollowedLog>& logs, const ProcessSpec& spec,
+                                double started, const ProcessCallbacks& callbacks, const std::function<bool()>& ended,
+                                const std::function<bool()>& failed) {
   auto follow = [&](bool flush) {
     if (!callbacks.on_output) return;
-    out.poll(callbacks.on_output, flush);
-    err.poll(callbacks.on_output, flush);
+    for (FollowedLog& log : logs)
+      log.follower.poll(
+          [&](const std::string& line, bool from_stderr) { callbacks.on_output(log.prefix + line, from_stderr); },
+          flush);
+  };
+  auto signal_all = [&](int signal) {
+    for (int pid : pids) ::killpg(pid, signal);
   };
   StopReason reason = StopReason::None;
   double terminate_sent = 0;
@@ -142,14 +179,16 @@ StopReason watch_process_group(int pid, const ProcessSpec& spec, double started,
         reason = StopReason::Interrupt;
       else if (spec.timeout_s > 0 && now - started > spec.timeout_s)
         reason = StopReason::Timeout;
+      else if (failed())
+        reason = StopReason::PeerFailed;
       // Ctrl-C reaches the model as the terminal would have sent it; a timeout as SIGTERM.
       if (reason != StopReason::None) {
-        ::killpg(pid, reason == StopReason::Interrupt ? SIGINT : SIGTERM);
+        signal_all(reason == StopReason::Interrupt ? SIGINT : SIGTERM);
         terminate_sent = now;
       }
     }
     if (reason != StopReason::None && !kill_sent && (interrupts > 1 || now - terminate_sent > spec.kill_grace_s)) {
-      ::killpg(pid, SIGKILL);
+      signal_all(SIGKILL);
       kill_sent = true;
     }
     std::this_thread::sleep_for(poll_interval);

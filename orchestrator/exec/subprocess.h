@@ -4,6 +4,8 @@
 // the group left behind is killed when the process exits.
 #pragma once
 
+#include <signal.h>
+
 #include <functional>
 #include <map>
 #include <mutex>
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "orchestrator/engine/state.h"
+#include "orchestrator/exec/log_follower.h"
 
 namespace diagnose {
 
@@ -46,13 +49,35 @@ ProcessOutcome run_process(const ProcessSpec& spec, const ProcessCallbacks& call
 // The path of this diagnose binary ("diagnose", looked up on PATH, when /proc cannot tell).
 std::string self_executable();
 
-// What stopped a watched process group.
-enum class StopReason { None, Timeout, Interrupt };
+// Starts `spec` (start_problem found its argv[0] at `program`) in a process group of its own, with
+// spec.env on top of the engine's environment: its pid, or -1 and `error`. The caller reaps it.
+int spawn_process(const ProcessSpec& spec, const std::string& program, std::string& error);
+// Whether the child `pid` has ended (then `info` says how), leaving it unreaped.
+bool process_ended(int pid, siginfo_t& info);
+// SIGKILLs what is left of the child's process group and reaps the child.
+void kill_and_reap(int pid);
+// The outcome of a process that could not start (NotStarted), for `why`.
+ProcessOutcome not_started(double started, const std::string& why);
+// The exit code or signal in `info` of an ended child.
+void record_end(const siginfo_t& info, ProcessOutcome& outcome);
+
+// What stopped watched process groups; PeerFailed: another group of the same run ended badly.
+enum class StopReason { None, Timeout, Interrupt, PeerFailed };
 // Follows the logs of the process group `pid` (its leader started at `started`) until `ended()`
 // says the leader has ended: a timeout stops the group (SIGTERM), an interrupt too (SIGINT), then
 // SIGKILL after the grace period or a second interrupt.
 StopReason watch_process_group(int pid, const ProcessSpec& spec, double started, const ProcessCallbacks& callbacks,
                                const std::function<bool()>& ended);
+// A log followed while processes run; its lines reach on_output with `prefix` in front.
+struct FollowedLog {
+  LogFollower follower;
+  std::string prefix;
+};
+// The same for several process groups of one run (a rank group): the timeout, an interrupt and
+// `failed()` (some group ended badly) stop all of them, until `ended()` says all have ended.
+StopReason watch_process_groups(const std::vector<int>& pids, std::vector<FollowedLog>& logs, const ProcessSpec& spec,
+                                double started, const ProcessCallbacks& callbacks, const std::function<bool()>& ended,
+                                const std::function<bool()>& failed);
 // The status and error of an ended process, from its exit_code or signal and what stopped it.
 void judge_outcome(ProcessOutcome& outcome, StopReason reason, double timeout_s);
 

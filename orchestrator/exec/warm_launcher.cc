@@ -346,6 +346,8 @@ bool forkable_plugin_argv(const std::vector<std::string>& argv) {
   return argv[3] == "run" ? argv.size() >= 5 : argv[3] == "single-op" || argv[3] == "ops";
 }
 
+bool plugin_tool_argv(const std::vector<std::string>& argv) { return forkable_plugin_argv(argv) && argv[3] != "run"; }
+
 Launched launch_process(const ProcessSpec& spec, bool warm, const ProcessCallbacks& callbacks) {
   auto plain = [&](const std::string& reason) {
     return Launched{run_process(spec, callbacks), kLaunchProcess, reason};

@@ -40,5 +40,8 @@ void end_warm_processes();
 // Whether argv is a plugin command a warm parent forks: `<python> -m diagnose_pytorch run
 // SCRIPT ...`, `single-op ...` or `ops ...`.
 bool forkable_plugin_argv(const std::vector<std::string>& argv);
+// Whether argv is one of the plugin's own tools (`single-op`, `ops`), which read a run's dumps and
+// run as one process whatever runner.ranks says, rather than the model.
+bool plugin_tool_argv(const std::vector<std::string>& argv);
 
 }  // namespace diagnose

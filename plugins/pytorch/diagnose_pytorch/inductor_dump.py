@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
 import operator
 import time
 from dataclasses import dataclass, field
@@ -42,6 +43,7 @@ from dataclasses import dataclass, field
 import torch
 
 from . import compat, inductor_rules
+from .collectives import is_collective
 from .compat import pytree
 from .fx_dump import node_source
 
@@ -219,6 +221,11 @@ def _derive(table: GraphBuffers, irs: dict, buffer: str, node, found_by: str) ->
     table.name_after(buffer, node, found_by)
 
 
+# The hook after a collective's wait (all_reduce_ writes its buffer in place, after the kernel that
+# computed its input reported it): "buf3@waited".
+_WAITED = "@waited"
+
+
 def _emit_hook(wrapper, buffer: str) -> None:
     if getattr(wrapper, "supports_intermediate_hooks", False):
         wrapper.writeline(f"if {buffer!r} in locals(): run_intermediate_hooks({buffer!r}, {buffer})")
@@ -305,9 +312,24 @@ def emitting_hooks(table: GraphBuffers):
 
         return codegen_multi_output
 
+    def after_wait(original):
+        @functools.wraps(original)
+        def codegen(self, wrapper):
+            result = original(self, wrapper)
+            buffer = self.inputs[0].get_name()
+            if getattr(wrapper, "supports_intermediate_hooks", False):
+                hook = buffer + _WAITED
+                wrapper.writeline(f"if {buffer!r} in locals(): run_intermediate_hooks({hook!r}, {buffer})")
+            return result
+
+        return codegen
+
     _collecting = table
     try:
         with contextlib.ExitStack() as stack:
+            wait_kernel = getattr(importlib.import_module("torch._inductor.ir"), "_WaitKernel", None)
+            if wait_kernel is not None:
+                stack.enter_context(_patched(wait_kernel, "codegen", after_wait))
             stack.enter_context(_patched(compat.compile_fx_module, "view_to_reshape", remembering_targets))
             stack.enter_context(_patched(compat.Scheduler, "codegen", scheduler_codegen))
             for scheduling in (compat.CppScheduling, compat.SIMDScheduling):
@@ -328,9 +350,12 @@ def _on_buffer(session, graph_id: int, table: GraphBuffers, seen: set, name: str
     of the graph (Inductor's own hook and ours may both report an extern kernel's output)."""
     if not session.dumping_ops():
         return
-    info = table.lookup(name)
+    waited = name.endswith(_WAITED)
+    info = table.lookup(name.removesuffix(_WAITED))
     if info is None or not info.mapped or info.buffer in table.copies:
         return  # holds no FX node's value (status.json: inductor_unmapped), or a copy
+    if is_collective(info.target) and not waited:
+        return  # the input of a collective that writes the buffer in place, reported before it ran
     values = value if isinstance(value, (list, tuple)) else (value,)
     op_key = info.op_key
     fields = {"op": info.target, "fx_nodes": info.fx_nodes, "sources": info.sources, "buffer": info.buffer}

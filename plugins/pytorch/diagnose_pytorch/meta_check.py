@@ -28,6 +28,7 @@ from pathlib import Path
 import torch
 
 from . import compat
+from .collectives import is_collective
 from .compat import (
     DataDependentOutputException,
     DynamicOutputShapeException,
@@ -105,7 +106,7 @@ def same_significant_strides(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 
 def is_custom_op(func) -> bool:
-    return isinstance(func, compat.OpOverload) and not is_builtin(func)
+    return isinstance(func, compat.OpOverload) and not is_builtin(func) and not is_collective(str(func))
 
 
 def _keeping_rng(args, kwargs):

@@ -40,8 +40,7 @@ class Session:
         self.world_size = int(os.environ.get("WORLD_SIZE", "1"))
         rank_part = f"rank{self.rank}" if self.world_size > 1 else ""
         run_dir = spec.run_dir
-        status_name = f"status_rank{self.rank}.json" if self.world_size > 1 else "status.json"
-        self.status = RunStatus(run_dir / status_name, spec.to_dict())
+        self.status = RunStatus(run_dir / self.rank_file_name("status.json"), spec.to_dict())
         self.dump_dir = run_dir / "dump" / rank_part
         self.outputs_dir = run_dir / "outputs" / rank_part
         header = {
@@ -75,7 +74,11 @@ class Session:
         dumps_ops = self.level == "aten" and self.dump is not None
         eager_ops = spec.mode == "eager" and (dumps_ops or self.shadows is not None)
         self.eager_dumper = EagerDumper(self) if eager_ops else None
-        self.meta_checker = MetaChecker(run_dir / "meta_check.json") if spec.checks.meta and self.eager_dumper else None
+        self.meta_checker = (
+            MetaChecker(run_dir / self.rank_file_name("meta_check.json"))
+            if spec.checks.meta and self.eager_dumper
+            else None
+        )
         self.isolation = None
         if spec.isolation is not None:
             from .isolation import Isolation  # imports Dynamo, which an eager run does without
@@ -104,6 +107,14 @@ class Session:
         seed_and_determinism(spec)
         export_fusion_switch_file(spec, self.status)
         _active = self
+
+    def rank_file_name(self, name: str) -> str:
+        """A file of the run directory that each rank writes: rank 0's under `name` (what the engine
+        reads of every run), another rank's as status_rank1.json."""
+        if self.rank == 0:
+            return name
+        stem, dot, suffix = name.rpartition(".")
+        return f"{stem}_rank{self.rank}{dot}{suffix}"
 
     # --- identity and selection -------------------------------------------------------
     def next_seq(self) -> int:

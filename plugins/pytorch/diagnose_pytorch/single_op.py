@@ -20,6 +20,7 @@ import torch
 
 from . import compat
 from .call_args import NotReplayable, decode_call
+from .collectives import COLLECTIVE, is_collective
 from .dump_writer import DumpWriter, dumpable
 from .main_script import ScriptSetupError, run_until_first_compiled_call
 from .recorded_calls import RecordedCall, SingleOpError, distinct_ops, recorded_calls
@@ -240,6 +241,8 @@ class Check:
     def _run_calls(self, dump: Path, name: str, calls: list[RecordedCall], result: dict) -> dict:
         if is_uninitialized_op(name):
             return {**result, "status": "skipped", "reason": UNINITIALIZED, "message": UNINITIALIZED}
+        if is_collective(name):
+            return {**result, "status": "skipped", "reason": "collective", "message": COLLECTIVE}
         try:
             op = resolve_op(name)
         except SingleOpError as e:

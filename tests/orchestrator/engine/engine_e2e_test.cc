@@ -185,6 +185,34 @@ steps:
             std::string::npos);
 }
 
+TEST(EndToEnd, ARankThatCrashesFailsItsRankGroupWithEveryRanksLogInTheReport) {
+  TempDir dir;
+  write_text(dir / "wf.yaml", R"yaml(
+model:
+  shell: 'if [ "$RANK" = 1 ]; then exec sh )yaml" +
+                                  script("crash.sh") +
+                                  R"yaml(; fi; echo "rank $RANK of $WORLD_SIZE waits in all_reduce"; exec sleep 100'
+runner: {ranks: 2}
+steps:
+  - {id: model, kind: run}
+)yaml");
+  Finished r = run_diagnose({"wf.yaml"}, dir.path());
+  ASSERT_EQ(r.code, 3) << r.out << r.err;
+  nlohmann::json report = read_json(only_run_dir(dir / "runs") + "/report.json");
+  const nlohmann::json& run = report["steps"][0]["runs"][0];
+  EXPECT_EQ(run["status"], "crashed");
+  EXPECT_EQ(run["signal"], SIGSEGV);
+  EXPECT_EQ(run["error"],
+            "rank 1: killed by signal 11 (Segmentation fault), the first rank to fail; rank 0: killed by signal 15 "
+            "(Terminated) after rank 1 failed");
+  std::map<std::string, std::string> logs;
+  for (const nlohmann::json& e : report["steps"][0]["evidence"])
+    if (e["kind"] == "log") logs[e["name"]] = e["value"];
+  EXPECT_EQ(logs["main rank 0 stdout (last lines)"], "rank 0 of 2 waits in all_reduce");
+  EXPECT_EQ(logs["main rank 1 stdout (last lines)"], "loading weights");
+  EXPECT_NE(logs["main rank 1 stderr (last lines)"].find("Segmentation fault"), std::string::npos);
+}
+
 // One run of scripts/hang.sh (which writes its pids to pids and never ends) with `model_extra`
 // in the model section and `kill_grace` seconds between SIGTERM and SIGKILL.
 std::string hanging_workflow(const std::string& model_extra, const std::string& kill_grace) {

@@ -57,6 +57,8 @@ EXPECTED = [
     # outputs match, the cache after it does not; under plain Inductor nothing is wrong
     ("kv_cache_decode", "state_defect", ("state.buffers.k_cache",)),
     ("kv_cache_decode/workflow-clean", "no_precision_problem", None),
+    # two ranks (runner.ranks): rank 1's compiled bias-GELU is wrong, the all_reduce carries it to rank 0
+    ("tensor_parallel", "localized_op_defect", ("bias_gelu-diagnose_example.bias_gelu.default",)),
 ]
 
 
@@ -173,6 +175,16 @@ def check_the_stale_cache(steps: dict) -> None:
     assert "Inf first appears" not in steps["eager_device"]["summary"], steps["eager_device"]["summary"]
 
 
+def check_the_departing_rank(steps: dict) -> None:
+    """Each rank judged; the cross-rank analysis names rank 1 as where the error starts and rank
+    0's first failure, the all_reduce's wait_tensor, as received; the single-op check skipped the
+    collectives."""
+    metrics = steps["graph_compare"]["metrics"]
+    assert metrics["failing_ranks"] == [0, 1] and metrics["departing_rank"] == 1, steps["graph_compare"]["summary"]
+    assert "rank 0 receives its error through the collective wait_tensor" in steps["graph_compare"]["summary"]
+    assert "collective: _c10d_functional.all_reduce.default" in steps["single_op"]["summary"]
+
+
 # What some examples show beyond their verdict, checked on the same workflow run.
 MORE_CHECKS = {
     "mlp": check_every_comparison_stays_finite,
@@ -183,6 +195,7 @@ MORE_CHECKS = {
     "forgotten_eval": check_the_empty_buffer_is_not_judged,
     "kv_cache_decode": check_the_stale_cache,
     "torchair_fusion": check_the_ge_dump_is_judged,
+    "tensor_parallel": check_the_departing_rank,
 }
 
 
