@@ -43,7 +43,8 @@ CallJudgement judged(const std::string& golden, const std::string& target) {
   compare::CompareOptions options;
   options.golden_path = golden;
   options.my_path = target;
-  return judge_calls(compare::run_compare(options), compare::Tolerances::defaults());
+  options.tolerances = compare::Tolerances::defaults();
+  return judge_calls(compare::run_compare(options), options.tolerances);
 }
 
 const std::vector<float> kOut1 = {1, 2, 3, 4, 5, 6, 7, 8}, kOut2 = {2, 2, 2, 2, 2, 2, 2, 2};

@@ -117,7 +117,9 @@ steps:
     kind: run
     diagnoses: eager_defect
 )yaml",
-     "wf.yaml:5:16: error: steps.a.diagnoses: unknown value 'eager_defect'; expected one of: single_op_graph_defect, "
+     "wf.yaml:5:16: error: steps.a.diagnoses: unknown value 'eager_defect' (did you mean 'state_defect'?); expected "
+     "one "
+     "of: single_op_graph_defect, "
      "eager_device_defect, dynamo_meta_defect, known_cause, fusion_defect, state_defect, subgraph_defect, "
      "localized_op_defect, "
      "precision_problem",
