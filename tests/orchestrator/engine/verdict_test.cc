@@ -117,7 +117,7 @@ TEST(Verdict, EveryDiagnosableCategoryHasTitleAndAdvice) {
     EXPECT_FALSE(c.advice.empty());
     diagnosable += c.diagnosable;
   }
-  EXPECT_EQ(diagnosable, 8u);
+  EXPECT_EQ(diagnosable, 9u);
 }
 
 }  // namespace
