@@ -47,7 +47,7 @@ def test_example_runs_and_dumps(plugin_runs, ex, config):
         check_torchair_layout(run, config)
         return
     dump = run.dump
-    assert dump.end is not None and dump.end["records"] == len(dump.tensors)
+    assert dump.end is not None and dump.end["records"] == len(dump.tensors) + len(dump.state)
     ops = dump.ops()
     assert len(ops) >= 5
     if eager_mode:
