@@ -45,6 +45,8 @@ LOGITS = {1: [[2, 16, 256]], 2: [[2, 16, 256], [2, 12, 256]], 4: [[1, 1, 256]] *
 KV_CACHE = {"workflow.yaml": [2, 2, 16, 16], "llama_generate.yaml": [1, 2, 11, 16]}
 KV_CACHE["llama_generate_bf16.yaml"] = KV_CACHE["llama_generate.yaml"]
 KV_TENSORS = [("0", "keys"), ("0", "values"), ("1", "keys"), ("1", "values")]  # two layers
+# GPT-2 in transformers 5 has no buffers and is called once without a cache: it carries no state
+STATELESS = ("gpt2.yaml", "gpt2_bf16.yaml")
 KV_PATH = re.compile(r"output\.(cache|past_key_values)\.layers\.([01])\.(keys|values)")
 
 
@@ -132,8 +134,8 @@ def test_hf_model_no_problem_on_judged_evidence(diagnose_bin, tmp_path, inductor
         assert len(judged) == len(finals), coverage(finals_result)
         # the state each call leaves (the model's buffers, the static cache written in place), judged
         state = [r for r in rows_of(finals_result) if r["op_key"].startswith("state.")]
-        assert state and all(r["verdict"] in JUDGED for r in state), coverage(finals_result)
-        assert {r["token_id"] for r in state} == set(range(calls))
+        assert all(r["verdict"] in JUDGED for r in state), coverage(finals_result)
+        assert {r["token_id"] for r in state} == (set() if workflow in STATELESS else set(range(calls)))
         if workflow in GENERATE:
             written = {r["op_key"] for r in state if r["token_id"] == calls - 1}
             assert {f"state.inputs.kwargs.cache.layers.{i}.{kv}" for i, kv in KV_TENSORS} <= written, written
