@@ -6,6 +6,8 @@
 // bring their own. With `referee: true` the golden run computes every node's float64 truth too
 // (shadow execution) and the truth ratio rule judges each row: the graph fails where it is
 // further from the truth than eager is.
+#include <filesystem>
+
 #include "orchestrator/bisect/trial_oracle.h"
 #include "orchestrator/engine/dump_budget.h"
 #include "orchestrator/engine/run_dir.h"
@@ -19,8 +21,12 @@ namespace diagnose {
 
 namespace {
 
+namespace fs = std::filesystem;
+
 const nlohmann::json kGolden = {{"mode", "compiled"}, {"dump", {{"level", "fx"}}}};
 const nlohmann::json kTarget = {{"mode", "compiled"}, {"dump", {{"level", "auto"}}}};
+// The compiled run as the user runs it: final outputs only (known_causes' compiled run, shared).
+const nlohmann::json kUndumpedTarget = {{"mode", "compiled"}, {"dump", {{"level", "none"}}}};
 
 Schema side_or_path(const std::string& description) {
   return any_of_schema(description, {string_schema("path of an existing dump (GE dump, FX npy dump, diagnose dump)"),
@@ -64,6 +70,8 @@ class GraphDumpCompareStep : public StepKind {
     std::vector<PlannedRun> planned;
     if (!is_path(node["target"]))
       planned.push_back(planned_plugin_run(context, "target", target_spec(context), target_side(context)));
+    if (dumps_a_recompile(context))
+      planned.push_back(planned_plugin_run(context, "target-undumped", undumped_spec(context), undumped_side(context)));
     if (!is_path(node["golden"]))
       planned.push_back(planned_plugin_run(
           context, "golden", side_spec(context, node["golden"], golden_defaults(context)), node["golden"]));
@@ -88,6 +96,11 @@ class GraphDumpCompareStep : public StepKind {
       bisect::anchor_relative_paths(requests.back(), context.path(context.workflow().model.command.cwd.value_or(".")));
       target = requests.back().dump_dir;
     }
+    const size_t dumped_runs = requests.size();
+    if (dumps_a_recompile(context)) {
+      requests.push_back(plugin_run(context, "target-undumped", undumped_spec(context), undumped_side(context)));
+      bisect::anchor_relative_paths(requests.back(), context.path(context.workflow().model.command.cwd.value_or(".")));
+    }
     std::optional<std::string> referee;
     const YAML::Node referee_node = node["referee"];
     if (referee_node && !truth_referee(context) && yaml_to_json(referee_node) != false) {
@@ -98,9 +111,16 @@ class GraphDumpCompareStep : public StepKind {
     }
     std::vector<RunRecord> runs = context.run(requests);
     if (std::optional<StepResult> error = error_from_runs(runs)) return *error;
+    std::optional<RunRecord> undumped;
+    if (runs.size() > dumped_runs) {
+      undumped = runs.back();
+      requests.pop_back();
+      runs.pop_back();
+    }
 
     StepResult result = judge_run_dumps(context, requests, runs, golden, target, referee,
                                         "the compiled graph diverges from eager: ", "eager");
+    if (undumped) judge_undumped_run(context, golden, *undumped, referee, result);
     // false also when nothing could be compared: no op, node or buffer is known to fail
     if (!result.metrics.contains("localized")) result.metrics["localized"] = false;
     note_unavailable_features(runs, result);
@@ -144,6 +164,49 @@ class GraphDumpCompareStep : public StepKind {
 
   static YAML::Node target_side(const StepContext& context) {
     return compiled_side(context, context.step().node["target"], target_spec(context));
+  }
+
+  // Whether the target run is a compile of its own: Inductor dumping its buffers compiles with
+  // its FX graph cache off (plugins/pytorch/README.md, "Dump levels"), so a defect on the cache's
+  // path — a cached graph reused where it does not apply, pytorch/pytorch#185382 — is not in
+  // what it dumps, and the compiled run as the user runs it is judged too.
+  static bool dumps_a_recompile(const StepContext& context) {
+    if (is_path(context.step().node["target"]) || is_path(context.step().node["golden"])) return false;
+    const nlohmann::json target = target_spec(context);
+    return resolved_dump_level(target) == "compiled" && target["backend"] != "torchair";
+  }
+  static nlohmann::json undumped_spec(const StepContext& context) {
+    const YAML::Node target = context.step().node["target"];
+    return side_spec(context, target && target.IsMap() ? target : YAML::Node(), kUndumpedTarget);
+  }
+  static YAML::Node undumped_side(const StepContext& context) {
+    return compiled_side(context, context.step().node["target"], undumped_spec(context));
+  }
+
+  // The undumped run's final outputs against the golden's: where they fail and the dumped run's
+  // passed, the step fails with no op to blame (the dump computed something else).
+  static void judge_undumped_run(const StepContext& context, const std::string& golden, const RunRecord& run,
+                                 const std::optional<std::string>& referee, StepResult& result) {
+    const std::string golden_outputs = (fs::path(golden).parent_path() / "outputs").string();
+    std::optional<std::string> referee_outputs;
+    if (referee) referee_outputs = (fs::path(*referee).parent_path() / "outputs").string();
+    if (referee_outputs && !fs::exists(*referee_outputs)) referee_outputs.reset();
+    DumpJudgement undumped = judge_dumps(context, golden_outputs, run.dir + "/outputs", referee_outputs,
+                                         context.step_dir() + "/compare-undumped", "final outputs without the dump");
+    result.metrics["undumped_outputs"] = {{"status", step_status_name(undumped.result.status)},
+                                         {"summary", undumped.result.summary}};
+    result.reproduce.push_back(reproduce_command(run.cwd, run.env, run.argv));
+    for (Evidence& e : undumped.result.evidence) result.evidence.push_back(std::move(e));
+    if (undumped.result.status != StepStatus::Fail) return;
+    const std::string text = "the compiled run as it runs without the dump fails (" + undumped.result.summary +
+                             ") where the dumping compile, Inductor with its FX graph cache off, computes them right";
+    if (result.status == StepStatus::Fail) {
+      result.findings.push_back({text, ""});
+      return;
+    }
+    result.status = StepStatus::Fail;
+    result.metrics["localized"] = false;
+    result.summary = text + ": no op of its dump can be blamed; " + result.summary;
   }
 };
 

@@ -6,6 +6,7 @@
 #include "compare/manifest.h"
 #include "compare/match.h"
 #include "compare/uninitialized_ops.h"
+#include "orchestrator/engine/dump_budget.h"
 #include "orchestrator/engine/run_dir.h"
 #include "orchestrator/engine/step.h"
 #include "steps/json_text.h"
@@ -308,6 +309,24 @@ bool records_random_ops(const std::vector<RecordedRun>& runs) {
   return false;
 }
 
+bool dumping_compile_differs(const std::vector<RecordedRun>& runs) {
+  auto compiled_with_level = [](const RecordedRun& run, const std::string& level) {
+    nlohmann::json spec = field(run.status, "spec");
+    if (run_mode(run) != "compiled" || !spec.is_object()) return false;
+    for (auto it = spec.begin(); it != spec.end();) it = it->is_null() ? spec.erase(it) : std::next(it);
+    return resolved_dump_level(spec) == level;  // status.json's spec lists unset fields as null
+  };
+  for (const RecordedRun& dumped : runs) {
+    if (!compiled_with_level(dumped, "compiled")) continue;
+    for (const RecordedRun& undumped : runs) {
+      if (!compiled_with_level(undumped, "none") || computation(undumped) != computation(dumped)) continue;
+      const std::optional<std::vector<std::string>> differing = differing_outputs(dumped.run_dir, undumped.run_dir);
+      if (differing && !differing->empty()) return true;
+    }
+  }
+  return false;
+}
+
 std::optional<std::vector<std::string>> differing_outputs(const std::string& run_dir_a, const std::string& run_dir_b) {
   compare::Manifest a = compare::read_manifest(run_dir_a + "/outputs");
   compare::Manifest b = compare::read_manifest(run_dir_b + "/outputs");
@@ -375,14 +394,21 @@ const std::vector<KnownCause>& known_causes() {
         experiment("eager_numerics_division_rounding", "Inductor's division rounding against eager's", {"inductor"},
                    {"cuda"}, {}, inductor_switch("eager_numerics.division_rounding"),
                    "torch._inductor.config.eager_numerics.division_rounding = True"),
+        experiment("inductor_fx_graph_cache",
+                   "Inductor's FX graph cache: the compiled run with it off, as the dumping compile runs", {"inductor"},
+                   {}, {}, CauseFlip{{{"switches", {{"inductor", {{"fx_graph_cache", false}}}}}}, {}, {}},
+                   "torch._inductor.config.fx_graph_cache = False (TORCHINDUCTOR_FX_GRAPH_CACHE=0), and report the "
+                   "graph whose cached entry is reused where it does not apply"),
         experiment("tf32_off", "the compiled run with TF32 off at the cuBLAS/cuDNN level", {}, {"cuda"}, {"float32"},
                    CauseFlip{nlohmann::json::object(), {{"NVIDIA_TF32_OVERRIDE", "0"}}, {}},
                    "torch.backends.cuda.matmul.allow_tf32 = False; torch.backends.cudnn.allow_tf32 = False"),
         experiment("deterministic", "the compiled run with deterministic algorithms", {}, {"cuda", "npu"}, {},
                    CauseFlip{{{"deterministic", true}}, {}, {}}, "torch.use_deterministic_algorithms(True)"),
     };
-    for (KnownCause& cause : c)
+    for (KnownCause& cause : c) {
       if (cause.name == "fallback_random") cause.wanted = records_random_ops;
+      if (cause.name == "inductor_fx_graph_cache") cause.wanted = dumping_compile_differs;
+    }
     return c;
   }();
   return catalogue;

@@ -86,6 +86,9 @@ std::optional<Detection> detect_near_overflow(const RecordedRun& run);
 std::optional<Detection> detect_nondeterministic_op(const RecordedRun& run, const RecordedRun& repeat);
 // Whether an eager dump among `runs` holds a random op (dropout, rand, normal...).
 bool records_random_ops(const std::vector<RecordedRun>& runs);
+// Whether a compiled run that dumped Inductor's buffers (a compile of its own, its FX graph cache
+// off) and an undumped compiled run of the same configuration end with different final outputs.
+bool dumping_compile_differs(const std::vector<RecordedRun>& runs);
 
 // The catalogue entry of detect_nondeterministic_op (a detector of two runs, not of one).
 const KnownCause& nondeterministic_op_cause();

@@ -37,16 +37,13 @@ std::string dump_level(const nlohmann::json& spec) {
 }
 
 // Whether `spec`'s dump only observes what the run computes, so that its final outputs are those
-// of the same run dumping nothing: eager ATen ops through a dispatch mode, Inductor's buffers
-// through hooks that leave its kernels as they are (plugins/pytorch/README.md, "Dump levels";
-// `auto` resolved as the plugin does). An FX-level dump replaces the backend; TorchAir's GE dump
-// is GE's own.
+// of the same run dumping nothing: eager ATen ops through a dispatch mode (`auto` resolved as the
+// plugin does). Inductor's buffer dump compiles anew, its FX graph cache off, which can compute
+// something else than the run as the user runs it (pytorch/pytorch#185382: a wrong cache hit);
+// an FX-level dump replaces the backend; TorchAir's GE dump is GE's own.
 bool observes_only(const nlohmann::json& spec) {
-  std::string mode = spec.value("mode", ""), backend = spec.value("backend", ""), level = resolved_dump_level(spec);
   if (spec.contains("isolation")) return false;
-  if (mode == "eager") return level == "aten";
-  bool inductor_based = backend == "inductor" || backend.find(':') != std::string::npos;
-  return mode == "compiled" && inductor_based && level == "compiled";
+  return spec.value("mode", "") == "eager" && resolved_dump_level(spec) == "aten";
 }
 
 // `outputs_only` (dump level none) is covered by `dumping` when `dumping`'s dump only observes and

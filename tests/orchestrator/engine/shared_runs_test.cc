@@ -77,17 +77,16 @@ TEST(RunIdentity, TheKthRunOfAConfigurationIsAnotherStepsKthNeverItsFirst) {
 }
 
 TEST(MergedNeeds, AnOutputsOnlyRunIsCoveredByADumpThatOnlyObserves) {
+  // Inductor's buffer dump compiles anew with its FX graph cache off: it covers no undumped run
   nlohmann::json compiled = with(kEager, {{"mode", "compiled"}});
   nlohmann::json outputs = with(compiled, {{"dump", {{"level", "none"}}}});
   nlohmann::json buffers = with(compiled, {{"dump", {{"level", "auto"}}}});
-  EXPECT_EQ(merged_needs(buffers, outputs), buffers);
-  EXPECT_EQ(merged_needs(outputs, buffers), buffers);
+  EXPECT_FALSE(merged_needs(buffers, outputs));
+  EXPECT_FALSE(merged_needs(outputs, buffers));
   nlohmann::json user = with(compiled, {{"backend", "fusion_backend:backend"}});
-  nlohmann::json user_buffers = with(user, {{"dump", {{"level", "compiled"}}}});
-  EXPECT_EQ(merged_needs(with(user, {{"dump", {{"level", "none"}}}}), user_buffers), user_buffers);
-  // the FX level replaces the backend; a user backend's auto level dumps nothing; GE's dump is GE's
+  EXPECT_FALSE(merged_needs(with(user, {{"dump", {{"level", "none"}}}}), with(user, {{"dump", {{"level", "compiled"}}}})));
+  // the FX level replaces the backend; GE's dump is GE's
   EXPECT_FALSE(merged_needs(outputs, with(compiled, {{"dump", {{"level", "fx"}}}})));
-  EXPECT_FALSE(merged_needs(with(user, {{"dump", {{"level", "none"}}}}), with(user, {{"dump", {{"level", "auto"}}}})));
   nlohmann::json torchair = with(compiled, {{"backend", "torchair"}});
   EXPECT_FALSE(merged_needs(with(torchair, {{"dump", {{"level", "none"}}}}),
                             with(torchair, {{"dump", {{"level", "compiled"}}}})));
@@ -149,19 +148,22 @@ TEST(SharedRuns, PlannedRunsOfOneIdentityGetOneSpecAndTheFirstDirectory) {
   EXPECT_FALSE(shared.dir_for(identity(changed.spec, changed.request)));
 }
 
-TEST(SharedRuns, TheAllOnTrialIsTheGraphCompareTarget) {
+TEST(SharedRuns, TheAllOnTrialIsTheGraphCompareUndumpedTarget) {
   SharedRuns shared;
   nlohmann::json compiled = with(kEager, {{"mode", "compiled"}});
+  nlohmann::json outputs = with(compiled, {{"dump", {{"level", "none"}}}});
   PlannedRun target = planned("graph", "target", with(compiled, {{"dump", {{"level", "auto"}}}}));
-  PlannedRun all_on = planned("fusion", "t811c9dc5-0", with(compiled, {{"dump", {{"level", "none"}}}}));
-  target.request.cwd = target.request.dir;
-  all_on.request.cwd = all_on.request.dir;
-  shared.plan({target, all_on});
-  EXPECT_EQ(shared.spec_for(all_on), target.spec);
-  EXPECT_EQ(shared.dir_for(identity(target.spec, all_on.request)), target.request.dir);
+  PlannedRun undumped = planned("graph", "target-undumped", outputs);
+  PlannedRun all_on = planned("fusion", "t811c9dc5-0", outputs);
+  for (PlannedRun* run : {&target, &undumped, &all_on}) run->request.cwd = run->request.dir;
+  shared.plan({target, undumped, all_on});
+  EXPECT_EQ(shared.spec_for(all_on), outputs);
+  EXPECT_EQ(shared.dir_for(identity(outputs, all_on.request)), undumped.request.dir);
+  EXPECT_EQ(shared.dir_for(identity(target.spec, target.request)), target.request.dir);
   // a repeat of the all-on configuration, not planned: its own spec, in its own directory
   PlannedRun repeat = planned("fusion", "t811c9dc5-1", all_on.spec);
   repeat.request.cwd = repeat.request.dir;
+  repeat.request.repeat = 1;
   EXPECT_EQ(shared.spec_for(repeat), repeat.spec);
   EXPECT_FALSE(shared.dir_for(identity(repeat.spec, repeat.request)));
 }
@@ -174,17 +176,15 @@ TEST(SharedRuns, RepeatsAreSharedAcrossStepsInTheirOrder) {
     run.request.repeat = repeat;
     return run;
   };
-  PlannedRun target = planned("graph", "target", with(compiled, {{"dump", {{"level", "auto"}}}}));
+  PlannedRun undumped = planned("graph", "target-undumped", outputs);
   PlannedRun ab_first = planned("known_causes", "t811c9dc5-0", outputs);
   PlannedRun ab_second = repeat_of(planned("known_causes", "t811c9dc5-1", outputs), 1);
   PlannedRun all_on_first = planned("fusion", "t811c9dc5-0", outputs);
   PlannedRun all_on_second = repeat_of(planned("fusion", "t811c9dc5-1", outputs), 1);
-  shared.plan({target, ab_first, ab_second, all_on_first, all_on_second});
-  // the first runs are the graph compare's target; the second runs one run of their own
-  for (const PlannedRun* first : {&ab_first, &all_on_first}) {
-    EXPECT_EQ(shared.spec_for(*first), target.spec);
-    EXPECT_EQ(shared.dir_for(identity(target.spec, first->request)), target.request.dir);
-  }
+  shared.plan({undumped, ab_first, ab_second, all_on_first, all_on_second});
+  // the first runs are the graph compare's undumped target; the second runs one run of their own
+  for (const PlannedRun* first : {&ab_first, &all_on_first})
+    EXPECT_EQ(shared.dir_for(identity(outputs, first->request)), undumped.request.dir);
   for (const PlannedRun* second : {&ab_second, &all_on_second}) {
     EXPECT_EQ(shared.spec_for(*second), outputs);
     EXPECT_EQ(shared.dir_for(identity(outputs, second->request)), ab_second.request.dir);
