@@ -17,7 +17,8 @@ enum class Direction { Input, Output };
 struct RecordedStats {
   std::optional<double> min, max, mean, l2;  // over finite elements; absent when none
   uint64_t nan = 0, inf = 0;
-  std::string hash;  // of the data bytes; equal hashes mean equal tensors
+  bool counts_known = true;  // nan and inf were recorded (GE records them unless asked not to)
+  std::string hash;          // of the data bytes; equal hashes mean equal tensors
 };
 
 // Where an FX node came from in the user's code (a record's `sources`, docs/dump-format.md);
