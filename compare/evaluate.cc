@@ -272,7 +272,8 @@ RecordedStats as_recorded(RecordedStats computed, const RecordedStats& recorded)
 }
 
 // Statistics-only rows: equal hashes are equal tensors; otherwise NaN/Inf counts must
-// match and min, max, mean and L2 norm each agree within atol + max_relative_l2 * |golden|.
+// match and min, max, mean and L2 norm each agree within atol + max_relative_l2 * |golden|,
+// widened by how the values were rounded when recorded.
 // One side's tensor (Plan::stats_of) is compared through the statistics the other recorded.
 void judge_recorded(Row& row, const Tolerances& tolerances, const std::optional<RecordedStats>& of_tensor) {
   RowSpec& spec = row.spec;
@@ -301,7 +302,8 @@ void judge_recorded(Row& row, const Tolerances& tolerances, const std::optional<
     compared = compared || a || b;
     if (a.has_value() != b.has_value())
       pass = false;
-    else if (a && std::fabs(*b - *a) > preset.atol + preset.max_relative_l2 * std::fabs(*a))
+    else if (a && std::fabs(*b - *a) > preset.atol + preset.max_relative_l2 * std::fabs(*a) +
+                                           (g.rounding + m.rounding) * std::max(std::fabs(*a), std::fabs(*b)))
       pass = false;
   }
   if (!compared) {

@@ -19,7 +19,8 @@ namespace {
 
 constexpr uint64_t kMaxFileBytes = uint64_t{64} << 20;
 constexpr int kMaxFormatCode = 64;
-constexpr int kNHWC = 1;  // a transposed layout: its statistics are the logical tensor's
+constexpr int kNHWC = 1;           // a transposed layout: its statistics are the logical tensor's
+constexpr double kPrinted = 5e-6;  // half a unit in the sixth significant digit (C++'s default)
 const char kStatsOnly[] = "statistics only: GE dumped statistics (dump_data=\"stats\"), not the tensor";
 
 std::string lower(std::string s) {
@@ -146,6 +147,7 @@ bool parse_line(const std::vector<std::string>& f, const Columns& c, const std::
   }
 
   RecordedStats& s = line->stats;
+  s.rounding = kPrinted;
   const auto value = [&](const char* name, std::optional<double>* out) {
     const auto at = c.find(name);
     if (!at || parse_value(f[*at], out)) return true;

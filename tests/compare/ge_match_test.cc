@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "compare/evaluate.h"
+#include "compare/ge_stats.h"
 #include "compare/judge.h"
 #include "compare/match.h"
 #include "ge_fixtures.h"
@@ -301,6 +302,27 @@ TEST(GeMatch, StatisticsFilesAreJudgedOnStatistics) {
   EXPECT_EQ(mm->verdict, Verdict::Fail);
   EXPECT_EQ(mm->my_stats->max, 2.5);
   EXPECT_EQ(mm->golden_stats->max, 2);
+}
+
+// GE prints six significant digits: a float64 row is not failed for that rounding alone.
+TEST(GeMatch, StatisticsAreJudgedWithinTheirPrintedPrecision) {
+  RecordedStats truth;
+  truth.min = truth.max = truth.mean = 12.3456789;
+  std::vector<RowSpec> specs;
+  for (const char* printed : {"12.3457", "12.3458"}) {
+    const std::string value = std::string(printed) + "," + printed + "," + printed;
+    const GeDump ge = parse_ge_stats(kStatsHeader + "Output,0,8,DT_DOUBLE,ND,1," + value + ",1,0,0,0\n", "x.csv");
+    ASSERT_TRUE(ge.ok()) << ge.error;
+    RowSpec s;
+    s.golden = s.mine = ge.outputs[0];
+    s.golden_recorded = truth;
+    s.my_recorded = ge.recorded(Direction::Output, 0);
+    specs.push_back(s);
+  }
+  const std::vector<Row> rows = evaluate_rows(specs, Tolerances::defaults(), 1);
+  EXPECT_EQ(rows[0].verdict, Verdict::Pass);
+  EXPECT_EQ(rows[0].judged_by, "fp64 statistics");
+  EXPECT_EQ(rows[1].verdict, Verdict::Fail);  // a difference in the printed digits
 }
 
 TEST(GeMatch, OlderFxLayoutWithoutRanks) {
