@@ -28,6 +28,14 @@ std::string lower(std::string s) {
   return s;
 }
 
+// A field as messages quote it: printable ASCII only, at most 40 characters.
+std::string shown(const std::string& field) {
+  std::string out = field.substr(0, 40);
+  for (char& c : out)
+    if (c < ' ' || c > '~') c = '?';
+  return field.size() > out.size() ? out + "..." : out;
+}
+
 std::vector<std::string> fields_of(const std::string& line) {
   std::vector<std::string> fields;
   std::string field;
@@ -96,8 +104,7 @@ struct Columns {
   }
 };
 
-// One line's tensor: its place, its TensorRef and what GE recorded; false with *error when a
-// field is malformed.
+// One line's tensor: its place, its TensorRef and what GE recorded.
 struct Line {
   bool output = false;
   size_t index = 0;
@@ -105,17 +112,18 @@ struct Line {
   RecordedStats stats;
 };
 
+// A line of as many fields as the header; false with *error when a field is malformed.
 bool parse_line(const std::vector<std::string>& f, const Columns& c, const std::string& path, Line* line,
                 std::string* error, std::vector<std::string>* warnings) {
   const std::string io = lower(f[*c.find("input/output")]);
   if (io != "input" && io != "output") {
-    *error = "Input/Output is '" + f[*c.find("input/output")] + "'";
+    *error = "Input/Output is '" + shown(f[*c.find("input/output")]) + "'";
     return false;
   }
   line->output = io == "output";
   const std::string& index = f[*c.find("index")];
   if (index.empty() || index.size() > 9 || index.find_first_not_of("0123456789") != std::string::npos) {
-    *error = "Index is '" + index + "'";
+    *error = "Index is '" + shown(index) + "'";
     return false;
   }
   line->index = std::stoul(index);
@@ -125,7 +133,7 @@ bool parse_line(const std::vector<std::string>& f, const Columns& c, const std::
   t.error = kStatsOnly;
   const std::string& shape = f[*c.find("shape")];
   if (!parse_shape(shape, &t.shape)) {
-    *error = "Shape is '" + shape + "'";
+    *error = "Shape is '" + shown(shape) + "'";
     return false;
   }
   t.stored_shape = t.shape;
@@ -133,7 +141,7 @@ bool parse_line(const std::vector<std::string>& f, const Columns& c, const std::
   ge::proto::DataType code;
   std::string unsupported;
   t.dtype = ge::proto::DataType_Parse(dtype, &code) ? dtype_from_ge(code, &unsupported) : DType::Unknown;
-  t.source_dtype = "GE " + (starts_with(dtype, "DT_") ? dtype.substr(3) : dtype);
+  t.source_dtype = "GE " + shown(starts_with(dtype, "DT_") ? dtype.substr(3) : dtype);
   if (const auto size = c.find("data size")) {
     std::optional<uint64_t> bytes;
     if (parse_count(f[*size], &bytes) && bytes) t.byte_size = *bytes;
@@ -142,7 +150,7 @@ bool parse_line(const std::vector<std::string>& f, const Columns& c, const std::
     const int code_of_format = format_code(f[*format]);
     if (code_of_format >= 0) t.format = code_of_format;
     if (code_of_format >= 0 && !is_plain_format(code_of_format) && code_of_format != kNHWC)
-      warnings->push_back((line->output ? "output " : "input ") + index + " is stored as " + f[*format] +
+      warnings->push_back((line->output ? "output " : "input ") + index + " is stored as " + shown(f[*format]) +
                           ": its statistics cover the device layout, padding included");
   }
 
@@ -151,13 +159,13 @@ bool parse_line(const std::vector<std::string>& f, const Columns& c, const std::
   const auto value = [&](const char* name, std::optional<double>* out) {
     const auto at = c.find(name);
     if (!at || parse_value(f[*at], out)) return true;
-    *error = std::string(name) + " is '" + f[*at] + "'";
+    *error = std::string(name) + " is '" + shown(f[*at]) + "'";
     return false;
   };
   std::optional<double> max, min, mean, l2;
   if (!value("max value", &max) || !value("min value", &min) || !value("avg value", &mean)) return false;
   if (const auto at = c.l2(); at && !parse_value(f[*at], &l2)) {
-    *error = "l2norm is '" + f[*at] + "'";
+    *error = "l2norm is '" + shown(f[*at]) + "'";
     return false;
   }
   s.max = finite(max);  // GE's extremes take in infinities; the recorded ones are over finite elements
@@ -170,7 +178,7 @@ bool parse_line(const std::vector<std::string>& f, const Columns& c, const std::
   for (int i = 0; i < 3; ++i) {
     const auto at = c.find(count_names[i]);
     if (at && !parse_count(f[*at], &counts[i])) {
-      *error = std::string(count_names[i]) + " is '" + f[*at] + "'";
+      *error = std::string(count_names[i]) + " is '" + shown(f[*at]) + "'";
       return false;
     }
     s.counts_known = s.counts_known && counts[i].has_value();
@@ -182,7 +190,7 @@ bool parse_line(const std::vector<std::string>& f, const Columns& c, const std::
   std::optional<uint64_t> count;
   if (const auto at = c.find("count"); at && parse_count(f[*at], &count) && count && *count != t.elements())
     warnings->push_back((line->output ? "output " : "input ") + index + ": Count is " + std::to_string(*count) +
-                        ", its shape " + shape + " holds " + std::to_string(t.elements()));
+                        ", its shape " + shown(shape) + " holds " + std::to_string(t.elements()));
   return true;
 }
 

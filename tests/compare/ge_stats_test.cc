@@ -94,6 +94,9 @@ TEST(GeStats, MalformedFilesSayWhereAndGiveNothing) {
       {kHeader + "Input,1,16,DT_FLOAT,ND,4,1,0,0.5,4,0,0,0\nOutput,0,16,DT_FLOAT,ND,4,1,0,0.5,4,0,0,0\n",
        "inputs up to 1 are listed, but not 0"},
       {kHeader, "no tensor in the statistics file"},
+      {kHeader + "Out\xff\x01put,0,16,DT_FLOAT,ND,4,1,0,0.5,4,0,0,0\n", "Input/Output is 'Out??put'"},  // quoted safely
+      {kHeader + "Output,0,16,DT_FLOAT,ND,4," + std::string(100, '9') + "x,0,0.5,4,0,0,0\n",
+       "max value is '" + std::string(40, '9') + "...'"},
   };
   for (const auto& [text, expected] : cases) {
     const GeDump d = parse_ge_stats(text, "x.csv");
