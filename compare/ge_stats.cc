@@ -19,8 +19,9 @@ namespace {
 
 constexpr uint64_t kMaxFileBytes = uint64_t{64} << 20;
 constexpr int kMaxFormatCode = 64;
-constexpr int kNHWC = 1;           // a transposed layout: its statistics are the logical tensor's
-constexpr double kPrinted = 5e-6;  // half a unit in the sixth significant digit (C++'s default)
+constexpr size_t kMaxTensors = size_t{1} << 16;  // far more than any op has
+constexpr int kNHWC = 1;                         // a transposed layout: its statistics are the logical tensor's
+constexpr double kPrinted = 5e-6;                // half a unit in the sixth significant digit (C++'s default)
 const char kStatsOnly[] = "statistics only: GE dumped statistics (dump_data=\"stats\"), not the tensor";
 
 std::string lower(std::string s) {
@@ -230,6 +231,10 @@ GeDump parse_ge_stats(const std::string& text, const std::string& path) {
   d.path = path;
   d.file_size = text.size();
   d.stats_only = true;
+  if (static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) > kMaxTensors + 1) {
+    d.error = "more than " + std::to_string(kMaxTensors) + " lines of tensors: not one op's statistics";
+    return d;
+  }
   std::istringstream in(text);
   std::string line;
   if (!std::getline(in, line)) {

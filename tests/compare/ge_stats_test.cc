@@ -98,6 +98,9 @@ TEST(GeStats, MalformedFilesSayWhereAndGiveNothing) {
       {kHeader + "Output,0,16,DT_FLOAT,ND,4," + std::string(100, '9') + "x,0,0.5,4,0,0,0\n",
        "max value is '" + std::string(40, '9') + "...'"},
   };
+  std::string many = kHeader;
+  for (int i = 0; i <= 1 << 16; ++i) many += "Output," + std::to_string(i) + ",4,DT_FLOAT,ND,1,1,1,1,1,0,0,0\n";
+  EXPECT_NE(parse_ge_stats(many, "x.csv").error.find("more than 65536 lines"), std::string::npos);
   for (const auto& [text, expected] : cases) {
     const GeDump d = parse_ge_stats(text, "x.csv");
     EXPECT_FALSE(d.ok()) << text;
