@@ -147,12 +147,14 @@ bool parse_line(const std::vector<std::string>& f, const Columns& c, const std::
     std::optional<uint64_t> bytes;
     if (parse_count(f[*size], &bytes) && bytes) t.byte_size = *bytes;
   }
+  bool padded = false;  // a private layout: its extremes and mean take in the padding
   if (const auto format = c.find("format")) {
     const int code_of_format = format_code(f[*format]);
     if (code_of_format >= 0) t.format = code_of_format;
-    if (code_of_format >= 0 && !is_plain_format(code_of_format) && code_of_format != kNHWC)
+    padded = code_of_format >= 0 && !is_plain_format(code_of_format) && code_of_format != kNHWC;
+    if (padded)
       warnings->push_back((line->output ? "output " : "input ") + index + " is stored as " + shown(f[*format]) +
-                          ": its statistics cover the device layout, padding included");
+                          ": its extremes and mean cover the device layout, padding included, and are left out");
   }
 
   RecordedStats& s = line->stats;
@@ -169,10 +171,12 @@ bool parse_line(const std::vector<std::string>& f, const Columns& c, const std::
     *error = "l2norm is '" + shown(f[*at]) + "'";
     return false;
   }
-  s.max = finite(max);  // GE's extremes take in infinities; the recorded ones are over finite elements
-  s.min = finite(min);
-  s.mean = finite(mean);
-  s.l2 = finite(l2);
+  if (!padded) {
+    s.max = finite(max);  // GE's extremes take in infinities; the recorded ones are over finite elements
+    s.min = finite(min);
+    s.mean = finite(mean);
+    s.l2 = finite(l2);
+  }
   std::optional<uint64_t> counts[3];
   const char* count_names[3] = {"nan count", "negative inf count", "positive inf count"};
   s.counts_known = true;

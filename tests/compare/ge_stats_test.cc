@@ -47,7 +47,8 @@ TEST(GeStats, NonFiniteAndMissingStatisticsAreLeftOut) {
   const GeDump d = parse_ge_stats(kHeader +
                                       "Output,1,16,DT_FLOAT,ND,4,inf,-2,inf,4,0,0,1\r\n"
                                       "Output,0,16,DT_FLOAT,ND,4,nan,nan,nan,4,4,0,0\r\n"
-                                      "Input,0,16,DT_NEWTYPE,FRACTAL_NZ,4,NA,NA,NA,4,NA,NA,NA\r\n",
+                                      "Input,0,16,DT_NEWTYPE,ND,4,NA,NA,NA,4,NA,NA,NA\r\n"
+                                      "Input,1,1024,DT_FLOAT16,FRACTAL_NZ,1x1x16x16,3,0,0.01,256,0,1,0\r\n",
                                   "x.csv");
   ASSERT_TRUE(d.ok()) << d.error;
   const RecordedStats& inf = d.output_stats[1];  // lines in any order, placed by index
@@ -59,8 +60,12 @@ TEST(GeStats, NonFiniteAndMissingStatisticsAreLeftOut) {
   EXPECT_FALSE(d.output_stats[0].min);
   EXPECT_FALSE(d.input_stats[0].counts_known);
   EXPECT_EQ(d.inputs[0].dtype, DType::Unknown);  // a dtype this reader does not know: its statistics still count
+  const RecordedStats& nz = d.input_stats[1];    // padding counts in GE's extremes and mean, not in its counts
+  EXPECT_FALSE(nz.max || nz.min || nz.mean);
+  EXPECT_EQ(nz.inf, 1u);
   ASSERT_EQ(d.warnings.size(), 1u);
-  EXPECT_NE(d.warnings[0].find("FRACTAL_NZ: its statistics cover the device layout"), std::string::npos);
+  EXPECT_NE(d.warnings[0].find("input 1 is stored as FRACTAL_NZ: its extremes and mean cover the device layout"),
+            std::string::npos);
 }
 
 TEST(GeStats, OtherStatisticsSetsAreFoundByName) {
