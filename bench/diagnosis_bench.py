@@ -28,6 +28,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -79,7 +80,14 @@ def compiled_run(backend: str, dtype: str, report: str, script: str, args: list[
             for p in model.parameters():
                 parameters[p.data_ptr()] = p.numel() * p.element_size()
         options = {k: v for k, v in options.items() if k != "backend"}
-        return original(model, backend=backends.resolve(backend), **options)
+        return original(model, backend=compiled_with, **options)
+
+    if backend == "torchair":  # the real torchair's NPU backend (over the CANN stand-in in the examples)
+        from diagnose_pytorch.torchair import import_torchair
+
+        compiled_with = import_torchair().get_npu_backend()
+    else:
+        compiled_with = backends.resolve(backend)
 
     code = 0
     try:
@@ -105,13 +113,30 @@ def timed(argv: list[str], cwd: Path, env: dict, log: Path) -> tuple[int, float,
     return process.returncode, time.monotonic() - started, usage.ru_utime + usage.ru_stime
 
 
+def expanded(text: str, workflow_dir: Path) -> str:
+    """A value of the workflow with ${workflow_dir} and ${env.NAME} replaced as the engine
+    replaces them (docs/workflow.md); `$$` is a `$`."""
+
+    def one(match: re.Match) -> str:
+        name = match.group(1)
+        if name is None:
+            return "$"
+        if name == "workflow_dir":
+            return str(workflow_dir)
+        return os.environ.get(name[4:], "") if name.startswith("env.") else match.group(0)
+
+    return re.sub(r"\$\$|\$\{([^}]*)\}", one, text)
+
+
 def model_section(workflow: Path) -> dict:
     """The workflow's model: its own keys over those of the workflows it extends, with the
-    script made absolute."""
+    script made absolute and its env's values expanded."""
     document = yaml.safe_load(workflow.read_text()) or {}
     model = dict(document.get("model") or {})
     if "script" in model:
         model["script"] = str((workflow.parent / model["script"]).resolve())
+    if "env" in model:
+        model["env"] = {k: expanded(str(v), workflow.parent.resolve()) for k, v in model["env"].items()}
     if document.get("extends"):
         model = {**model_section((workflow.parent / document["extends"]).resolve()), **model}
     return model
@@ -171,7 +196,8 @@ def plain_once(model: dict, work: Path, env: dict) -> dict:
     script = Path(model["script"])
     argv = [env["DIAGNOSE_PYTHON"], str(Path(__file__).resolve()), "--compiled-run", model.get("backend", "inductor")]
     argv += [model.get("dtype") or "-", str(report), str(script), *map(str, model.get("args") or [])]
-    run_env = {**env, **{k: str(v) for k, v in (model.get("env") or {}).items()}}
+    # GE writes fusion_result.json under $ASCEND_WORK_PATH (else the working directory, the script's)
+    run_env = {**env, "ASCEND_WORK_PATH": str(work), **(model.get("env") or {})}
     code, wall, cpu = timed(argv, script.parent, run_env, work / "compiled_run.log")
     if not report.is_file():
         raise RuntimeError(f"the plain compiled run of {script} exited {code}: {work / 'compiled_run.log'}")

@@ -24,6 +24,7 @@ struct Task {
 };
 
 struct Partial {
+  std::optional<RecordedStats> tensor_stats;  // Plan::stats_of's
   std::unique_ptr<PairAccumulator> pair;
   std::unique_ptr<PairAccumulator> golden_alone, mine_alone;  // when counts differ
   RefereeAccumulator golden_vs_referee, mine_vs_referee;
@@ -31,7 +32,9 @@ struct Partial {
 };
 
 struct Plan {
-  bool recorded = false;    // both sides recorded statistics only
+  bool recorded = false;  // judged on recorded statistics (judge_recorded)
+  // The side of a recorded row that kept its tensor instead: its statistics are computed.
+  const TensorRef* stats_of = nullptr;
   bool compute = false;     // metrics over both sides
   bool stats_only = false;  // counts differ: each side's statistics alone
   uint64_t scalars = 0;
@@ -67,6 +70,11 @@ class Worker {
  public:
   void run(const Task& task, const RowSpec& spec, const Plan& plan, Partial& out) {
     std::string error;
+    if (plan.stats_of) {
+      out.tensor_stats = stats_of_tensor(*plan.stats_of, &error);
+      out.error = error;
+      return;
+    }
     if (task.whole_tensor) {
       out.golden_alone = side_alone(*spec.golden, plan, &error);
       if (out.golden_alone) out.mine_alone = side_alone(*spec.mine, plan, &error);
@@ -141,7 +149,39 @@ class Worker {
     return acc;
   }
 
-  std::vector<float> g_;  // one side alone (side_alone)
+  // What a dump records of a tensor (RecordedStats): over its finite elements, and its NaN and
+  // Inf counts.
+  std::optional<RecordedStats> stats_of_tensor(const TensorRef& ref, std::string* error) {
+    double min = INFINITY, max = -INFINITY, sum = 0, squares = 0;
+    uint64_t finite = 0;
+    RecordedStats s;
+    const bool read = stream_range(ref, 0, scalar_count(ref), g_, error, [&](const float* v, uint64_t n) {
+      for (uint64_t i = 0; i < n; ++i) {
+        const double x = v[i];
+        if (std::isnan(x)) {
+          ++s.nan;
+        } else if (std::isinf(x)) {
+          ++s.inf;
+        } else {
+          ++finite;
+          min = std::min(min, x);
+          max = std::max(max, x);
+          sum += x;
+          squares += x * x;
+        }
+      }
+    });
+    if (!read) return std::nullopt;
+    if (finite > 0) {
+      s.min = min;
+      s.max = max;
+      s.mean = sum / static_cast<double>(finite);
+      s.l2 = std::sqrt(squares);
+    }
+    return s;
+  }
+
+  std::vector<float> g_;  // one side alone (side_alone, stats_of_tensor)
   std::vector<double> r_;
 };
 
@@ -168,10 +208,11 @@ Plan plan_row(const RowSpec& spec, const Tolerances& tolerances, Row& row) {
     return plan;
   }
   if (spec.golden_recorded || spec.my_recorded) {
-    if (spec.golden_recorded && spec.my_recorded)
-      plan.recorded = true;
-    else
-      row.reasons.push_back("one side recorded statistics only and the other side has no statistics to compare");
+    const TensorRef& kept = spec.golden_recorded ? *spec.mine : *spec.golden;
+    const bool both = spec.golden_recorded && spec.my_recorded;
+    plan.recorded = both || kept.ok();
+    if (!both && kept.ok()) plan.stats_of = &kept;
+    if (!plan.recorded) row.reasons.push_back(std::string(spec.golden_recorded ? "mine: " : "golden: ") + kept.error);
     return plan;
   }
   const TensorRef& g = *spec.golden;
@@ -218,28 +259,56 @@ SideStats side_stats(const RecordedStats& r) {
   return s;
 }
 
+constexpr std::optional<double> RecordedStats::*kRecordedValues[] = {&RecordedStats::min, &RecordedStats::max,
+                                                                     &RecordedStats::mean, &RecordedStats::l2};
+
+// A tensor's statistics as far as `recorded` has them (GE records no L2 norm by default, and no
+// extreme or mean that is not finite).
+RecordedStats as_recorded(RecordedStats computed, const RecordedStats& recorded) {
+  for (auto field : kRecordedValues)
+    if (!(recorded.*field)) computed.*field = std::nullopt;
+  computed.counts_known = recorded.counts_known;
+  return computed;
+}
+
 // Statistics-only rows: equal hashes are equal tensors; otherwise NaN/Inf counts must
-// match and min, max, mean and L2 norm each agree within atol + max_relative_l2 * |golden|.
-void judge_recorded(Row& row, const Tolerances& tolerances) {
-  const RecordedStats& g = *row.spec.golden_recorded;
-  const RecordedStats& m = *row.spec.my_recorded;
+// match and min, max, mean and L2 norm each agree within atol + max_relative_l2 * |golden|,
+// widened by how the values were rounded when recorded.
+// One side's tensor (Plan::stats_of) is compared through the statistics the other recorded.
+void judge_recorded(Row& row, const Tolerances& tolerances, const std::optional<RecordedStats>& of_tensor) {
+  RowSpec& spec = row.spec;
+  if (of_tensor && spec.golden_recorded)
+    spec.my_recorded = as_recorded(*of_tensor, *spec.golden_recorded);
+  else if (of_tensor)
+    spec.golden_recorded = as_recorded(*of_tensor, *spec.my_recorded);
+  const RecordedStats& g = *spec.golden_recorded;
+  const RecordedStats& m = *spec.my_recorded;
   row.golden_stats = side_stats(g);
   row.my_stats = side_stats(m);
-  row.reasons.push_back("compared on recorded statistics (tensors not dumped)");
-  const TolerancePreset& preset = tolerances.for_dtype(row.spec.mine->logical_dtype());
+  row.reasons.push_back(of_tensor ? "compared on statistics (one side recorded statistics only)"
+                                  : "compared on recorded statistics (tensors not dumped)");
+  const TolerancePreset& preset = tolerances.for_dtype(spec.mine->logical_dtype());
   if (!g.hash.empty() && g.hash == m.hash) {
     row.verdict = Verdict::Pass;
     row.judged_by = preset.name + " statistics (equal hash)";
     return;
   }
-  bool pass = !preset.exact && g.nan == m.nan && g.inf == m.inf;
-  for (auto field : {&RecordedStats::min, &RecordedStats::max, &RecordedStats::mean, &RecordedStats::l2}) {
+  const bool counts = g.counts_known && m.counts_known;
+  bool pass = !preset.exact && (!counts || (g.nan == m.nan && g.inf == m.inf));
+  bool compared = counts;
+  for (auto field : kRecordedValues) {
     const auto& a = g.*field;
     const auto& b = m.*field;
+    compared = compared || a || b;
     if (a.has_value() != b.has_value())
       pass = false;
-    else if (a && std::fabs(*b - *a) > preset.atol + preset.max_relative_l2 * std::fabs(*a))
+    else if (a && std::fabs(*b - *a) > preset.atol + preset.max_relative_l2 * std::fabs(*a) +
+                                           (g.rounding + m.rounding) * std::max(std::fabs(*a), std::fabs(*b)))
       pass = false;
+  }
+  if (!compared) {
+    row.reasons.push_back("no statistic recorded on both sides");
+    return;
   }
   row.verdict = pass ? Verdict::Pass : Verdict::Fail;
   row.judged_by = preset.name + " statistics";
@@ -304,7 +373,7 @@ std::vector<Row> evaluate_rows(std::vector<RowSpec> specs, const Tolerances& tol
     rows[i].spec = std::move(specs[i]);
     plans[i] = plan_row(rows[i].spec, tolerances, rows[i]);
     const Plan& plan = plans[i];
-    if (plan.stats_only) {
+    if (plan.stats_only || plan.stats_of) {
       tasks.push_back({i, 0, 0, true});
     } else if (plan.compute) {
       const RowSpec& s = rows[i].spec;
@@ -334,7 +403,13 @@ std::vector<Row> evaluate_rows(std::vector<RowSpec> specs, const Tolerances& tol
   for (size_t t = 0; t < tasks.size(); ++t) by_row[tasks[t].row].push_back(&partials[t]);
   for (size_t i = 0; i < rows.size(); ++i) {
     if (plans[i].recorded) {
-      judge_recorded(rows[i], tolerances);
+      const Partial* computed = by_row[i].empty() ? nullptr : by_row[i].front();
+      if (computed && !computed->error.empty()) {
+        rows[i].reasons.push_back(computed->error);
+        rows[i].verdict = Verdict::NotComparable;
+        continue;
+      }
+      judge_recorded(rows[i], tolerances, computed ? computed->tensor_stats : std::nullopt);
       continue;
     }
     if (by_row[i].empty()) {

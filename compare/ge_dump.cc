@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "compare/dtype.h"
+#include "compare/ge_stats.h"
 #include "compare/layout.h"
 #include "ge_dump.pb.h"
 #include "ge_ir.pb.h"
@@ -20,6 +21,7 @@ namespace {
 constexpr uint64_t kMaxHeaderBytes = uint64_t{64} << 20;
 constexpr uint64_t kMaxWholeFileBytes = uint64_t{256} << 20;
 constexpr uint64_t kMaxDim = uint64_t{1} << 62;
+const char kStatsSuffix[] = ".csv";
 
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> parts;
@@ -377,9 +379,10 @@ std::optional<GeDumpName> parse_ge_dump_name(const std::string& file_name, std::
       return std::nullopt;
     }
   }
-  const auto parts = split(file_name, '.');
-  const size_t n = parts.size();
   GeDumpName name;
+  name.stats = ends_with(file_name, kStatsSuffix);
+  const auto parts = split(name.stats ? file_name.substr(0, file_name.size() - 4) : file_name, '.');
+  const size_t n = parts.size();
   if (n >= 5 && is_timestamp(parts[n - 1]) && parse_int(parts[n - 3], &name.task_id) &&
       parse_int(parts[n - 2], &name.stream_id)) {
     parse_int(parts[n - 1], &name.timestamp);
@@ -410,6 +413,11 @@ std::optional<GeDumpName> parse_ge_dump_name(const std::string& file_name, std::
   return name;
 }
 
+std::optional<RecordedStats> GeDump::recorded(Direction d, size_t i) const {
+  const auto& stats = d == Direction::Input ? input_stats : output_stats;
+  return stats_only && i < stats.size() ? std::optional<RecordedStats>(stats[i]) : std::nullopt;
+}
+
 GeDump parse_ge_dump(const uint8_t* bytes, size_t size, uint64_t file_size, const std::string& path) {
   if (size > file_size) size = static_cast<size_t>(file_size);
   GeDump d;
@@ -431,6 +439,7 @@ GeDump parse_ge_dump(const uint8_t* bytes, size_t size, uint64_t file_size, cons
 }
 
 GeDump read_ge_dump(const std::string& path) {
+  if (ends_with(path, kStatsSuffix)) return read_ge_stats(path);
   GeDump d;
   d.path = path;
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);

@@ -23,6 +23,9 @@ constexpr int kMaxWalkDepth = 10;
 constexpr int kMaxGraphFileDepth = 3;
 const char kGraphPrefix[] = "dynamo_original_graph_";
 const char kFusedType[] = "AutomaticBufferFusionOp";
+// Why a statistics file's op may stand for more than its graph txt op says.
+const char kNoOriginalOp[] =
+    " (a statistics file names no OriginalOp: had GE fused the op it feeds into it, its output is that op's)";
 
 std::optional<int64_t> number(const std::string& s) {
   if (s.empty() || s.size() > 18 || s.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
@@ -166,22 +169,33 @@ Constituents constituents(const GeGraph& graph, const GeDump& dump, const GeOpFi
   return c;
 }
 
-// One side of an op's inputs or outputs: tensors with their msit path text, the op
-// type shown for them, and how count notes name the side.
+// One side of an op's inputs or outputs: tensors with their msit path text (and, from a
+// statistics file, what GE recorded of each), the op type shown for them, and how count notes
+// name the side.
 struct Side {
   std::vector<std::optional<TensorRef>> tensors;
   std::vector<std::string> paths;
   std::string op_type;
   std::string description;
+  std::vector<std::optional<RecordedStats>> recorded;  // as many as tensors, or none
   size_t size() const { return tensors.size(); }
+  std::optional<RecordedStats> recorded_at(size_t i) const { return i < recorded.size() ? recorded[i] : std::nullopt; }
+  // Whether tensor i's shape is known: readable, or described by a statistics file.
+  bool shape_known(size_t i) const { return tensors[i] && (tensors[i]->ok() || recorded_at(i)); }
+  void truncate(size_t n) {
+    tensors.resize(std::min(n, tensors.size()));
+    paths.resize(tensors.size());
+    if (recorded.size() > n) recorded.resize(n);
+  }
 };
 
 Side ge_side(const GeDump& dump, const GeOpFile& file, Direction d, const std::string& description) {
-  Side s{{}, {}, file.name.op_type, description};
+  Side s{{}, {}, file.name.op_type, description, {}};
   const auto& tensors = d == Direction::Input ? dump.inputs : dump.outputs;
   for (size_t i = 0; i < tensors.size(); ++i) {
     s.tensors.push_back(tensors[i]);
     s.paths.push_back(ge_tensor_path(file.path, d, i));
+    if (dump.stats_only) s.recorded.push_back(dump.recorded(d, i));
   }
   return s;
 }
@@ -203,10 +217,12 @@ void pair_rows(GroupContext& ctx, int64_t token, const std::string& op_key, int6
     if (i < golden.size()) {
       r.golden = golden.tensors[i];
       r.golden_path = golden.paths[i];
+      r.golden_recorded = golden.recorded_at(i);
     }
     if (i < mine.size()) {
       r.mine = mine.tensors[i];
       r.my_path = mine.paths[i];
+      r.my_recorded = mine.recorded_at(i);
     }
     r.golden_op_type = golden.op_type;
     r.my_op_type = mine.op_type;
@@ -224,7 +240,7 @@ void pair_rows(GroupContext& ctx, int64_t token, const std::string& op_key, int6
 }
 
 Side fx_inputs(const FxNode& node) {
-  Side s{{}, {}, node.target, "FX node " + node.prefix};
+  Side s{{}, {}, node.target, "FX node " + node.prefix, {}};
   for (const auto& f : node.inputs) {
     s.tensors.push_back(read_npy(f.path));
     s.paths.push_back(f.path);
@@ -246,6 +262,7 @@ void output_row_fx(GroupContext& ctx, int64_t token, int64_t order, FxStepIndex&
   RowSpec r = ctx.row(token, link.prefix, Direction::Output, static_cast<int>(k), order);
   r.golden_op_type = target_of(link.prefix);
   r.mine = dump.outputs[k];
+  r.my_recorded = dump.recorded(Direction::Output, k);
   r.my_path = ge_tensor_path(file.path, Direction::Output, k);
   r.my_op_type = file.name.op_type;
   const auto node = fx.nodes.find(link.prefix);
@@ -291,7 +308,7 @@ void input_rows_fx(GroupContext& ctx, int64_t token, int64_t order, FxStepIndex&
   const auto node = fx.nodes.find(prefix);
   Side mine = ge_side(dump, file, Direction::Input, "GE op");
   if (node == fx.nodes.end()) {
-    const Side none{{}, {}, target_of(prefix), "the FX dump (no files for " + prefix + ")"};
+    const Side none{{}, {}, target_of(prefix), "the FX dump (no files for " + prefix + ")", {}};
     pair_rows(ctx, token, prefix, order, Direction::Input, none, mine);
     return;
   }
@@ -303,8 +320,7 @@ void input_rows_fx(GroupContext& ctx, int64_t token, int64_t order, FxStepIndex&
     for (size_t i = golden.size(); i < mine.size(); ++i)
       ctx.unmatched(op_name + " input " + std::to_string(i),
                     "an input of a later op of the fused op, not of " + prefix);
-    mine.tensors.resize(golden.size());
-    mine.paths.resize(golden.size());
+    mine.truncate(golden.size());
   }
   std::string misaligned;
   if (golden.size() != mine.size()) {
@@ -315,7 +331,8 @@ void input_rows_fx(GroupContext& ctx, int64_t token, int64_t order, FxStepIndex&
     const auto& g = golden.tensors[i];
     const auto& m = mine.tensors[i];
     const bool vectors = g && m && g->shape.size() <= 1 && m->shape.size() <= 1;  // [n], [] and [1] alike
-    if (g && m && g->ok() && m->ok() && (g->elements() != m->elements() || (!vectors && g->shape != m->shape)))
+    if (golden.shape_known(i) && mine.shape_known(i) &&
+        (g->elements() != m->elements() || (!vectors && g->shape != m->shape)))
       misaligned = "input " + std::to_string(i) + " is " + shape_to_string(m->shape) + " in the GE op and " +
                    shape_to_string(g->shape) + " in FX node " + prefix;
   }
@@ -359,9 +376,11 @@ void self_compare_rows(GroupContext& ctx, int64_t token, int64_t order, const Ge
   for (size_t i = 0; i < n; ++i) {
     RowSpec r = ctx.row(token, op_key, Direction::Output, static_cast<int>(i), order);
     r.golden = dump.inputs[i];
+    r.golden_recorded = dump.recorded(Direction::Input, i);
     r.golden_path = ge_tensor_path(file.path, Direction::Input, i);
     r.golden_op_type = file.name.op_type;
     r.mine = dump.outputs[i];
+    r.my_recorded = dump.recorded(Direction::Output, i);
     r.my_path = ge_tensor_path(file.path, Direction::Output, i);
     r.my_op_type = file.name.op_type;
     r.self_compare = true;
@@ -430,7 +449,8 @@ void match_op_fx(GroupContext& ctx, const GeGraph& graph, int64_t token, FxStepI
       if (is_self_compared_type(file.name.op_type) || is_self_compared_type(op->type)) {
         self_compare_rows(ctx, token, order, dump, file, op_name);
       } else if (const auto lowered = lowering_of(graph, *op)) {
-        ctx.unmatched(op_name, "GE op has no _fx_tensor_name link: a helper op of the lowering of " + *lowered);
+        ctx.unmatched(op_name, "GE op has no _fx_tensor_name link: a helper op of the lowering of " + *lowered +
+                                   (dump.stats_only ? kNoOriginalOp : ""));
       } else {
         ctx.unmatched(op_name, "GE op has no _fx_tensor_name link");
       }
@@ -605,8 +625,8 @@ void match_op_ge(GroupContext& ctx, const GeGraph& graph, int64_t token, GoldenT
   // last constituent's outputs.
   std::set<std::string> group;
   for (const GeGraphOp* op : parts) group.insert(sanitize_ge_name(op->name));
-  Side inputs{{}, {}, parts.front()->type, "the fused ops' outside inputs in the golden dump"};
-  Side outputs{{}, {}, parts.back()->type, "the last fused op (" + parts.back()->name + ") in the golden dump"};
+  Side inputs{{}, {}, parts.front()->type, "the fused ops' outside inputs in the golden dump", {}};
+  Side outputs{{}, {}, parts.back()->type, "the last fused op (" + parts.back()->name + ") in the golden dump", {}};
   for (const GeGraphOp* op : parts) {
     const GeOpFile* g = golden.find(op->name);
     if (!g) {
@@ -624,6 +644,7 @@ void match_op_ge(GroupContext& ctx, const GeGraph& graph, int64_t token, GoldenT
       if (i >= gd.inputs.size() || group.count(sanitize_ge_name(in.op))) continue;
       inputs.tensors.push_back(gd.inputs[i]);
       inputs.paths.push_back(ge_tensor_path(g->path, Direction::Input, i));
+      inputs.recorded.push_back(gd.recorded(Direction::Input, i));
     }
     if (op == parts.back()) outputs = ge_side(gd, *g, Direction::Output, outputs.description);
   }

@@ -317,6 +317,7 @@ MatchResult match_files(const std::string& golden_file, const std::string& my_fi
         golden_npy
             ? file_row(ge_label, golden_file, read_npy(golden_file), ge_label, ge.outputs[0], Direction::Output, 0)
             : file_row(my_file, ge_label, ge.outputs[0], my_file, read_npy(my_file), Direction::Output, 0));
+    (golden_npy ? out.rows.back().my_recorded : out.rows.back().golden_recorded) = ge.recorded(Direction::Output, 0);
     return out;
   }
   for (auto [direction, g, m, label] :
@@ -328,6 +329,8 @@ MatchResult match_files(const std::string& golden_file, const std::string& my_fi
       RowSpec s = file_row(my_file, golden_file + suffix, i < g->size() ? std::optional((*g)[i]) : std::nullopt,
                            my_file + suffix, i < m->size() ? std::optional((*m)[i]) : std::nullopt, direction,
                            static_cast<int>(i));
+      s.golden_recorded = golden.recorded(direction, i);
+      s.my_recorded = mine.recorded(direction, i);
       if (g->size() != m->size())
         s.match_note = std::string(label) + " count differs: golden has " + std::to_string(g->size()) + ", mine has " +
                        std::to_string(m->size());

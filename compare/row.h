@@ -17,6 +17,9 @@ enum class Direction { Input, Output };
 struct RecordedStats {
   std::optional<double> min, max, mean, l2;  // over finite elements; absent when none
   uint64_t nan = 0, inf = 0;
+  bool counts_known = true;  // nan and inf were recorded (GE records them unless asked not to)
+  // How far the values may be from what was computed, relative: GE prints six significant digits.
+  double rounding = 0;
   std::string hash;  // of the data bytes; equal hashes mean equal tensors
 };
 

@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <sstream>
 
 #include "compare/evaluate.h"
+#include "compare/ge_stats.h"
 #include "compare/judge.h"
 #include "compare/match.h"
 #include "ge_fixtures.h"
@@ -242,6 +244,85 @@ TEST(GeMatch, FusedOpOutputsFollowOriginalOp) {
   EXPECT_EQ(rows[0]->direction, Direction::Output);
   EXPECT_EQ(rows[0]->op_key, "relu-aten.relu.default");
   EXPECT_TRUE(has_unmatched(r, "rank0/fused_block_0 (inputs)", "cannot be split"));
+}
+
+// GE's statistics line of a float32 tensor of shape [n], printed as GE prints it.
+std::string stats_line(const char* io, int index, const std::vector<float>& v, float max_shift = 0) {
+  double sum = 0;
+  for (float x : v) sum += x;
+  std::ostringstream line;
+  line << io << "," << index << "," << v.size() * 4 << ",DT_FLOAT,ND," << v.size() << ","
+       << *std::max_element(v.begin(), v.end()) + max_shift << "," << *std::min_element(v.begin(), v.end()) << ","
+       << sum / static_cast<double>(v.size()) << "," << v.size() << ",0,0,0\n";
+  return line.str();
+}
+
+const std::string kStatsHeader =
+    "Input/Output,Index,Data Size,Data Type,Format,Shape,Max Value,Min Value,Avg Value,Count,Nan Count,"
+    "Negative Inf Count,Positive Inf Count\n";
+
+// dump_data="stats": each op's statistics file instead of its binary. Its rows are judged on
+// statistics against the FX tensors; a statistics file cut short is named and left out.
+TEST(GeMatch, StatisticsFilesAreJudgedOnStatistics) {
+  Fixture f;
+  const std::string token = f.ge / "worldsize1_global_rank0/20240101010101/0/graph_1/1/0";
+  std::filesystem::remove_all(token);
+  write_file(
+      token + "/Add.Add_1.1.0.1700000000000010.csv",
+      kStatsHeader + stats_line("Input", 0, {1, 2}) + stats_line("Input", 1, {3, 4}) + stats_line("Output", 0, {4, 6}));
+  write_file(token + "/Cast.Cast_9.1.0.1700000000000020.csv",
+             kStatsHeader + stats_line("Input", 0, {4, 6}) + stats_line("Output", 0, {4, 6}));
+  write_file(
+      token + "/MatMul.MatMul_2.1.0.1700000000000040.csv",
+      kStatsHeader + stats_line("Input", 0, {1}) + stats_line("Input", 1, {2}) + stats_line("Output", 0, {2}, 0.5));
+  write_file(token + "/AutomaticBufferFusionOp.Add_2Cast_5Relu_4.1.0.1700000000000050.csv",
+             kStatsHeader + stats_line("Input", 0, {2}) + "Input,1,4,DT_FL");
+  MatchResult r = match_ge_vs_fx(f.fx.path(), f.ge.path(), std::nullopt);
+  ASSERT_TRUE(r.fatal_error.empty()) << r.fatal_error;
+  EXPECT_TRUE(has_unmatched(r, "rank0/Add_2Cast_5Relu_4", "GE dump file unreadable: line 3: 4 fields"));
+
+  const std::vector<Row> rows = evaluate_rows(r.rows, Tolerances::defaults(), 1);
+  const auto row_of = [&](const std::string& op_key, Direction d) -> const Row* {
+    for (const Row& row : rows)
+      if (row.spec.op_key == op_key && row.spec.direction == d) return &row;
+    return nullptr;
+  };
+  const Row* add = row_of("add_1-aten.add.Tensor", Direction::Output);
+  ASSERT_TRUE(add);
+  EXPECT_EQ(add->verdict, Verdict::Pass);
+  EXPECT_EQ(add->judged_by, "fp32 statistics");
+  EXPECT_EQ(add->reasons.front(), "compared on statistics (one side recorded statistics only)");
+  EXPECT_EQ(row_of("add_1-aten.add.Tensor", Direction::Input)->verdict, Verdict::Pass);  // inputs line up by shape
+  const Row* cast = row_of("Cast_9", Direction::Output);  // GE's own input against its output
+  ASSERT_TRUE(cast);
+  EXPECT_EQ(cast->verdict, Verdict::Pass);
+  EXPECT_EQ(cast->reasons.front(), "compared on recorded statistics (tensors not dumped)");
+  const Row* mm = row_of("mm-aten.mm.default", Direction::Output);
+  ASSERT_TRUE(mm);
+  EXPECT_EQ(mm->verdict, Verdict::Fail);
+  EXPECT_EQ(mm->my_stats->max, 2.5);
+  EXPECT_EQ(mm->golden_stats->max, 2);
+}
+
+// GE prints six significant digits: a float64 row is not failed for that rounding alone.
+TEST(GeMatch, StatisticsAreJudgedWithinTheirPrintedPrecision) {
+  RecordedStats truth;
+  truth.min = truth.max = truth.mean = 12.3456789;
+  std::vector<RowSpec> specs;
+  for (const char* printed : {"12.3457", "12.3458"}) {
+    const std::string value = std::string(printed) + "," + printed + "," + printed;
+    const GeDump ge = parse_ge_stats(kStatsHeader + "Output,0,8,DT_DOUBLE,ND,1," + value + ",1,0,0,0\n", "x.csv");
+    ASSERT_TRUE(ge.ok()) << ge.error;
+    RowSpec s;
+    s.golden = s.mine = ge.outputs[0];
+    s.golden_recorded = truth;
+    s.my_recorded = ge.recorded(Direction::Output, 0);
+    specs.push_back(s);
+  }
+  const std::vector<Row> rows = evaluate_rows(specs, Tolerances::defaults(), 1);
+  EXPECT_EQ(rows[0].verdict, Verdict::Pass);
+  EXPECT_EQ(rows[0].judged_by, "fp64 statistics");
+  EXPECT_EQ(rows[1].verdict, Verdict::Fail);  // a difference in the printed digits
 }
 
 TEST(GeMatch, OlderFxLayoutWithoutRanks) {

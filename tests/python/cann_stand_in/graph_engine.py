@@ -1,7 +1,7 @@
 """GE on the CPU: the global options of InitializeGraphEngine, the dump configuration torchair
 hands to ACL (AclmdlSetDump), and per graph: load (the serialized ModelDef), compile (fusion
 rules, fusion_result.json) and run (the fused graph interpreted op by op; GE dump binaries in
-GE's layout)."""
+GE's layout, or with dump_data "stats" GE's statistics file of each op in their place)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from fixtures.dtypes import DTYPES
-from fixtures.ge_dump import GeOp, GeTensor, write_ge_dump
+from fixtures.ge_dump import GeOp, GeTensor, write_ge_dump, write_ge_stats
 
 from . import fusion
 from .ge_ops import const_value, proto_dtype
@@ -111,8 +111,7 @@ class Graph:
         config = _Engine.dump
         if not config or not _dumps_step(config.get("dump_step", ""), self.steps):
             return
-        if config.get("dump_data") == "stats":
-            raise NotImplementedError("CANN stand-in: GE's statistics dump (dump_data='stats') is not emulated")
+        write = write_ge_stats if config.get("dump_data") == "stats" else write_ge_dump
         layers = None
         for entry in config.get("dump_list", []):
             if entry.get("model_name") == self.graph.name and entry.get("layer"):
@@ -131,7 +130,7 @@ class Graph:
                 for k, out in enumerate(outs):
                     out.original_op, out.original_output_index = node.originals[-1], k
             op = GeOp(node.type, node.name, ins, outs, task_id=task + 1, timestamp=stamp + task)
-            write_ge_dump(directory, op)
+            write(directory, op)
 
 
 def _dumps_step(text: str, step: int) -> bool:

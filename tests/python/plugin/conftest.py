@@ -93,6 +93,7 @@ def _catalog() -> dict[str, RunConfig]:
                 },
                 cost=2,
             ),
+            "mlp/torchair-stats": RunConfig(mlp, {"backend": "torchair", "dump": {"stats_only": True}}, cost=2),
             "mlp/torchair-defect": RunConfig(
                 mlp, {"backend": "torchair"}, cost=2, env={"CANN_STAND_IN_FAULTS": "MatMulBiasAddFusionPass"}
             ),

@@ -3,6 +3,7 @@ clearly, and the GE dump honouring dump_step, dump_layer and dump_mode (one real
 
 import json
 import subprocess
+from types import SimpleNamespace
 
 import pytest
 
@@ -11,7 +12,9 @@ from fixtures import ge_proto, real_torchair
 
 real_torchair.use_in_this_process()
 
-from cann_stand_in import fusion  # noqa: E402
+import torch  # noqa: E402
+
+from cann_stand_in import fusion, graph_engine  # noqa: E402
 
 
 def test_rules_follow_the_switch_file_oo_level_and_optimization_switch(tmp_path):
@@ -67,3 +70,31 @@ def test_the_ge_dump_honours_dump_step_layer_and_mode(tmp_path):
         header = ge_proto.DUMP["DumpData"]()
         header.ParseFromString(data[8 : 8 + int.from_bytes(data[:8], "little")])
         assert not header.input and len(header.output) == 1  # dump_mode output
+
+
+def test_the_statistics_dump_honours_dump_step_layer_and_mode(tmp_path, monkeypatch):
+    """dump_data="stats": each chosen op's statistics file in its token directory, as GE's dump
+    recorder writes it (the extremes take in infinities, the mean is NaN with a NaN present)."""
+    config = {
+        "dump_path": str(tmp_path),
+        "dump_mode": "output",
+        "dump_step": "1",
+        "dump_data": "stats",
+        "dump_list": [{"model_name": "graph_1", "layer": ["Gelu_1"]}],
+    }
+    monkeypatch.setattr(graph_engine._Engine, "dump", config)
+    graph = graph_engine.Graph("graph_1")
+    graph.graph, graph.graph_id = SimpleNamespace(name="graph_1"), 0
+    x = torch.tensor([[1.0, -2.0], [float("inf"), float("nan")]])
+    ops = [fusion.Node("Gelu_1", "FastGelu", None, []), fusion.Node("Add", "Add", None, [])]
+    executed = [(op, [x], [x]) for op in ops]
+    for step in range(2):
+        graph.steps = step
+        graph._dump(executed)
+    (path,) = tmp_path.glob("*/0/graph_1/1/*/*")
+    assert path.parent.name == "1" and path.name.startswith("FastGelu.Gelu_1.1.0.") and path.suffix == ".csv"
+    assert path.read_text().splitlines() == [
+        "Input/Output,Index,Data Size,Data Type,Format,Shape,Max Value,Min Value,Avg Value,Count,Nan Count,"
+        "Negative Inf Count,Positive Inf Count",
+        "Output,0,16,DT_FLOAT,ND,2x2,inf,-2,nan,4,1,0,1",
+    ]

@@ -75,3 +75,14 @@ def test_torchair_dumps_are_read_directly(plugin_runs, diagnose_bin, tmp_path):
     assert defect.rc == 1, defect.describe()
     (divergence,) = defect.result["summary"]["divergences"]
     assert divergence["first_failing_op"] == "addmm-aten.addmm.default"
+
+
+@uses("mlp/torchair-fx", "mlp/torchair-stats")
+def test_a_stats_only_torchair_run_is_judged_on_statistics(plugin_runs, diagnose_bin, tmp_path):
+    fx = ok_run(plugin_runs, "mlp/torchair-fx").run_dir / "dump" / "fx_dump"
+    stats = ok_run(plugin_runs, "mlp/torchair-stats").run_dir / "dump" / "ge_dump"
+    run = compare(diagnose_bin, fx, stats, tmp_path)
+    assert run.rc == 0, run.describe()
+    judged = [r for r in run.rows() if r["verdict"] == "pass"]
+    assert len(judged) >= 4 and run.result["summary"]["failed"] == 0, run.describe()
+    assert all(r["judged_by"] == "fp32 statistics" for r in judged), run.describe()

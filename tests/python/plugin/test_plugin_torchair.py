@@ -190,6 +190,34 @@ def test_a_faulty_fusion_rule_shows_in_the_ge_dump(plugin_runs):
     np.testing.assert_allclose(mine, golden, rtol=2e-2, atol=2e-2)
 
 
+@uses("mlp/torchair-stats", "mlp/torchair-fx")
+def test_a_stats_only_run_makes_ge_write_statistics_files(plugin_runs):
+    """dump_data="stats": per op, GE's statistics file in place of its binary, with GE's header;
+    a linked output's statistics are those of the FX dump's tensor."""
+    stats = ok_run(plugin_runs, "mlp/torchair-stats")
+    files = ge_files(stats)
+    assert files and all(p.suffix == ".csv" for p in files.values()), files
+    fx = fx_outputs(ok_run(plugin_runs, "mlp/torchair-fx"))
+    links = graph_links(stats)
+    checked = 0
+    for name, path in files.items():
+        header, *lines = path.read_text().splitlines()
+        assert header == (
+            "Input/Output,Index,Data Size,Data Type,Format,Shape,Max Value,Min Value,Avg Value,Count,"
+            "Nan Count,Negative Inf Count,Positive Inf Count"
+        )
+        rows = [line.split(",") for line in lines]
+        assert [r[0] for r in rows] == sorted(r[0] for r in rows) and rows[-1][0] == "Output"  # inputs first
+        if name in links and links[name] in fx:
+            out = next(r for r in rows if r[:2] == ["Output", "0"])
+            golden = np.load(fx[links[name]])
+            assert out[3:6] == ["DT_FLOAT", "ND", "x".join(map(str, golden.shape))]
+            np.testing.assert_allclose([float(v) for v in out[6:9]], [golden.max(), golden.min(), golden.mean()], 1e-4)
+            assert int(out[9]) == golden.size and out[10:] == ["0", "0", "0"]
+            checked += 1
+    assert checked >= 2
+
+
 def test_an_unknown_ge_op_is_named(tmp_path):
     script = tmp_path / "floor.py"
     script.write_text(
