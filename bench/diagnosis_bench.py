@@ -60,8 +60,8 @@ def compiled_run(backend: str, dtype: str, report: str, script: str, args: list[
     import torch
     from torch.utils import _pytree as pytree
 
-    from diagnose_pytorch import backends
-    from diagnose_pytorch.main_script import compile_redirected, exit_status, run_as_main
+    from diagnose_pytorch.backends import spec_backend
+    from diagnose_pytorch.runtime.main_script import compile_redirected, exit_status, run_as_main
 
     original = torch.compile
     parameters: dict[int, int] = {}
@@ -79,7 +79,7 @@ def compiled_run(backend: str, dtype: str, report: str, script: str, args: list[
             for p in model.parameters():
                 parameters[p.data_ptr()] = p.numel() * p.element_size()
         options = {k: v for k, v in options.items() if k != "backend"}
-        return original(model, backend=backends.resolve(backend), **options)
+        return original(model, backend=spec_backend.resolve(backend), **options)
 
     code = 0
     try:

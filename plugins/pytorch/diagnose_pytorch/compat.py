@@ -129,7 +129,7 @@ def _output_tree() -> str:
 
 def _inductor_rules() -> str:
     """The config switches inductor_rules turns off."""
-    from .inductor_rules import RULES
+    from .backends.inductor_rules import RULES
 
     return _missing(__getattr__("inductor_config"), *(rule.config for rule in RULES.values()))
 

@@ -142,7 +142,7 @@ class RunSpec:
         if self.checks.meta and level != "aten":
             raise SpecError("checks.meta needs mode 'eager' with dump.level 'aten' (or 'auto')")
         if self.switches.inductor_off:
-            from .inductor_rules import RULES, unknown
+            from .backends.inductor_rules import RULES, unknown
 
             if self.backend != "inductor":
                 raise SpecError("switches.inductor_off needs backend 'inductor'")

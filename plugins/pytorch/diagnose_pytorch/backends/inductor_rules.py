@@ -59,7 +59,7 @@ def overrides_off(names) -> dict:
 def note_compile() -> None:
     """Called inside each compile, under the run's config: which rules are in force."""
     global _compiles
-    from .compat import inductor_config as config
+    from ..compat import inductor_config as config
 
     _compiles += 1
     current = config.get_config_copy()
@@ -69,7 +69,7 @@ def note_compile() -> None:
 
 
 def report(off) -> dict:
-    from .compat import counters, feature, inductor_config
+    from ..compat import counters, feature, inductor_config
 
     feature("inductor_rules")  # status.json's features: the rules this torch has no switch for
     current = inductor_config.get_config_copy()

@@ -10,7 +10,7 @@ RECOMPILE_REASONS_KEPT = 5
 
 
 def collect_graph_info(session) -> None:
-    from .compat import counters, guard_failures
+    from ..compat import counters, guard_failures
 
     breaks = dict(counters.get("graph_break", {}))
     graphs = session.status.data["graphs"]
@@ -27,7 +27,7 @@ def collect_graph_info(session) -> None:
     if inductor:
         fired["inductor_counters"] = inductor
     if session.spec.backend == "inductor" and session.spec.mode == "compiled":
-        from .inductor_rules import report
+        from ..backends.inductor_rules import report
 
         session.status.data["inductor_rules"] = report(session.spec.switches.inductor_off)
     # TorchAir's GE writes it; so may a user backend with fusion rules (examples/fusion_rules),
@@ -37,7 +37,7 @@ def collect_graph_info(session) -> None:
         backend == "torchair"
         or (":" in backend and _written_since(Path.cwd() / "fusion_result.json", session.status.started))
     ):
-        from .torchair import fusion_result
+        from ..backends.torchair import fusion_result
 
         result = fusion_result()
         if result is not None:

@@ -11,15 +11,15 @@ import time
 
 import torch
 
-from .call_state import CallState, StateTensor
-from .dump_writer import DumpWriter, dumpable
-from .eager_dump import EagerDumper
+from ..checks.meta_check import MetaChecker
+from ..dump.call_state import CallState, StateTensor
+from ..dump.dump_writer import DumpWriter, dumpable
+from ..dump.eager_dump import EagerDumper
+from ..dump.output_tree import output_tensors
+from ..dump.shadow import Shadows
+from ..spec import RunSpec
+from ..status import RunStatus
 from .graph_info import collect_graph_info
-from .meta_check import MetaChecker
-from .output_tree import output_tensors
-from .shadow import Shadows
-from .spec import RunSpec
-from .status import RunStatus
 
 FUSION_SWITCH_FILE_ENV = "DIAGNOSE_FUSION_SWITCH_FILE"
 _active: "Session | None" = None
@@ -81,7 +81,7 @@ class Session:
         )
         self.isolation = None
         if spec.isolation is not None:
-            from .isolation import Isolation  # imports Dynamo, which an eager run does without
+            from ..checks.isolation import Isolation  # imports Dynamo, which an eager run does without
 
             self.isolation = Isolation(self)
         self.step = 0

@@ -15,7 +15,7 @@ def resolve(name: str):
     if ":" in name:
         module, _, attr = name.partition(":")
         return getattr(user_module(module), attr)
-    from .compat import lookup_backend
+    from ..compat import lookup_backend
 
     return lookup_backend(name)
 
@@ -50,15 +50,15 @@ def _spec_backend(session):
 
         return npu_backend(session)
     if level == "fx":
-        from .fx_dump import dumping_backend
+        from ..dump.fx_dump import dumping_backend
 
         return dumping_backend(session, spec.backend)
     if spec.backend == "inductor":
-        from .inductor_dump import inductor_backend
+        from ..dump.inductor_dump import inductor_backend
 
         return inductor_backend(session, dump=level == "compiled")
     if level == "compiled":  # a user backend built on Inductor
-        from .inductor_dump import inductor_backend
+        from ..dump.inductor_dump import inductor_backend
 
         return inductor_backend(session, dump=True, compiler=resolve(spec.backend))
     return counted(session, resolve(spec.backend))

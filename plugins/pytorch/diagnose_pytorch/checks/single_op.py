@@ -18,14 +18,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import compat
-from .call_args import NotReplayable, decode_call
+from .. import compat
+from ..dump.call_args import NotReplayable, decode_call
+from ..dump.dump_writer import DumpWriter, dumpable
+from ..runtime.main_script import ScriptSetupError, run_until_first_compiled_call
+from ..spec import Switches, _build
+from ..status import RunStatus
 from .collectives import COLLECTIVE, is_collective
-from .dump_writer import DumpWriter, dumpable
-from .main_script import ScriptSetupError, run_until_first_compiled_call
 from .recorded_calls import RecordedCall, SingleOpError, distinct_ops, recorded_calls
-from .spec import Switches, _build
-from .status import RunStatus
 from .uninitialized_ops import UNINITIALIZED, is_uninitialized_op
 
 
@@ -48,16 +48,16 @@ def set_up_script(run_dir: Path) -> None:
 
 def make_backend(name: str, switches: Switches):
     """The backend as the full run had it, with the same global switches."""
-    from .session import FUSION_SWITCH_FILE_ENV
+    from ..runtime.session import FUSION_SWITCH_FILE_ENV
 
     if switches.fusion_switch_file and name != "torchair":
         os.environ[FUSION_SWITCH_FILE_ENV] = os.path.realpath(switches.fusion_switch_file)
     if name == "torchair":
-        from .torchair import switched_npu_backend
+        from ..backends.torchair import switched_npu_backend
 
         return switched_npu_backend(switches)
     if name == "inductor":
-        from .inductor_rules import note_compile, overrides_off
+        from ..backends.inductor_rules import note_compile, overrides_off
 
         overrides = {**switches.inductor, **overrides_off(switches.inductor_off)}
 
@@ -67,7 +67,7 @@ def make_backend(name: str, switches: Switches):
                 return compat.compile_fx(gm, example_inputs)
 
         return inductor
-    from .backends import resolve
+    from ..backends.spec_backend import resolve
 
     return resolve(name)
 
@@ -340,7 +340,7 @@ class Check:
         tmp.write_text(json.dumps({"ops": self.results, **extra}, indent=1))
         os.replace(tmp, path)
         if self.backend_name == "inductor":
-            from .inductor_rules import report
+            from ..backends.inductor_rules import report
 
             self.status.set("inductor_rules", report(self.switches.inductor_off))
         self.status.save()

@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 import torch
 from torch import fx
 
-from . import compat
-from .compat import pytree
-from .fx_dump import node_source
+from .. import compat
+from ..compat import pytree
+from ..dump.fx_dump import node_source
 
 CANDIDATE_OPS = ("call_function", "call_method", "call_module")
 

@@ -138,7 +138,7 @@ def _check_side_file_directory() -> None:
 
 
 def npu_backend(session):
-    from .backends import counted
+    from .spec_backend import counted
 
     torchair = import_torchair()
 

@@ -42,9 +42,10 @@ from dataclasses import dataclass, field
 
 import torch
 
-from . import compat, inductor_rules
-from .collectives import is_collective
-from .compat import pytree
+from .. import compat
+from ..backends import inductor_rules
+from ..checks.collectives import is_collective
+from ..compat import pytree
 from .fx_dump import node_source
 
 
