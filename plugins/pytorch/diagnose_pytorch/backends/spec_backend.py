@@ -48,7 +48,7 @@ def _spec_backend(session):
     if spec.backend == "torchair":
         from .torchair import npu_backend
 
-        return npu_backend(session)
+        return counted(session, npu_backend(session))
     if level == "fx":
         from ..dump.fx_dump import dumping_backend
 

@@ -138,8 +138,7 @@ def _check_side_file_directory() -> None:
 
 
 def npu_backend(session):
-    from .spec_backend import counted
-
+    """TorchAir's backend as the spec sets it up (spec_backend counts and times it)."""
     torchair = import_torchair()
 
     spec = session.spec
@@ -170,7 +169,7 @@ def npu_backend(session):
         set_field(config, dotted, value)
     if spec.switches.torchair:
         session.status.data["switches"]["active"]["torchair"] = dict(spec.switches.torchair)
-    return counted(session, torchair.get_npu_backend(compiler_config=config))
+    return torchair.get_npu_backend(compiler_config=config)
 
 
 def fusion_result(cwd: Path | None = None) -> dict | list | None:
