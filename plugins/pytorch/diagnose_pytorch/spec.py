@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 SPEC_ENV = "DIAGNOSE_RUN_SPEC"
+# switches.fusion_switch_file's absolute path, for any backend but TorchAir (README.md)
+FUSION_SWITCH_FILE_ENV = "DIAGNOSE_FUSION_SWITCH_FILE"
 BUILTIN_BACKENDS = ("eager", "aot_eager", "aot_eager_decomp_partition", "inductor", "torchair")
 DUMP_LEVELS = ("none", "aten", "fx", "compiled")
 FLOAT_DTYPES = ("float32", "float64", "float16", "bfloat16")

@@ -22,7 +22,7 @@ from .. import compat
 from ..dump.call_args import NotReplayable, decode_call
 from ..dump.dump_writer import DumpWriter, dumpable
 from ..runtime.main_script import ScriptSetupError, run_until_first_compiled_call
-from ..spec import Switches, _build
+from ..spec import FUSION_SWITCH_FILE_ENV, Switches, _build
 from ..status import RunStatus
 from .collectives import COLLECTIVE, is_collective
 from .recorded_calls import RecordedCall, SingleOpError, distinct_ops, recorded_calls
@@ -48,8 +48,6 @@ def set_up_script(run_dir: Path) -> None:
 
 def make_backend(name: str, switches: Switches):
     """The backend as the full run had it, with the same global switches."""
-    from ..runtime.session import FUSION_SWITCH_FILE_ENV
-
     if switches.fusion_switch_file and name != "torchair":
         os.environ[FUSION_SWITCH_FILE_ENV] = os.path.realpath(switches.fusion_switch_file)
     if name == "torchair":

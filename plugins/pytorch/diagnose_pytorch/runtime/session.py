@@ -17,11 +17,10 @@ from ..dump.dump_writer import DumpWriter, dumpable
 from ..dump.eager_dump import EagerDumper
 from ..dump.output_tree import output_tensors
 from ..dump.shadow import Shadows
-from ..spec import RunSpec
+from ..spec import FUSION_SWITCH_FILE_ENV, RunSpec
 from ..status import RunStatus
 from .graph_info import collect_graph_info
 
-FUSION_SWITCH_FILE_ENV = "DIAGNOSE_FUSION_SWITCH_FILE"
 _active: "Session | None" = None
 
 
