@@ -55,7 +55,8 @@ def make_backend(name: str, switches: Switches):
 
         return switched_npu_backend(switches)
     if name == "inductor":
-        from ..backends.inductor_rules import note_compile, overrides_off
+        from ..backends.inductor_rules import overrides_off
+        from ..backends.inductor_rules_fired import note_compile
 
         overrides = {**switches.inductor, **overrides_off(switches.inductor_off)}
 
@@ -338,7 +339,7 @@ class Check:
         tmp.write_text(json.dumps({"ops": self.results, **extra}, indent=1))
         os.replace(tmp, path)
         if self.backend_name == "inductor":
-            from ..backends.inductor_rules import report
+            from ..backends.inductor_rules_fired import report
 
             self.status.set("inductor_rules", report(self.switches.inductor_off))
         self.status.save()

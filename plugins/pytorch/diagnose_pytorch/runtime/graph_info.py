@@ -27,7 +27,7 @@ def collect_graph_info(session) -> None:
     if inductor:
         fired["inductor_counters"] = inductor
     if session.spec.backend == "inductor" and session.spec.mode == "compiled":
-        from ..backends.inductor_rules import report
+        from ..backends.inductor_rules_fired import report
 
         session.status.data["inductor_rules"] = report(session.spec.switches.inductor_off)
     # TorchAir's GE writes it; so may a user backend with fusion rules (examples/fusion_rules),
