@@ -24,6 +24,7 @@ __all__ = ["RunSpec", "SpecError", "start", "wrap", "step", "finish", "get_ge_du
 
 
 def start(spec: "RunSpec | dict | str | os.PathLike | None" = None):
+    # imports torch: `python -m diagnose_pytorch` imports this package, before its torch check
     from .runtime.session import Session
 
     if spec is None:
@@ -36,7 +37,7 @@ def start(spec: "RunSpec | dict | str | os.PathLike | None" = None):
 
 
 def _session():
-    from .runtime.session import active
+    from .runtime.session import active  # imports torch, as in start()
 
     session = active()
     if session is None:
@@ -46,7 +47,7 @@ def _session():
 
 def wrap(model):
     """The model as the spec wants it run: compiled with the spec's backend, or eager."""
-    from .runtime.entry import wrap as wrap_model
+    from .runtime.entry import wrap as wrap_model  # imports torch, as in start()
 
     return wrap_model(_session(), model)
 

@@ -11,6 +11,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .backends.inductor_rules import RULES, unknown
+
 SPEC_ENV = "DIAGNOSE_RUN_SPEC"
 # switches.fusion_switch_file's absolute path, for any backend but TorchAir (README.md)
 FUSION_SWITCH_FILE_ENV = "DIAGNOSE_FUSION_SWITCH_FILE"
@@ -144,8 +146,6 @@ class RunSpec:
         if self.checks.meta and level != "aten":
             raise SpecError("checks.meta needs mode 'eager' with dump.level 'aten' (or 'auto')")
         if self.switches.inductor_off:
-            from .backends.inductor_rules import RULES, unknown
-
             if self.backend != "inductor":
                 raise SpecError("switches.inductor_off needs backend 'inductor'")
             if unknown(self.switches.inductor_off):

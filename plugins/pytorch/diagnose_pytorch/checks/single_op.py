@@ -19,6 +19,10 @@ import numpy as np
 import torch
 
 from .. import compat
+from ..backends.inductor_rules import overrides_off
+from ..backends.inductor_rules_fired import note_compile, report
+from ..backends.spec_backend import resolve
+from ..backends.torchair import switched_npu_backend
 from ..dump.call_args import NotReplayable, decode_call
 from ..dump.dump_writer import DumpWriter, dumpable
 from ..runtime.main_script import ScriptSetupError, run_until_first_compiled_call
@@ -51,13 +55,8 @@ def make_backend(name: str, switches: Switches):
     if switches.fusion_switch_file and name != "torchair":
         os.environ[FUSION_SWITCH_FILE_ENV] = os.path.realpath(switches.fusion_switch_file)
     if name == "torchair":
-        from ..backends.torchair import switched_npu_backend
-
         return switched_npu_backend(switches)
     if name == "inductor":
-        from ..backends.inductor_rules import overrides_off
-        from ..backends.inductor_rules_fired import note_compile
-
         overrides = {**switches.inductor, **overrides_off(switches.inductor_off)}
 
         def inductor(gm, example_inputs):
@@ -66,8 +65,6 @@ def make_backend(name: str, switches: Switches):
                 return compat.compile_fx(gm, example_inputs)
 
         return inductor
-    from ..backends.spec_backend import resolve
-
     return resolve(name)
 
 
@@ -339,8 +336,6 @@ class Check:
         tmp.write_text(json.dumps({"ops": self.results, **extra}, indent=1))
         os.replace(tmp, path)
         if self.backend_name == "inductor":
-            from ..backends.inductor_rules_fired import report
-
             self.status.set("inductor_rules", report(self.switches.inductor_off))
         self.status.save()
 

@@ -11,6 +11,7 @@ import functools
 
 import torch
 
+from ..backends.spec_backend import make_backend
 from ..compat import pytree
 from ..dump.call_state import CallState
 from ..status import configuration
@@ -41,8 +42,6 @@ def wrap(session: Session, model):
     if spec.mode == "eager":
         target = model
     else:
-        from ..backends.spec_backend import make_backend
-
         target = _original_compile(model, backend=make_backend(session), dynamic=spec.dynamic, fullgraph=spec.fullgraph)
     boundary = Boundary(session, CallState(root))
     if isinstance(target, torch.nn.Module):
