@@ -61,8 +61,8 @@ def compiled_run(backend: str, dtype: str, report: str, script: str, args: list[
     import torch
     from torch.utils import _pytree as pytree
 
-    from diagnose_pytorch import backends
-    from diagnose_pytorch.main_script import compile_redirected, exit_status, run_as_main
+    from diagnose_pytorch.backends import spec_backend
+    from diagnose_pytorch.runtime.main_script import compile_redirected, exit_status, run_as_main
 
     original = torch.compile
     parameters: dict[int, int] = {}
@@ -83,11 +83,11 @@ def compiled_run(backend: str, dtype: str, report: str, script: str, args: list[
         return original(model, backend=compiled_with, **options)
 
     if backend == "torchair":  # the real torchair's NPU backend (over the CANN stand-in in the examples)
-        from diagnose_pytorch.torchair import import_torchair
+        from diagnose_pytorch.backends.torchair import import_torchair
 
         compiled_with = import_torchair().get_npu_backend()
     else:
-        compiled_with = backends.resolve(backend)
+        compiled_with = spec_backend.resolve(backend)
 
     code = 0
     try:

@@ -1,6 +1,6 @@
 // Ops whose outputs are uninitialised memory (torch.empty and its relatives): their values are
 // whatever the allocator left there, so no step judges them by value. The PyTorch plugin
-// keeps the same list for the single-op check (diagnose_pytorch/uninitialized_ops.py; a test
+// keeps the same list for the single-op check (diagnose_pytorch/checks/uninitialized_ops.py; a test
 // checks that the two agree).
 #pragma once
 

@@ -1,5 +1,5 @@
 // Model runs forked from a warm parent instead of started as processes: `<python> -m
-// diagnose_pytorch warm` (plugins/pytorch/diagnose_pytorch/warm.py) imports torch and the plugin
+// diagnose_pytorch warm` (plugins/pytorch/diagnose_pytorch/runtime/warm.py) imports torch and the plugin
 // once, then forks a child per run, which keeps a plain process's semantics (process group,
 // cwd, environment, logs, exit status, timeout and kill). One parent per interpreter and
 // environment (less the per-run DIAGNOSE_* variables), started by the first run that needs it

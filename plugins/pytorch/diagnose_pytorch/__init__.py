@@ -17,14 +17,15 @@ from __future__ import annotations
 import contextlib
 import os
 
+from .backends.torchair import get_fx_dump_config, get_ge_dump_config
 from .spec import RunSpec, SpecError
-from .torchair import get_fx_dump_config, get_ge_dump_config
 
 __all__ = ["RunSpec", "SpecError", "start", "wrap", "step", "finish", "get_ge_dump_config", "get_fx_dump_config"]
 
 
 def start(spec: "RunSpec | dict | str | os.PathLike | None" = None):
-    from .session import Session
+    # imports torch: `python -m diagnose_pytorch` imports this package, before its torch check
+    from .runtime.session import Session
 
     if spec is None:
         spec = RunSpec.from_env()
@@ -36,7 +37,7 @@ def start(spec: "RunSpec | dict | str | os.PathLike | None" = None):
 
 
 def _session():
-    from .session import active
+    from .runtime.session import active  # imports torch, as in start()
 
     session = active()
     if session is None:
@@ -46,7 +47,7 @@ def _session():
 
 def wrap(model):
     """The model as the spec wants it run: compiled with the spec's backend, or eager."""
-    from .entry import wrap as wrap_model
+    from .runtime.entry import wrap as wrap_model  # imports torch, as in start()
 
     return wrap_model(_session(), model)
 

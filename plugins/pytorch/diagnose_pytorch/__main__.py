@@ -10,6 +10,7 @@ import argparse
 import json
 import sys
 
+from .checks.recorded_calls import SingleOpError, list_ops
 from .spec import SPEC_ENV, RunSpec, SpecError
 from .torch_range import installed_torch, torch_problem
 
@@ -47,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         if torch_version is None:
             return 2
     if options.command == "aclgraph-dump":
-        from .aclgraph_dump import to_npy
+        from .dump.aclgraph_dump import to_npy  # the commands import torch after the check above
 
         written, refused = to_npy(options.source, options.out)
         for line in refused:
@@ -57,16 +58,14 @@ def main(argv: list[str] | None = None) -> int:
     if options.command == "run":
         return _run(options)
     if options.command == "warm":
-        from .warm import serve
+        from .runtime.warm import serve  # imports torch
 
         return serve(main)
-    from .recorded_calls import SingleOpError, list_ops
-
     try:
         if options.command == "ops":
             print(json.dumps(list_ops(options.source)))
             return 0
-        from .single_op import run_single_op
+        from .checks.single_op import run_single_op  # imports torch (ops does not)
 
         return run_single_op(options)
     except (SingleOpError, SpecError, OSError) as e:
@@ -80,7 +79,7 @@ def _run(options) -> int:
     except (SpecError, OSError, ValueError) as e:
         print(f"diagnose_pytorch: {e}", file=sys.stderr)
         return 2
-    from .runner import run_script
+    from .runtime.runner import run_script  # imports torch
 
     return run_script(spec, options.script, options.args)
 

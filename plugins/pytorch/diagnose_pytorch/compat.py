@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import torch
 
+from .backends.inductor_rules import RULES
+
 # name: (module, attribute; None for the module itself). Each exists in 2.5.1 through 2.14.
 STABLE = {
     "pytree": ("torch.utils._pytree", None),
@@ -129,8 +131,6 @@ def _output_tree() -> str:
 
 def _inductor_rules() -> str:
     """The config switches inductor_rules turns off."""
-    from .inductor_rules import RULES
-
     return _missing(__getattr__("inductor_config"), *(rule.config for rule in RULES.values()))
 
 

@@ -11,7 +11,11 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .backends.inductor_rules import RULES, unknown
+
 SPEC_ENV = "DIAGNOSE_RUN_SPEC"
+# switches.fusion_switch_file's absolute path, for any backend but TorchAir (README.md)
+FUSION_SWITCH_FILE_ENV = "DIAGNOSE_FUSION_SWITCH_FILE"
 BUILTIN_BACKENDS = ("eager", "aot_eager", "aot_eager_decomp_partition", "inductor", "torchair")
 DUMP_LEVELS = ("none", "aten", "fx", "compiled")
 FLOAT_DTYPES = ("float32", "float64", "float16", "bfloat16")
@@ -142,8 +146,6 @@ class RunSpec:
         if self.checks.meta and level != "aten":
             raise SpecError("checks.meta needs mode 'eager' with dump.level 'aten' (or 'auto')")
         if self.switches.inductor_off:
-            from .inductor_rules import RULES, unknown
-
             if self.backend != "inductor":
                 raise SpecError("switches.inductor_off needs backend 'inductor'")
             if unknown(self.switches.inductor_off):

@@ -10,6 +10,10 @@ import time
 import traceback
 from pathlib import Path
 
+import torch
+
+from . import compat
+
 FORMAT = "diagnose-run-status"
 VERSION = 1
 
@@ -76,24 +80,16 @@ class RunStatus:
 
 
 def _torch_version() -> str:
-    import torch
-
     return torch.__version__
 
 
 def _probed_features() -> dict:
-    from .compat import probed
-
-    return probed
+    return compat.probed
 
 
 def configuration(root) -> dict:
     """What the known-cause detectors read (steps/known_causes.h), as the script set it up when it
     compiled: the module's training mode with its active dropout, TF32 and determinism flags."""
-    import torch
-
-    from . import compat
-
     facts = {
         "float32_matmul_precision": torch.get_float32_matmul_precision(),
         "cuda_matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32,

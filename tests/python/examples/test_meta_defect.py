@@ -6,7 +6,7 @@ import json
 import pytest
 import torch
 
-from diagnose_pytorch.meta_check import MetaChecker, compare_outputs
+from diagnose_pytorch.checks.meta_check import MetaChecker, compare_outputs
 from diagnose_pytorch.spec import RunSpec, SpecError
 from example_runs import example_cache, example_runs, needs  # noqa: F401
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from diagnose_pytorch import compat
-from diagnose_pytorch.output_tree import output_tensors
+from diagnose_pytorch.dump.output_tree import output_tensors
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import json
 
 import torch
 
-from diagnose_pytorch.meta_check import MetaChecker, schema_check
+from diagnose_pytorch.checks.meta_check import MetaChecker, schema_check
 
 _library = torch.library.Library("diagnose_schema_test", "FRAGMENT")
 

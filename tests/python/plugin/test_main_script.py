@@ -1,4 +1,4 @@
-"""How helper processes run the model script (diagnose_pytorch/main_script.py): as the recorded run
+"""How helper processes run the model script (diagnose_pytorch/runtime/main_script.py): as the recorded run
 did, up to its first compiled call, for guarded and unguarded scripts alike; and when the script
 cannot get there, an error saying what happened and what to do, which the single-op command
 reports (exit 2, progress.jsonl's setup_failed event) instead of checking nothing silently.
@@ -69,8 +69,8 @@ if __name__ == "__main__":
 
 HELPER = """\
 import json, os, sys, torch
-from diagnose_pytorch.backends import resolve
-from diagnose_pytorch.main_script import ScriptSetupError, run_until_first_compiled_call
+from diagnose_pytorch.backends.spec_backend import resolve
+from diagnose_pytorch.runtime.main_script import ScriptSetupError, run_until_first_compiled_call
 original_compile, cwd = torch.compile, os.getcwd()
 results = {}
 for name, ran in json.loads(sys.argv[1]).items():
@@ -189,7 +189,7 @@ def test_the_single_op_command_reports_a_script_that_exits_before_its_compiled_c
 def test_repro_py_says_when_its_backends_module_runs_a_program_on_import(tmp_path, monkeypatch):
     """repro.py (repro_check.py's runtime) imports a `module:function` backend: an unguarded
     script as that module exits on import, and repro.py says why instead of the script's usage."""
-    from diagnose_pytorch.repro_check import backend_named
+    from diagnose_pytorch.checks.repro_check import backend_named
 
     script(tmp_path, "unguarded_backend.py", "import argparse\nargparse.ArgumentParser().parse_args(['--case'])\n")
     monkeypatch.syspath_prepend(str(tmp_path))

@@ -1,4 +1,4 @@
-"""The final outputs' paths (diagnose_pytorch/output_tree.py): every tensor reachable from a
+"""The final outputs' paths (diagnose_pytorch/dump/output_tree.py): every tensor reachable from a
 return value, named by where it sits, non-tensors skipped; in process, nothing compiled."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 import torch
 from torch.utils import _pytree as pytree
 
-from diagnose_pytorch.output_tree import output_tensors
+from diagnose_pytorch.dump.output_tree import output_tensors
 
 
 def paths(value) -> dict[str, torch.Tensor]:

@@ -6,7 +6,7 @@ import json
 import pytest
 import torch
 
-from diagnose_pytorch.call_args import NotReplayable, decode_call, encode_call
+from diagnose_pytorch.dump.call_args import NotReplayable, decode_call, encode_call
 
 
 def test_call_round_trips_through_json_with_tensor_references():

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from diagnose_pytorch.dump_writer import DumpWriter
+from diagnose_pytorch.dump.dump_writer import DumpWriter
 from fixtures.dump_reader import read_dump
 
 

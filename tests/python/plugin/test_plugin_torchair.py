@@ -22,7 +22,7 @@ from google.protobuf import text_format  # noqa: E402
 from torchair.configs.compiler_config import CompilerConfig  # noqa: E402  (the real one)
 
 from diagnose_pytorch import get_fx_dump_config, get_ge_dump_config  # noqa: E402
-from diagnose_pytorch.torchair import set_field  # noqa: E402
+from diagnose_pytorch.backends.torchair import set_field  # noqa: E402
 
 
 def test_ge_dump_config_sets_msit_fields(tmp_path):
@@ -95,7 +95,7 @@ SIGTERM_AFTER_IMPORT = """
 import os, signal, time
 import torchair
 assert signal.getsignal(signal.SIGTERM).__module__ == "torchair.core._backend", "torchair's own handler"
-from diagnose_pytorch.torchair import import_torchair
+from diagnose_pytorch.backends.torchair import import_torchair
 import_torchair()
 os.kill(os.getpid(), signal.SIGTERM)
 time.sleep(1)

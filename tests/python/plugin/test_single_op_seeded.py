@@ -10,7 +10,7 @@ import json
 import torch
 
 from conftest import CATALOG, HERE, RunConfig, ok_run, single_op_check, uses
-from diagnose_pytorch.single_op import _bitwise_equal
+from diagnose_pytorch.checks.single_op import _bitwise_equal
 
 SCRIPT = HERE / "scripts" / "attention.py"
 RUNS = {"attention/eager": RunConfig(str(SCRIPT), {"mode": "eager"})}

@@ -1,4 +1,4 @@
-"""The float64 truth of shadow execution (`dump: {truth: true}`, diagnose_pytorch/shadow.py):
+"""The float64 truth of shadow execution (`dump: {truth: true}`, diagnose_pytorch/dump/shadow.py):
 every floating record of an eager (aten) or FX-level dump carries its truth (`truth_delta_file`:
 truth - value in float32) and `precision`;
 the truth of the final output is the model computed in float64 from the same weights and
@@ -19,8 +19,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from conftest import CATALOG, HERE, RunConfig, ok_run, uses
-from diagnose_pytorch.dump_writer import DumpWriter
-from diagnose_pytorch.shadow import Call, Shadows, _attention_in_float64, lower
+from diagnose_pytorch.dump.dump_writer import DumpWriter
+from diagnose_pytorch.dump.shadow import Call, Shadows, _attention_in_float64, lower
 from diagnose_pytorch.spec import RunSpec, SpecError
 from fixtures.dump_reader import read_dump
 

@@ -10,7 +10,7 @@ import re
 import torch
 
 from conftest import REPO, ok_run, single_op_check, uses
-from diagnose_pytorch.uninitialized_ops import UNINITIALIZED, UNINITIALIZED_OP_PACKETS, is_uninitialized_op
+from diagnose_pytorch.checks.uninitialized_ops import UNINITIALIZED, UNINITIALIZED_OP_PACKETS, is_uninitialized_op
 from test_single_op_seeded import DROPOUT
 
 EMPTY_LIKE = "aten.empty_like.default"

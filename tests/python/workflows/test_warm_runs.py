@@ -1,5 +1,5 @@
 """Runs forked from the warm parent (runner: {warm: true}, orchestrator/exec/warm_launcher.h,
-plugins/pytorch/diagnose_pytorch/warm.py) behave as plain processes: their own pid, process group,
+plugins/pytorch/diagnose_pytorch/runtime/warm.py) behave as plain processes: their own pid, process group,
 cwd, environment and logs, their exit status or signal, a timeout that kills them, and the same
 verdict; a parent that dies leaves the runs to plain processes, with the reason in report.json."""
 

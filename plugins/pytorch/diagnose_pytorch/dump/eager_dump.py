@@ -11,12 +11,12 @@ import contextlib
 
 import torch
 
-from . import compat
+from .. import compat
+from ..checks.meta_check import schema_check
+from ..compat import TorchDispatchMode, pytree
 from .call_args import encode_call
 from .call_state import StateWriters
-from .compat import TorchDispatchMode, pytree
 from .dump_writer import nonfinite_constant
-from .meta_check import schema_check
 
 
 class ModuleStack:

@@ -27,9 +27,8 @@ from pathlib import Path
 
 import torch
 
-from . import compat
-from .collectives import is_collective
-from .compat import (
+from .. import compat
+from ..compat import (
     DataDependentOutputException,
     DynamicOutputShapeException,
     FakeTensorMode,
@@ -37,6 +36,7 @@ from .compat import (
     is_builtin,
     pytree,
 )
+from .collectives import is_collective
 
 # fake mode cannot compute these without the data: reported as skipped, not as failures
 _NEEDS_DATA = (DataDependentOutputException, DynamicOutputShapeException, UnsupportedOperatorException)

@@ -5,30 +5,30 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .. import compat
+from ..backends.inductor_rules_fired import report
+from ..backends.torchair import fusion_result
+
 # The first failed guards a status.json keeps: the pattern shows in a few, a shape sweep has hundreds.
 RECOMPILE_REASONS_KEPT = 5
 
 
 def collect_graph_info(session) -> None:
-    from .compat import counters, guard_failures
-
-    breaks = dict(counters.get("graph_break", {}))
+    breaks = dict(compat.counters.get("graph_break", {}))
     graphs = session.status.data["graphs"]
     graphs["graph_breaks"] = sum(breaks.values())
     graphs["break_reasons"] = {str(k): v for k, v in breaks.items()}
     graphs["graph_break_reasons"] = [str(k) for k in breaks]
-    failed_guards = [str(reason) for reasons in guard_failures.values() for reason in reasons]
+    failed_guards = [str(reason) for reasons in compat.guard_failures.values() for reason in reasons]
     graphs["recompiles"] = len(failed_guards)
     graphs["recompile_reasons"] = failed_guards[:RECOMPILE_REASONS_KEPT]
     fired = session.status.data["switches"]["fired"]
-    inductor = {k: v for k, v in counters.get("inductor", {}).items() if v}
+    inductor = {k: v for k, v in compat.counters.get("inductor", {}).items() if v}
     if session.spec.switches.inductor:
         session.status.data["switches"]["active"]["inductor"] = dict(session.spec.switches.inductor)
     if inductor:
         fired["inductor_counters"] = inductor
     if session.spec.backend == "inductor" and session.spec.mode == "compiled":
-        from .inductor_rules import report
-
         session.status.data["inductor_rules"] = report(session.spec.switches.inductor_off)
     # TorchAir's GE writes it; so may a user backend with fusion rules (examples/fusion_rules),
     # which must have written it during this run (not a file left in the directory before)
@@ -37,8 +37,6 @@ def collect_graph_info(session) -> None:
         backend == "torchair"
         or (":" in backend and _written_since(Path.cwd() / "fusion_result.json", session.status.started))
     ):
-        from .torchair import fusion_result
-
         result = fusion_result()
         if result is not None:
             fired["fusion_result"] = result

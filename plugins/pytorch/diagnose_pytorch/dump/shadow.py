@@ -34,7 +34,7 @@ import collections
 import torch
 from torch.utils.weak import WeakIdKeyDictionary
 
-from . import compat
+from .. import compat
 
 # Unit roundoff of each floating dtype (2^-(mantissa bits + 1)): the order of "precision".
 _UNIT_ROUNDOFF = {

@@ -24,8 +24,8 @@ from typing import Iterator, NamedTuple
 
 import torch
 
-from . import compat
-from .compat import pytree
+from .. import compat
+from ..compat import pytree
 
 _NOT_WALKED = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType, torch.nn.Module)
 

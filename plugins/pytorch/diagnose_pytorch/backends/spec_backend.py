@@ -9,15 +9,18 @@ import os
 import sys
 import time
 
+from .. import compat
+from ..dump.fx_dump import dumping_backend
+from ..dump.inductor_dump import inductor_backend
+from .torchair import npu_backend
+
 
 def resolve(name: str):
     """A builtin backend name, or `module:function` for a user entry point."""
     if ":" in name:
         module, _, attr = name.partition(":")
         return getattr(user_module(module), attr)
-    from .compat import lookup_backend
-
-    return lookup_backend(name)
+    return compat.lookup_backend(name)
 
 
 def user_module(name: str):
@@ -46,20 +49,12 @@ def make_backend(session):
 def _spec_backend(session):
     spec, level = session.spec, session.level
     if spec.backend == "torchair":
-        from .torchair import npu_backend
-
-        return npu_backend(session)
+        return counted(session, npu_backend(session))
     if level == "fx":
-        from .fx_dump import dumping_backend
-
         return dumping_backend(session, spec.backend)
     if spec.backend == "inductor":
-        from .inductor_dump import inductor_backend
-
         return inductor_backend(session, dump=level == "compiled")
     if level == "compiled":  # a user backend built on Inductor
-        from .inductor_dump import inductor_backend
-
         return inductor_backend(session, dump=True, compiler=resolve(spec.backend))
     return counted(session, resolve(spec.backend))
 

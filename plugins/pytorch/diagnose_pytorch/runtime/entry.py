@@ -11,10 +11,11 @@ import functools
 
 import torch
 
-from .call_state import CallState
-from .compat import pytree
+from ..backends.spec_backend import make_backend
+from ..compat import pytree
+from ..dump.call_state import CallState
+from ..status import configuration
 from .session import Session
-from .status import configuration
 
 _original_compile = torch.compile
 
@@ -41,8 +42,6 @@ def wrap(session: Session, model):
     if spec.mode == "eager":
         target = model
     else:
-        from .backends import make_backend
-
         target = _original_compile(model, backend=make_backend(session), dynamic=spec.dynamic, fullgraph=spec.fullgraph)
     boundary = Boundary(session, CallState(root))
     if isinstance(target, torch.nn.Module):

@@ -25,9 +25,10 @@ from dataclasses import dataclass, field
 import torch
 from torch import fx
 
-from . import compat
-from .compat import pytree
-from .fx_dump import node_source
+from .. import compat
+from ..compat import pytree
+from ..dump.fx_dump import node_source
+from .repro_writer import ReproError, write_repro
 
 CANDIDATE_OPS = ("call_function", "call_method", "call_module")
 
@@ -223,8 +224,6 @@ class Isolation:
         self._update_report()
         if not self.spec.repro:
             return
-        from .repro_writer import ReproError, write_repro
-
         pieces = [p for p in self.pieces if p.compiled and p.recorded is not None]
         if not pieces:
             self.report["repro_error"] = "no compiled piece ran: nothing to reproduce"

@@ -11,7 +11,7 @@ import time
 
 import torch
 
-from . import compat
+from .. import compat
 from .dump_writer import nonfinite_constant
 
 # Decompositions and partitioner AOT uses for each builtin backend, so that the dumped graph

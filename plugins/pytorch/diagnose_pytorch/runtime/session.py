@@ -9,19 +9,20 @@ import random
 import re
 import time
 
+import numpy as np
 import torch
 
-from .call_state import CallState, StateTensor
-from .dump_writer import DumpWriter, dumpable
-from .eager_dump import EagerDumper
+from ..checks.isolation import Isolation
+from ..checks.meta_check import MetaChecker
+from ..dump.call_state import CallState, StateTensor
+from ..dump.dump_writer import DumpWriter, dumpable
+from ..dump.eager_dump import EagerDumper
+from ..dump.output_tree import output_tensors
+from ..dump.shadow import Shadows
+from ..spec import FUSION_SWITCH_FILE_ENV, RunSpec
+from ..status import RunStatus
 from .graph_info import collect_graph_info
-from .meta_check import MetaChecker
-from .output_tree import output_tensors
-from .shadow import Shadows
-from .spec import RunSpec
-from .status import RunStatus
 
-FUSION_SWITCH_FILE_ENV = "DIAGNOSE_FUSION_SWITCH_FILE"
 _active: "Session | None" = None
 
 
@@ -81,8 +82,6 @@ class Session:
         )
         self.isolation = None
         if spec.isolation is not None:
-            from .isolation import Isolation  # imports Dynamo, which an eager run does without
-
             self.isolation = Isolation(self)
         self.step = 0
         self.explicit_steps = False
@@ -299,12 +298,7 @@ def seed_and_determinism(spec: RunSpec) -> None:
     if spec.seed is not None:
         random.seed(spec.seed)
         torch.manual_seed(spec.seed)
-        try:
-            import numpy as np
-
-            np.random.seed(spec.seed)
-        except ImportError:
-            pass
+        np.random.seed(spec.seed)
     if spec.deterministic:
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
         torch.use_deterministic_algorithms(True)

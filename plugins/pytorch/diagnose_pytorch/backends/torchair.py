@@ -16,7 +16,7 @@ _DUMP_MODES = ("input", "output", "all")
 
 
 def _compiler_config_class():
-    from torchair.configs.compiler_config import CompilerConfig
+    from torchair.configs.compiler_config import CompilerConfig  # torchair exists on NPU hosts only
 
     return CompilerConfig
 
@@ -108,7 +108,7 @@ def import_torchair():
     SIGTERM/SIGINT handler that finalises GE and then sends the signal again with the signal
     ignored, so the process never ends. Its handlers are replaced by one that finalises GE the
     same way and then lets the signal end the process."""
-    import torchair
+    import torchair  # on NPU hosts only
 
     if threading.current_thread() is threading.main_thread():
         for signum in (signal.SIGTERM, signal.SIGINT):
@@ -118,7 +118,7 @@ def import_torchair():
 
 
 def _finalize_then_end(signum, frame):
-    from torchair.core._backend import finalize_graph_engine
+    from torchair.core._backend import finalize_graph_engine  # on NPU hosts only
 
     try:
         finalize_graph_engine()
@@ -138,8 +138,7 @@ def _check_side_file_directory() -> None:
 
 
 def npu_backend(session):
-    from .backends import counted
-
+    """TorchAir's backend as the spec sets it up (spec_backend counts and times it)."""
     torchair = import_torchair()
 
     spec = session.spec
@@ -170,7 +169,7 @@ def npu_backend(session):
         set_field(config, dotted, value)
     if spec.switches.torchair:
         session.status.data["switches"]["active"]["torchair"] = dict(spec.switches.torchair)
-    return counted(session, torchair.get_npu_backend(compiler_config=config))
+    return torchair.get_npu_backend(compiler_config=config)
 
 
 def fusion_result(cwd: Path | None = None) -> dict | list | None:

@@ -8,10 +8,10 @@ import functools
 import os
 import traceback
 
+from ..spec import RunSpec
 from . import entry
 from .main_script import compile_redirected, exit_status, run_as_main
 from .session import Session
-from .spec import RunSpec
 
 
 def run_script(spec: RunSpec, script: str, args: list[str]) -> int:

@@ -20,7 +20,7 @@ import torch
 
 from .output_tree import output_tensors
 
-_PLUGIN_DIR = str(Path(__file__).resolve().parent)
+_PLUGIN_DIR = str(Path(__file__).resolve().parent.parent)  # the whole package
 _TORCH_DIR = str(Path(torch.__file__).resolve().parent)
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .compat import FakeTensor, pytree
+from ..compat import FakeTensor, pytree
 from .stats import content_hash, tensor_stats
 
 FORMAT = "diagnose-dump"

@@ -15,9 +15,10 @@ import numpy as np
 import torch
 from torch import fx
 
-from .backends import user_module
-from .dump_writer import to_numpy
-from .inductor_rules import overrides_off
+from ..backends.inductor_rules import overrides_off
+from ..backends.spec_backend import user_module
+from ..dump.dump_writer import to_numpy
+from ..spec import FUSION_SWITCH_FILE_ENV
 
 RUNTIME = Path(__file__).with_name("repro_check.py")
 
@@ -116,8 +117,6 @@ def _saved(value, directory: Path, relative: str) -> dict:
 
 
 def _recorded_run(spec) -> dict:
-    from .session import FUSION_SWITCH_FILE_ENV
-
     switches = spec.switches
     inductor = {**switches.inductor, **overrides_off(switches.inductor_off)} if spec.backend == "inductor" else {}
     torchair = {

@@ -69,6 +69,7 @@ def in_float64(value):
 
 
 def torchair_backend(options: dict):
+    # on NPU hosts only
     import torchair
     from torchair.configs.compiler_config import CompilerConfig
 

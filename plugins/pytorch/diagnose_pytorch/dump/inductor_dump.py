@@ -42,9 +42,10 @@ from dataclasses import dataclass, field
 
 import torch
 
-from . import compat, inductor_rules
-from .collectives import is_collective
-from .compat import pytree
+from .. import compat
+from ..backends import inductor_rules, inductor_rules_fired
+from ..checks.collectives import is_collective
+from ..compat import pytree
 from .fx_dump import node_source
 
 
@@ -394,7 +395,7 @@ def inductor_backend(session, dump: bool, compiler=None):
             patches.update(generate_intermediate_hooks=True, fx_graph_cache=False)
         started = time.perf_counter()
         with compat.inductor_config.patch(patches), emitting_hooks(table) if dump else contextlib.nullcontext():
-            inductor_rules.note_compile()
+            inductor_rules_fired.note_compile()
             compiled = (compiler or compat.compile_fx)(gm, example_inputs)
         session.status.data["graphs"]["compile_seconds"].append(round(time.perf_counter() - started, 6))
         if not dump:

@@ -18,14 +18,18 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import compat
-from .call_args import NotReplayable, decode_call
+from .. import compat
+from ..backends.inductor_rules import overrides_off
+from ..backends.inductor_rules_fired import note_compile, report
+from ..backends.spec_backend import resolve
+from ..backends.torchair import switched_npu_backend
+from ..dump.call_args import NotReplayable, decode_call
+from ..dump.dump_writer import DumpWriter, dumpable
+from ..runtime.main_script import ScriptSetupError, run_until_first_compiled_call
+from ..spec import FUSION_SWITCH_FILE_ENV, Switches, _build
+from ..status import RunStatus
 from .collectives import COLLECTIVE, is_collective
-from .dump_writer import DumpWriter, dumpable
-from .main_script import ScriptSetupError, run_until_first_compiled_call
 from .recorded_calls import RecordedCall, SingleOpError, distinct_ops, recorded_calls
-from .spec import Switches, _build
-from .status import RunStatus
 from .uninitialized_ops import UNINITIALIZED, is_uninitialized_op
 
 
@@ -48,17 +52,11 @@ def set_up_script(run_dir: Path) -> None:
 
 def make_backend(name: str, switches: Switches):
     """The backend as the full run had it, with the same global switches."""
-    from .session import FUSION_SWITCH_FILE_ENV
-
     if switches.fusion_switch_file and name != "torchair":
         os.environ[FUSION_SWITCH_FILE_ENV] = os.path.realpath(switches.fusion_switch_file)
     if name == "torchair":
-        from .torchair import switched_npu_backend
-
         return switched_npu_backend(switches)
     if name == "inductor":
-        from .inductor_rules import note_compile, overrides_off
-
         overrides = {**switches.inductor, **overrides_off(switches.inductor_off)}
 
         def inductor(gm, example_inputs):
@@ -67,8 +65,6 @@ def make_backend(name: str, switches: Switches):
                 return compat.compile_fx(gm, example_inputs)
 
         return inductor
-    from .backends import resolve
-
     return resolve(name)
 
 
@@ -340,8 +336,6 @@ class Check:
         tmp.write_text(json.dumps({"ops": self.results, **extra}, indent=1))
         os.replace(tmp, path)
         if self.backend_name == "inductor":
-            from .inductor_rules import report
-
             self.status.set("inductor_rules", report(self.switches.inductor_off))
         self.status.save()
 

@@ -1,9 +1,8 @@
 """Inductor's precision-relevant switches as named rules, for `fusion_bisect` with knob
 `inductor`: each rule is on in Inductor's default configuration and has an eager-like setting
 that turns it off. The run spec's `switches.inductor_off` lists the rules to turn off; the run's
-status.json says under `inductor_rules` which rules were candidates, which were off and which
-fired (a config switch fires when a graph compiles with it at its default; the pattern
-matcher only when it rewrote something)."""
+status.json says which were candidates, off and fired (inductor_rules_fired.py). No torch here:
+the run spec and compat's probe read this table."""
 
 from __future__ import annotations
 
@@ -43,9 +42,6 @@ RULES = {
     "post_grad_passes": Rule("use_post_grad_passes", False, "the post-grad passes (pattern rewrites, reinplacing)"),
 }
 
-_in_force: set[str] = set()  # rules at their default in at least one compile of this process
-_compiles = 0
-
 
 def unknown(names) -> list[str]:
     return [n for n in names if n not in RULES]
@@ -54,36 +50,3 @@ def unknown(names) -> list[str]:
 def overrides_off(names) -> dict:
     """torch._inductor.config overrides that turn `names` off."""
     return {RULES[n].config: RULES[n].off_value for n in names}
-
-
-def note_compile() -> None:
-    """Called inside each compile, under the run's config: which rules are in force."""
-    global _compiles
-    from .compat import inductor_config as config
-
-    _compiles += 1
-    current = config.get_config_copy()
-    for name, rule in RULES.items():
-        if rule.config in current and current[rule.config] != rule.off_value:
-            _in_force.add(name)
-
-
-def report(off) -> dict:
-    from .compat import counters, feature, inductor_config
-
-    feature("inductor_rules")  # status.json's features: the rules this torch has no switch for
-    current = inductor_config.get_config_copy()
-    fired = []
-    for name, rule in RULES.items():
-        if name not in _in_force:
-            continue
-        if rule.counter and not counters.get("inductor", {}).get(rule.counter):
-            continue
-        fired.append(name)
-    return {
-        "candidates": [n for n, r in RULES.items() if r.config in current],
-        "off": list(off),
-        "fired": fired,
-        "compiles": _compiles,
-        "rules": {n: {"config": r.config, "off_value": r.off_value, "what": r.what} for n, r in RULES.items()},
-    }

@@ -1,0 +1,2 @@
+"""The torch.compile backends a run compiles with: the one the spec names, TorchAir, Inductor's
+named precision rules."""
