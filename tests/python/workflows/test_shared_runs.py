@@ -89,11 +89,11 @@ steps:
 
 
 def test_compiled_runs_are_shared_in_their_order(diagnose_bin, tmp_path, inductor_cache):
-    """graph_dump_compare's target dumps Inductor's buffers through hooks that leave the kernels as
-    they are, so its final outputs are those of known_causes' first compiled run and the all-on
-    trial: one compiled process, three uses. The second compiled run (the run-to-run check, the
-    all-on repeat) is another process, which both steps share; an Inductor run works in the model's
-    directory."""
+    """graph_dump_compare's target dumps Inductor's buffers from a compile of its own (its FX graph
+    cache off), so the step runs the target undumped too, and that run is known_causes' first
+    compiled run and the all-on trial: one compiled process, three uses. The second compiled run
+    (the run-to-run check, the all-on repeat) is another process, which both steps share; an
+    Inductor run works in the model's directory."""
     (tmp_path / "model.py").write_text(MODEL)
     env = dict(os.environ, DIAGNOSE_PYTHON=sys.executable, TORCHINDUCTOR_CACHE_DIR=str(inductor_cache))
     done, run_dir = run_workflow(diagnose_bin, tmp_path, BISECTED, env=env, timeout=600)
@@ -105,13 +105,13 @@ def test_compiled_runs_are_shared_in_their_order(diagnose_bin, tmp_path, inducto
     ab_trials = next(e["value"] for e in steps["known_causes"]["evidence"] if e["name"] == "A/B trials")
     first, second = (row["trial"] for row in ab_trials if row["flipped"] == "nothing")  # the compiled run twice
     ab = {run["name"]: run for run in steps["known_causes"]["runs"]}
-    assert ab[first]["shared_from"] == {"step": "graph_compare", "run": "target"}
+    assert ab[first]["shared_from"] == {"step": "graph_compare", "run": "target-undumped"}
     assert "shared_from" not in ab[second]
     table = next(e["value"] for e in steps["known_causes"]["evidence"] if e["name"] == "known causes checked")
     repeat = next(row for row in table if row["cause"] == "nondeterministic_run")
     assert (repeat["result"], repeat["evidence"]) == ("not found", "the two runs' outputs are bitwise equal")
     trials = {run["name"]: run for run in steps["fusion"]["runs"]}
-    assert trials[first]["shared_from"] == {"step": "graph_compare", "run": "target"}
+    assert trials[first]["shared_from"] == {"step": "graph_compare", "run": "target-undumped"}
     assert trials[second]["shared_from"] == {"step": "known_causes", "run": second}  # the all-on repeat
     runs = [run for step in report["steps"] for run in step["runs"]]
     shared = [run for run in runs if "shared_from" in run]
