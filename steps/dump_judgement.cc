@@ -30,7 +30,7 @@ std::vector<Property> comparison_properties() {
                      optional("referee_multiplier", number_schema("three-way rule multiplier", 0))});
   return {optional("tolerances", map_schema("Tolerance overrides for this step, by preset name.", preset_fields)),
           optional("preset", string_schema("Use this tolerance preset for every row instead of choosing by dtype.")),
-          optional("rank", integer_schema("Compare only this rank.", 0)),
+          optional("rank", integer_schema("Compare only this rank (and not the ranks with each other).", 0)),
           optional("worst_rows", defaulted(integer_schema("How many failing rows the evidence table lists.", 0), 5)),
           optional("min_judged_share",
                    defaulted(number_schema("The share of rows that must be judged (not \"not comparable\"); "
