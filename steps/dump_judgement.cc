@@ -30,7 +30,7 @@ std::vector<Property> comparison_properties() {
                      optional("referee_multiplier", number_schema("three-way rule multiplier", 0))});
   return {optional("tolerances", map_schema("Tolerance overrides for this step, by preset name.", preset_fields)),
           optional("preset", string_schema("Use this tolerance preset for every row instead of choosing by dtype.")),
-          optional("rank", integer_schema("Compare only this rank.", 0)),
+          optional("rank", integer_schema("Compare only this rank (and not the ranks with each other).", 0)),
           optional("worst_rows", defaulted(integer_schema("How many failing rows the evidence table lists.", 0), 5)),
           optional("min_judged_share",
                    defaulted(number_schema("The share of rows that must be judged (not \"not comparable\"); "
@@ -322,7 +322,14 @@ DumpJudgement judge_dumps(const StepContext& context, const std::string& golden,
   result.metrics["source_ops"] = source_ops;
   const std::vector<int> ranks = failing_ranks(divergences);
   if (!ranks.empty()) result.metrics["failing_ranks"] = ranks;
-  const std::optional<RankDeparture> departure = departing_rank(divergences);
+  const std::optional<RankAgreement> agreement = compare_ranks(golden, target, record.options, compared);
+  if (agreement) {
+    result.metrics["rank_agreement"] = agreement->to_json();
+    if (agreement->first && !agreement->first->final_output) result.metrics["localized"] = true;
+    result.findings.push_back({prefix + "ranks compared with each other: " + agreement->text(),
+                               agreement->first ? agreement->first->op : ""});
+  }
+  const std::optional<RankDeparture> departure = departing_rank(divergences, agreement);
   if (departure) {
     result.metrics["departing_rank"] = departure->rank;
     result.metrics["departing_op"] = departure->op;
@@ -354,11 +361,13 @@ DumpJudgement judge_dumps(const StepContext& context, const std::string& golden,
   const double min_share = context.option<double>("min_judged_share");
   const uint64_t to_judge = s.rows - s.not_judged;
   const double share = to_judge == 0 ? 0.0 : static_cast<double>(s.compared) / static_cast<double>(to_judge);
-  if (s.failed > 0) {
+  if (s.failed > 0 || (agreement && agreement->first)) {
     result.status = StepStatus::Fail;
-    result.summary = prefix + std::to_string(s.failed) + " of " + std::to_string(s.compared) + " judged rows fail";
+    result.summary =
+        prefix + (s.failed > 0 ? std::to_string(s.failed) + " of " + std::to_string(s.compared) + " judged rows fail"
+                               : "every rank matches its golden self, yet " + agreement->text());
     if (!calls.text().empty()) result.summary += " (" + calls.text() + ")";
-    if (departure) {
+    if (departure && s.failed > 0) {
       result.summary += ", " + departure->text();
     } else if (!divergences.empty()) {
       const std::string& first = divergences.front().first_failing_op;
@@ -452,7 +461,8 @@ void judge_final_outputs(const StepContext& context, const std::string& golden, 
                                      {"judged", s ? s->compared : 0},
                                      {"failed", s ? s->failed : 0},
                                      {"summary", f.summary}};
-  if (f.metrics.contains("calls")) result.metrics["final_outputs"]["calls"] = f.metrics["calls"];
+  for (const char* key : {"calls", "rank_agreement"})
+    if (f.metrics.contains(key)) result.metrics["final_outputs"][key] = f.metrics[key];
   const bool all_judged = s && s->rows > 0 && s->compared == s->rows;
   if (f.status == StepStatus::Fail && f.metrics.contains("category")) {
     result.status = StepStatus::Fail;

@@ -1,9 +1,11 @@
 #include "orchestrator/engine/dump_budget.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <set>
 
 #include "orchestrator/engine/shared_runs.h"
+#include "orchestrator/exec/warm_launcher.h"
 
 namespace diagnose {
 
@@ -26,18 +28,27 @@ bool takes_dump_share(const nlohmann::json& spec) {
          !dump.contains("max_bytes");
 }
 
-nlohmann::json plan_dump_budget(int64_t limit_bytes, const std::vector<PlannedRun>& planned, const SharedRuns& shared) {
+nlohmann::json plan_dump_budget(int64_t limit_bytes, const std::vector<PlannedRun>& planned, const SharedRuns& shared,
+                                const std::map<std::string, int>& ranks_by_step) {
   if (limit_bytes <= 0) return nullptr;
-  std::set<std::string> runs;
+  std::map<std::string, int> ranks_of_run;  // by run identity: a run shared by steps is one
   for (const PlannedRun& run : planned) {
     nlohmann::json spec = shared.spec_for(run);
     if (!takes_dump_share(spec)) continue;
     RunRequest request = run.request;
     request.spec_identity = spec_identity(spec);
-    runs.insert(run_identity(request));
+    const auto step_ranks = ranks_by_step.find(run.step);
+    const int ranks = step_ranks == ranks_by_step.end() || plugin_tool_argv(request.argv) ? 1 : step_ranks->second;
+    int& known = ranks_of_run[run_identity(request)];
+    known = std::max({known, ranks, 1});
   }
-  const int64_t count = std::max<int64_t>(1, static_cast<int64_t>(runs.size()));
-  return {{"limit_bytes", limit_bytes}, {"runs", runs.size()}, {"per_run_bytes", limit_bytes / count}};
+  int64_t dumps = 0;
+  for (const auto& [identity, ranks] : ranks_of_run) dumps += ranks;
+  nlohmann::json budget = {{"limit_bytes", limit_bytes},
+                           {"runs", ranks_of_run.size()},
+                           {"per_run_bytes", limit_bytes / std::max<int64_t>(1, dumps)}};
+  if (dumps > static_cast<int64_t>(ranks_of_run.size())) budget["rank_dumps"] = dumps;
+  return budget;
 }
 
 void apply_dump_share(const State& state, nlohmann::json& spec) {
@@ -55,25 +66,29 @@ void record_dump_outcome(State& state) {
   int64_t written = 0;
   nlohmann::json left_out = nlohmann::json::array();
   for (const StepResult& step : state.steps)
-    for (const RunRecord& run : step.runs) {
-      if (!run.from_step.empty()) continue;  // counted where it was made
-      std::optional<std::string> text = read_file(run.dir + "/status.json");
-      nlohmann::json status = text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
-      if (!status.is_object() || !status.contains("dump") || !status["dump"].is_object()) continue;
-      const nlohmann::json& dump = status["dump"];
-      const int64_t bytes = dump.value("written_bytes", int64_t{0});
-      written += bytes;
-      if (!dump_budget_reached(status)) continue;
-      const nlohmann::json not_kept = dump.value("not_kept", nlohmann::json::object());
-      const nlohmann::json spec_dump =
-          status.contains("spec") ? status["spec"].value("dump", nlohmann::json()) : nlohmann::json();
-      left_out.push_back(
-          {{"step", step.id},
-           {"run", run.name},
-           {"limit_bytes", spec_dump.is_object() ? spec_dump.value("max_bytes", nlohmann::json()) : nlohmann::json()},
-           {"written_bytes", bytes},
-           {"records", not_kept.is_object() ? not_kept.value("budget", 0) : 0}});
-    }
+    for (const RunRecord& run : step.runs)
+      for (int rank = 0; rank < std::max(1, run.ranks) && run.from_step.empty(); ++rank) {  // shared: counted once
+        // each rank's status: rank 0's status.json, another rank's status_rank{R}.json
+        const std::string file = rank == 0 ? "status.json" : "status_rank" + std::to_string(rank) + ".json";
+        std::optional<std::string> text = read_file(run.dir + "/" + file);
+        nlohmann::json status = text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
+        if (!status.is_object() || !status.contains("dump") || !status["dump"].is_object()) continue;
+        const nlohmann::json& dump = status["dump"];
+        const int64_t bytes = dump.value("written_bytes", int64_t{0});
+        written += bytes;
+        if (!dump_budget_reached(status)) continue;
+        const nlohmann::json not_kept = dump.value("not_kept", nlohmann::json::object());
+        const nlohmann::json spec_dump =
+            status.contains("spec") ? status["spec"].value("dump", nlohmann::json()) : nlohmann::json();
+        nlohmann::json entry = {
+            {"step", step.id},
+            {"run", run.name},
+            {"limit_bytes", spec_dump.is_object() ? spec_dump.value("max_bytes", nlohmann::json()) : nlohmann::json()},
+            {"written_bytes", bytes},
+            {"records", not_kept.is_object() ? not_kept.value("budget", 0) : 0}};
+        if (run.ranks > 1) entry["rank"] = rank;
+        left_out.push_back(std::move(entry));
+      }
   state.dump_budget["written_bytes"] = written;
   state.dump_budget["left_out"] = left_out;
 }
@@ -95,7 +110,9 @@ std::string dump_budget_text(const nlohmann::json& budget) {
   std::string text =
       "At most " + size_text(budget["limit_bytes"]) +
       " of tensor files for this diagnosis (defaults.dump_budget): " + size_text(budget["per_run_bytes"]) +
-      " for each of its " + budget["runs"].dump() + " op dump(s) keeping tensors.";
+      " for each of its " + budget.value("rank_dumps", budget["runs"]).dump() + " op dump(s) keeping tensors" +
+      (budget.contains("rank_dumps") ? " (" + budget["runs"].dump() + " runs, each rank of a run dumping its own)."
+                                     : ".");
   if (budget.contains("written_bytes")) text += " The dumps wrote " + size_text(budget["written_bytes"]) + ".";
   if (!budget.contains("left_out")) return text;
   return text + (budget["left_out"].empty() ? " Every record kept its tensor."

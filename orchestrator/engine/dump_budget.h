@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -25,8 +27,12 @@ std::string resolved_dump_level(const nlohmann::json& spec);
 bool takes_dump_share(const nlohmann::json& spec);
 
 // State::dump_budget before any step: {limit_bytes, runs, per_run_bytes}, `runs` being the
-// distinct planned runs that take a share; null when `limit_bytes` is 0 (no limit).
-nlohmann::json plan_dump_budget(int64_t limit_bytes, const std::vector<PlannedRun>& planned, const SharedRuns& shared);
+// distinct planned runs that take a share; null when `limit_bytes` is 0 (no limit). A run of N
+// ranks (runner.ranks, by step in `ranks_by_step`; a step not there has one) is N dumps, one per
+// rank process, each a share: then `rank_dumps` counts the shares and per_run_bytes, what each
+// dump may keep, is limit_bytes / rank_dumps, so all ranks together stay within the limit.
+nlohmann::json plan_dump_budget(int64_t limit_bytes, const std::vector<PlannedRun>& planned, const SharedRuns& shared,
+                                const std::map<std::string, int>& ranks_by_step = {});
 
 // Gives a run that takes a share its dump.max_bytes (no change without a planned budget).
 void apply_dump_share(const State& state, nlohmann::json& spec);
@@ -34,8 +40,9 @@ void apply_dump_share(const State& state, nlohmann::json& spec);
 // Whether a run's status.json (parsed; any content) says its op dump reached its byte budget.
 bool dump_budget_reached(const nlohmann::json& status);
 
-// Adds the outcome to state.dump_budget from each run's status.json: written_bytes over the
-// distinct runs, and left_out, one entry per run whose budget was reached
+// Adds the outcome to state.dump_budget from each run's status.json (and each further rank's
+// status_rank{R}.json): written_bytes over the distinct runs, and left_out, one entry per run (per
+// rank of a multi-rank run, with its `rank`) whose budget was reached
 // ({step, run, limit_bytes, written_bytes, records}: records kept as statistics only).
 void record_dump_outcome(State& state);
 

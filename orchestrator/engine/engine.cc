@@ -152,7 +152,10 @@ class Engine {
       }
     }
     shared_.plan(planned);
-    state_.dump_budget = plan_dump_budget(workflow_.defaults.dump_budget, planned, shared_);
+    std::map<std::string, int> ranks_by_step;
+    for (const StepSpec& step : workflow_.steps)
+      ranks_by_step[step.id] = runner_for_step(workflow_, step, options_.runner).ranks;
+    state_.dump_budget = plan_dump_budget(workflow_.defaults.dump_budget, planned, shared_, ranks_by_step);
   }
 
   // Called from the scheduler's threads too, so it must not throw: a state that cannot be

@@ -44,12 +44,21 @@ void check_outputs(const RunRequest& request, RunRecord& record) {
   }
 }
 
+std::string rank_group_launch_reason(const std::vector<std::string>& argv, bool warm, int ranks) {
+  const std::string started = std::to_string(ranks) + " ranks, each started as a process as torchrun starts them";
+  if (!warm) return started + "; runner.warm is off";
+  if (!forkable_plugin_argv(argv)) return started + "; not a plugin command (a shell: or argv: model)";
+  return started +
+         ", not forked from the warm process although runner.warm is on: it forks one process per run, "
+         "and a rank group's ranks each need an environment of their own (RANK, LOCAL_RANK) and are "
+         "watched together (the first rank that fails stops the others)";
+}
+
 namespace {
 
-// A rank group's ranks start as processes: the warm parent forks one process per run (a rank
-// group is several, each with its own rank's environment). The plugin's tools run once, in a
-// world of one rank, where the script they run up to its first compiled call can set up its
-// process group.
+// A rank group's ranks start as processes (rank_group_launch_reason). The plugin's tools run
+// once, in a world of one rank, where the script they run up to its first compiled call can set
+// up its process group.
 Launched launch(const ProcessSpec& spec, bool warm, int ranks, const ProcessCallbacks& callbacks) {
   if (ranks <= 1) return launch_process(spec, warm, callbacks);
   if (plugin_tool_argv(spec.argv)) {
@@ -57,10 +66,10 @@ Launched launch(const ProcessSpec& spec, bool warm, int ranks, const ProcessCall
     for (const auto& [key, value] : rank_environment(0, 1, free_loopback_port())) alone.env[key] = value;
     return launch_process(alone, warm, callbacks);
   }
-  return {run_rank_group(spec, ranks, callbacks), kLaunchProcess,
-          std::to_string(ranks) +
-              " ranks, each started as a process (torchrun's way); the warm launcher forks "
-              "single-process runs only"};
+  const std::string reason = rank_group_launch_reason(spec.argv, warm, ranks);
+  // said in the run's log too where the warm launcher would have forked a single process
+  const bool fell_back = warm && forkable_plugin_argv(spec.argv);
+  return {run_rank_group(spec, ranks, callbacks, fell_back ? reason : ""), kLaunchProcess, reason};
 }
 
 RunRecord execute(const RunRequest& request, double kill_grace_s, bool warm, int ranks,

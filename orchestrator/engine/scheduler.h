@@ -25,6 +25,11 @@ struct SchedulerCallbacks {
 void run_in_parallel(const std::vector<RunRequest>& requests, const std::vector<size_t>& indexes, int slots,
                      double kill_grace_s, const SchedulerCallbacks& callbacks, bool warm = false, int ranks = 1);
 
+// Why a rank group's ranks start as processes (a run's launch_reason, and with `warm` the first
+// line of its stderr.log): "2 ranks, each started as a process as torchrun starts them, not forked
+// from the warm process although runner.warm is on: ...".
+std::string rank_group_launch_reason(const std::vector<std::string>& argv, bool warm, int ranks);
+
 // The record of a request before it runs.
 RunRecord record_for(const RunRequest& request);
 

@@ -80,10 +80,11 @@ std::string read_log(const std::string& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-// The run's own log: every rank's, each under a line that says how it ended, in `order`.
-void write_group_log(const std::string& path, const std::vector<Rank>& group, const std::vector<int>& order,
-                     const std::vector<std::string>& ends, bool from_stderr) {
+// The run's own log: `note` first, then every rank's, each under a line that says how it ended, in `order`.
+void write_group_log(const std::string& path, const std::string& note, const std::vector<Rank>& group,
+                     const std::vector<int>& order, const std::vector<std::string>& ends, bool from_stderr) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!note.empty()) out << "diagnose: " << note << "\n";
   for (int r : order) {
     std::string text = read_log(from_stderr ? group[r].stderr_path : group[r].stdout_path);
     if (!text.empty() && text.back() != '\n') text += '\n';
@@ -93,7 +94,8 @@ void write_group_log(const std::string& path, const std::vector<Rank>& group, co
 
 }  // namespace
 
-ProcessOutcome run_rank_group(const ProcessSpec& spec, int ranks, const ProcessCallbacks& callbacks) {
+ProcessOutcome run_rank_group(const ProcessSpec& spec, int ranks, const ProcessCallbacks& callbacks,
+                              const std::string& note) {
   ProcessOutcome outcome;
   outcome.started = now_seconds();
   std::string program;
@@ -125,6 +127,7 @@ ProcessOutcome run_rank_group(const ProcessSpec& spec, int ranks, const ProcessC
     logs.push_back({{rank.stderr_path, true}, prefix});
   }
   if (callbacks.on_start) callbacks.on_start(pids.front());
+  if (callbacks.on_output && !note.empty()) callbacks.on_output("diagnose: " + note, true);
 
   std::optional<int> first_failed;
   auto all_ended = [&] {
@@ -167,8 +170,8 @@ ProcessOutcome run_rank_group(const ProcessSpec& spec, int ranks, const ProcessC
   }
   std::vector<int> order = innocent;
   order.insert(order.end(), to_blame.begin(), to_blame.end());
-  write_group_log(spec.stdout_path, group, order, ends, false);
-  write_group_log(spec.stderr_path, group, order, ends, true);
+  write_group_log(spec.stdout_path, "", group, order, ends, false);
+  write_group_log(spec.stderr_path, note, group, order, ends, true);
   std::string every_rank;  // the ranks to blame first
   for (const std::vector<int>* ranks_of : {&to_blame, &innocent})
     for (int r : *ranks_of)

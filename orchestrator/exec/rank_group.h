@@ -24,6 +24,9 @@ int free_loopback_port();
 // A rank's log beside the run's: ".../stderr.log" -> ".../stderr_rank1.log".
 std::string rank_log_path(const std::string& run_log, int rank);
 
-ProcessOutcome run_rank_group(const ProcessSpec& spec, int ranks, const ProcessCallbacks& callbacks = {});
+// `note`, when not empty, heads the run's stderr.log and is passed to callbacks.on_output when the
+// ranks start ("diagnose: NOTE"): why the ranks start as processes although runner.warm is on.
+ProcessOutcome run_rank_group(const ProcessSpec& spec, int ranks, const ProcessCallbacks& callbacks = {},
+                              const std::string& note = "");
 
 }  // namespace diagnose

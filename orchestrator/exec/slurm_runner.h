@@ -15,8 +15,12 @@
 
 namespace diagnose {
 
-// The batch script of a run: exports the run's environment, then execs its argv (through
-// srun --ntasks when spec.ranks > 1, each rank with RANK, WORLD_SIZE and LOCAL_RANK).
+// The batch script of a run: exports the run's environment, then execs its argv. With
+// spec.ranks > 1 through srun --ntasks, each rank with what torchrun gives it, from Slurm's
+// variables: RANK, WORLD_SIZE, LOCAL_RANK, GROUP_RANK, LOCAL_WORLD_SIZE (SLURM_PROCID, _NTASKS,
+// _LOCALID, _NODEID, _STEP_TASKS_PER_NODE), MASTER_ADDR (127.0.0.1 in a one-node job, else the
+// job's first node), MASTER_PORT (20000 + SLURM_JOB_ID % 20000), OMP_NUM_THREADS=1, each unless
+// set; the plugin's own tools run as one process in a world of one rank (RANK 0, WORLD_SIZE 1).
 std::string batch_script(const RunRequest& request, const RunnerSpec& spec);
 
 // sbatch's argv for a run whose script is at `script_path`.

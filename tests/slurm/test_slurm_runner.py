@@ -261,29 +261,46 @@ def test_job_killed_by_slurm_is_reported_and_retried(cluster, diagnose_bin, tmp_
     assert "attempt 2: submitted job" in history
 
 
-def test_ranks_run_through_srun_with_their_rank(cluster, diagnose_bin, tmp_path):
-    # each rank writes its RANK, WORLD_SIZE and LOCAL_RANK into its own dump directory
-    write_env = (
-        "import os, pathlib; d = pathlib.Path(os.environ['DIAGNOSE_DUMP_DIR'], 'rank' + os.environ['RANK']); "
-        "d.mkdir(parents=True); "
-        "(d / 'env').write_text(os.environ['RANK'] + ' ' + os.environ['WORLD_SIZE'] + ' ' + os.environ['LOCAL_RANK'])"
+def test_ranks_run_through_srun_as_torchrun_starts_them(cluster, diagnose_bin, tmp_path):
+    """Two ranks of real torch.distributed (gloo) through srun --ntasks=2: each gets torchrun's
+    variables from Slurm's, they meet at MASTER_ADDR:MASTER_PORT and all_reduce; the plugin's own
+    tools run once, in a world of one rank. ./diagnose_pytorch stands in for the plugin: `sh -m
+    diagnose_pytorch run|ops` is the plugin's command line to the runner."""
+    all_reduce = (
+        "import os, pathlib, torch, torch.distributed as dist; dist.init_process_group('gloo'); "
+        "t = torch.tensor([dist.get_rank() + 1.0] * 2); dist.all_reduce(t); "
+        "d = pathlib.Path(os.environ['DIAGNOSE_DUMP_DIR'], 'rank' + os.environ['RANK']); d.mkdir(parents=True); "
+        "names = ('RANK', 'WORLD_SIZE', 'LOCAL_RANK', 'LOCAL_WORLD_SIZE', 'MASTER_ADDR'); "
+        "(d / 'env').write_text(' '.join(os.environ[n] for n in names) + ' ' + str(t.tolist())); "
+        "dist.destroy_process_group()"
+    )
+    (tmp_path / "diagnose_pytorch").write_text(
+        f'if [ "$1" = run ]; then exec {PYTHON} -c "{all_reduce}"; fi\n'
+        'echo "$RANK $WORLD_SIZE $LOCAL_RANK $MASTER_ADDR" > "$DIAGNOSE_DUMP_DIR/tool-env"\n'
     )
     write_workflow(
         tmp_path,
-        f"""\
+        """\
         name: ranks
         model:
-          argv: [{PYTHON}, -c, "{write_env}"]
+          argv: [sh, -m, diagnose_pytorch]
         steps:
           - id: multi
             kind: run
+            args: [run, model.py]
+          - id: tool
+            kind: run
+            args: [ops, model.py]
         """,
         slurm_runner(cluster, ranks=2),
     )
     done = run_diagnose(diagnose_bin, tmp_path, "wf.yaml")
     assert done.returncode == 0, done.stderr
-    dump = only_run_dir(tmp_path) / "steps" / "multi" / "dump"
-    assert sorted((p.name, (p / "env").read_text()) for p in dump.iterdir()) == [("rank0", "0 2 0"), ("rank1", "1 2 1")]
+    steps = only_run_dir(tmp_path) / "steps"
+    ranks = sorted((p.name, (p / "env").read_text()) for p in (steps / "multi" / "dump").iterdir())
+    assert ranks == [("rank0", "0 2 0 2 127.0.0.1 [3.0, 3.0]"), ("rank1", "1 2 1 2 127.0.0.1 [3.0, 3.0]")], ranks
+    assert (steps / "tool" / "dump" / "tool-env").read_text() == "0 1 0 127.0.0.1\n"
+    assert "srun --ntasks=2" not in (steps / "tool" / "slurm-job.sh").read_text()
 
 
 def test_configuration_errors_before_any_work(cluster, diagnose_bin, tmp_path):

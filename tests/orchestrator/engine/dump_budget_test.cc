@@ -70,6 +70,62 @@ TEST(DumpBudget, SplitsEvenlyOverTheDistinctPlannedRunsThatKeepTensors) {
   EXPECT_FALSE(unbounded["dump"].contains("max_bytes"));
 }
 
+TEST(DumpBudget, EachRankOfARunIsADumpSoAllRanksTogetherStayWithinTheLimit) {
+  PlannedRun golden = planned("graph", "golden", kEagerAten);
+  PlannedRun target = planned("graph", "target", with(kEagerAten, {{"mode", "compiled"}}));
+  PlannedRun single = planned("single_op", "fx", with(kEagerAten, {{"mode", "compiled"}, {"backend", "aot_eager"}}));
+  SharedRuns shared;
+  shared.plan({golden, target, single});
+  // graph's runs have 2 ranks each, single_op's run one: 5 dumps
+  nlohmann::json budget = plan_dump_budget(3000, {golden, target, single}, shared, {{"graph", 2}, {"single_op", 1}});
+  EXPECT_EQ(budget, nlohmann::json({{"limit_bytes", 3000}, {"runs", 3}, {"per_run_bytes", 600}, {"rank_dumps", 5}}));
+  EXPECT_EQ(dump_budget_text(budget),
+            "At most 3000 bytes of tensor files for this diagnosis (defaults.dump_budget): 600 bytes for each of its 5 "
+            "op dump(s) keeping tensors (3 runs, each rank of a run dumping its own).");
+  State state;
+  state.dump_budget = budget;
+  nlohmann::json spec = target.spec;
+  apply_dump_share(state, spec);
+  EXPECT_EQ(spec["dump"]["max_bytes"], 600);  // each rank's dump: 2 ranks x 600 of the run
+  // the plugin's own tools run in a world of one rank
+  PlannedRun tool = planned("graph", "ops", kEagerAten);
+  tool.request.argv = {"python", "-m", "diagnose_pytorch", "ops", "/w/model.py"};
+  SharedRuns alone;
+  alone.plan({tool});
+  EXPECT_EQ(plan_dump_budget(3000, {tool}, alone, {{"graph", 2}})["per_run_bytes"], 3000);
+}
+
+TEST(DumpBudget, TheOutcomeOfAMultiRankRunCountsEveryRanksDump) {
+  namespace fs = boost::filesystem;
+  const fs::path root = fs::temp_directory_path() / fs::unique_path("dump-budget-%%%%%%%%");
+  RunRecord target;
+  target.name = "target";
+  target.ranks = 2;
+  target.dir = (root / "target").string();
+  fs::create_directories(target.dir);
+  const nlohmann::json spec = {{"dump", {{"max_bytes", 600}}}};
+  write_file_atomically(target.dir + "/status.json",
+                        nlohmann::json({{"spec", spec}, {"dump", {{"written_bytes", 500}}}}).dump());
+  write_file_atomically(
+      target.dir + "/status_rank1.json",
+      nlohmann::json(
+          {{"spec", spec}, {"dump", {{"written_bytes", 590}, {"budget_reached", true}, {"not_kept", {{"budget", 3}}}}}})
+          .dump());
+  State state;
+  state.dump_budget = {{"limit_bytes", 3000}, {"runs", 3}, {"per_run_bytes", 600}, {"rank_dumps", 5}};
+  StepResult graph;
+  graph.id = "graph";
+  graph.runs = {target};
+  state.steps = {graph};
+  record_dump_outcome(state);
+  EXPECT_EQ(state.dump_budget["written_bytes"], 1090);
+  EXPECT_EQ(
+      state.dump_budget["left_out"],
+      nlohmann::json::parse(
+          R"([{"step": "graph", "run": "target", "rank": 1, "limit_bytes": 600, "written_bytes": 590, "records": 3}])"));
+  fs::remove_all(root);
+}
+
 TEST(DumpBudget, TheOutcomeSaysWhatTheDumpsWroteAndWhatTheBudgetLeftOut) {
   namespace fs = boost::filesystem;
   const fs::path root = fs::temp_directory_path() / fs::unique_path("dump-budget-%%%%%%%%");

@@ -5,6 +5,8 @@
 #include <boost/property_tree/ptree.hpp>
 #include <boost/property_tree/xml_parser.hpp>
 
+#include "orchestrator/engine/scheduler.h"
+#include "orchestrator/exec/rank_group.h"
 #include "tests/support/e2e_helpers.h"
 
 namespace diagnose {
@@ -211,6 +213,38 @@ steps:
   EXPECT_EQ(logs["main rank 0 stdout (last lines)"], "rank 0 of 2 waits in all_reduce");
   EXPECT_EQ(logs["main rank 1 stdout (last lines)"], "loading weights");
   EXPECT_NE(logs["main rank 1 stderr (last lines)"].find("Segmentation fault"), std::string::npos);
+}
+
+TEST(EndToEnd, ARankGroupOfThePluginsRunSaysWhyItsRanksAreNotForkedFromTheWarmProcess) {
+  TempDir dir;
+  // `sh -m diagnose_pytorch run model.py` looks like the plugin's run to the warm launcher and
+  // runs ./diagnose_pytorch, a stand-in without torch
+  write_text(dir / "diagnose_pytorch", "echo rank $RANK of $WORLD_SIZE\n");
+  write_text(dir / "wf.yaml", R"yaml(
+model:
+  argv: [sh, -m, diagnose_pytorch, run, model.py]
+runner: {ranks: 2, warm: true}
+steps:
+  - {id: model, kind: run}
+)yaml");
+  Finished r = run_diagnose({"wf.yaml"}, dir.path());
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const nlohmann::json run = read_json(only_run_dir(dir / "runs") + "/report.json")["steps"][0]["runs"][0];
+  EXPECT_EQ(run["launch"], "process");
+  const std::string reason = run["launch_reason"];
+  EXPECT_EQ(reason.rfind("2 ranks, each started as a process as torchrun starts them, not forked from the warm "
+                         "process although runner.warm is on: it forks one process per run",
+                         0),
+            0u)
+      << reason;
+  const std::string log = read_text(run["stderr"]);
+  EXPECT_EQ(log.substr(0, log.find('\n')), "diagnose: " + reason);
+  EXPECT_EQ(read_text(rank_log_path(run["stdout"], 1)), "rank 1 of 2\n");
+  EXPECT_EQ(
+      rank_group_launch_reason({"sh", "-c", "x"}, true, 2),
+      "2 ranks, each started as a process as torchrun starts them; not a plugin command (a shell: or argv: model)");
+  EXPECT_EQ(rank_group_launch_reason({"python", "-m", "diagnose_pytorch", "run", "m.py"}, false, 4),
+            "4 ranks, each started as a process as torchrun starts them; runner.warm is off");
 }
 
 // One run of scripts/hang.sh (which writes its pids to pids and never ends) with `model_extra`

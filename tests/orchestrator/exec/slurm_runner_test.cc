@@ -58,6 +58,61 @@ TEST(SlurmBatchScript, RanksStartThroughSrunWithRankVariables) {
   EXPECT_NE(script.find("diagnose-rank python3 model.py\n"), std::string::npos) << script;
 }
 
+// Runs a batch script under a stand-in srun that starts its command as `tasks` tasks of one node
+// (SLURM_PROCID...), each task's output in task{R}.out; returns every task's output, in order.
+std::string run_with_stand_in_srun(const TempDir& dir, const std::string& script, int tasks,
+                                   const std::string& job_env) {
+  write_text(dir / "bin/srun",
+             "#!/bin/sh\nwhile [ \"${1#--}\" != \"$1\" ]; do shift; done\n"
+             "i=0; while [ $i -lt " +
+                 std::to_string(tasks) +
+                 " ]; do\n"
+                 "  SLURM_PROCID=$i SLURM_LOCALID=$i SLURM_NODEID=0 SLURM_NTASKS=" +
+                 std::to_string(tasks) + " SLURM_STEP_TASKS_PER_NODE='" + std::to_string(tasks) +
+                 "(x1)' \"$@\" > task$i.out || exit 1\n  i=$((i + 1))\ndone\n");
+  write_text(dir / "job.sh", script);
+  const std::string command =
+      "cd " + dir.path() + " && chmod +x bin/srun && PATH=" + dir.path() + "/bin:$PATH " + job_env + " /bin/sh job.sh";
+  EXPECT_EQ(std::system(command.c_str()), 0) << script;
+  std::string out;
+  for (int r = 0; r < tasks; ++r) out += read_text(dir / ("task" + std::to_string(r) + ".out"));
+  return out;
+}
+
+TEST(SlurmBatchScript, EachRankGetsTorchrunsVariablesFromSlurms) {
+  TempDir dir;
+  RunRequest request;
+  request.argv = {"sh", "-c",
+                  "echo $RANK $WORLD_SIZE $LOCAL_RANK $LOCAL_WORLD_SIZE $GROUP_RANK $MASTER_ADDR $MASTER_PORT "
+                  "$OMP_NUM_THREADS"};
+  RunnerSpec spec;
+  spec.ranks = 2;
+  EXPECT_EQ(run_with_stand_in_srun(dir, batch_script(request, spec), 2,
+                                   "SLURM_JOB_ID=1234 SLURM_JOB_NUM_NODES=1 SLURM_JOB_NODELIST=n1"),
+            "0 2 0 2 0 127.0.0.1 21234 1\n1 2 1 2 0 127.0.0.1 21234 1\n");
+  // what the run sets stays
+  request.env = {{"MASTER_PORT", "29500"}, {"OMP_NUM_THREADS", "4"}};
+  EXPECT_EQ(run_with_stand_in_srun(dir, batch_script(request, spec), 2, "SLURM_JOB_ID=7 SLURM_JOB_NUM_NODES=1"),
+            "0 2 0 2 0 127.0.0.1 29500 4\n1 2 1 2 0 127.0.0.1 29500 4\n");
+}
+
+TEST(SlurmBatchScript, ThePluginsToolsRunOnceInAWorldOfOneRank) {
+  TempDir dir;
+  // `sh -m diagnose_pytorch ops ...` is the plugin's ops command to the runner; ./diagnose_pytorch stands in
+  write_text(dir / "diagnose_pytorch",
+             "echo $RANK $WORLD_SIZE $LOCAL_RANK $MASTER_ADDR $MASTER_PORT ${SLURM_PROCID:-none}\n");
+  RunRequest request;
+  request.argv = {"sh", "-m", "diagnose_pytorch", "ops", "model.py"};
+  RunnerSpec spec;
+  spec.ranks = 2;
+  const std::string script = batch_script(request, spec);
+  EXPECT_EQ(script.find("srun"), std::string::npos) << script;
+  write_text(dir / "job.sh", script);
+  const std::string out = dir / "out";
+  ASSERT_EQ(std::system(("cd " + dir.path() + " && SLURM_JOB_ID=40001 /bin/sh job.sh > out").c_str()), 0);
+  EXPECT_EQ(read_text(out), "0 1 0 127.0.0.1 20001 none\n");
+}
+
 TEST(SlurmSubmission, SbatchArgumentsFollowTheRunnerAndTheTimeout) {
   RunRequest request;
   request.name = "trial-3";

@@ -178,11 +178,14 @@ def check_the_stale_cache(steps: dict) -> None:
 def check_the_departing_rank(steps: dict) -> None:
     """Each rank judged; the cross-rank analysis names rank 1 as where the error starts and rank
     0's first failure, the all_reduce's wait_tensor, as received; the single-op check skipped the
-    collectives."""
+    collectives; the ranks, compared with each other, agree (the all_reduce carries the error to both)."""
     metrics = steps["graph_compare"]["metrics"]
     assert metrics["failing_ranks"] == [0, 1] and metrics["departing_rank"] == 1, steps["graph_compare"]["summary"]
     assert "rank 0 receives its error through the collective wait_tensor" in steps["graph_compare"]["summary"]
     assert "collective: _c10d_functional.all_reduce.default" in steps["single_op"]["summary"]
+    # compared with each other, the ranks agree on what must be identical (the all_reduce's output, the final output)
+    for agreement in (metrics["rank_agreement"], metrics["final_outputs"]["rank_agreement"]):
+        assert agreement["compared"] > 0 and agreement["differ"] == 0 and "first" not in agreement, agreement
 
 
 # What some examples show beyond their verdict, checked on the same workflow run.
