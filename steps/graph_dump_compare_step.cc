@@ -194,7 +194,7 @@ class GraphDumpCompareStep : public StepKind {
     DumpJudgement undumped = judge_dumps(context, golden_outputs, run.dir + "/outputs", referee_outputs,
                                          context.step_dir() + "/compare-undumped", "final outputs without the dump");
     result.metrics["undumped_outputs"] = {{"status", step_status_name(undumped.result.status)},
-                                         {"summary", undumped.result.summary}};
+                                          {"summary", undumped.result.summary}};
     result.reproduce.push_back(reproduce_command(run.cwd, run.env, run.argv));
     for (Evidence& e : undumped.result.evidence) result.evidence.push_back(std::move(e));
     if (undumped.result.status != StepStatus::Fail) return;

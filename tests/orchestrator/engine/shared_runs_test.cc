@@ -84,7 +84,8 @@ TEST(MergedNeeds, AnOutputsOnlyRunIsCoveredByADumpThatOnlyObserves) {
   EXPECT_FALSE(merged_needs(buffers, outputs));
   EXPECT_FALSE(merged_needs(outputs, buffers));
   nlohmann::json user = with(compiled, {{"backend", "fusion_backend:backend"}});
-  EXPECT_FALSE(merged_needs(with(user, {{"dump", {{"level", "none"}}}}), with(user, {{"dump", {{"level", "compiled"}}}})));
+  EXPECT_FALSE(
+      merged_needs(with(user, {{"dump", {{"level", "none"}}}}), with(user, {{"dump", {{"level", "compiled"}}}})));
   // the FX level replaces the backend; GE's dump is GE's
   EXPECT_FALSE(merged_needs(outputs, with(compiled, {{"dump", {{"level", "fx"}}}})));
   nlohmann::json torchair = with(compiled, {{"backend", "torchair"}});
