@@ -41,9 +41,9 @@ EXPECTED = [
     ("torchair_fusion/workflow_rule_right", "no_precision_problem", None),
     ("bf16_more_accurate", "no_precision_problem", None),
     ("mlp", "no_precision_problem", None),
-    # precision lost inside loose fp32 tolerances: a softmax in float16, a tanh GELU
+    # precision lost inside loose fp32 tolerances: a softmax in float16 (its tanh-GELU workflow, a
+    # GeluFusionPass found as fusion_rules' is, runs in bench/diagnosis_bench.py only)
     ("precision_loss", "fusion_defect", ("SoftmaxFusionPass",)),
-    ("precision_loss/workflow_tanh_gelu", "fusion_defect", ("GeluFusionPass",)),
     ("bf16_transformer", "no_precision_problem", None),
     # a vendor backend dumping only final outputs: the mul and the add it feeds, compiled together
     ("graph_only_defect", "subgraph_defect", ("operator.mul+operator.add",)),
