@@ -7,7 +7,7 @@
 
 #include "orchestrator/engine/step.h"
 #include "orchestrator/exec/command_line.h"
-#include "orchestrator/exec/subprocess.h"
+#include "orchestrator/util/log_tail.h"
 #include "steps/dump_judgement.h"
 #include "steps/dynamo_findings.h"
 #include "steps/plugin_run.h"

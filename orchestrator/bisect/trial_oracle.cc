@@ -14,6 +14,7 @@
 #include "compare/compare.h"
 #include "orchestrator/engine/digest.h"
 #include "orchestrator/exec/subprocess.h"
+#include "orchestrator/util/log_tail.h"
 #include "plugins/torchair/fusion_result.h"
 
 namespace diagnose::bisect {

@@ -11,8 +11,8 @@
 #include <thread>
 
 #include "orchestrator/engine/state.h"
-#include "orchestrator/exec/subprocess.h"
 #include "orchestrator/report/report_json.h"
+#include "orchestrator/util/clock.h"
 
 namespace diagnose {
 

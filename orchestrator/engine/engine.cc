@@ -15,6 +15,7 @@
 #include "orchestrator/exec/interrupt.h"
 #include "orchestrator/exec/runner.h"
 #include "orchestrator/exec/subprocess.h"
+#include "orchestrator/util/clock.h"
 #include "orchestrator/workflow/condition.h"
 
 namespace diagnose {

@@ -6,7 +6,7 @@
 #include <ostream>
 #include <sstream>
 
-#include "orchestrator/exec/subprocess.h"
+#include "orchestrator/util/clock.h"
 
 namespace diagnose {
 

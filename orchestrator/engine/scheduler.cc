@@ -10,6 +10,7 @@
 #include "orchestrator/exec/rank_group.h"
 #include "orchestrator/exec/subprocess.h"
 #include "orchestrator/exec/warm_launcher.h"
+#include "orchestrator/util/clock.h"
 
 namespace diagnose {
 

@@ -3,7 +3,7 @@
 #include <boost/filesystem.hpp>
 
 #include "orchestrator/exec/rank_group.h"
-#include "orchestrator/exec/subprocess.h"
+#include "orchestrator/util/log_tail.h"
 
 namespace diagnose {
 

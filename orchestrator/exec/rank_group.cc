@@ -1,4 +1,5 @@
 #include "orchestrator/exec/rank_group.h"
+#include "orchestrator/util/clock.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -20,6 +20,7 @@
 #include "orchestrator/exec/process_group.h"
 #include "orchestrator/exec/subprocess.h"
 #include "orchestrator/exec/warm_launcher.h"
+#include "orchestrator/util/clock.h"
 
 namespace diagnose {
 

@@ -15,6 +15,7 @@
 #include "orchestrator/exec/interrupt.h"
 #include "orchestrator/exec/log_follower.h"
 #include "orchestrator/exec/process_group.h"
+#include "orchestrator/util/clock.h"
 
 namespace diagnose {
 
@@ -59,10 +60,6 @@ std::string start_problem(const ProcessSpec& spec, std::string& program) {
   program = find_program(spec.argv[0], spec.env);
   if (program.empty()) return "program '" + spec.argv[0] + "' not found on PATH";
   return "";
-}
-
-double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 std::string self_executable() {
@@ -216,22 +213,6 @@ void judge_outcome(ProcessOutcome& outcome, StopReason reason, double timeout_s)
   } else {
     outcome.status = RunStatus::Succeeded;
   }
-}
-
-std::string log_tail(const std::string& path, int max_lines, size_t max_bytes) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) return "";
-  std::streamoff size = in.tellg();
-  std::streamoff start =
-      size > static_cast<std::streamoff>(max_bytes) ? size - static_cast<std::streamoff>(max_bytes) : 0;
-  in.seekg(start);
-  std::string text(static_cast<size_t>(size - start), '\0');
-  in.read(&text[0], static_cast<std::streamsize>(text.size()));
-  while (!text.empty() && text.back() == '\n') text.pop_back();
-  size_t cut = text.size();
-  for (int lines = 0; lines < max_lines && cut != std::string::npos && cut > 0; ++lines)
-    cut = text.rfind('\n', cut - 1);
-  return cut == std::string::npos || cut == 0 ? text : text.substr(cut + 1);
 }
 
 }  // namespace diagnose

@@ -89,9 +89,4 @@ std::string start_problem(const ProcessSpec& spec, std::string& program);
 // descriptors Boost.Process opens without O_CLOEXEC.
 std::mutex& spawn_mutex();
 
-// The last `max_lines` lines of a log file (at most `max_bytes` from its end).
-std::string log_tail(const std::string& path, int max_lines = 20, size_t max_bytes = 8192);
-
-double now_seconds();
-
 }  // namespace diagnose

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "orchestrator/exec/interrupt.h"
+#include "orchestrator/util/clock.h"
 
 extern char** environ;
 

@@ -4,8 +4,8 @@
 
 #include <sstream>
 
-#include "orchestrator/exec/subprocess.h"
 #include "orchestrator/report/report_json.h"
+#include "orchestrator/util/log_tail.h"
 
 namespace diagnose {
 

@@ -10,7 +10,6 @@
 
 #include "compare/json_number.h"
 #include "orchestrator/engine/dump_budget.h"
-#include "orchestrator/exec/subprocess.h"
 #include "orchestrator/report/markup.h"
 #include "orchestrator/report/report_json.h"
 #include "orchestrator/report/svg_plot.h"

@@ -2,7 +2,7 @@
 
 #include <ctime>
 
-#include "orchestrator/exec/subprocess.h"
+#include "orchestrator/util/log_tail.h"
 
 namespace diagnose {
 

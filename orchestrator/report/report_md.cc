@@ -3,7 +3,6 @@
 #include <sstream>
 
 #include "orchestrator/engine/dump_budget.h"
-#include "orchestrator/exec/subprocess.h"
 #include "orchestrator/report/report_json.h"
 
 namespace diagnose {

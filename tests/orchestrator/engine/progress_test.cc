@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "orchestrator/exec/subprocess.h"
+#include "orchestrator/util/clock.h"
 
 namespace diagnose {
 namespace {

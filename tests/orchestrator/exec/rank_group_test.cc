@@ -5,6 +5,7 @@
 #include <csignal>
 #include <thread>
 
+#include "orchestrator/util/log_tail.h"
 #include "tests/support/e2e_helpers.h"
 
 namespace diagnose {

@@ -12,6 +12,8 @@
 #include "orchestrator/exec/command_line.h"
 #include "orchestrator/exec/interrupt.h"
 #include "orchestrator/exec/warm_launcher.h"
+#include "orchestrator/util/clock.h"
+#include "orchestrator/util/log_tail.h"
 #include "tests/support/e2e_helpers.h"
 
 namespace diagnose {
