@@ -3,7 +3,7 @@
 # without its dependencies (our torch stays as it is), caches it in ~/.cache/diagnose, and
 # extracts only its pure-Python torchair (torch_npu/dynamo/torchair, BSD) into
 # build/torchair/torch_npu-$VERSION/torchair. Its C extensions need CANN and are left out: the
-# CPU stand-in (plugins/torchair/stand_in) provides them. Idempotent; prints the directory to
+# CPU stand-in (tests/python/cann_stand_in) provides them. Idempotent; prints the directory to
 # put on PYTHONPATH.
 set -euo pipefail
 cd "$(dirname "$0")/.."

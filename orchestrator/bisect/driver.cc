@@ -3,9 +3,9 @@
 #include <boost/filesystem.hpp>
 #include <fstream>
 
+#include "fusion_files/fusion_switch.h"
 #include "orchestrator/engine/state.h"
 #include "orchestrator/engine/step.h"
-#include "plugins/torchair/fusion_switch.h"
 
 namespace diagnose::bisect {
 

@@ -12,10 +12,10 @@
 #include <nlohmann/json.hpp>
 
 #include "compare/compare.h"
+#include "fusion_files/fusion_result.h"
 #include "orchestrator/engine/digest.h"
 #include "orchestrator/exec/subprocess.h"
 #include "orchestrator/util/log_tail.h"
-#include "plugins/torchair/fusion_result.h"
 
 namespace diagnose::bisect {
 

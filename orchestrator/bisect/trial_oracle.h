@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "compare/judge.h"
+#include "fusion_files/fusion_switch.h"
 #include "orchestrator/bisect/bisector.h"
 #include "orchestrator/engine/state.h"
 #include "orchestrator/engine/step.h"
-#include "plugins/torchair/fusion_switch.h"
 
 namespace diagnose::bisect {
 

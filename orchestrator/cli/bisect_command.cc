@@ -2,6 +2,7 @@
 #include <boost/filesystem.hpp>
 #include <iostream>
 
+#include "fusion_files/fusion_result.h"
 #include "orchestrator/bisect/driver.h"
 #include "orchestrator/cli/arguments.h"
 #include "orchestrator/cli/commands.h"
@@ -11,7 +12,6 @@
 #include "orchestrator/exec/command_line.h"
 #include "orchestrator/exec/interrupt.h"
 #include "orchestrator/workflow/template.h"
-#include "plugins/torchair/fusion_result.h"
 
 namespace diagnose {
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "plugins/torchair/fusion_switch.h"
+#include "fusion_files/fusion_switch.h"
 
 namespace diagnose::torchair {
 

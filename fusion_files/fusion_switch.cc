@@ -1,4 +1,4 @@
-#include "plugins/torchair/fusion_switch.h"
+#include "fusion_files/fusion_switch.h"
 
 #include <fstream>
 #include <sstream>

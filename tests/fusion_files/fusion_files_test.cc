@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "plugins/torchair/fusion_result.h"
-#include "plugins/torchair/fusion_switch.h"
+#include "fusion_files/fusion_result.h"
+#include "fusion_files/fusion_switch.h"
 
 namespace fs = std::filesystem;
 using namespace diagnose::torchair;

@@ -1,4 +1,4 @@
-#include "plugins/torchair/fusion_result.h"
+#include "fusion_files/fusion_result.h"
 
 #include <set>
 
