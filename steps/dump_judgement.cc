@@ -145,14 +145,6 @@ std::string origin_text(const compare::CompareResult& compared, const std::strin
   return text;
 }
 
-// The final outputs a plugin run wrote beside its op dump (<run dir>/outputs), or "" when
-// `dump` is not a plugin run's dump.
-std::string final_outputs_of(const std::string& dump) {
-  const fs::path run_dir = fs::path(dump).parent_path();
-  if (fs::path(dump).filename() != "dump" || !fs::exists(run_dir / "status.json")) return "";
-  return (run_dir / "outputs").string();
-}
-
 // The state after each call in the final outputs' comparison `finals`, judged into its result `f`
 // (whose summary already says which calls diverge): each piece of state that differs as a finding
 // and, when state differs after a call whose outputs match, the step's category state_defect with
@@ -173,6 +165,12 @@ void judge_state(const StepContext& context, const compare::CompareResult& final
 }
 
 }  // namespace
+
+std::string final_outputs_of(const std::string& dump) {
+  const fs::path run_dir = fs::path(dump).parent_path();
+  if (fs::path(dump).filename() != "dump" || !fs::exists(run_dir / "status.json")) return "";
+  return (run_dir / "outputs").string();
+}
 
 std::string row_op(const compare::Row& row) {
   if (!row.spec.golden_op_type.empty()) return row.spec.golden_op_type;

@@ -79,6 +79,10 @@ StepResult judge_run_dumps(const StepContext& context, const std::vector<RunRequ
 void judge_final_outputs(const StepContext& context, const std::string& golden, const std::string& target,
                          const std::optional<std::string>& referee, const std::string& golden_side, StepResult& result);
 
+// The final outputs a plugin run wrote beside its op dump (<run dir>/outputs), or "" when
+// `dump` is not a plugin run's dump.
+std::string final_outputs_of(const std::string& dump);
+
 // The operator a row belongs to: the dump's op name (aten.mm.default) when it has one, else its op_key.
 std::string row_op(const compare::Row& row);
 

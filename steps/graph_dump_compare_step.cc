@@ -6,8 +6,6 @@
 // bring their own. With `referee: true` the golden run computes every node's float64 truth too
 // (shadow execution) and the truth ratio rule judges each row: the graph fails where it is
 // further from the truth than eager is.
-#include <filesystem>
-
 #include "orchestrator/bisect/trial_oracle.h"
 #include "orchestrator/engine/dump_budget.h"
 #include "orchestrator/engine/run_dir.h"
@@ -20,8 +18,6 @@
 namespace diagnose {
 
 namespace {
-
-namespace fs = std::filesystem;
 
 const nlohmann::json kGolden = {{"mode", "compiled"}, {"dump", {{"level", "fx"}}}};
 const nlohmann::json kTarget = {{"mode", "compiled"}, {"dump", {{"level", "auto"}}}};
@@ -88,19 +84,20 @@ class GraphDumpCompareStep : public StepKind {
       return requests.back().dump_dir;
     };
     std::string golden = side("golden", node["golden"], golden_defaults(context));
+    // a compiled run may work in its own run directory: the model's relative paths anchored
+    auto compiled = [&](const char* name, const nlohmann::json& spec, const YAML::Node& overrides) {
+      requests.push_back(plugin_run(context, name, spec, overrides));
+      bisect::anchor_relative_paths(requests.back(), context.path(context.workflow().model.command.cwd.value_or(".")));
+    };
     std::string target;
     if (is_path(node["target"])) {
       target = context.path(node["target"].Scalar());
     } else {
-      requests.push_back(plugin_run(context, "target", target_spec(context), target_side(context)));
-      bisect::anchor_relative_paths(requests.back(), context.path(context.workflow().model.command.cwd.value_or(".")));
+      compiled("target", target_spec(context), target_side(context));
       target = requests.back().dump_dir;
     }
     const size_t dumped_runs = requests.size();
-    if (dumps_a_recompile(context)) {
-      requests.push_back(plugin_run(context, "target-undumped", undumped_spec(context), undumped_side(context)));
-      bisect::anchor_relative_paths(requests.back(), context.path(context.workflow().model.command.cwd.value_or(".")));
-    }
+    if (dumps_a_recompile(context)) compiled("target-undumped", undumped_spec(context), undumped_side(context));
     std::optional<std::string> referee;
     const YAML::Node referee_node = node["referee"];
     if (referee_node && !truth_referee(context) && yaml_to_json(referee_node) != false) {
@@ -187,11 +184,10 @@ class GraphDumpCompareStep : public StepKind {
   // passed, the step fails with no op to blame (the dump computed something else).
   static void judge_undumped_run(const StepContext& context, const std::string& golden, const RunRecord& run,
                                  const std::optional<std::string>& referee, StepResult& result) {
-    const std::string golden_outputs = (fs::path(golden).parent_path() / "outputs").string();
     std::optional<std::string> referee_outputs;
-    if (referee) referee_outputs = (fs::path(*referee).parent_path() / "outputs").string();
-    if (referee_outputs && !fs::exists(*referee_outputs)) referee_outputs.reset();
-    DumpJudgement undumped = judge_dumps(context, golden_outputs, run.dir + "/outputs", referee_outputs,
+    if (referee) referee_outputs = final_outputs_of(*referee);
+    if (referee_outputs && referee_outputs->empty()) referee_outputs.reset();
+    DumpJudgement undumped = judge_dumps(context, final_outputs_of(golden), run.dir + "/outputs", referee_outputs,
                                          context.step_dir() + "/compare-undumped", "final outputs without the dump");
     result.metrics["undumped_outputs"] = {{"status", step_status_name(undumped.result.status)},
                                           {"summary", undumped.result.summary}};

@@ -67,7 +67,9 @@ KnownCause experiment(std::string name, std::string checks, std::vector<std::str
           std::move(flip), nullptr,           std::move(fix)};
 }
 
-CauseFlip inductor_switch(const std::string& key) { return {{{"switches", {{"inductor", {{key, true}}}}}}, {}, {}}; }
+CauseFlip inductor_switch(const std::string& key, bool value = true) {
+  return {{{"switches", {{"inductor", {{key, value}}}}}}, {}, {}};
+}
 
 }  // namespace
 
@@ -311,10 +313,8 @@ bool records_random_ops(const std::vector<RecordedRun>& runs) {
 
 bool dumping_compile_differs(const std::vector<RecordedRun>& runs) {
   auto compiled_with_level = [](const RecordedRun& run, const std::string& level) {
-    nlohmann::json spec = field(run.status, "spec");
-    if (run_mode(run) != "compiled" || !spec.is_object()) return false;
-    for (auto it = spec.begin(); it != spec.end();) it = it->is_null() ? spec.erase(it) : std::next(it);
-    return resolved_dump_level(spec) == level;  // status.json's spec lists unset fields as null
+    const nlohmann::json& spec = field(run.status, "spec");
+    return run_mode(run) == "compiled" && spec.is_object() && resolved_dump_level(spec) == level;
   };
   for (const RecordedRun& dumped : runs) {
     if (!compiled_with_level(dumped, "compiled")) continue;
@@ -396,7 +396,7 @@ const std::vector<KnownCause>& known_causes() {
                    "torch._inductor.config.eager_numerics.division_rounding = True"),
         experiment("inductor_fx_graph_cache",
                    "Inductor's FX graph cache: the compiled run with it off, as the dumping compile runs", {"inductor"},
-                   {}, {}, CauseFlip{{{"switches", {{"inductor", {{"fx_graph_cache", false}}}}}}, {}, {}},
+                   {}, {}, inductor_switch("fx_graph_cache", false),
                    "torch._inductor.config.fx_graph_cache = False (TORCHINDUCTOR_FX_GRAPH_CACHE=0), and report the "
                    "graph whose cached entry is reused where it does not apply"),
         experiment("tf32_off", "the compiled run with TF32 off at the cuBLAS/cuDNN level", {}, {"cuda"}, {"float32"},

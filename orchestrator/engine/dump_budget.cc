@@ -14,7 +14,7 @@ std::string resolved_dump_level(const nlohmann::json& spec) {
   const std::string level = dump.is_object() ? dump.value("level", "auto") : "auto";
   if (level != "auto") return level;
   const std::string backend = spec.value("backend", "inductor");
-  if (spec.contains("isolation")) return "none";
+  if (spec.contains("isolation") && !spec["isolation"].is_null()) return "none";
   if (spec.value("mode", "compiled") == "eager") return "aten";
   if (backend == "inductor" || backend == "torchair") return "compiled";
   return backend.find(':') != std::string::npos ? "none" : "fx";

@@ -19,7 +19,8 @@
 namespace diagnose {
 
 // The dump level a plugin run spec asks for, with `auto` resolved as the plugin resolves it
-// (plugins/pytorch/README.md, "Dump levels").
+// (plugins/pytorch/README.md, "Dump levels"); also of the spec a run's status.json echoes, which
+// lists unset fields as null.
 std::string resolved_dump_level(const nlohmann::json& spec);
 
 // Whether the run writes tensor files through the plugin's dump writer (an aten, fx or compiled

@@ -34,6 +34,8 @@ TEST(DumpBudget, AutoLevelsResolveAsThePluginDoes) {
   EXPECT_EQ(resolved_dump_level({{"mode", "compiled"}, {"isolation", {{"eager_nodes", nlohmann::json::array()}}}}),
             "none");
   EXPECT_EQ(resolved_dump_level({{"mode", "compiled"}, {"dump", {{"level", "fx"}}}}), "fx");
+  // as status.json echoes a spec: unset fields null
+  EXPECT_EQ(resolved_dump_level({{"mode", "compiled"}, {"backend", "inductor"}, {"isolation", nullptr}}), "compiled");
 }
 
 TEST(DumpBudget, OnlyOpDumpsKeepingTensorsWithoutABudgetOfTheirOwnTakeAShare) {
