@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What a diagnosis costs against one compiled run of the same model (issue 18).
+"""What a diagnosis costs against one compiled run of the same model.
 
 For each selected example the standard workflow (examples/<name>/workflow.yaml) runs under
 `diagnose`, and beside it, in the same invocation and with the same Inductor cache, one plain

@@ -1,4 +1,4 @@
-"""A 4-layer LlamaForCausalLM sized to measure dump volume (issue 18): hidden 512, intermediate
+"""A 4-layer LlamaForCausalLM sized to measure dump volume: hidden 512, intermediate
 1376, 8 heads, 4 KV heads, vocab 2000, 40M parameters (160 MB in float32), random seeded weights
 (nothing is downloaded), compiled with torch.compile and called once on input ids of batch
 2 x 128 tokens from a seeded generator.

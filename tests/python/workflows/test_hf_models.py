@@ -25,7 +25,7 @@ from fixtures.workflow_run import processes_started
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples" / "hf_causal_lm"
 JUDGED = ("pass", "fail")  # verdicts of a row that was judged (the others: not comparable)
-MIN_JUDGED_SHARE = 0.9  # issue 15: the documented default share of rows a comparing step must judge
+MIN_JUDGED_SHARE = 0.9  # the documented default share of rows a comparing step must judge
 
 # workflow file, calls (steps) of the model, whether the model has a graph break
 CASES = [

@@ -1,4 +1,4 @@
-"""Subgraph isolation: the trial process of the `subgraph_isolate` step (issue 16).
+"""Subgraph isolation: the trial process of the `subgraph_isolate` step.
 
 The run's backend is wrapped in a splitting backend. Every call_function / call_method /
 call_module node of each graph Dynamo hands it (graph k, in compile order) is a candidate,
