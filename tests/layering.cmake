@@ -1,8 +1,12 @@
 # The include rules between the layers (run by ctest as `layering`): compare/ and
 # fusion_files/ include nothing of orchestrator/ or steps/; orchestrator/ includes nothing
-# of steps/ except in cli/, the composition root (the build enforces that too: steps/layer.h);
-# orchestrator/util/ (log tails, the clock) includes no other part of the tree, and the reports
-# and the CI gate's stores take nothing from the process runners.
+# of steps/ except in cli/, the composition root (the build enforces that too: steps/layer.h).
+# Inside orchestrator/ the floors, each including only those below it:
+#   util/ (files, paths, text, log tails, the clock)
+#   workflow/ (the file format: the model, loading, schemas, validation, step kinds' declarations)
+#   exec/ (processes: run requests and records, the scheduler, local and Slurm runners)
+#   engine/ (steps, state, shared runs, the verdict)
+#   bisect/ and report/ (beside each other), then ci/ (the CI gate's stores, which write reports).
 set(violations "")
 function(check folder pattern)
   set(found "${violations}")
@@ -22,9 +26,13 @@ endfunction()
 check(compare "orchestrator|steps|plugins|fusion_files")
 check(fusion_files "orchestrator|steps")
 check(orchestrator "steps")
-check(orchestrator/util "orchestrator/(workflow|engine|exec|bisect|report|ci|cli)|steps|plugins")
-check(orchestrator/report "orchestrator/exec")
-check(orchestrator/ci "orchestrator/exec")
+check(orchestrator/util "orchestrator/(workflow|exec|engine|bisect|report|ci|cli)|steps|plugins")
+check(orchestrator/workflow "orchestrator/(exec|engine|bisect|report|ci|cli)")
+check(orchestrator/exec "orchestrator/(engine|bisect|report|ci|cli)")
+check(orchestrator/engine "orchestrator/(bisect|report|ci|cli)")
+check(orchestrator/bisect "orchestrator/(report|ci|cli)")
+check(orchestrator/report "orchestrator/(exec|bisect|ci|cli)")
+check(orchestrator/ci "orchestrator/(exec|bisect|cli)")
 if(violations)
   message(FATAL_ERROR "includes against the layering:${violations}")
 endif()

@@ -6,11 +6,11 @@
 #include "orchestrator/bisect/driver.h"
 #include "orchestrator/cli/arguments.h"
 #include "orchestrator/cli/commands.h"
-#include "orchestrator/engine/scheduler.h"
 #include "orchestrator/engine/step.h"
 #include "orchestrator/engine/verdict.h"
 #include "orchestrator/exec/command_line.h"
 #include "orchestrator/exec/interrupt.h"
+#include "orchestrator/exec/scheduler.h"
 #include "orchestrator/workflow/template.h"
 
 namespace diagnose {

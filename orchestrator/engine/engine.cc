@@ -8,12 +8,12 @@
 
 #include "orchestrator/engine/result_lookup.h"
 #include "orchestrator/engine/run_dir.h"
-#include "orchestrator/engine/scheduler.h"
 #include "orchestrator/engine/shared_runs.h"
 #include "orchestrator/engine/step.h"
 #include "orchestrator/engine/step_registry.h"
 #include "orchestrator/exec/interrupt.h"
 #include "orchestrator/exec/runner.h"
+#include "orchestrator/exec/scheduler.h"
 #include "orchestrator/exec/subprocess.h"
 #include "orchestrator/util/clock.h"
 #include "orchestrator/workflow/condition.h"

@@ -10,44 +10,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "orchestrator/exec/run_record.h"
+#include "orchestrator/util/files.h"
+
 namespace diagnose {
-
-enum class RunStatus {
-  Pending,  // not started, or started by an engine that died
-  Running,
-  Succeeded,  // exit status 0 and declared outputs present
-  Failed,     // non-zero exit status
-  Crashed,    // killed by a signal it did not get from us
-  TimedOut,
-  Interrupted,  // stopped by Ctrl-C
-  NotStarted,   // could not be started (no such program, bad directory)
-  MissingOutputs,
-};
-std::string run_status_name(RunStatus s);
-RunStatus run_status_from_name(const std::string& name);
-// A finished run whose result stands (resume does not repeat it).
-bool run_complete(RunStatus s);
-
-struct RunRecord {
-  std::string name;
-  RunStatus status = RunStatus::Pending;
-  std::vector<std::string> argv;  // as executed (a shell form is /bin/sh -c TEXT)
-  std::string cwd;
-  std::map<std::string, std::string> env;  // variables set on top of the engine's environment
-  std::string dir, dump_dir, stdout_path, stderr_path;
-  std::optional<int> exit_code;
-  std::optional<int> signal;
-  double started = 0, finished = 0;  // seconds since the epoch
-  int attempts = 0;
-  std::string error;   // why it did not succeed, in words
-  std::string job_id;  // the Slurm job of the last attempt; empty for local runs
-  // How a local run's last attempt started, "warm_fork" or "process" (warm_launcher.h), and why.
-  std::string launch, launch_reason;
-  std::string identity;  // a plugin run's (shared_runs.h)
-  int ranks = 1;         // > 1: the run's processes, one per rank (runner.ranks), each with its logs
-  // A run made for another request (shared_runs.h): the step and run that made it; empty otherwise.
-  std::string from_step, from_run;
-};
 
 enum class StepStatus { Pending, Pass, Fail, Error, Skipped };
 std::string step_status_name(StepStatus s);
@@ -93,18 +59,12 @@ struct State {
   const StepResult* find(const std::string& id) const;
 };
 
-nlohmann::json to_json(const RunRecord& r);
 nlohmann::json to_json(const StepResult& s);
 nlohmann::json to_json(const State& s);
-RunRecord run_record_from_json(const nlohmann::json& j);
 StepResult step_result_from_json(const nlohmann::json& j);
 // Throws std::runtime_error on a file that is not a state of a known version.
 State state_from_json(const nlohmann::json& j);
 
-// The whole file; nullopt when it cannot be read (missing, a directory...).
-std::optional<std::string> read_file(const std::string& path);
-// Atomic: readers see the old or the new file, never half of one.
-void write_file_atomically(const std::string& path, const std::string& content);
 void save_state(const State& state, const std::string& path);
 // Throws std::runtime_error when the file is missing or unreadable.
 State load_state(const std::string& path);

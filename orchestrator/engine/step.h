@@ -13,31 +13,15 @@
 
 #include "compare/judge.h"
 #include "orchestrator/engine/state.h"
+#include "orchestrator/exec/run_request.h"
+#include "orchestrator/util/paths.h"
+#include "orchestrator/util/strings.h"
 #include "orchestrator/workflow/diagnostics.h"
 #include "orchestrator/workflow/schema.h"
+#include "orchestrator/workflow/step_kind_declaration.h"
 #include "orchestrator/workflow/workflow.h"
 
 namespace diagnose {
-
-// A process a step needs, ready to start: templates expanded, paths absolute.
-struct RunRequest {
-  std::string name;  // unique within the step
-  std::vector<std::string> argv;
-  std::string cwd;
-  std::map<std::string, std::string> env;
-  double timeout_s = 0;
-  int retries = 0;
-  std::vector<std::string> outputs;  // must exist after the run
-  std::string dir, dump_dir;         // the run's directory (a shared run's: its first requester's) and its dump
-  std::string spec_identity;         // a plugin run's spec (shared_runs.h); empty: never shared
-  int repeat = 0;                    // earlier runs of this configuration the step asked for (shared_runs.h)
-  std::string never_forked;          // why it starts as a process of its own even with runner.warm; "": may be forked
-};
-
-// A repeat of a configuration that looks for run-to-run differences: forked from the warm process
-// that forked the first run, it would share that run's hash seed (PYTHONHASHSEED unset).
-inline constexpr const char* kRepeatNeverForked =
-    "a repeat that looks for run-to-run differences: a fork would share the first run's hash seed";
 
 // A plugin run a step will ask for, said before any step runs (StepKind::planned_runs).
 struct PlannedRun {
@@ -112,25 +96,12 @@ class StepContext {
   const SharedRuns* shared_runs_;
 };
 
-// What `diagnose validate` knows about the other steps while checking one.
-struct CheckContext {
-  const Workflow& workflow;
-  int step_index;
-};
-
-class StepKind {
+// A step kind: its declaration (name, keys, result fields, checks: workflow/step_kind_declaration.h)
+// and what a step of the kind does.
+class StepKind : public StepKindDeclaration {
  public:
-  virtual ~StepKind() = default;
-  virtual std::string name() const = 0;
-  virtual std::string description() const = 0;
-  // Kind-specific keys of a step, next to id/kind/when/on_failure/diagnoses.
-  virtual std::vector<Property> parameters() const = 0;
-  // Metrics the step's result exposes to conditions as steps.<id>.<field>.
-  virtual std::vector<std::string> result_fields() const { return {}; }
   // Verdict category when a step of this kind fails (verdict.h lists them).
   virtual std::string default_category() const { return "precision_problem"; }
-  // Checks the schema cannot express (argv and shell together, ...).
-  virtual void check(const StepSpec&, const CheckContext&, Diagnostics&) const {}
   // Does the step's work: the processes it needs through context.run(), then the result.
   // The engine fills in id, kind, category, runs and times. Exceptions make the step an error.
   virtual StepResult evaluate(const StepContext& context) const = 0;
@@ -138,12 +109,6 @@ class StepKind {
   // (shared_runs.h). Throwing (a template naming a result not made yet) plans nothing.
   virtual std::vector<PlannedRun> planned_runs(const StepContext&) const { return {}; }
 };
-
-// `path` made absolute against `base` and normalised ("." and ".." removed).
-std::string absolute_path(const std::string& path, const std::string& base);
-
-// `items` with `separator` between them: "a, b, c".
-std::string joined(const std::vector<std::string>& items, const std::string& separator = ", ");
 
 // A step that could not judge: `partial` (what it found so far) as an Error, with the reason.
 StepResult error_result(std::string summary, StepResult partial = {});

@@ -47,21 +47,6 @@ std::string StepContext::run_dir_of(const std::string& run_name) const {
   return run_name == "main" ? step_dir() : step_dir() + "/" + run_name;
 }
 
-std::string joined(const std::vector<std::string>& items, const std::string& separator) {
-  std::string text;
-  for (const std::string& item : items) text += (text.empty() ? "" : separator) + item;
-  return text;
-}
-
-std::string absolute_path(const std::string& path, const std::string& base) {
-  fs::path p(path);
-  if (p.is_relative()) p = fs::path(base) / p;
-  std::string normal = p.lexically_normal().string();
-  // lexically_normal keeps a trailing "." ("/w/." for "/w" + ".").
-  while (normal.size() > 2 && normal.compare(normal.size() - 2, 2, "/.") == 0) normal.resize(normal.size() - 2);
-  return normal;
-}
-
 namespace {
 
 std::optional<std::string> json_text(const nlohmann::json& v) {

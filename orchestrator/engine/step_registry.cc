@@ -1,7 +1,5 @@
 #include "orchestrator/engine/step_registry.h"
 
-#include <stdexcept>
-
 namespace diagnose {
 
 namespace {
@@ -14,7 +12,7 @@ std::vector<std::unique_ptr<StepKind>>& registry() {
 }  // namespace
 
 void register_step_kind(std::unique_ptr<StepKind> kind) {
-  if (find_step_kind(kind->name())) throw std::logic_error("step kind registered twice: " + kind->name());
+  declare_step_kind(*kind);
   registry().push_back(std::move(kind));
 }
 
@@ -24,12 +22,6 @@ const StepKind* find_step_kind(const std::string& name) {
   for (const auto& kind : registry())
     if (kind->name() == name) return kind.get();
   return nullptr;
-}
-
-std::vector<std::string> step_kind_names() {
-  std::vector<std::string> names;
-  for (const auto& kind : registry()) names.push_back(kind->name());
-  return names;
 }
 
 }  // namespace diagnose

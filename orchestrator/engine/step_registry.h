@@ -11,12 +11,12 @@
 
 namespace diagnose {
 
-// Adds a kind; throws std::logic_error when a kind of that name is registered already.
+// Adds a kind, and declares it to the workflow format (workflow/step_kind_declaration.h); throws
+// std::logic_error when a kind of that name is registered already.
 void register_step_kind(std::unique_ptr<StepKind> kind);
 // In registration order.
 const std::vector<std::unique_ptr<StepKind>>& step_kinds();
 // nullptr when no kind has that name.
 const StepKind* find_step_kind(const std::string& name);
-std::vector<std::string> step_kind_names();
 
 }  // namespace diagnose

@@ -12,20 +12,10 @@
 #include <vector>
 
 #include "orchestrator/engine/state.h"
+#include "orchestrator/workflow/verdict_categories.h"
 #include "orchestrator/workflow/workflow.h"
 
 namespace diagnose {
-
-struct VerdictCategory {
-  std::string name;
-  std::string title;
-  std::string advice;
-  bool diagnosable;  // a step can diagnose it (others are outcomes of the rules)
-};
-
-// Every category, diagnosable ones in the default order of precedence.
-const std::vector<VerdictCategory>& verdict_categories();
-const VerdictCategory* find_verdict_category(const std::string& name);
 
 enum ExitCode { kExitNoProblem = 0, kExitProblem = 1, kExitUsage = 2, kExitInfrastructure = 3, kExitInterrupted = 130 };
 

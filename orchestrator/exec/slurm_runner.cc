@@ -21,6 +21,8 @@
 #include "orchestrator/exec/subprocess.h"
 #include "orchestrator/exec/warm_launcher.h"
 #include "orchestrator/util/clock.h"
+#include "orchestrator/util/files.h"
+#include "orchestrator/util/strings.h"
 
 namespace diagnose {
 
@@ -73,12 +75,6 @@ ToolResult run_tool(const std::vector<std::string>& argv) {
   result.out = out.get();
   result.err = err.get();
   return result;
-}
-
-std::string join(const std::vector<std::string>& items, const std::string& separator) {
-  std::string joined;
-  for (const std::string& item : items) joined += (joined.empty() ? "" : separator) + item;
-  return joined;
 }
 
 std::string trimmed(std::string text) {
@@ -246,9 +242,9 @@ void apply_final_job_state(const JobInfo& job, const std::string& job_id, RunRec
 }
 
 std::string slurm_options_key(const RunnerSpec& spec) {
-  return join({spec.partition, spec.account, spec.qos, spec.time_limit, std::to_string(spec.nodes),
-               std::to_string(spec.ranks), spec.gpus, spec.gres, join(spec.extra_args, "\x1f"), spec.shared_dir},
-              "\x1e");
+  return joined({spec.partition, spec.account, spec.qos, spec.time_limit, std::to_string(spec.nodes),
+                 std::to_string(spec.ranks), spec.gpus, spec.gres, joined(spec.extra_args, "\x1f"), spec.shared_dir},
+                "\x1e");
 }
 
 std::vector<RunnerProblem> slurm_problems(const RunnerSpec& spec, bool try_submission) {
@@ -275,7 +271,7 @@ std::vector<RunnerProblem> slurm_problems(const RunnerSpec& spec, bool try_submi
     if (std::find(partitions.begin(), partitions.end(), spec.partition) == partitions.end())
       problems.push_back({"partition", "unknown Slurm partition '" + spec.partition + "'" +
                                            did_you_mean(spec.partition, partitions) +
-                                           "; the cluster has: " + join(partitions, ", ")});
+                                           "; the cluster has: " + joined(partitions, ", ")});
   }
   if (!spec.shared_dir.empty() && !fs::is_directory(spec.shared_dir))
     problems.push_back({"shared_dir", "shared_dir " + spec.shared_dir + " is not a directory"});
@@ -410,7 +406,7 @@ class SlurmRunner : public Runner {
     std::vector<std::string> ids;
     for (const Job& job : active_) ids.push_back(job.record.job_id);
     std::map<std::string, std::pair<std::string, std::string>> queue;  // id -> state, reason
-    ToolResult listed = run_tool({"squeue", "-h", "-t", "all", "-j", join(ids, ","), "-o", "%i|%T|%r"});
+    ToolResult listed = run_tool({"squeue", "-h", "-t", "all", "-j", joined(ids, ","), "-o", "%i|%T|%r"});
     for (const std::string& line : lines_of(listed.out)) {
       size_t first = line.find('|'), second = line.find('|', first + 1);
       if (second == std::string::npos) continue;

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "orchestrator/engine/state.h"
 #include "orchestrator/exec/log_follower.h"
+#include "orchestrator/exec/run_record.h"
 
 namespace diagnose {
 

@@ -9,9 +9,9 @@
 #include <boost/filesystem.hpp>
 
 #include "compare/judge.h"
-#include "orchestrator/engine/step.h"
-#include "orchestrator/engine/step_registry.h"
+#include "orchestrator/util/paths.h"
 #include "orchestrator/workflow/condition.h"
+#include "orchestrator/workflow/step_kind_declaration.h"
 #include "orchestrator/workflow/template.h"
 
 namespace diagnose {
@@ -142,7 +142,7 @@ class ReferenceChecker {
     }
     const StepSpec& step = workflow_.steps[static_cast<size_t>(target)];
     std::vector<std::string> fields = kCommonResultFields;
-    if (const StepKind* kind = find_step_kind(step.kind))
+    if (const StepKindDeclaration* kind = find_declared_step_kind(step.kind))
       for (const std::string& f : kind->result_fields()) fields.push_back(f);
     const std::string& field = parts[2];
     if (std::find(fields.begin(), fields.end(), field) == fields.end()) {
@@ -293,7 +293,7 @@ void validate_workflow(const Workflow& workflow, const std::vector<StringUse>& s
       diagnostics.error(id.Mark(), "step id '" + step.id + "' may only hold letters, digits, '_' and '-'");
     else if (!ids.insert(step.id).second)
       diagnostics.error(id.Mark(), "duplicate step id '" + step.id + "'");
-    if (const StepKind* kind = find_step_kind(step.kind))
+    if (const StepKindDeclaration* kind = find_declared_step_kind(step.kind))
       kind->check(step, CheckContext{workflow, static_cast<int>(i)}, diagnostics);
   }
   if (!diagnostics.empty()) return;  // references need unique, valid ids

@@ -2,8 +2,9 @@
 
 #include <boost/filesystem.hpp>
 
-#include "orchestrator/engine/step.h"
-#include "orchestrator/engine/step_registry.h"
+#include "orchestrator/util/files.h"
+#include "orchestrator/util/paths.h"
+#include "orchestrator/workflow/step_kind_declaration.h"
 #include "orchestrator/workflow/validate.h"
 #include "orchestrator/workflow/workflow_schema.h"
 
@@ -55,7 +56,7 @@ void check_steps(const YAML::Node& steps, Diagnostics& diagnostics, const String
       diagnostics.error(step.Mark(), where + ": missing required key 'kind'");
       continue;
     }
-    const StepKind* step_kind = kind.IsScalar() ? find_step_kind(kind.Scalar()) : nullptr;
+    const StepKindDeclaration* step_kind = kind.IsScalar() ? find_declared_step_kind(kind.Scalar()) : nullptr;
     if (!step_kind) {
       std::string known;
       for (const std::string& k : kinds) known += (known.empty() ? "" : ", ") + k;

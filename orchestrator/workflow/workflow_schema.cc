@@ -1,9 +1,8 @@
 #include "orchestrator/workflow/workflow_schema.h"
 
-#include "orchestrator/engine/step.h"
-#include "orchestrator/engine/step_registry.h"
-#include "orchestrator/engine/verdict.h"
-#include "orchestrator/exec/runner.h"
+#include "orchestrator/workflow/runner_section.h"
+#include "orchestrator/workflow/step_kind_declaration.h"
+#include "orchestrator/workflow/verdict_categories.h"
 
 namespace diagnose {
 
@@ -103,7 +102,7 @@ Schema report_schema() {
       {optional("formats", array_schema("Report formats.", string_schema("format", {"md", "json", "junit", "html"})))});
 }
 
-Schema step_schema(const StepKind& kind) {
+Schema step_schema(const StepKindDeclaration& kind) {
   std::vector<Property> properties = {
       required("id", plain_string_schema("Unique name of the step: letters, digits, '_' and '-'.")),
       required("kind", string_schema(kind.description(), {kind.name()})),
@@ -119,7 +118,7 @@ Schema step_schema(const StepKind& kind) {
 
 Schema workflow_schema() {
   std::vector<Schema> steps;
-  for (const auto& kind : step_kinds()) steps.push_back(step_schema(*kind));
+  for (const StepKindDeclaration* kind : declared_step_kinds()) steps.push_back(step_schema(*kind));
   Schema step = any_of_schema("A step; its kind decides which keys it takes.", steps);
   return object_schema(
       "A diagnose workflow.",

@@ -10,7 +10,7 @@
 
 namespace diagnose {
 
-class StepKind;
+class StepKindDeclaration;
 
 // Keys that say how to start a process: argv, shell, args, env, cwd, timeout, retries, outputs.
 std::vector<Property> command_properties();
@@ -22,7 +22,7 @@ Schema defaults_schema();
 Schema verdict_schema();
 Schema report_schema();
 // id, kind, when, on_failure, diagnoses, description, then the kind's parameters.
-Schema step_schema(const StepKind& kind);
+Schema step_schema(const StepKindDeclaration& kind);
 // The whole file, steps as an anyOf over the kinds.
 Schema workflow_schema();
 

@@ -5,8 +5,8 @@
 #include <boost/property_tree/ptree.hpp>
 #include <boost/property_tree/xml_parser.hpp>
 
-#include "orchestrator/engine/scheduler.h"
 #include "orchestrator/exec/rank_group.h"
+#include "orchestrator/exec/scheduler.h"
 #include "tests/support/e2e_helpers.h"
 
 namespace diagnose {

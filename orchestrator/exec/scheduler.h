@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "orchestrator/engine/state.h"
-#include "orchestrator/engine/step.h"
+#include "orchestrator/exec/run_record.h"
+#include "orchestrator/exec/run_request.h"
 
 namespace diagnose {
 

@@ -1,4 +1,4 @@
-#include "orchestrator/engine/scheduler.h"
+#include "orchestrator/exec/scheduler.h"
 
 #include <algorithm>
 #include <atomic>

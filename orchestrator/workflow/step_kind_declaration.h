@@ -1,0 +1,44 @@
+// What the workflow format knows of a step kind: its name, its keys, the results it exposes to
+// conditions and the checks its schema cannot express. Loading and validating a workflow needs
+// no more; the engine's StepKind (engine/step.h) adds what a step of the kind does, and the
+// engine's registry (engine/step_registry.h) declares every kind it registers here.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "orchestrator/workflow/diagnostics.h"
+#include "orchestrator/workflow/schema.h"
+#include "orchestrator/workflow/workflow.h"
+
+namespace diagnose {
+
+// What `diagnose validate` knows about the other steps while checking one.
+struct CheckContext {
+  const Workflow& workflow;
+  int step_index;
+};
+
+class StepKindDeclaration {
+ public:
+  virtual ~StepKindDeclaration() = default;
+  virtual std::string name() const = 0;
+  virtual std::string description() const = 0;
+  // Kind-specific keys of a step, next to id/kind/when/on_failure/diagnoses.
+  virtual std::vector<Property> parameters() const = 0;
+  // Metrics the step's result exposes to conditions as steps.<id>.<field>.
+  virtual std::vector<std::string> result_fields() const { return {}; }
+  // Checks the schema cannot express (argv and shell together, ...).
+  virtual void check(const StepSpec&, const CheckContext&, Diagnostics&) const {}
+};
+
+// Adds a kind the workflow format accepts; it must outlive every workflow loaded. Throws
+// std::logic_error when a kind of that name is declared already.
+void declare_step_kind(const StepKindDeclaration& kind);
+// In declaration order.
+const std::vector<const StepKindDeclaration*>& declared_step_kinds();
+// nullptr when no kind has that name.
+const StepKindDeclaration* find_declared_step_kind(const std::string& name);
+std::vector<std::string> step_kind_names();
+
+}  // namespace diagnose
