@@ -12,7 +12,7 @@ using testing::TempDir;
 using testing::write_bytes;
 using testing::write_npy_f32;
 
-const std::string kHeader = R"({"type": "header", "format": "diagnose-dump", "version": 1})";
+const std::string kManifestHeader = R"({"type": "header", "format": "diagnose-dump", "version": 1})";
 const std::string kEnd = R"({"type": "end", "records": 9})";
 
 std::string record(const std::string& op_key, const std::string& io, int index, const std::string& hash,
@@ -36,7 +36,7 @@ struct Dumps {
   explicit Dumps(const std::string& rerun_file = "tensors/b.output.0.npy") {
     write_npy_f32(first / "tensors/a.npy", {1, 2});
     write_bytes(first / "manifest.jsonl",
-                kHeader + "\n" + record("a", "output", 0, "ha", R"("file": "tensors/a.npy", )") + "\n" +
+                kManifestHeader + "\n" + record("a", "output", 0, "ha", R"("file": "tensors/a.npy", )") + "\n" +
                     record("b", "input", 0, "ha", kOverBudget) + "\n" + record("b", "output", 0, "hb", kOverBudget) +
                     "\n" + record("b", "output", 1, "hb1", kOverBudget) + "\n" +
                     record("b", "output", 2, "hb2", kOverBudget) + "\n" + record("c", "output", 0, "hc", kOverBudget) +
@@ -47,7 +47,7 @@ struct Dumps {
     write_npy_f32(rerun / "tensors/b.output.1.npy", {9, 9});
     write_bytes(
         rerun / "manifest.jsonl",
-        kHeader + "\n" + record("b", "input", 0, "ha", R"("file": "tensors/b.input.0.npy", )") + "\n" +
+        kManifestHeader + "\n" + record("b", "input", 0, "ha", R"("file": "tensors/b.input.0.npy", )") + "\n" +
             record(
                 "b", "output", 0, "hb",
                 R"("file": ")" + rerun_file +
@@ -101,12 +101,14 @@ TEST(DumpFill, NeverTakesAFileFromOutsideTheRerunsDump) {
 TEST(DumpFill, FillsEachRankFromTheSameRank) {
   TempDir first, rerun;
   for (const char* rank : {"rank0", "rank1"}) {
-    write_bytes(first / (std::string(rank) + "/manifest.jsonl"),
-                kHeader + "\n" + record("b", "output", 0, std::string("h") + rank, kOverBudget) + "\n" + kEnd + "\n");
+    write_bytes(
+        first / (std::string(rank) + "/manifest.jsonl"),
+        kManifestHeader + "\n" + record("b", "output", 0, std::string("h") + rank, kOverBudget) + "\n" + kEnd + "\n");
     write_npy_f32(rerun / (std::string(rank) + "/tensors/b.npy"), {1, 2});
     write_bytes(rerun / (std::string(rank) + "/manifest.jsonl"),
-                kHeader + "\n" + record("b", "output", 0, std::string("h") + rank, R"("file": "tensors/b.npy", )") +
-                    "\n" + kEnd + "\n");
+                kManifestHeader + "\n" +
+                    record("b", "output", 0, std::string("h") + rank, R"("file": "tensors/b.npy", )") + "\n" + kEnd +
+                    "\n");
   }
   DumpFill fill = fill_from(first.path(), rerun.path(), {"b"}, "region");
   EXPECT_EQ(fill.error, "");
@@ -132,7 +134,7 @@ TEST(DumpFill, FieldsOfTheWrongTypeAreIgnoredNotThrown) {
       record("b", "output", 0, "hb", kOverBudget) + "\n" +
       R"({"type": "tensor", "seq": 2, "op_key": "b", "io": "output", "index": 1, "not_kept": "budget", "stats": {"hash": 7}})" +
       "\n";
-  write_bytes(first / "manifest.jsonl", kHeader + "\n" + hostile + kEnd + "\n");
+  write_bytes(first / "manifest.jsonl", kManifestHeader + "\n" + hostile + kEnd + "\n");
   write_bytes(rerun / "manifest.jsonl", R"({"type": "header", "format": "diagnose-dump", "version": "1"})"
                                         "\n");
   Manifest manifest = read_manifest(first.path());

@@ -15,6 +15,7 @@ namespace diagnose::compare {
 namespace {
 
 using namespace testing;
+using diagnose::testing::kStatsHeader;
 
 const std::string kFxTs = "20240125031118787351";
 
@@ -256,10 +257,6 @@ std::string stats_line(const char* io, int index, const std::vector<float>& v, f
        << sum / static_cast<double>(v.size()) << "," << v.size() << ",0,0,0\n";
   return line.str();
 }
-
-const std::string kStatsHeader =
-    "Input/Output,Index,Data Size,Data Type,Format,Shape,Max Value,Min Value,Avg Value,Count,Nan Count,"
-    "Negative Inf Count,Positive Inf Count\n";
 
 // dump_data="stats": each op's statistics file instead of its binary. Its rows are judged on
 // statistics against the FX tensors; a statistics file cut short is named and left out.

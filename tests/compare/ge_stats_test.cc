@@ -7,16 +7,12 @@
 namespace diagnose::compare {
 namespace {
 
+using diagnose::testing::kStatsHeader;
 using diagnose::testing::TempDir;
 using diagnose::testing::write_bytes;
 
-// The header GE's dump recorder writes for its default statistics.
-const std::string kHeader =
-    "Input/Output,Index,Data Size,Data Type,Format,Shape,Max Value,Min Value,Avg Value,Count,Nan Count,"
-    "Negative Inf Count,Positive Inf Count\n";
-
 TEST(GeStats, ReadsTheDefaultStatistics) {
-  const GeDump d = parse_ge_stats(kHeader +
+  const GeDump d = parse_ge_stats(kStatsHeader +
                                       "Input,0,1024,DT_FLOAT,ND,8x32,2.5,-1.25,0.0123457,256,0,0,0\n"
                                       "Input,1,64,DT_FLOAT16,ND,32,1,1,1,32,0,0,0\n"
                                       "Output,0,32,DT_INT64,ND,-,7,3,5,1,0,0,0\n",
@@ -44,7 +40,7 @@ TEST(GeStats, ReadsTheDefaultStatistics) {
 }
 
 TEST(GeStats, NonFiniteAndMissingStatisticsAreLeftOut) {
-  const GeDump d = parse_ge_stats(kHeader +
+  const GeDump d = parse_ge_stats(kStatsHeader +
                                       "Output,1,16,DT_FLOAT,ND,4,inf,-2,inf,4,0,0,1\r\n"
                                       "Output,0,16,DT_FLOAT,ND,4,nan,nan,nan,4,4,0,0\r\n"
                                       "Input,0,16,DT_NEWTYPE,ND,4,NA,NA,NA,4,NA,NA,NA\r\n"
@@ -84,26 +80,28 @@ TEST(GeStats, MalformedFilesSayWhereAndGiveNothing) {
   const std::pair<std::string, std::string> cases[] = {
       {"", "empty statistics file"},
       {"Op Type,Op Name\nMatMul,MatMul_1\n", "no 'input/output' column"},
-      {kHeader + "Output,0,16,DT_FLOAT,ND,4,1,0,0.5,4,0,0,0\nOutput,1,16,DT_FL", "line 3: 4 fields, the header has 13"},
-      {kHeader + "Output,0,16,DT_FLOAT,ND,4,1,0,0.5,4,0,0,0,9\n", "line 2: 14 fields"},
-      {kHeader + "Sideways,0,16,DT_FLOAT,ND,4,1,0,0.5,4,0,0,0\n", "line 2: Input/Output is 'Sideways'"},
-      {kHeader + "Output,-1,16,DT_FLOAT,ND,4,1,0,0.5,4,0,0,0\n", "Index is '-1'"},
-      {kHeader + "Output,0,16,DT_FLOAT,ND,4x,1,0,0.5,4,0,0,0\n", "Shape is '4x'"},
-      {kHeader + "Output,0,16,DT_FLOAT,ND,99999999999999999x99999999,1,0,0.5,4,0,0,0\n", "Shape is"},
-      {kHeader + "Output,0,16,DT_FLOAT,ND,4,1e,0,0.5,4,0,0,0\n", "max value is '1e'"},
-      {kHeader + "Output,0,16,DT_FLOAT,ND,4,1,0,0.5,4,-3,0,0\n", "nan count is '-3'"},
-      {kHeader + "Output,0,16,DT_FLOAT,ND,4,1,0,0.5,4,0,0,0\nOutput,0,16,DT_FLOAT,ND,4,1,0,0.5,4,0,0,0\n",
+      {kStatsHeader + "Output,0,16,DT_FLOAT,ND,4,1,0,0.5,4,0,0,0\nOutput,1,16,DT_FL",
+       "line 3: 4 fields, the header has 13"},
+      {kStatsHeader + "Output,0,16,DT_FLOAT,ND,4,1,0,0.5,4,0,0,0,9\n", "line 2: 14 fields"},
+      {kStatsHeader + "Sideways,0,16,DT_FLOAT,ND,4,1,0,0.5,4,0,0,0\n", "line 2: Input/Output is 'Sideways'"},
+      {kStatsHeader + "Output,-1,16,DT_FLOAT,ND,4,1,0,0.5,4,0,0,0\n", "Index is '-1'"},
+      {kStatsHeader + "Output,0,16,DT_FLOAT,ND,4x,1,0,0.5,4,0,0,0\n", "Shape is '4x'"},
+      {kStatsHeader + "Output,0,16,DT_FLOAT,ND,99999999999999999x99999999,1,0,0.5,4,0,0,0\n", "Shape is"},
+      {kStatsHeader + "Output,0,16,DT_FLOAT,ND,4,1e,0,0.5,4,0,0,0\n", "max value is '1e'"},
+      {kStatsHeader + "Output,0,16,DT_FLOAT,ND,4,1,0,0.5,4,-3,0,0\n", "nan count is '-3'"},
+      {kStatsHeader + "Output,0,16,DT_FLOAT,ND,4,1,0,0.5,4,0,0,0\nOutput,0,16,DT_FLOAT,ND,4,1,0,0.5,4,0,0,0\n",
        "output 0 is listed twice"},
-      {kHeader + "Input,1,16,DT_FLOAT,ND,4,1,0,0.5,4,0,0,0\nInput,2,16,DT_FLOAT,ND,4,1,0,0.5,4,0,0,0\n",
+      {kStatsHeader + "Input,1,16,DT_FLOAT,ND,4,1,0,0.5,4,0,0,0\nInput,2,16,DT_FLOAT,ND,4,1,0,0.5,4,0,0,0\n",
        "input 2 in a file of 2 tensors"},
-      {kHeader + "Input,1,16,DT_FLOAT,ND,4,1,0,0.5,4,0,0,0\nOutput,0,16,DT_FLOAT,ND,4,1,0,0.5,4,0,0,0\n",
+      {kStatsHeader + "Input,1,16,DT_FLOAT,ND,4,1,0,0.5,4,0,0,0\nOutput,0,16,DT_FLOAT,ND,4,1,0,0.5,4,0,0,0\n",
        "inputs up to 1 are listed, but not 0"},
-      {kHeader, "no tensor in the statistics file"},
-      {kHeader + "Out\xff\x01put,0,16,DT_FLOAT,ND,4,1,0,0.5,4,0,0,0\n", "Input/Output is 'Out??put'"},  // quoted safely
-      {kHeader + "Output,0,16,DT_FLOAT,ND,4," + std::string(100, '9') + "x,0,0.5,4,0,0,0\n",
+      {kStatsHeader, "no tensor in the statistics file"},
+      {kStatsHeader + "Out\xff\x01put,0,16,DT_FLOAT,ND,4,1,0,0.5,4,0,0,0\n",
+       "Input/Output is 'Out??put'"},  // quoted safely
+      {kStatsHeader + "Output,0,16,DT_FLOAT,ND,4," + std::string(100, '9') + "x,0,0.5,4,0,0,0\n",
        "max value is '" + std::string(40, '9') + "...'"},
   };
-  std::string many = kHeader;
+  std::string many = kStatsHeader;
   for (int i = 0; i <= 1 << 16; ++i) many += "Output," + std::to_string(i) + ",4,DT_FLOAT,ND,1,1,1,1,1,0,0,0\n";
   EXPECT_NE(parse_ge_stats(many, "x.csv").error.find("more than 65536 lines"), std::string::npos);
   for (const auto& [text, expected] : cases) {
@@ -125,7 +123,7 @@ TEST(GeStats, FileNamesAndReading) {
 
   TempDir dir;
   const std::string path = dir / "Add.Add_1.1.0.1700000000000001.csv";
-  write_bytes(path, kHeader + "Output,0,8,DT_FLOAT,ND,2,1,0,0.5,2,0,0,0\n");
+  write_bytes(path, kStatsHeader + "Output,0,8,DT_FLOAT,ND,2,1,0,0.5,2,0,0,0\n");
   const GeDump d = read_ge_dump(path);  // a dump file that is a statistics file reads as one
   ASSERT_TRUE(d.ok()) << d.error;
   EXPECT_TRUE(d.stats_only);

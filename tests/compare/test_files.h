@@ -39,4 +39,9 @@ inline void write_npy_f32(const std::string& path, const std::vector<float>& val
                               values.size() * 4));
 }
 
+// The header GE's dump recorder writes for its default statistics (compare/ge_stats.h).
+inline const std::string kStatsHeader =
+    "Input/Output,Index,Data Size,Data Type,Format,Shape,Max Value,Min Value,Avg Value,Count,Nan Count,"
+    "Negative Inf Count,Positive Inf Count\n";
+
 }  // namespace diagnose::testing
