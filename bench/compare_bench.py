@@ -261,10 +261,10 @@ def find_binary(explicit: str | None) -> str:
         return explicit
     if os.environ.get("DIAGNOSE_BIN"):
         return os.environ["DIAGNOSE_BIN"]
-    default = REPO / "build" / "orchestrator" / "diagnose"
+    default = REPO / "build" / "cli" / "diagnose"
     if default.exists():
         return str(default)
-    found = sorted(glob.glob(str(REPO / "build*" / "orchestrator" / "diagnose")), key=os.path.getmtime)
+    found = sorted(glob.glob(str(REPO / "build*" / "cli" / "diagnose")), key=os.path.getmtime)
     if not found:
         sys.exit("diagnose binary not found: build it or pass --bin / set DIAGNOSE_BIN")
     return found[-1]

@@ -16,7 +16,7 @@ given the workflow's backend, as its own process. Printed per workflow run:
   python bench/diagnosis_bench.py                       # every examples/*/workflow.yaml and llama4
   python bench/diagnosis_bench.py fusion_rules mlp --repeat 2
   options: --repeat N (diagnoses per example; the cache is warm from the second),
-           --bin PATH (else $DIAGNOSE_BIN, build/orchestrator/diagnose), --work DIR (kept),
+           --bin PATH (else $DIAGNOSE_BIN, build/cli/diagnose), --work DIR (kept),
            --json FILE (the rows as JSON)
 
 Not part of the test suite: the whole set takes most of an hour on two cores.
@@ -251,7 +251,7 @@ def workflows(selected: list[str]) -> dict[str, Path]:
 
 
 def find_binary(given: str | None) -> Path:
-    for candidate in (given, os.environ.get("DIAGNOSE_BIN"), REPO / "build" / "orchestrator" / "diagnose"):
+    for candidate in (given, os.environ.get("DIAGNOSE_BIN"), REPO / "build" / "cli" / "diagnose"):
         if candidate and Path(candidate).is_file():
             return Path(candidate).resolve()
     raise SystemExit("diagnose not found: build it, or give --bin PATH or $DIAGNOSE_BIN")

@@ -7,7 +7,7 @@ diagnosed right.
 
   python bench/real_bugs_bench.py                      # every case
   python bench/real_bugs_bench.py issue_191499_int8_min
-  options: --bin PATH (else $DIAGNOSE_BIN, build/orchestrator/diagnose), --work DIR (kept)
+  options: --bin PATH (else $DIAGNOSE_BIN, build/cli/diagnose), --work DIR (kept)
 
 Not part of the test suite (tests/python/workflows/test_real_bugs.py asserts a subset).
 """
@@ -29,7 +29,7 @@ from fixtures.workflow_run import processes_started  # noqa: E402
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("cases", nargs="*", help="cases to run (default: all)")
-    parser.add_argument("--bin", default=os.environ.get("DIAGNOSE_BIN", str(REPO / "build/orchestrator/diagnose")))
+    parser.add_argument("--bin", default=os.environ.get("DIAGNOSE_BIN", str(REPO / "build/cli/diagnose")))
     parser.add_argument("--work", help="keep the runs here")
     options = parser.parse_args()
     cases = options.cases or list(EXPECTED)

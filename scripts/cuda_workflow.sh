@@ -20,4 +20,4 @@ model:
   device: cuda
   timeout: 1200
 YAML
-DIAGNOSE_PYTHON="$python" build/orchestrator/diagnose "$workflow" --output-dir out/cuda
+DIAGNOSE_PYTHON="$python" build/cli/diagnose "$workflow" --output-dir out/cuda

@@ -9,7 +9,7 @@ scripts/setup.sh
 mkdir -p out/demo
 set +e
 DIAGNOSE_PYTHON="$PWD/.venv/bin/python" TORCHINDUCTOR_CACHE_DIR="$PWD/out/inductor-cache" \
-  build/orchestrator/diagnose examples/fusion_rules/workflow.yaml --output-dir out/demo
+  build/cli/diagnose examples/fusion_rules/workflow.yaml --output-dir out/demo
 code=$?
 set -e
 # 0 (no problem) and 1 (a precision problem diagnosed) are both answers; others are failures.

@@ -50,4 +50,4 @@ scripts/fetch_torchair.sh >/dev/null
 BUILD=${BUILD_DIR:-build}
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=ON >/dev/null
 cmake --build "$BUILD" -j"$(nproc)"
-echo "setup: built $ROOT/$BUILD/orchestrator/diagnose"
+echo "setup: built $ROOT/$BUILD/cli/diagnose"

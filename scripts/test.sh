@@ -62,18 +62,18 @@ stage --quick "C++ tests" ctest --test-dir build --output-on-failure -j2 --outpu
 # two of them share the two cores instead of spinning against each other. One Inductor cache
 # for all the workers, started empty: a graph compiles once per test session.
 rm -rf "$ROOT/build/test-inductor-cache"
-stage --quick "Python tests" env DIAGNOSE_BIN="$ROOT/build/orchestrator/diagnose" OMP_NUM_THREADS=1 \
+stage --quick "Python tests" env DIAGNOSE_BIN="$ROOT/build/cli/diagnose" OMP_NUM_THREADS=1 \
   DIAGNOSE_TEST_INDUCTOR_CACHE="$ROOT/build/test-inductor-cache" \
   .venv/bin/python -m pytest tests/python "${PYTEST_SELECTION[@]}" -q -p no:cacheprovider -n 2 --dist loadgroup \
   --junitxml="$RESULTS/pytest.xml"
 
 # The plugin on the oldest and the newest supported torch (2.5.1, 2.14.1), each in a venv of its
 # own, kept in ~/.cache/diagnose/torch-venvs: test_compat.py and the standard workflow on a few examples.
-stage "Other torch versions (2.5.1, 2.14.1)" env DIAGNOSE_BIN="$ROOT/build/orchestrator/diagnose" \
+stage "Other torch versions (2.5.1, 2.14.1)" env DIAGNOSE_BIN="$ROOT/build/cli/diagnose" \
   scripts/torch_versions.sh "$RESULTS"
 
 # A one-node Slurm cluster on 127.0.0.1 for the slurm runner's end-to-end tests.
-stage "Slurm runner (one-node cluster)" env DIAGNOSE_BIN="$ROOT/build/orchestrator/diagnose" \
+stage "Slurm runner (one-node cluster)" env DIAGNOSE_BIN="$ROOT/build/cli/diagnose" \
   tests/slurm/run.sh --junitxml="$RESULTS/pytest-slurm.xml"
 
 # One clang build serves both: the C++ tests under AddressSanitizer + UndefinedBehaviorSanitizer,

@@ -6,12 +6,12 @@
 # the features exist, the stated degradation where they do not (README.md, "Supported torch").
 # Prints per version the examples run, their verdicts and the features that were unavailable;
 # writes <results>/torch-<version>.xml (pytest's junit).
-# Usage: scripts/torch_versions.sh [RESULTS_DIR]   (needs build/orchestrator/diagnose or $DIAGNOSE_BIN)
+# Usage: scripts/torch_versions.sh [RESULTS_DIR]   (needs build/cli/diagnose or $DIAGNOSE_BIN)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 RESULTS=${1:-$ROOT/build/test-results}
-DIAGNOSE=${DIAGNOSE_BIN:-$ROOT/build/orchestrator/diagnose}
+DIAGNOSE=${DIAGNOSE_BIN:-$ROOT/build/cli/diagnose}
 VERSIONS=(2.5.1 2.14.1)
 # version example category culprit features-unavailable ("-": none; features as status.json
 # names them, comma-separated in sorted order). On 2.5 the compiled-level Inductor dump is

@@ -40,7 +40,7 @@ def cluster() -> dict:
 
 @pytest.fixture(scope="session")
 def diagnose_bin() -> Path:
-    path = Path(os.environ.get("DIAGNOSE_BIN", ROOT / "build" / "orchestrator" / "diagnose"))
+    path = Path(os.environ.get("DIAGNOSE_BIN", ROOT / "build" / "cli" / "diagnose"))
     if not path.exists():
         pytest.fail(f"diagnose binary not found at {path}: build it or set DIAGNOSE_BIN", pytrace=False)
     return path

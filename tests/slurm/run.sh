@@ -9,5 +9,5 @@ cluster=$(mktemp -d /tmp/diagnose-slurm-XXXXXX)
 trap 'tests/slurm/cluster.sh stop "$cluster"; rm -rf "$cluster"' EXIT
 tests/slurm/cluster.sh start "$cluster" || exit 1
 export SLURM_CONF=$cluster/slurm.conf
-export DIAGNOSE_BIN=${DIAGNOSE_BIN:-$PWD/build/orchestrator/diagnose}
+export DIAGNOSE_BIN=${DIAGNOSE_BIN:-$PWD/build/cli/diagnose}
 .venv/bin/python -m pytest tests/slurm -q -p no:cacheprovider "$@"

@@ -3,7 +3,7 @@ eager CUDA against eager CPU, and Inductor on CUDA (with its compiled-level dump
 eager CUDA. Not part of the test suite (the suite never needs a GPU).
 
     python plugins/pytorch/scripts/cuda_check.py [--out DIR] [--examples mlp convnet ...]
-                                                 [--diagnose build/orchestrator/diagnose]
+                                                 [--diagnose build/cli/diagnose]
 
 Prints one line per check and exits 1 if any check fails. With --diagnose, each pair of run
 directories is also compared with `diagnose compare` (its exit code is reported).

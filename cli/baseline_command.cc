@@ -1,9 +1,9 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "cli/arguments.h"
+#include "cli/commands.h"
 #include "orchestrator/ci/baseline.h"
-#include "orchestrator/cli/arguments.h"
-#include "orchestrator/cli/commands.h"
 #include "orchestrator/engine/verdict.h"
 
 namespace diagnose {

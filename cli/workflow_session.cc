@@ -1,4 +1,4 @@
-#include "orchestrator/cli/workflow_session.h"
+#include "cli/workflow_session.h"
 
 #include <iostream>
 

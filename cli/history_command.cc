@@ -4,9 +4,9 @@
 #include <cstdio>
 #include <iostream>
 
+#include "cli/arguments.h"
+#include "cli/commands.h"
 #include "orchestrator/ci/history.h"
-#include "orchestrator/cli/arguments.h"
-#include "orchestrator/cli/commands.h"
 #include "orchestrator/engine/verdict.h"
 #include "orchestrator/report/report_json.h"
 

@@ -3,7 +3,7 @@
 #include <iostream>
 #include <string>
 
-#include "orchestrator/cli/commands.h"
+#include "cli/commands.h"
 #include "orchestrator/exec/warm_launcher.h"
 #include "steps/step_kinds.h"
 

@@ -1,4 +1,4 @@
-#include "orchestrator/cli/arguments.h"
+#include "cli/arguments.h"
 
 #include "orchestrator/engine/verdict.h"
 

@@ -8,9 +8,9 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "orchestrator/cli/arguments.h"
-#include "orchestrator/cli/commands.h"
-#include "orchestrator/cli/workflow_session.h"
+#include "cli/arguments.h"
+#include "cli/commands.h"
+#include "cli/workflow_session.h"
 #include "orchestrator/engine/run_dir.h"
 #include "orchestrator/engine/state.h"
 #include "orchestrator/engine/step.h"

@@ -6,10 +6,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/arguments.h"
+#include "cli/commands.h"
 #include "compare/compare.h"
 #include "compare/report.h"
-#include "orchestrator/cli/arguments.h"
-#include "orchestrator/cli/commands.h"
 
 namespace diagnose {
 

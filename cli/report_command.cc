@@ -2,8 +2,8 @@
 #include <boost/filesystem.hpp>
 #include <iostream>
 
-#include "orchestrator/cli/arguments.h"
-#include "orchestrator/cli/commands.h"
+#include "cli/arguments.h"
+#include "cli/commands.h"
 #include "orchestrator/engine/run_dir.h"
 #include "orchestrator/engine/state.h"
 #include "orchestrator/engine/step.h"

@@ -1,8 +1,8 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
-#include "orchestrator/cli/arguments.h"
-#include "orchestrator/cli/commands.h"
+#include "cli/arguments.h"
+#include "cli/commands.h"
 #include "orchestrator/workflow/workflow_schema.h"
 
 namespace diagnose {

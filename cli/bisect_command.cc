@@ -2,10 +2,10 @@
 #include <boost/filesystem.hpp>
 #include <iostream>
 
+#include "cli/arguments.h"
+#include "cli/commands.h"
 #include "fusion_files/fusion_result.h"
 #include "orchestrator/bisect/driver.h"
-#include "orchestrator/cli/arguments.h"
-#include "orchestrator/cli/commands.h"
 #include "orchestrator/engine/step.h"
 #include "orchestrator/engine/verdict.h"
 #include "orchestrator/exec/command_line.h"

@@ -1,9 +1,9 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
-#include "orchestrator/cli/arguments.h"
-#include "orchestrator/cli/commands.h"
-#include "orchestrator/cli/workflow_session.h"
+#include "cli/arguments.h"
+#include "cli/commands.h"
+#include "cli/workflow_session.h"
 #include "orchestrator/engine/verdict.h"
 
 namespace diagnose {

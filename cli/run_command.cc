@@ -2,9 +2,9 @@
 #include <boost/filesystem.hpp>
 #include <iostream>
 
-#include "orchestrator/cli/arguments.h"
-#include "orchestrator/cli/commands.h"
-#include "orchestrator/cli/workflow_session.h"
+#include "cli/arguments.h"
+#include "cli/commands.h"
+#include "cli/workflow_session.h"
 #include "orchestrator/engine/run_dir.h"
 #include "orchestrator/exec/interrupt.h"
 

@@ -3,9 +3,9 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "orchestrator/cli/arguments.h"
-#include "orchestrator/cli/commands.h"
-#include "orchestrator/cli/workflow_session.h"
+#include "cli/arguments.h"
+#include "cli/commands.h"
+#include "cli/workflow_session.h"
 #include "orchestrator/exec/interrupt.h"
 
 namespace diagnose {
