@@ -96,20 +96,37 @@ const TolerancePreset& Tolerances::for_dtype(DType target) const {
   return presets.begin()->second;
 }
 
-std::string Tolerances::apply_override(const std::string& assignment) {
+std::string make_tolerance_override(const std::string& preset, const std::string& field, const std::string& text,
+                                    ToleranceOverride* out) {
+  double value;
+  std::istringstream in(text);
+  if (!(in >> value) || !in.eof()) return "tolerance value '" + text + "' is not a number";
+  *out = {preset, field, value, text};
+  return "";
+}
+
+std::string parse_tolerance_override(const std::string& assignment, ToleranceOverride* out) {
   const auto dot = assignment.find('.');
   const auto eq = assignment.find('=');
   if (dot == std::string::npos || eq == std::string::npos || eq < dot)
     return "tolerance override '" + assignment + "' must look like PRESET.FIELD=VALUE (e.g. fp16.rtol=1e-2)";
   const std::string name = assignment.substr(0, dot);
-  const std::string field = assignment.substr(dot + 1, eq - dot - 1);
-  const std::string text = assignment.substr(eq + 1);
-  auto it = presets.find(name);
-  if (it == presets.end()) return "unknown tolerance preset '" + name + "' (known: " + known_presets(*this) + ")";
-  double value;
-  std::istringstream in(text);
-  if (!(in >> value) || !in.eof()) return "tolerance value '" + text + "' is not a number";
-  return set_field(it->second, field, value);
+  static const Tolerances known = Tolerances::defaults();
+  if (!known.presets.count(name))
+    return "unknown tolerance preset '" + name + "' (known: " + known_presets(known) + ")";
+  return make_tolerance_override(name, assignment.substr(dot + 1, eq - dot - 1), assignment.substr(eq + 1), out);
+}
+
+std::string Tolerances::apply(const ToleranceOverride& o) {
+  auto it = presets.find(o.preset);
+  if (it == presets.end()) return "unknown tolerance preset '" + o.preset + "' (known: " + known_presets(*this) + ")";
+  return set_field(it->second, o.field, o.value);
+}
+
+std::string Tolerances::apply_override(const std::string& assignment) {
+  ToleranceOverride o;
+  const std::string error = parse_tolerance_override(assignment, &o);
+  return error.empty() ? apply(o) : error;
 }
 
 std::string Tolerances::load_overrides(const std::string& json_path) {

@@ -28,6 +28,23 @@ struct TolerancePreset {
   bool user_multiplier = false;  // referee_multiplier: the truth ratio rule may still pass a row
 };
 
+// A user's value for one field of one preset (fp16.rtol = 1e-2): a workflow's tolerances:
+// mapping or the command line's --tol.
+struct ToleranceOverride {
+  std::string preset, field;
+  double value = 0;
+  std::string text;  // the value as the user wrote it ("1e-2")
+  // The command line's form, "fp16.rtol=1e-2".
+  std::string assignment() const { return preset + "." + field + "=" + text; }
+};
+
+// The override of `preset`.`field` to the number written `text`; an error (not a number) or "".
+std::string make_tolerance_override(const std::string& preset, const std::string& field, const std::string& text,
+                                    ToleranceOverride* out);
+// Parses the command line's "name.field=value" (e.g. "fp16.rtol=1e-2"), naming a known preset;
+// an error or "".
+std::string parse_tolerance_override(const std::string& assignment, ToleranceOverride* out);
+
 struct Tolerances {
   std::map<std::string, TolerancePreset> presets;  // by preset name
   // Name of the preset to use regardless of dtype (command line --preset).
@@ -38,7 +55,9 @@ struct Tolerances {
   // Loads overrides from a JSON file ({"fp16": {"atol": 1e-3, ...}, ...}).
   // Returns an error message, empty on success.
   std::string load_overrides(const std::string& json_path);
-  // Applies "name.field=value" (e.g. "fp16.rtol=1e-2"); returns an error or "".
+  // Sets the overridden field; returns an error (an unknown preset or field, a value out of range) or "".
+  std::string apply(const ToleranceOverride& o);
+  // parse_tolerance_override, then apply.
   std::string apply_override(const std::string& assignment);
 };
 

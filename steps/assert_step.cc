@@ -20,9 +20,21 @@ class AssertStep : public StepKind {
             optional("message", string_schema("What a failure means, shown as the finding; ${...} is expanded."))};
   }
 
+  // The step's keys.
+  struct Options {
+    std::string fail_if;
+    std::optional<std::string> message;
+
+    static Options parse(const YAML::Node& node) {
+      Options o{node["fail_if"].Scalar(), std::nullopt};
+      if (node["message"]) o.message = node["message"].Scalar();
+      return o;
+    }
+  };
+
   StepResult evaluate(const StepContext& context) const override {
-    const YAML::Node& node = context.step().node;
-    std::string text = node["fail_if"].Scalar();
+    const Options o = Options::parse(context.step().node);
+    const std::string& text = o.fail_if;
     Condition condition = Condition::parse(text);
     auto lookup = [&](const std::string& name) { return result_value(context.state(), context.run_dir(), name); };
     StepResult result;
@@ -36,8 +48,8 @@ class AssertStep : public StepKind {
     result.status = StepStatus::Fail;
     result.summary = "`" + text + "` holds";
     std::string message = result.summary;
-    if (node["message"]) {
-      message = node["message"].Scalar();
+    if (o.message) {
+      message = *o.message;
       try {
         message = context.expand(message);
       } catch (const TemplateError&) {

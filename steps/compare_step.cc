@@ -6,6 +6,7 @@
 #include "orchestrator/workflow/workflow_schema.h"
 #include "steps/dump_judgement.h"
 #include "steps/nan_origin.h"
+#include "steps/side_option.h"
 
 namespace diagnose {
 
@@ -49,23 +50,33 @@ class CompareStep : public StepKind {
     check_comparison_keys(step, diagnostics);
   }
 
+  // The step's sides (golden, target, referee when given), the comparison keys aside (dump_judgement.h).
+  using Options = std::map<std::string, SideOption>;
+  static Options parse(const YAML::Node& node) {
+    Options o;
+    for (const char* side : kSides)
+      if (node[side]) o.emplace(side, SideOption::parse(node[side]));
+    return o;
+  }
+
   StepResult evaluate(const StepContext& context) const override {
+    const Options sides = parse(context.step().node);
     std::vector<RunRequest> requests;
     for (const char* side : kSides) {
-      YAML::Node spec = context.step().node[side];
-      if (spec && spec.IsMap()) requests.push_back(context.model_run(side, spec));
+      auto it = sides.find(side);
+      if (it != sides.end() && !it->second.path) requests.push_back(context.model_run(side, it->second.overrides));
     }
     std::vector<RunRecord> runs = context.run(requests);
     if (std::optional<StepResult> error = error_from_runs(runs)) return *error;
-    const YAML::Node& node = context.step().node;
     auto side_path = [&](const char* side) -> std::string {
-      YAML::Node spec = node[side];
-      if (spec.IsScalar()) return context.path(spec.Scalar());
-      return context.path(spec["dump"] ? spec["dump"].Scalar() : "${run.dump_dir}", side);
+      const SideOption& given = sides.at(side);
+      if (given.path) return context.path(*given.path);
+      const YAML::Node dump = given.overrides["dump"];
+      return context.path(dump ? dump.Scalar() : "${run.dump_dir}", side);
     };
 
     std::optional<std::string> referee;
-    if (node["referee"]) referee = side_path("referee");
+    if (sides.count("referee")) referee = side_path("referee");
     DumpJudgement judgement =
         judge_dumps(context, side_path("golden"), side_path("target"), referee, context.step_dir() + "/compare");
     StepResult& result = judgement.result;

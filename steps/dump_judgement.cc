@@ -10,6 +10,7 @@
 #include "compare/report.h"
 #include "orchestrator/exec/command_line.h"
 #include "orchestrator/workflow/validate.h"
+#include "orchestrator/workflow/workflow_schema.h"
 #include "steps/call_judgement.h"
 #include "steps/cross_rank.h"
 #include "steps/nan_origin.h"
@@ -20,15 +21,8 @@ namespace diagnose {
 namespace fs = boost::filesystem;
 
 std::vector<Property> comparison_properties() {
-  Schema preset_fields =
-      object_schema("Fields of one tolerance preset.",
-                    {optional("atol", number_schema("absolute tolerance", 0)),
-                     optional("rtol", number_schema("relative tolerance", 0)),
-                     optional("min_cosine", number_schema("minimum cosine similarity", -1)),
-                     optional("max_relative_l2", number_schema("relative euclidean distance bound", 0)),
-                     optional("exact", boolean_schema("any difference fails")),
-                     optional("referee_multiplier", number_schema("three-way rule multiplier", 0))});
-  return {optional("tolerances", map_schema("Tolerance overrides for this step, by preset name.", preset_fields)),
+  return {optional("tolerances",
+                   map_schema("Tolerance overrides for this step, by preset name.", tolerance_preset_schema())),
           optional("preset", string_schema("Use this tolerance preset for every row instead of choosing by dtype.")),
           optional("rank", integer_schema("Compare only this rank (and not the ranks with each other).", 0)),
           optional("worst_rows", defaulted(integer_schema("How many failing rows the evidence table lists.", 0), 5)),
@@ -210,32 +204,42 @@ nlohmann::json worst_rows(const compare::CompareResult& result, size_t limit, co
   return table;
 }
 
-compare::Tolerances step_tolerances(const StepContext& context, std::string* error) {
+ComparisonOptions comparison_options(const StepContext& context) {
   const YAML::Node& node = context.step().node;
-  compare::Tolerances tolerances = context.tolerances(tolerance_assignments(node["tolerances"]), error);
-  if (node["preset"]) tolerances.forced_preset = node["preset"].Scalar();
+  ComparisonOptions options;
+  options.tolerances = tolerance_overrides(node["tolerances"]);
+  if (node["preset"]) options.preset = node["preset"].Scalar();
+  if (node["rank"]) options.rank = node["rank"].as<int>();
+  return options;
+}
+
+compare::Tolerances step_tolerances(const StepContext& context, std::string* error) {
+  const ComparisonOptions keys = comparison_options(context);
+  compare::Tolerances tolerances = context.tolerances(keys.tolerances, error);
+  tolerances.forced_preset = keys.preset;
   return tolerances;
 }
 
 RecordedComparison compare_and_record(const StepContext& context, const std::string& golden, const std::string& target,
                                       const std::optional<std::string>& referee, const std::string& out_dir,
                                       const std::string& what) {
-  const YAML::Node& node = context.step().node;
+  const ComparisonOptions keys = comparison_options(context);
   RecordedComparison record;
   compare::CompareOptions& options = record.options;
   options.golden_path = golden;
   options.my_path = target;
   options.referee_path = referee;
-  if (node["rank"]) options.rank = node["rank"].as<int>();
-  options.tolerances = step_tolerances(context, &record.tolerance_error);
+  options.rank = keys.rank;
+  options.tolerances = context.tolerances(keys.tolerances, &record.tolerance_error);
+  options.tolerances.forced_preset = keys.preset;
 
   record.reproduce = "diagnose compare -gp " + shell_quote(golden) + " -mp " + shell_quote(target);
   if (referee) record.reproduce += " --referee " + shell_quote(*referee);
   if (options.rank) record.reproduce += " -r " + std::to_string(*options.rank);
-  if (node["preset"]) record.reproduce += " --preset " + shell_quote(node["preset"].Scalar());
-  std::vector<std::string> all_overrides = context.workflow().defaults.tolerance_overrides;
-  for (const std::string& assignment : tolerance_assignments(node["tolerances"])) all_overrides.push_back(assignment);
-  for (const std::string& assignment : all_overrides) record.reproduce += " --tol " + shell_quote(assignment);
+  if (keys.preset) record.reproduce += " --preset " + shell_quote(*keys.preset);
+  std::vector<compare::ToleranceOverride> all_overrides = context.workflow().defaults.tolerance_overrides;
+  all_overrides.insert(all_overrides.end(), keys.tolerances.begin(), keys.tolerances.end());
+  for (const compare::ToleranceOverride& o : all_overrides) record.reproduce += " --tol " + shell_quote(o.assignment());
   if (!record.tolerance_error.empty()) return record;
 
   compare::CompareResult compared = compare::run_compare(options);
@@ -256,10 +260,11 @@ RecordedComparison compare_and_record(const StepContext& context, const std::str
   return record;
 }
 
-DumpJudgement judge_dumps(const StepContext& context, const std::string& golden, const std::string& target,
-                          const std::optional<std::string>& referee, const std::string& out_dir,
-                          const std::string& what) {
-  RecordedComparison record = compare_and_record(context, golden, target, referee, out_dir, what);
+namespace {
+
+// judge_dumps of a comparison made already.
+DumpJudgement judge_recorded(const StepContext& context, RecordedComparison record, const std::string& golden,
+                             const std::string& target, const std::string& out_dir, const std::string& what) {
   DumpJudgement judgement;
   StepResult& result = judgement.result;
   result.reproduce.push_back(record.reproduce);
@@ -296,8 +301,7 @@ DumpJudgement judge_dumps(const StepContext& context, const std::string& golden,
   };
   // With several calls, the divergences of the first diverging call stand for the later ones (the
   // summary says which calls diverge).
-  std::string ignored;
-  const CallJudgement calls = judge_calls(compared, step_tolerances(context, &ignored));
+  const CallJudgement calls = judge_calls(compared, record.options.tolerances);
   const std::optional<int64_t> first_call = calls.first_diverging_step();
   for (const compare::Divergence& d : divergences) {
     if (first_call && d.token_id != *first_call) continue;
@@ -396,17 +400,29 @@ DumpJudgement judge_dumps(const StepContext& context, const std::string& golden,
   return judgement;
 }
 
+}  // namespace
+
+DumpJudgement judge_dumps(const StepContext& context, const std::string& golden, const std::string& target,
+                          const std::optional<std::string>& referee, const std::string& out_dir,
+                          const std::string& what) {
+  return judge_recorded(context, compare_and_record(context, golden, target, referee, out_dir, what), golden, target,
+                        out_dir, what);
+}
+
 StepResult judge_run_dumps(const StepContext& context, const std::vector<RunRequest>& requests,
                            const std::vector<RunRecord>& runs, const std::string& golden, const std::string& target,
                            const std::optional<std::string>& referee, const std::string& failure,
                            const std::string& golden_side) {
   const std::string out_dir = context.step_dir() + "/compare";
-  DumpJudgement judgement = judge_dumps(context, golden, target, referee, out_dir);
+  // One comparison serves the targeted re-run (which rows fail on statistics only) and the
+  // judgement, which is made once; the dumps are compared again only when the re-run filled them in.
+  RecordedComparison record = compare_and_record(context, golden, target, referee, out_dir);
   std::optional<TargetedRerun> rerun;
-  if (judgement.compared)
-    if (std::vector<std::string> region = over_budget_region(*judgement.compared); !region.empty())
+  if (record.compared)
+    if (std::vector<std::string> region = over_budget_region(*record.compared); !region.empty())
       rerun = rerun_region(context, requests, region);
-  if (rerun && rerun->fill.filled > 0) judgement = judge_dumps(context, golden, target, referee, out_dir);
+  if (rerun && rerun->fill.filled > 0) record = compare_and_record(context, golden, target, referee, out_dir);
+  DumpJudgement judgement = judge_recorded(context, std::move(record), golden, target, out_dir, "");
   StepResult& result = judgement.result;
   if (rerun) {
     result.metrics["targeted_rerun"] = rerun->to_json();

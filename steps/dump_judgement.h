@@ -23,6 +23,15 @@ constexpr double kDefaultMinJudgedShare = 0.9;
 std::vector<Property> comparison_properties();
 void check_comparison_keys(const StepSpec& step, Diagnostics& diagnostics);
 
+// The comparison keys of a step, parsed from its YAML (the defaulted worst_rows and
+// min_judged_share are read where they are used, through StepContext::option).
+struct ComparisonOptions {
+  std::vector<compare::ToleranceOverride> tolerances;  // tolerances:
+  std::optional<std::string> preset;
+  std::optional<int> rank;
+};
+ComparisonOptions comparison_options(const StepContext& context);
+
 // The tolerances under the step's tolerances: and preset: keys (and the workflow's); an error
 // message in *error when an override is rejected.
 compare::Tolerances step_tolerances(const StepContext& context, std::string* error);

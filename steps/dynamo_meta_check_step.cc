@@ -18,15 +18,31 @@ namespace {
 
 const std::vector<std::string> kDefaultBackends = {"eager", "aot_eager", "aot_eager_decomp_partition"};
 
+// The step's keys, the comparison keys aside (dump_judgement.h).
+struct DynamoMetaCheckOptions {
+  YAML::Node eager, compiled;  // overrides of the eager run, and of every compiled run
+  std::vector<std::string> backends = kDefaultBackends;
+  bool meta_check = true;
+  bool fail_on_graph_breaks = false;
+
+  static DynamoMetaCheckOptions parse(const StepContext& context) {
+    const YAML::Node& node = context.step().node;
+    return {node["eager"], node["compiled"],
+            node["backends"] ? node["backends"].as<std::vector<std::string>>() : kDefaultBackends,
+            context.option<bool>("meta_check"),
+            node["fail_on_graph_breaks"] && node["fail_on_graph_breaks"].as<bool>()};
+  }
+};
+
 // The eager run, which also runs the meta check: that rides on the ATen-level dump, whose
 // statistics are enough.
-nlohmann::json meta_eager_spec(const StepContext& context) {
+nlohmann::json meta_eager_spec(const StepContext& context, const DynamoMetaCheckOptions& o) {
   nlohmann::json defaults = {{"mode", "eager"}, {"dump", {{"level", "none"}}}};
-  if (context.option<bool>("meta_check")) {
+  if (o.meta_check) {
     defaults["dump"] = {{"level", "aten"}, {"stats_only", true}};
     defaults["checks"] = {{"meta", true}};
   }
-  return side_spec(context, context.step().node["eager"], defaults);
+  return side_spec(context, o.eager, defaults);
 }
 
 class DynamoMetaCheckStep : public StepKind {
@@ -63,20 +79,20 @@ class DynamoMetaCheckStep : public StepKind {
   }
 
   std::vector<PlannedRun> planned_runs(const StepContext& context) const override {
-    return {planned_plugin_run(context, "eager", meta_eager_spec(context), context.step().node["eager"])};
+    const DynamoMetaCheckOptions o = DynamoMetaCheckOptions::parse(context);
+    return {planned_plugin_run(context, "eager", meta_eager_spec(context, o), o.eager)};
   }
 
   StepResult evaluate(const StepContext& context) const override {
-    const YAML::Node& node = context.step().node;
-    bool meta = context.option<bool>("meta_check");
-    std::vector<std::string> backends = kDefaultBackends;
-    if (node["backends"]) backends = node["backends"].as<std::vector<std::string>>();
+    const DynamoMetaCheckOptions o = DynamoMetaCheckOptions::parse(context);
+    const bool meta = o.meta_check;
+    const std::vector<std::string>& backends = o.backends;
 
-    std::vector<RunRequest> requests = {plugin_run(context, "eager", meta_eager_spec(context), node["eager"])};
+    std::vector<RunRequest> requests = {plugin_run(context, "eager", meta_eager_spec(context, o), o.eager)};
     for (const std::string& backend : backends) {
-      nlohmann::json spec = side_spec(context, node["compiled"], {{"mode", "compiled"}, {"dump", {{"level", "none"}}}});
+      nlohmann::json spec = side_spec(context, o.compiled, {{"mode", "compiled"}, {"dump", {{"level", "none"}}}});
       spec["backend"] = backend;
-      requests.push_back(plugin_run(context, "backend-" + backend, spec, node["compiled"]));
+      requests.push_back(plugin_run(context, "backend-" + backend, spec, o.compiled));
     }
     std::vector<RunRecord> runs = context.run(requests);
     StepResult result;
@@ -151,7 +167,7 @@ class DynamoMetaCheckStep : public StepKind {
     if (first_culprit.empty() && !failed_backends.empty())
       first_culprit = "backend " + failed_backends[0].get<std::string>();
 
-    bool fail_on_breaks = node["fail_on_graph_breaks"] && node["fail_on_graph_breaks"].as<bool>();
+    const bool fail_on_breaks = o.fail_on_graph_breaks;
     result.metrics = {{"graph_breaks", graph_breaks},
                       {"meta_checked", meta_summary.ok + meta_summary.mismatched},
                       {"meta_mismatches", meta_summary.mismatched},

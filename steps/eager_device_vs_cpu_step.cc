@@ -23,21 +23,33 @@ struct ComparedRun {
   YAML::Node overrides;
 };
 
+// The step's keys, the comparison keys aside (dump_judgement.h).
+struct EagerDeviceVsCpuOptions {
+  YAML::Node golden, target;   // overrides of the CPU run and of the run under test
+  bool truth_referee = false;  // referee: true, the golden run computes every op's float64 truth
+  YAML::Node referee_run;      // overrides of a separate float64 CPU run; undefined when there is none
+
+  static EagerDeviceVsCpuOptions parse(const YAML::Node& node) {
+    const YAML::Node referee = node["referee"];
+    return {node["golden"], node["target"], referee && !referee.IsMap() && yaml_to_json(referee) == true,
+            referee && referee.IsMap() ? referee : YAML::Node(YAML::NodeType::Undefined)};
+  }
+};
+
 // golden, target and, when the referee is a run of its own, referee.
 std::vector<ComparedRun> compared_runs(const StepContext& context) {
-  const YAML::Node& node = context.step().node;
-  YAML::Node referee = node["referee"];
-  const bool truth = referee && !referee.IsMap() && yaml_to_json(referee) == true;
-  nlohmann::json target_spec = side_spec(context, node["target"], kEagerAtenRun);
+  const EagerDeviceVsCpuOptions o = EagerDeviceVsCpuOptions::parse(context.step().node);
+  nlohmann::json target_spec = side_spec(context, o.target, kEagerAtenRun);
   nlohmann::json cpu = with(kEagerAtenRun, {{"device", "cpu"}});
   if (target_spec.contains("dtype")) cpu["dtype"] = target_spec["dtype"];
   if (target_spec.contains("autocast")) cpu["autocast"] = target_spec["autocast"];
-  if (truth) cpu["dump"]["truth"] = true;
-  std::vector<ComparedRun> runs = {{"golden", side_spec(context, node["golden"], cpu), node["golden"]},
-                                   {"target", target_spec, node["target"]}};
-  if (referee && referee.IsMap())
-    runs.push_back(
-        {"referee", side_spec(context, referee, with(cpu, {{"dtype", "float64"}, {"autocast", nullptr}})), referee});
+  if (o.truth_referee) cpu["dump"]["truth"] = true;
+  std::vector<ComparedRun> runs = {{"golden", side_spec(context, o.golden, cpu), o.golden},
+                                   {"target", target_spec, o.target}};
+  if (o.referee_run)
+    runs.push_back({"referee",
+                    side_spec(context, o.referee_run, with(cpu, {{"dtype", "float64"}, {"autocast", nullptr}})),
+                    o.referee_run});
   return runs;
 }
 

@@ -14,6 +14,7 @@
 #include "steps/dump_judgement.h"
 #include "steps/feature_notes.h"
 #include "steps/plugin_run.h"
+#include "steps/side_option.h"
 
 namespace diagnose {
 
@@ -23,6 +24,21 @@ const nlohmann::json kGolden = {{"mode", "compiled"}, {"dump", {{"level", "fx"}}
 const nlohmann::json kTarget = {{"mode", "compiled"}, {"dump", {{"level", "auto"}}}};
 // The compiled run as the user runs it: final outputs only (known_causes' compiled run, shared).
 const nlohmann::json kUndumpedTarget = {{"mode", "compiled"}, {"dump", {{"level", "none"}}}};
+
+// The step's keys, the comparison keys aside (dump_judgement.h).
+struct GraphDumpCompareOptions {
+  SideOption golden, target;
+  bool truth_referee = false;         // referee: true, the golden run computes every node's float64 truth
+  std::optional<SideOption> referee;  // a float64 dump, or a separate float64 run
+
+  static GraphDumpCompareOptions parse(const YAML::Node& node) {
+    const YAML::Node referee = node["referee"];
+    const bool truth = referee && yaml_to_json(referee) == true;
+    const bool separate = referee && !truth && yaml_to_json(referee) != false;
+    return {SideOption::parse(node["golden"]), SideOption::parse(node["target"]), truth,
+            separate ? std::optional<SideOption>(SideOption::parse(referee)) : std::nullopt};
+  }
+};
 
 Schema side_or_path(const std::string& description) {
   return any_of_schema(description, {string_schema("path of an existing dump (GE dump, FX npy dump, diagnose dump)"),
@@ -62,49 +78,50 @@ class GraphDumpCompareStep : public StepKind {
   // The target run, which fusion_bisect's all-on trial can be (shared_runs.h), and the golden run:
   // both keep tensors, within the diagnosis's dump budget (dump_budget.h).
   std::vector<PlannedRun> planned_runs(const StepContext& context) const override {
-    const YAML::Node& node = context.step().node;
+    const GraphDumpCompareOptions o = GraphDumpCompareOptions::parse(context.step().node);
     std::vector<PlannedRun> planned;
-    if (!is_path(node["target"]))
-      planned.push_back(planned_plugin_run(context, "target", target_spec(context), target_side(context)));
-    if (dumps_a_recompile(context))
-      planned.push_back(planned_plugin_run(context, "target-undumped", undumped_spec(context), undumped_side(context)));
-    if (!is_path(node["golden"]))
+    if (!o.target.path)
+      planned.push_back(planned_plugin_run(context, "target", target_spec(context, o), target_side(context, o)));
+    if (dumps_a_recompile(context, o))
+      planned.push_back(
+          planned_plugin_run(context, "target-undumped", undumped_spec(context, o), undumped_side(context, o)));
+    if (!o.golden.path)
       planned.push_back(planned_plugin_run(
-          context, "golden", side_spec(context, node["golden"], golden_defaults(context)), node["golden"]));
+          context, "golden", side_spec(context, o.golden.overrides, golden_defaults(context, o)), o.golden.overrides));
     return planned;
   }
 
   StepResult evaluate(const StepContext& context) const override {
-    const YAML::Node& node = context.step().node;
+    const GraphDumpCompareOptions o = GraphDumpCompareOptions::parse(context.step().node);
     std::vector<RunRequest> requests;
     // A side is an existing dump (a path) or a run of the model, whose dump is used.
-    auto side = [&](const char* name, const YAML::Node& overrides, const nlohmann::json& defaults) -> std::string {
-      if (overrides && overrides.IsScalar()) return context.path(overrides.Scalar());
-      requests.push_back(plugin_run(context, name, side_spec(context, overrides, defaults), overrides));
+    auto side = [&](const char* name, const SideOption& given, const nlohmann::json& defaults) -> std::string {
+      if (given.path) return context.path(*given.path);
+      requests.push_back(plugin_run(context, name, side_spec(context, given.overrides, defaults), given.overrides));
       return requests.back().dump_dir;
     };
-    std::string golden = side("golden", node["golden"], golden_defaults(context));
+    std::string golden = side("golden", o.golden, golden_defaults(context, o));
     // a compiled run may work in its own run directory: the model's relative paths anchored
     auto compiled = [&](const char* name, const nlohmann::json& spec, const YAML::Node& overrides) {
       requests.push_back(plugin_run(context, name, spec, overrides));
       bisect::anchor_relative_paths(requests.back(), context.path(context.workflow().model.command.cwd.value_or(".")));
     };
     std::string target;
-    if (is_path(node["target"])) {
-      target = context.path(node["target"].Scalar());
+    if (o.target.path) {
+      target = context.path(*o.target.path);
     } else {
-      compiled("target", target_spec(context), target_side(context));
+      compiled("target", target_spec(context, o), target_side(context, o));
       target = requests.back().dump_dir;
     }
     const size_t dumped_runs = requests.size();
-    if (dumps_a_recompile(context)) compiled("target-undumped", undumped_spec(context), undumped_side(context));
+    if (dumps_a_recompile(context, o))
+      compiled("target-undumped", undumped_spec(context, o), undumped_side(context, o));
     std::optional<std::string> referee;
-    const YAML::Node referee_node = node["referee"];
-    if (referee_node && !truth_referee(context) && yaml_to_json(referee_node) != false) {
-      nlohmann::json fp64 = side_spec(context, golden_overrides(context), kGolden);
+    if (o.referee) {
+      nlohmann::json fp64 = side_spec(context, o.golden.overrides, kGolden);
       fp64["dtype"] = "float64";
       fp64.erase("autocast");
-      referee = side("referee", referee_node, fp64);
+      referee = side("referee", *o.referee, fp64);
     }
     std::vector<RunRecord> runs = context.run(requests);
     if (std::optional<StepResult> error = error_from_runs(runs)) return *error;
@@ -125,59 +142,46 @@ class GraphDumpCompareStep : public StepKind {
   }
 
  private:
-  static bool is_path(const YAML::Node& side) { return side && side.IsScalar(); }
-  static bool truth_referee(const StepContext& context) {
-    const YAML::Node referee = context.step().node["referee"];
-    return referee && yaml_to_json(referee) == true;
-  }
-  static YAML::Node golden_overrides(const StepContext& context) {
-    const YAML::Node golden = context.step().node["golden"];
-    return golden && golden.IsMap() ? golden : YAML::Node();
-  }
-
   // The golden run's defaults: the graph run node by node, with each node's float64 truth under
   // `referee: true` (not for TorchAir's FX golden: TorchAir's own dump computes none, its rows are
   // judged by the dtype presets). Against Inductor's buffers, which have no inputs to pair, its
   // inputs keep statistics only (the comparison reads their input scales and NaN counts).
-  static nlohmann::json golden_defaults(const StepContext& context) {
+  static nlohmann::json golden_defaults(const StepContext& context, const GraphDumpCompareOptions& o) {
     nlohmann::json defaults = kGolden;
-    if (truth_referee(context) && side_spec(context, golden_overrides(context), kGolden)["backend"] != "torchair")
+    if (o.truth_referee && side_spec(context, o.golden.overrides, kGolden)["backend"] != "torchair")
       defaults["dump"]["truth"] = true;
-    const nlohmann::json target = target_spec(context);
-    if (!is_path(context.step().node["target"]) && resolved_dump_level(target) == "compiled" &&
-        target["backend"] != "torchair")
+    const nlohmann::json target = target_spec(context, o);
+    if (!o.target.path && resolved_dump_level(target) == "compiled" && target["backend"] != "torchair")
       defaults["dump"]["tensor_io"] = {"output"};
     return defaults;
   }
 
-  static nlohmann::json target_spec(const StepContext& context) {
-    const YAML::Node target = context.step().node["target"];
-    const YAML::Node overrides = target && target.IsMap() ? target : YAML::Node();
+  static nlohmann::json target_spec(const StepContext& context, const GraphDumpCompareOptions& o) {
+    const YAML::Node& overrides = o.target.overrides;
     nlohmann::json defaults = kTarget;
     if (side_spec(context, overrides, kTarget)["backend"].get<std::string>().find(':') != std::string::npos)
       defaults["dump"]["level"] = "compiled";  // a user backend: its Inductor buffers, if built on Inductor
     return side_spec(context, overrides, defaults);
   }
 
-  static YAML::Node target_side(const StepContext& context) {
-    return compiled_side(context, context.step().node["target"], target_spec(context));
+  static YAML::Node target_side(const StepContext& context, const GraphDumpCompareOptions& o) {
+    return compiled_side(context, o.target.overrides, target_spec(context, o));
   }
 
   // Whether the target run is a compile of its own: Inductor dumping its buffers compiles with
   // its FX graph cache off (plugins/pytorch/README.md, "Dump levels"), so a defect on the cache's
   // path — a cached graph reused where it does not apply, pytorch/pytorch#185382 — is not in
   // what it dumps, and the compiled run as the user runs it is judged too.
-  static bool dumps_a_recompile(const StepContext& context) {
-    if (is_path(context.step().node["target"]) || is_path(context.step().node["golden"])) return false;
-    const nlohmann::json target = target_spec(context);
+  static bool dumps_a_recompile(const StepContext& context, const GraphDumpCompareOptions& o) {
+    if (o.target.path || o.golden.path) return false;
+    const nlohmann::json target = target_spec(context, o);
     return resolved_dump_level(target) == "compiled" && target["backend"] != "torchair";
   }
-  static nlohmann::json undumped_spec(const StepContext& context) {
-    const YAML::Node target = context.step().node["target"];
-    return side_spec(context, target && target.IsMap() ? target : YAML::Node(), kUndumpedTarget);
+  static nlohmann::json undumped_spec(const StepContext& context, const GraphDumpCompareOptions& o) {
+    return side_spec(context, o.target.overrides, kUndumpedTarget);
   }
-  static YAML::Node undumped_side(const StepContext& context) {
-    return compiled_side(context, context.step().node["target"], undumped_spec(context));
+  static YAML::Node undumped_side(const StepContext& context, const GraphDumpCompareOptions& o) {
+    return compiled_side(context, o.target.overrides, undumped_spec(context, o));
   }
 
   // The undumped run's final outputs against the golden's: where they fail and the dumped run's

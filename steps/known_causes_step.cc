@@ -105,6 +105,19 @@ std::string run_failure_text(const StepResult& failed) {
   return failed.summary;
 }
 
+// The step's keys, the comparison keys aside (dump_judgement.h).
+struct KnownCausesOptions {
+  bool experiments = false;
+  YAML::Node eager, target, golden;  // overrides of those runs; golden may be a dump's path
+  std::vector<KnownCause> causes;    // the workflow's own, as experiments
+
+  static KnownCausesOptions parse(const StepContext& context) {
+    const YAML::Node& node = context.step().node;
+    return {context.option<bool>("experiments"), node["eager"], node["target"], node["golden"],
+            user_causes(node["causes"], "steps." + context.step().id, nullptr)};
+  }
+};
+
 class KnownCausesStep : public StepKind {
  public:
   std::string name() const override { return "known_causes"; }
@@ -156,32 +169,31 @@ class KnownCausesStep : public StepKind {
   // experiments' golden (when graph_dump_compare made none) and their compiled run and its repeat:
   // graph_dump_compare's target and fusion_bisect's all-on trials can be them.
   std::vector<PlannedRun> planned_runs(const StepContext& context) const override {
-    const YAML::Node& node = context.step().node;
-    if (!context.option<bool>("experiments"))
-      return {planned_plugin_run(context, "eager", side_spec(context, node["eager"], kEagerAtenRun), node["eager"])};
-    std::vector<PlannedRun> planned = planned_golden(context, node["golden"], {});
-    const nlohmann::json spec = side_spec(context, node["target"], kCompiledOutputs);
+    const KnownCausesOptions o = KnownCausesOptions::parse(context);
+    if (!o.experiments)
+      return {planned_plugin_run(context, "eager", side_spec(context, o.eager, kEagerAtenRun), o.eager)};
+    std::vector<PlannedRun> planned = planned_golden(context, o.golden, {});
+    const nlohmann::json spec = side_spec(context, o.target, kCompiledOutputs);
     for (int repeat = 0; repeat < 2; ++repeat)
       planned.push_back(planned_plugin_run(context, bisect::trial_name({}, repeat), spec,
-                                           compiled_side(context, node["target"], spec), repeat));
+                                           compiled_side(context, o.target, spec), repeat));
     return planned;
   }
 
   StepResult evaluate(const StepContext& context) const override {
-    return context.option<bool>("experiments") ? experiments(context) : detectors(context);
+    const KnownCausesOptions o = KnownCausesOptions::parse(context);
+    return o.experiments ? experiments(context, o) : detectors(context, o);
   }
 
  private:
-  static StepResult detectors(const StepContext& context) {
-    const YAML::Node& node = context.step().node;
+  static StepResult detectors(const StepContext& context, const KnownCausesOptions& o) {
     StepResult result;
     std::vector<RecordedRun> runs = recorded_runs(context.state());
     std::string repeat_failure;  // why the repeated eager run did not finish, if it did not
     if (runs.empty()) {
       // the eager run again, a repeat: run-to-run differences show before any op is judged
-      RunRequest eager = plugin_run(context, "eager", side_spec(context, node["eager"], kEagerAtenRun), node["eager"]);
-      RunRequest repeat =
-          plugin_run(context, "repeat", side_spec(context, node["eager"], kStatsOnlyRepeat), node["eager"], 1);
+      RunRequest eager = plugin_run(context, "eager", side_spec(context, o.eager, kEagerAtenRun), o.eager);
+      RunRequest repeat = plugin_run(context, "repeat", side_spec(context, o.eager, kStatsOnlyRepeat), o.eager, 1);
       const std::vector<RunRecord> records = context.run({eager, repeat});
       if (std::optional<StepResult> error = error_from_runs({records[0]})) return *error;
       runs.push_back(recorded_run(context.step().id, records[0], read_plugin_status(records[0].dir)));
@@ -275,9 +287,8 @@ class KnownCausesStep : public StepKind {
     return YAML::Node();
   }
 
-  static StepResult experiments(const StepContext& context) {
-    const YAML::Node& node = context.step().node;
-    const YAML::Node target = node["target"];
+  static StepResult experiments(const StepContext& context, const KnownCausesOptions& o) {
+    const YAML::Node& target = o.target;
     const nlohmann::json target_spec = side_spec(context, target, kCompiledOutputs);
     const std::string model_cwd = context.path(context.workflow().model.command.cwd.value_or("."));
     const std::vector<RecordedRun> runs = recorded_runs(context.state());
@@ -292,8 +303,7 @@ class KnownCausesStep : public StepKind {
       else
         causes.push_back(cause);
     }
-    for (KnownCause& cause : user_causes(node["causes"], "steps." + context.step().id, nullptr))
-      causes.push_back(std::move(cause));
+    for (const KnownCause& cause : o.causes) causes.push_back(cause);
     // the detectors on the compiled runs so far (graph_compare's target): graph breaks,
     // recompiles and TorchAir's options show only there, not in the eager runs known_config read
     std::vector<std::pair<const KnownCause*, Detection>> in_compiled_runs;
@@ -345,7 +355,7 @@ class KnownCausesStep : public StepKind {
       bisect::anchor_relative_paths(request, model_cwd);
       return request;
     };
-    YAML::Node golden = node["golden"] ? node["golden"] : graph_compare_golden(context.state());
+    YAML::Node golden = o.golden ? o.golden : graph_compare_golden(context.state());
     std::string problem = judge_against_golden(context, golden, target, {}, setup, plan, golden_error);
     if (!problem.empty()) return error_result(problem);
 

@@ -70,19 +70,31 @@ class RunStep : public StepKind {
     }
   }
 
+  // The step's keys beside its command's (which model_run reads).
+  struct Options {
+    YAML::Node runs;  // named runs, each overriding the step's command keys; null for one run
+    std::optional<int> fail_exit_code;
+
+    static Options parse(const YAML::Node& node) {
+      Options o{node["runs"], std::nullopt};
+      if (YAML::Node code = node["fail_exit_code"]) o.fail_exit_code = code.as<int>();
+      return o;
+    }
+  };
+
   StepResult evaluate(const StepContext& context) const override {
     const YAML::Node& node = context.step().node;
+    const Options o = Options::parse(node);
     std::vector<RunRequest> requests;
-    if (YAML::Node named = node["runs"]) {
-      for (const auto& run : named)
+    if (o.runs) {
+      for (const auto& run : o.runs)
         requests.push_back(context.model_run(run.first.Scalar(), merged_command(node, run.second)));
     } else {
       requests.push_back(context.model_run("main", merged_command(node, YAML::Node())));
     }
     std::vector<RunRecord> runs = context.run(requests);
 
-    std::optional<int> fail_exit_code;
-    if (YAML::Node code = node["fail_exit_code"]) fail_exit_code = code.as<int>();
+    const std::optional<int>& fail_exit_code = o.fail_exit_code;
     std::optional<StepResult> error = error_from_runs(runs);
     StepResult result = error ? *error : StepResult{};
     double duration = 0;

@@ -76,10 +76,26 @@ std::string cost_clause(const std::map<std::string, OpCost>& costs) {
          seconds_text(running) + " running (slowest: " + joined(named, ", ") + ")";
 }
 
+// The step's keys read here (the rule search reads its own: single_op_rules.h), the comparison keys
+// aside (dump_judgement.h).
+struct SingleOpCheckOptions {
+  std::optional<std::string> from;  // an eager run directory, instead of running the model
+  YAML::Node eager, target;         // overrides of the eager run and of the configuration under test
+  size_t batches = 1;
+  bool attribute_rules = true;
+
+  static SingleOpCheckOptions parse(const StepContext& context) {
+    const YAML::Node& node = context.step().node;
+    return {node["from"] ? std::optional<std::string>(node["from"].Scalar()) : std::nullopt, node["eager"],
+            node["target"],
+            node["batches"] ? node["batches"].as<size_t>() : static_cast<size_t>(context.workflow().defaults.slots),
+            context.option<bool>("attribute_rules")};
+  }
+};
+
 // The eager run the ops and their inputs are taken from.
-nlohmann::json ops_source_spec(const StepContext& context) {
-  const YAML::Node& side = context.step().node["eager"];
-  return side_spec(context, side, kEagerAtenRun);
+nlohmann::json ops_source_spec(const StepContext& context, const SingleOpCheckOptions& o) {
+  return side_spec(context, o.eager, kEagerAtenRun);
 }
 
 class SingleOpCheckStep : public StepKind {
@@ -124,20 +140,20 @@ class SingleOpCheckStep : public StepKind {
   }
 
   std::vector<PlannedRun> planned_runs(const StepContext& context) const override {
-    const YAML::Node& node = context.step().node;
-    if (node["from"]) return {};
-    return {planned_plugin_run(context, "eager", ops_source_spec(context), node["eager"])};
+    const SingleOpCheckOptions o = SingleOpCheckOptions::parse(context);
+    if (o.from) return {};
+    return {planned_plugin_run(context, "eager", ops_source_spec(context, o), o.eager)};
   }
 
   StepResult evaluate(const StepContext& context) const override {
-    const YAML::Node& node = context.step().node;
+    const SingleOpCheckOptions o = SingleOpCheckOptions::parse(context);
     StepResult result;
 
     std::string eager_dir;
-    if (node["from"]) {
-      eager_dir = context.path(node["from"].Scalar());
+    if (o.from) {
+      eager_dir = context.path(*o.from);
     } else {
-      RunRequest eager = plugin_run(context, "eager", ops_source_spec(context), node["eager"]);
+      RunRequest eager = plugin_run(context, "eager", ops_source_spec(context, o), o.eager);
       std::vector<RunRecord> runs = context.run({eager});
       if (std::optional<StepResult> error = error_from_runs(runs)) return *error;
       eager_dir = eager.dir;
@@ -163,7 +179,7 @@ class SingleOpCheckStep : public StepKind {
       return error_result("the eager run recorded no ops", std::move(result));
     }
 
-    nlohmann::json target = side_spec(context, node["target"], nlohmann::json::object());
+    nlohmann::json target = side_spec(context, o.target, nlohmann::json::object());
     std::string switches_file;
     if (target.contains("switches") && !target["switches"].empty()) {
       switches_file = context.step_dir() + "/switches.json";
@@ -171,8 +187,7 @@ class SingleOpCheckStep : public StepKind {
       std::ofstream(switches_file) << target["switches"].dump(2) << "\n";
     }
 
-    size_t batch_count =
-        node["batches"] ? node["batches"].as<size_t>() : static_cast<size_t>(context.workflow().defaults.slots);
+    const size_t batch_count = o.batches;
     const MeasuredCosts measured = earlier_op_costs(context.run_dir(), context.workflow().name, context.step().id);
     std::vector<std::vector<std::string>> pending = split_by_cost(ops, batch_count, measured.seconds);
     std::vector<std::string> out_dirs, crashed;
@@ -188,8 +203,8 @@ class SingleOpCheckStep : public StepKind {
       for (size_t b = 0; b < pending.size(); ++b) {
         std::string run_name = "batch" + std::to_string(rounds) + "-" + std::to_string(b + 1);
         std::string out = context.run_dir_of(run_name) + "/out";
-        requests.push_back(plugin_command(
-            context, run_name, single_op_args(eager_dir, out, target, switches_file, pending[b]), node["eager"]));
+        requests.push_back(plugin_command(context, run_name,
+                                          single_op_args(eager_dir, out, target, switches_file, pending[b]), o.eager));
         // The batches compile at the same time (GE's fusion_result.json, written into the
         // working directory, must not be two batches' at once).
         if (works_in_own_directory(context, YAML::Node(), target)) requests.back().cwd = requests.back().dir;
@@ -326,7 +341,7 @@ class SingleOpCheckStep : public StepKind {
       std::vector<std::string> names;
       for (const auto& op : failed_ops) names.push_back(op.get<std::string>());
       result.summary = counts + "; wrong in graph mode: " + joined(names, ", ");
-      if (!wrong_ops.empty() && context.option<bool>("attribute_rules"))
+      if (!wrong_ops.empty() && o.attribute_rules)
         result.summary += "; " + attribute_to_rules(context, {eager_dir, target}, wrong_ops, result);
     }
     if (!costs.empty()) result.summary += "; " + cost_clause(costs);

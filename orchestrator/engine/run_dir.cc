@@ -92,6 +92,9 @@ nlohmann::json resolved_config(const Workflow& w) {
                      {"diagnoses", s.diagnoses.empty() && kind ? kind->default_category() : s.diagnoses},
                      {"definition", yaml_to_json(s.node)}});
   }
+  std::vector<std::string> tolerance_overrides;
+  for (const compare::ToleranceOverride& o : w.defaults.tolerance_overrides)
+    tolerance_overrides.push_back(o.assignment());
   return {{"format", "diagnose-resolved-workflow"},
           {"version", 1},
           {"name", w.name},
@@ -103,7 +106,7 @@ nlohmann::json resolved_config(const Workflow& w) {
             {"output_dir", w.defaults.output_dir},
             {"timeout", w.defaults.timeout_s},
             {"kill_grace", w.defaults.kill_grace_s},
-            {"tolerance_overrides", w.defaults.tolerance_overrides}}},
+            {"tolerance_overrides", tolerance_overrides}}},
           {"steps", steps},
           {"verdict", {{"order", w.verdict.order}, {"advice", w.verdict.advice}}},
           {"report", {{"formats", w.report.formats}}}};

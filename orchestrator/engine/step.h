@@ -71,7 +71,7 @@ class StepContext {
   RunRequest model_run(const std::string& run_name, const YAML::Node& spec) const;
   // The workflow's tolerances (presets, then defaults.tolerances), then `overrides`.
   // Returns an error message in *error when an override is rejected.
-  compare::Tolerances tolerances(const std::vector<std::string>& overrides, std::string* error) const;
+  compare::Tolerances tolerances(const std::vector<compare::ToleranceOverride>& overrides, std::string* error) const;
   // The interpreter of the model's script: model.python, $DIAGNOSE_PYTHON, the python3 beside
   // the diagnose binary (the environment a wheel installed it into), else python3 on PATH.
   std::string model_python() const;

@@ -145,12 +145,13 @@ RunRequest StepContext::model_run(const std::string& run_name, const YAML::Node&
   return r;
 }
 
-compare::Tolerances StepContext::tolerances(const std::vector<std::string>& overrides, std::string* error) const {
+compare::Tolerances StepContext::tolerances(const std::vector<compare::ToleranceOverride>& overrides,
+                                            std::string* error) const {
   compare::Tolerances t = compare::Tolerances::defaults();
-  std::vector<std::string> all = workflow_.defaults.tolerance_overrides;
+  std::vector<compare::ToleranceOverride> all = workflow_.defaults.tolerance_overrides;
   all.insert(all.end(), overrides.begin(), overrides.end());
-  for (const std::string& assignment : all) {
-    std::string e = t.apply_override(assignment);
+  for (const compare::ToleranceOverride& o : all) {
+    std::string e = t.apply(o);
     if (!e.empty() && error && error->empty()) *error = e;
   }
   return t;

@@ -240,17 +240,6 @@ YAML::Mark mark_within(const std::string& file_text, const YAML::Node& node, siz
   return mark;
 }
 
-std::vector<std::string> tolerance_assignments(const YAML::Node& node) {
-  std::vector<std::string> out;
-  if (!node || !node.IsMap()) return out;
-  for (const auto& preset : node) {
-    if (!preset.second.IsMap()) continue;
-    for (const auto& field : preset.second)
-      out.push_back(preset.first.Scalar() + "." + field.first.Scalar() + "=" + field.second.Scalar());
-  }
-  return out;
-}
-
 void check_regexes(const YAML::Node& list, const std::string& where, Diagnostics& diagnostics) {
   if (!list || !list.IsSequence()) return;
   for (const auto& entry : list) {
@@ -262,24 +251,35 @@ void check_regexes(const YAML::Node& list, const std::string& where, Diagnostics
   }
 }
 
-void check_tolerances(const YAML::Node& node, Diagnostics& diagnostics) {
-  if (!node || !node.IsMap()) return;
+std::vector<compare::ToleranceOverride> tolerance_overrides(const YAML::Node& node, Diagnostics* diagnostics) {
+  std::vector<compare::ToleranceOverride> out;
+  if (!node || !node.IsMap()) return out;
   compare::Tolerances tolerances = compare::Tolerances::defaults();
   std::vector<std::string> presets;
   for (const auto& [name, preset] : tolerances.presets) presets.push_back(name);
   for (const auto& preset : node) {
     const std::string name = preset.first.Scalar();
     if (!tolerances.presets.count(name)) {
-      diagnostics.error(preset.first.Mark(), "tolerances: unknown preset '" + name + "'" + did_you_mean(name, presets));
+      if (diagnostics)
+        diagnostics->error(preset.first.Mark(),
+                           "tolerances: unknown preset '" + name + "'" + did_you_mean(name, presets));
       continue;
     }
     if (!preset.second.IsMap()) continue;
     for (const auto& field : preset.second) {
-      std::string error = tolerances.apply_override(name + "." + field.first.Scalar() + "=" + field.second.Scalar());
-      if (!error.empty()) diagnostics.error(field.second.Mark(), "tolerances: " + error);
+      compare::ToleranceOverride o;
+      std::string error = compare::make_tolerance_override(name, field.first.Scalar(), field.second.Scalar(), &o);
+      if (error.empty()) error = tolerances.apply(o);
+      if (error.empty())
+        out.push_back(std::move(o));
+      else if (diagnostics)
+        diagnostics->error(field.second.Mark(), "tolerances: " + error);
     }
   }
+  return out;
 }
+
+void check_tolerances(const YAML::Node& node, Diagnostics& diagnostics) { tolerance_overrides(node, &diagnostics); }
 
 void validate_workflow(const Workflow& workflow, const std::vector<StringUse>& strings, Diagnostics& diagnostics) {
   check_model(workflow.root["model"], diagnostics);

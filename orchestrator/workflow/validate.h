@@ -37,9 +37,10 @@ void check_command_form(const YAML::Node& node, const std::string& where, bool n
 // names the list in the messages ("steps.gate.layers").
 void check_regexes(const YAML::Node& list, const std::string& where, Diagnostics& diagnostics);
 
-// Checks a tolerance mapping ({fp16: {rtol: 1e-2}}) against compare::Tolerances.
+// A tolerance mapping ({fp16: {rtol: 1e-2}}) as overrides; what compare::Tolerances rejects is
+// left out, and reported in `diagnostics` when given.
+std::vector<compare::ToleranceOverride> tolerance_overrides(const YAML::Node& node, Diagnostics* diagnostics = nullptr);
+// tolerance_overrides for its errors.
 void check_tolerances(const YAML::Node& node, Diagnostics& diagnostics);
-// The same mapping as "preset.field=value" assignments.
-std::vector<std::string> tolerance_assignments(const YAML::Node& node);
 
 }  // namespace diagnose

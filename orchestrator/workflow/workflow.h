@@ -9,6 +9,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "compare/judge.h"
+
 namespace diagnose {
 
 // How to start one process. Templates (${...}) are still unexpanded here.
@@ -40,8 +42,8 @@ struct Defaults {
   double kill_grace_s = 5;          // between SIGTERM and SIGKILL
   // Bytes of tensor files the diagnosis's op dumps may keep, split over them (engine/dump_budget.h); 0: no limit.
   int64_t dump_budget = int64_t{1} << 30;
-  // Tolerance overrides as "preset.field=value" (compare/judge.h apply_override).
-  std::vector<std::string> tolerance_overrides;
+  // defaults.tolerances, in the order written.
+  std::vector<compare::ToleranceOverride> tolerance_overrides;
 };
 
 enum class OnFailure { Stop, Continue };

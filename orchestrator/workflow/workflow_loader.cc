@@ -93,7 +93,7 @@ Workflow build_workflow(const YAML::Node& root, const std::string& path, const s
     if (auto v = optional_value<double>(defaults, "timeout")) w.defaults.timeout_s = *v;
     if (auto v = optional_value<double>(defaults, "kill_grace")) w.defaults.kill_grace_s = *v;
     if (auto v = optional_value<int64_t>(defaults, "dump_budget")) w.defaults.dump_budget = *v;
-    if (defaults["tolerances"]) w.defaults.tolerance_overrides = tolerance_assignments(defaults["tolerances"]);
+    if (defaults["tolerances"]) w.defaults.tolerance_overrides = tolerance_overrides(defaults["tolerances"]);
   }
 
   for (const YAML::Node& node : root["steps"]) {

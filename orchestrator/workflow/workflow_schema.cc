@@ -57,8 +57,8 @@ Schema model_schema() {
       properties);
 }
 
-Schema defaults_schema() {
-  Schema preset_fields = object_schema(
+Schema tolerance_preset_schema() {
+  return object_schema(
       "Fields of one tolerance preset (compare/judge.h).",
       {optional("atol", number_schema("absolute tolerance of the allclose rule", 0)),
        optional("rtol", number_schema("relative tolerance of the allclose rule", 0)),
@@ -66,6 +66,9 @@ Schema defaults_schema() {
        optional("max_relative_l2", number_schema("relative euclidean distance bound of the metric rule", 0)),
        optional("exact", boolean_schema("any difference fails")),
        optional("referee_multiplier", number_schema("three-way rule multiplier", 0))});
+}
+
+Schema defaults_schema() {
   return object_schema(
       "Settings shared by every step.",
       {optional("slots",
@@ -83,8 +86,8 @@ Schema defaults_schema() {
                                          "over them; past its share a dump keeps statistics only. 0: no limit.",
                                          0),
                           Defaults{}.dump_budget)),
-       optional("tolerances",
-                map_schema("Tolerance overrides by preset name (fp32, fp16, bf16, fp8, exact...).", preset_fields))});
+       optional("tolerances", map_schema("Tolerance overrides by preset name (fp32, fp16, bf16, fp8, exact...).",
+                                         tolerance_preset_schema()))});
 }
 
 Schema verdict_schema() {

@@ -17,6 +17,8 @@ std::vector<Property> command_properties();
 // The verdict categories a step may diagnose (engine/verdict.h).
 std::vector<std::string> diagnosable_categories();
 
+// The fields of one tolerance preset a workflow may override (compare/judge.h).
+Schema tolerance_preset_schema();
 Schema model_schema();
 Schema defaults_schema();
 Schema verdict_schema();

@@ -174,5 +174,20 @@ TEST(Judge, OverridesFromCommandLineAndFile) {
   EXPECT_NE(t.load_overrides(dir / "missing.json"), "");
 }
 
+TEST(Judge, CommandLineOverrideIsParsedOnceIntoItsFields) {
+  ToleranceOverride o;
+  ASSERT_EQ(parse_tolerance_override("fp16.rtol=1e-2", &o), "");
+  EXPECT_EQ(o.preset, "fp16");
+  EXPECT_EQ(o.field, "rtol");
+  EXPECT_DOUBLE_EQ(o.value, 0.01);
+  EXPECT_EQ(o.assignment(), "fp16.rtol=1e-2");  // as written, for the command that reproduces it
+  Tolerances t = Tolerances::defaults();
+  EXPECT_EQ(t.apply(o), "");
+  EXPECT_TRUE(t.presets.at("fp16").user_allclose);
+  EXPECT_NE(parse_tolerance_override("fp99.rtol=1", &o).find("unknown tolerance preset 'fp99'"), std::string::npos);
+  EXPECT_EQ(parse_tolerance_override("fp16.rtol=abc", &o), "tolerance value 'abc' is not a number");
+  EXPECT_EQ(t.apply({"fp16", "bogus", 1, "1"}).find("unknown tolerance field 'bogus'"), 0u);
+}
+
 }  // namespace
 }  // namespace diagnose::compare

@@ -525,6 +525,21 @@ TEST(Validate, BinaryGarbageIsAnErrorNotACrash) {
   EXPECT_FALSE(errors_for("model: {argv: [python]}\nsteps: [[], {}, 3, null]").empty());
 }
 
+TEST(Validate, DefaultTolerancesAreLoadedAsTypedOverrides) {
+  Diagnostics diagnostics("wf.yaml");
+  std::optional<Workflow> workflow = load_workflow_text(
+      "model: {argv: [python]}\ndefaults: {tolerances: {fp16: {rtol: 1e-3}, bf16: {atol: 0.5}}}\n"
+      "steps: [{id: a, kind: run}]\n",
+      "wf.yaml", diagnostics);
+  ASSERT_TRUE(workflow) << (diagnostics.list().empty() ? "" : diagnostics.list()[0].message);
+  const std::vector<compare::ToleranceOverride>& overrides = workflow->defaults.tolerance_overrides;
+  ASSERT_EQ(overrides.size(), 2u);
+  EXPECT_EQ(overrides[0].assignment(), "fp16.rtol=1e-3");
+  EXPECT_DOUBLE_EQ(overrides[0].value, 1e-3);
+  EXPECT_EQ(overrides[1].preset, "bf16");
+  EXPECT_DOUBLE_EQ(overrides[1].value, 0.5);
+}
+
 // Every single-character deletion, duplication and replacement of a valid workflow must
 // give either a workflow or errors with positions, never an exception or a crash.
 TEST(Validate, MutatedWorkflowsNeverCrash) {
