@@ -4,7 +4,6 @@
 #include <boost/filesystem.hpp>
 #include <cctype>
 #include <cmath>
-#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -26,7 +25,6 @@ constexpr size_t kMaxTableRows = 200;
 constexpr size_t kVerdictFindings = 5;  // the rest are listed at the end of the page
 // A table cell holding a word longer than this (a path, an op's full name) may break it anywhere.
 constexpr size_t kLongWord = 32;
-constexpr uintmax_t kMaxJsonBytes = 64u << 20;
 
 const char* kStyle = R"css(
 :root { --pass: #1a7f37; --fail: #cf222e; --error: #bc4c00; --skipped: #6e7781; --pending: #8250df; --ink: #1f2328; --muted: #59636e; --line: #d0d7de; }
@@ -125,22 +123,14 @@ size_t longest_word(const std::string& text) {
   return longest;
 }
 
-json read_json_file(const std::string& path) {
-  boost::system::error_code ec;
-  uintmax_t size = fs::file_size(path, ec);
-  if (ec || size > kMaxJsonBytes) return nullptr;
-  std::ifstream in(path);
-  return json::parse(in, nullptr, false);
-}
-
 class Page {
  public:
-  Page(const State& state, const Verdict& verdict) : state_(state), verdict_(verdict) {}
+  explicit Page(const RunReport& report) : report_(report), verdict_(report.verdict) {}
 
   std::string render() {
     out_ << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
          << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-         << "<title>diagnose: " << markup_escape(state_.workflow_name) << " — " << markup_escape(verdict_.title)
+         << "<title>diagnose: " << markup_escape(report_.workflow_name) << " — " << markup_escape(verdict_.title)
          << "</title>\n"
          << "<style>" << kStyle << "</style>\n</head>\n<body>\n";
     header();
@@ -148,7 +138,7 @@ class Page {
     flowchart();
     dump_budget();
     out_ << "<h2 id=\"steps\">Steps</h2>\n";
-    for (const StepResult& step : state_.steps) step_section(step);
+    for (const StepReport& step : report_.steps) step_section(step);
     if (verdict_.findings.size() > kVerdictFindings) {
       out_ << "<section id=\"all-findings\">\n<h2>All findings of the verdict (" << verdict_.findings.size()
            << ")</h2>\n";
@@ -164,8 +154,8 @@ class Page {
   std::string link(const std::string& path) const {
     if (path.empty()) return "";
     fs::path target = fs::path(path).lexically_normal();
-    if (!target.is_absolute()) target = (fs::path(state_.run_dir) / target).lexically_normal();
-    fs::path relative = target.lexically_relative(fs::path(state_.run_dir).lexically_normal());
+    if (!target.is_absolute()) target = (fs::path(report_.run_dir) / target).lexically_normal();
+    fs::path relative = target.lexically_relative(fs::path(report_.run_dir).lexically_normal());
     return relative.empty() ? target.string() : relative.generic_string();
   }
 
@@ -174,23 +164,21 @@ class Page {
   }
 
   void header() {
-    out_ << "<header>\n<h1>diagnose report: " << markup_escape(state_.workflow_name)
-         << "</h1>\n<p class=\"meta\">run <code>" << markup_escape(state_.run_dir)
-         << "</code> · workflow <a href=\"workflow.yaml\"><code>" << markup_escape(state_.workflow_path)
-         << "</code></a> · started " << markup_escape(cell_text(iso_time(state_.started))) << " · "
-         << (state_.finished > 0 ? "finished " + markup_escape(cell_text(iso_time(state_.finished)))
-                                 : std::string("not finished"))
-         << (state_.finished > state_.started && state_.started > 0
-                 ? " (" + short_number(state_.finished - state_.started) + " s)"
-                 : std::string())
+    out_ << "<header>\n<h1>diagnose report: " << markup_escape(report_.workflow_name)
+         << "</h1>\n<p class=\"meta\">run <code>" << markup_escape(report_.run_dir)
+         << "</code> · workflow <a href=\"workflow.yaml\"><code>" << markup_escape(report_.workflow_path)
+         << "</code></a> · started " << markup_escape(cell_text(report_.started)) << " · "
+         << (report_.finished.is_null() ? std::string("not finished")
+                                        : "finished " + markup_escape(cell_text(report_.finished)))
+         << (report_.duration_s > 0 ? " (" + short_number(report_.duration_s) + " s)" : std::string())
          << " · exit code <strong id=\"exit-code\">" << verdict_.exit_code << "</strong></p>\n</header>\n";
   }
 
   void dump_budget() {
-    if (!state_.dump_budget.is_object()) return;
+    if (!report_.dump_budget.is_object()) return;
     out_ << "<section id=\"dump-budget\">\n<h2>Dump budget</h2>\n<p>"
-         << markup_escape(dump_budget_text(state_.dump_budget)) << "</p>\n";
-    const json left_out = state_.dump_budget.value("left_out", json::array());
+         << markup_escape(dump_budget_text(report_.dump_budget)) << "</p>\n";
+    const json left_out = report_.dump_budget.value("left_out", json::array());
     if (!left_out.empty()) table(left_out, "left-out");
     out_ << "</section>\n";
   }
@@ -224,19 +212,7 @@ class Page {
     out_ << "</section>\n";
   }
 
-  // The `when` conditions, from the run's resolved configuration (absent in old run directories).
-  std::map<std::string, std::string> conditions() const {
-    std::map<std::string, std::string> when;
-    json resolved = read_json_file(state_.run_dir + "/resolved.json");
-    if (resolved.is_object() && resolved.contains("steps") && resolved["steps"].is_array())
-      for (const auto& s : resolved["steps"])
-        if (s.is_object() && s.value("when", json("")).is_string() && !s.value("when", std::string()).empty())
-          when[s.value("id", std::string())] = s.value("when", std::string());
-    return when;
-  }
-
   void flowchart() {
-    std::map<std::string, std::string> when = conditions();
     const int box_w = 200, line_h = 17, gap_x = 44, gap_y = 40, per_row = 4, margin = 12;
     const double text_w = box_w - 20;
     // Each box: its id (bold), kind, status and condition, wrapped to the box, never cut; all
@@ -246,19 +222,18 @@ class Page {
     };
     std::vector<std::vector<Line>> box_lines;
     size_t most_lines = 1;
-    for (const StepResult& s : state_.steps) {
+    for (const StepReport& s : report_.steps) {
       std::vector<Line> lines;
       for (const std::string& l : wrapped(s.id, text_w, 13)) lines.push_back({"id", l});
       for (const std::string& l : wrapped(s.kind, text_w, 11)) lines.push_back({"kind", l});
       lines.push_back({"state", status_class(step_status_name(s.status))});
-      auto condition = when.find(s.id);
-      if (condition != when.end())
-        for (const std::string& l : wrapped("when " + condition->second, text_w, 11)) lines.push_back({"when", l});
+      if (!s.when.empty())
+        for (const std::string& l : wrapped("when " + s.when, text_w, 11)) lines.push_back({"when", l});
       most_lines = std::max(most_lines, lines.size());
       box_lines.push_back(std::move(lines));
     }
     const int box_h = line_h * static_cast<int>(most_lines) + 15;
-    size_t n = state_.steps.size();
+    size_t n = report_.steps.size();
     int rows = static_cast<int>((n + per_row - 1) / per_row);
     int width = margin * 2 + per_row * box_w + (per_row - 1) * gap_x;
     int height = margin * 2 + std::max(1, rows) * (box_h + gap_y) - gap_y;
@@ -292,7 +267,7 @@ class Page {
       out_ << "<path class=\"arrow\" d=\"" << path << "\"/>\n";
     }
     for (size_t i = 0; i < n; ++i) {
-      const StepResult& s = state_.steps[i];
+      const StepReport& s = report_.steps[i];
       std::string status = status_class(step_status_name(s.status));
       int x = box_x(i), y = box_y(i);
       out_ << "<a href=\"#step-" << markup_escape(s.id) << "\"><g class=\"box " << status << "\" data-step=\""
@@ -435,12 +410,12 @@ class Page {
     }
   }
 
-  void runs(const StepResult& step) {
+  void runs(const StepReport& step) {
     if (step.runs.empty()) return;
     out_ << "<div class=\"table-box\"><table "
             "class=\"runs\">\n<tr><th>run</th><th>status</th><th>exit</th><th>seconds</th><th>attempts</th>"
             "<th>files</th><th>why</th></tr>\n";
-    for (const RunRecord& r : step.runs) {
+    for (const ReportedRun& r : step.runs) {
       std::string status = status_class(run_status_name(r.status));
       out_ << "<tr><td>" << markup_escape(r.name);
       if (!r.from_step.empty())
@@ -449,12 +424,10 @@ class Page {
            << (r.exit_code ? std::to_string(*r.exit_code)
                : r.signal  ? "signal " + std::to_string(*r.signal)
                            : "")
-           << "</td><td class=\"num\">"
-           << (r.finished >= r.started && r.started > 0 ? short_number(r.finished - r.started) : "")
+           << "</td><td class=\"num\">" << (r.finished.is_null() ? "" : short_number(r.duration_s))
            << "</td><td class=\"num\">" << r.attempts << "</td><td>";
       std::vector<std::pair<std::string, std::string>> files = {{"stdout", r.stdout_path}, {"stderr", r.stderr_path}};
-      boost::system::error_code ec;
-      if (!r.dump_dir.empty() && fs::exists(r.dump_dir, ec)) files.push_back({"dump", r.dump_dir});
+      if (r.dump_kept) files.push_back({"dump", r.dump_dir});
       bool first = true;
       for (const auto& [name, path] : files) {
         if (path.empty()) continue;
@@ -467,7 +440,7 @@ class Page {
     out_ << "</table></div>\n";
   }
 
-  void metrics_list(const StepResult& step) {
+  void metrics_list(const StepReport& step) {
     if (!step.metrics.is_object() || step.metrics.empty()) return;
     out_ << "<p class=\"metrics\">";
     bool first = true;
@@ -481,37 +454,7 @@ class Page {
     out_ << "</p>\n";
   }
 
-  // JSON files of the step that the page knows how to draw: named as evidence, or in the
-  // step's directory (two levels deep).
-  std::vector<std::pair<std::string, json>> step_documents(const StepResult& step) const {
-    std::vector<std::string> candidates, found;
-    for (const Evidence& e : step.evidence)
-      if (e.kind == "file" && fs::path(e.path).extension() == ".json") candidates.push_back(e.path);
-    fs::path dir = fs::path(state_.run_dir) / "steps" / step.id;
-    boost::system::error_code ec;
-    if (fs::is_directory(dir, ec)) {
-      for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-        if (it.depth() >= 1 && fs::is_directory(it->path(), ec)) it.disable_recursion_pending();
-        if (it->path().extension() == ".json" && fs::is_regular_file(it->path(), ec))
-          found.push_back(it->path().string());
-      }
-    }
-    std::sort(found.begin(), found.end());
-    candidates.insert(candidates.end(), found.begin(), found.end());
-    std::set<std::string> seen;
-    std::vector<std::pair<std::string, json>> documents;
-    for (const std::string& path : candidates) {
-      std::string key = fs::path(path).lexically_normal().string();
-      if (!seen.insert(key).second) continue;
-      std::string name = fs::path(path).filename().string();
-      if (name == "status.json" || name == "spec.json") continue;
-      json document = read_json_file(path);
-      if (document.is_object()) documents.emplace_back(path, std::move(document));
-    }
-    return documents;
-  }
-
-  void step_section(const StepResult& step) {
+  void step_section(const StepReport& step) {
     std::string status = status_class(step_status_name(step.status));
     out_ << "<section class=\"step\" id=\"step-" << markup_escape(step.id) << "\" data-kind=\""
          << markup_escape(step.kind) << "\" data-status=\"" << status << "\">\n<header><h3>" << markup_escape(step.id)
@@ -520,13 +463,12 @@ class Page {
     metrics_list(step);
     findings(step.findings);
     runs(step);
-    for (const auto& [path, document] : step_documents(step)) {
-      if (document.value("format", "") == "diagnose-compare-result")
-        compare_plots(path, document);
-      else if (document.contains("conclusion") && document.contains("trials") && document["trials"].is_array())
-        bisection(path, document, !has_trial_table(step));
-      else if (document.value("format", "") == "diagnose-history-trend")
-        trend(path, document);
+    for (const ReportSection& section : step.sections) {
+      switch (section.kind) {
+        case ReportSection::Kind::Compare: compare_plots(section.path, section.document); break;
+        case ReportSection::Kind::Bisection: bisection(section.path, section.document, !has_trial_table(step)); break;
+        case ReportSection::Kind::Trend: trend(section.path, section.document); break;
+      }
     }
     evidence(step.evidence);
     commands("Replay", step.reproduce);
@@ -665,7 +607,7 @@ class Page {
   }
 
   // A step that lists its trials as evidence already (fusion_bisect does) needs no second table.
-  static bool has_trial_table(const StepResult& step) {
+  static bool has_trial_table(const StepReport& step) {
     return std::any_of(step.evidence.begin(), step.evidence.end(), [](const Evidence& e) {
       return e.kind == "table" && e.name.find("trial") != std::string::npos;
     });
@@ -827,13 +769,13 @@ class Page {
     table(rows, "trend-table", {"model version", "run", "when", "verdict", "cosine", "relative L2", "max relative"});
   }
 
-  const State& state_;
+  const RunReport& report_;
   const Verdict& verdict_;
   std::ostringstream out_;
 };
 
 }  // namespace
 
-std::string report_html(const State& state, const Verdict& verdict) { return Page(state, verdict).render(); }
+std::string report_html(const RunReport& report) { return Page(report).render(); }
 
 }  // namespace diagnose

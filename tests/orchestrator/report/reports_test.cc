@@ -110,6 +110,16 @@ TEST_F(Reports, InterruptedRunReportAlsoValidates) {
   EXPECT_EQ(report["steps"][0]["runs"][0]["status"], "interrupted");
 }
 
+TEST_F(Reports, ReportCommandRendersTheSameReportsFromReportJsonAlone) {
+  TempDir moved;
+  fs::copy_file(run_dir_ + "/report.json", moved / "report.json");
+  Finished r = run_diagnose({"report", moved.path(), "-q"}, moved.path());
+  EXPECT_EQ(r.code, 1) << r.err;
+  for (const char* name : {"report.json", "report.md", "report.html", "junit.xml"})
+    EXPECT_EQ(read_text(moved / name), read_text(run_dir_ + "/" + name)) << name;
+  EXPECT_NE(read_text(moved / "report.html").find("compare-plot"), std::string::npos);
+}
+
 TEST_F(Reports, JunitParsesWithOneCasePerStep) {
   boost::property_tree::ptree xml;
   ASSERT_NO_THROW(boost::property_tree::read_xml(run_dir_ + "/junit.xml", xml));
