@@ -1,4 +1,5 @@
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <boost/filesystem.hpp>
 #include <iostream>
 
@@ -19,11 +20,22 @@ namespace fs = boost::filesystem;
 
 namespace {
 
-// From report.json alone where the run wrote one; else (a workflow without the json format)
-// from state.json, the step directories and the verdict settings of the run's workflow.
+// A report.json written before its steps carried their sections lacks what report.html draws.
+bool has_sections(const nlohmann::json& report) {
+  const nlohmann::json steps = report.is_object() ? report.value("steps", nlohmann::json()) : nlohmann::json();
+  return steps.is_array() && std::all_of(steps.begin(), steps.end(), [](const nlohmann::json& step) {
+           return step.is_object() && step.contains("sections");
+         });
+}
+
+// From report.json alone where the run wrote one; else (a workflow without the json format, a
+// report.json of an older diagnose) from state.json, the step directories and the verdict
+// settings of the run's workflow.
 RunReport load_report(const std::string& dir, const std::optional<Workflow>& workflow) {
-  if (std::optional<std::string> text = read_file(dir + "/report.json"))
-    return run_report_from_json(nlohmann::json::parse(*text, nullptr, false));
+  if (std::optional<std::string> text = read_file(dir + "/report.json")) {
+    nlohmann::json report = nlohmann::json::parse(*text, nullptr, false);
+    if (has_sections(report) || !fs::exists(state_path(dir))) return run_report_from_json(report);
+  }
   State state = load_state(state_path(dir));
   state.run_dir = dir;
   return run_report(state, workflow ? compute_verdict(*workflow, state) : compute_verdict({}, {}, state));
