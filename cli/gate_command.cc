@@ -59,7 +59,7 @@ int gate_command(int argc, char** argv) {
   FinishedRun run = finish_run(*workflow, outcome, progress);
   if (outcome.interrupted) return kExitInterrupted;
 
-  const Verdict& verdict = run.verdict;
+  const Verdict& verdict = run.report.verdict;
   int exit_code = verdict.exit_code;
   std::string gate_junit;
   for (const std::string& id : gates) {
@@ -79,7 +79,7 @@ int gate_command(int argc, char** argv) {
   }
   progress.verdict(verdict.category, verdict.summary, exit_code);
   if (format == LogFormat::Human) {
-    print_verdict(outcome, run, quiet);
+    print_verdict(run, quiet);
     std::cout << "gate: " << (exit_code == 0 ? "PASSED" : exit_code == 1 ? "FAILED (regression)" : "ERROR") << "\n";
   }
   return exit_code;

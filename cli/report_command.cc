@@ -1,4 +1,5 @@
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <boost/filesystem.hpp>
 #include <iostream>
 
@@ -9,11 +10,38 @@
 #include "orchestrator/engine/step.h"
 #include "orchestrator/engine/verdict.h"
 #include "orchestrator/report/reports.h"
+#include "orchestrator/report/run_report.h"
+#include "orchestrator/util/files.h"
 #include "orchestrator/workflow/workflow_loader.h"
 
 namespace diagnose {
 
 namespace fs = boost::filesystem;
+
+namespace {
+
+// A report.json written before its steps carried their sections lacks what report.html draws.
+bool has_sections(const nlohmann::json& report) {
+  const nlohmann::json steps = report.is_object() ? report.value("steps", nlohmann::json()) : nlohmann::json();
+  return steps.is_array() && std::all_of(steps.begin(), steps.end(), [](const nlohmann::json& step) {
+           return step.is_object() && step.contains("sections");
+         });
+}
+
+// From report.json alone where the run wrote one; else (a workflow without the json format, a
+// report.json of an older diagnose) from state.json, the step directories and the verdict
+// settings of the run's workflow.
+RunReport load_report(const std::string& dir, const std::optional<Workflow>& workflow) {
+  if (std::optional<std::string> text = read_file(dir + "/report.json")) {
+    nlohmann::json report = nlohmann::json::parse(*text, nullptr, false);
+    if (has_sections(report) || !fs::exists(state_path(dir))) return run_report_from_json(report);
+  }
+  State state = load_state(state_path(dir));
+  state.run_dir = dir;
+  return run_report(state, workflow ? compute_verdict(*workflow, state) : compute_verdict({}, {}, state));
+}
+
+}  // namespace
 
 int report_command(int argc, char** argv) {
   CLI::App app{"Render the reports of a run directory again and print its verdict.", "diagnose report"};
@@ -23,31 +51,30 @@ int report_command(int argc, char** argv) {
   app.add_flag("-q,--quiet", quiet, "print only the verdict");
   if (int code = parse_arguments(app, argc, argv); code != kArgumentsParsed) return code;
 
-  State state;
+  std::string dir = absolute_path(run_dir, fs::current_path().string());
+  // The report formats come from the run's own copy of the workflow.
+  Diagnostics diagnostics(workflow_copy_path(dir));
+  std::optional<Workflow> workflow = load_workflow(workflow_copy_path(dir), diagnostics);
+  std::vector<std::string> formats = workflow ? workflow->report.formats : ReportSpec{}.formats;
+  RunReport report;
   try {
-    state = load_state(state_path(run_dir));
+    report = load_report(dir, workflow);
   } catch (const std::exception& e) {
     std::cerr << "diagnose: " << e.what() << "\n";
     return kExitUsage;
   }
-  state.run_dir = absolute_path(run_dir, fs::current_path().string());
-  // The verdict settings and report formats come from the run's own copy of the workflow.
-  Diagnostics diagnostics(workflow_copy_path(run_dir));
-  std::optional<Workflow> workflow = load_workflow(workflow_copy_path(run_dir), diagnostics);
-  Verdict verdict = workflow ? compute_verdict(*workflow, state) : compute_verdict({}, {}, state);
-  std::vector<std::string> formats = workflow ? workflow->report.formats : ReportSpec{}.formats;
   std::vector<std::string> reports;
   try {
-    reports = write_reports(state, verdict, formats);
+    reports = write_reports(report, formats, dir);
   } catch (const std::exception& e) {
     std::cerr << "diagnose: cannot write the reports: " << e.what() << "\n";
     return kExitInfrastructure;
   }
   if (quiet)
-    std::cout << "verdict: " << verdict.summary << "\n";
+    std::cout << "verdict: " << report.verdict.summary << "\n";
   else
-    print_terminal_summary(std::cout, state, verdict, reports);
-  return verdict.exit_code;
+    print_terminal_summary(std::cout, report, reports);
+  return report.verdict.exit_code;
 }
 
 }  // namespace diagnose

@@ -19,25 +19,25 @@ std::optional<Workflow> load_or_report(const std::string& path) {
 }
 
 FinishedRun finish_run(const Workflow& workflow, const EngineOutcome& outcome, Progress& progress) {
-  FinishedRun run{compute_verdict(workflow, outcome.state), {}};
+  FinishedRun run{run_report(outcome.state, compute_verdict(workflow, outcome.state)), {}};
   try {
-    run.reports = write_reports(outcome.state, run.verdict, workflow.report.formats);
+    run.reports = write_reports(run.report, workflow.report.formats, outcome.state.run_dir);
   } catch (const std::exception& e) {
     progress.warning(std::string("cannot write the reports: ") + e.what());
   }
   try {
-    if (!outcome.interrupted) record_run_history(outcome.state, run.verdict);
+    if (!outcome.interrupted) record_run_history(outcome.state, run.report.verdict);
   } catch (const std::exception& e) {
     progress.warning(e.what());
   }
   return run;
 }
 
-void print_verdict(const EngineOutcome& outcome, const FinishedRun& run, bool quiet) {
+void print_verdict(const FinishedRun& run, bool quiet) {
   if (quiet)
-    std::cout << "verdict: " << run.verdict.summary << "\n";
+    std::cout << "verdict: " << run.report.verdict.summary << "\n";
   else
-    print_terminal_summary(std::cout, outcome.state, run.verdict, run.reports);
+    print_terminal_summary(std::cout, run.report, run.reports);
 }
 
 int run_to_verdict(const Workflow& workflow, const EngineOptions& options, LogFormat format, Verbosity verbosity) {
@@ -51,9 +51,10 @@ int run_to_verdict(const Workflow& workflow, const EngineOptions& options, LogFo
   }
   FinishedRun run = finish_run(workflow, outcome, progress);
   if (outcome.interrupted) return kExitInterrupted;
-  progress.verdict(run.verdict.category, run.verdict.summary, run.verdict.exit_code);
-  if (format == LogFormat::Human) print_verdict(outcome, run, verbosity == Verbosity::Quiet);
-  return run.verdict.exit_code;
+  const Verdict& verdict = run.report.verdict;
+  progress.verdict(verdict.category, verdict.summary, verdict.exit_code);
+  if (format == LogFormat::Human) print_verdict(run, verbosity == Verbosity::Quiet);
+  return verdict.exit_code;
 }
 
 }  // namespace diagnose

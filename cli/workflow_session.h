@@ -8,6 +8,7 @@
 
 #include "orchestrator/engine/engine.h"
 #include "orchestrator/engine/verdict.h"
+#include "orchestrator/report/run_report.h"
 #include "orchestrator/workflow/workflow.h"
 
 namespace diagnose {
@@ -16,7 +17,7 @@ namespace diagnose {
 std::optional<Workflow> load_or_report(const std::string& path);
 
 struct FinishedRun {
-  Verdict verdict;
+  RunReport report;                  // with the verdict
   std::vector<std::string> reports;  // the files written
 };
 
@@ -25,7 +26,7 @@ struct FinishedRun {
 FinishedRun finish_run(const Workflow& workflow, const EngineOutcome& outcome, Progress& progress);
 
 // The verdict on stdout: one line when quiet, else the terminal summary.
-void print_verdict(const EngineOutcome& outcome, const FinishedRun& run, bool quiet);
+void print_verdict(const FinishedRun& run, bool quiet);
 
 // The workflow run to its verdict: progress on stderr (JSON lines on stdout), the reports and
 // history written, the verdict printed; the exit code.

@@ -3,11 +3,10 @@
 
 #include <string>
 
-#include "orchestrator/engine/state.h"
-#include "orchestrator/engine/verdict.h"
+#include "orchestrator/report/run_report.h"
 
 namespace diagnose {
 
-std::string report_junit(const State& state, const Verdict& verdict);
+std::string report_junit(const RunReport& report);
 
 }  // namespace diagnose

@@ -4,20 +4,16 @@
 // narrowed, metric trends across model versions, relative links to logs, dumps and tables,
 // and the commands that replay each result. Readable printed.
 //
-// Besides State, it reads JSON files that steps leave in their directories (or name as
-// evidence), recognised by content:
-//   - "format": "diagnose-compare-result"  compare/result.json (docs/compare-output.md)
-//   - "conclusion" + "trials"              a bisection result (bisect/bisector.h Result::to_json)
-//   - "format": "diagnose-history-trend"   an output's metrics across model versions (ci/history.h)
+// It is rendered from the RunReport alone (run_report.h): the documents it draws are the
+// steps' sections, read from their files once when the report was made.
 #pragma once
 
 #include <string>
 
-#include "orchestrator/engine/state.h"
-#include "orchestrator/engine/verdict.h"
+#include "orchestrator/report/run_report.h"
 
 namespace diagnose {
 
-std::string report_html(const State& state, const Verdict& verdict);
+std::string report_html(const RunReport& report);
 
 }  // namespace diagnose

@@ -3,7 +3,6 @@
 #include <sstream>
 
 #include "orchestrator/engine/dump_budget.h"
-#include "orchestrator/report/report_json.h"
 
 namespace diagnose {
 
@@ -16,12 +15,12 @@ std::string cell(const nlohmann::json& v) {
   return escaped;
 }
 
-std::string seconds(double started, double finished) {
-  if (started <= 0 || finished < started) return "";
+std::string seconds(const ReportedRun& run) {
+  if (run.finished.is_null()) return "";
   std::ostringstream out;
   out.setf(std::ios::fixed);
   out.precision(2);
-  out << finished - started;
+  out << run.duration_s;
   return out.str();
 }
 
@@ -68,13 +67,14 @@ void write_commands(std::ostream& out, const std::vector<std::string>& commands)
 
 }  // namespace
 
-std::string report_markdown(const State& state, const Verdict& verdict) {
+std::string report_markdown(const RunReport& report) {
+  const Verdict& verdict = report.verdict;
   std::ostringstream out;
-  out << "# diagnose report: " << state.workflow_name << "\n\n";
-  out << "- run directory: `" << state.run_dir << "`\n";
-  out << "- workflow: `" << state.workflow_path << "`\n";
-  out << "- started: " << cell(iso_time(state.started))
-      << ", finished: " << (state.finished > 0 ? cell(iso_time(state.finished)) : std::string("not finished")) << "\n";
+  out << "# diagnose report: " << report.workflow_name << "\n\n";
+  out << "- run directory: `" << report.run_dir << "`\n";
+  out << "- workflow: `" << report.workflow_path << "`\n";
+  out << "- started: " << cell(report.started)
+      << ", finished: " << (report.finished.is_null() ? std::string("not finished") : cell(report.finished)) << "\n";
   out << "- exit code: " << verdict.exit_code << "\n\n";
 
   out << "## Verdict: " << verdict.title << "\n\n" << verdict.summary << "\n\n";
@@ -96,9 +96,9 @@ std::string report_markdown(const State& state, const Verdict& verdict) {
     out << "\n";
   }
 
-  if (state.dump_budget.is_object()) {
-    out << "## Dump budget\n\n" << dump_budget_text(state.dump_budget) << "\n\n";
-    const nlohmann::json left_out = state.dump_budget.value("left_out", nlohmann::json::array());
+  if (report.dump_budget.is_object()) {
+    out << "## Dump budget\n\n" << dump_budget_text(report.dump_budget) << "\n\n";
+    const nlohmann::json left_out = report.dump_budget.value("left_out", nlohmann::json::array());
     if (!left_out.empty()) {
       write_table(out, left_out);
       out << "\n";
@@ -106,16 +106,16 @@ std::string report_markdown(const State& state, const Verdict& verdict) {
   }
 
   out << "## Steps\n\n| step | kind | status | summary |\n|---|---|---|---|\n";
-  for (const StepResult& s : state.steps)
+  for (const StepReport& s : report.steps)
     out << "| " << s.id << " | " << s.kind << " | " << step_status_name(s.status) << " | " << cell(s.summary) << " |\n";
-  for (const StepResult& s : state.steps) {
+  for (const StepReport& s : report.steps) {
     out << "\n### " << s.id << " (" << s.kind << "): " << step_status_name(s.status) << "\n\n" << s.summary << "\n";
     if (!s.runs.empty()) {
       out << "\n| run | status | exit | signal | seconds | attempts |\n|---|---|---|---|---|---|\n";
-      for (const RunRecord& r : s.runs)
+      for (const ReportedRun& r : s.runs)
         out << "| " << r.name << " | " << run_status_name(r.status) << " | "
             << (r.exit_code ? std::to_string(*r.exit_code) : "") << " | " << (r.signal ? std::to_string(*r.signal) : "")
-            << " | " << seconds(r.started, r.finished) << " | " << r.attempts << " |\n";
+            << " | " << seconds(r) << " | " << r.attempts << " |\n";
     }
     if (!s.findings.empty()) {
       out << "\nFindings:\n\n";

@@ -5,17 +5,15 @@
 #include <string>
 #include <vector>
 
-#include "orchestrator/engine/state.h"
-#include "orchestrator/engine/verdict.h"
+#include "orchestrator/report/run_report.h"
 
 namespace diagnose {
 
-// report.md, report.json, junit.xml and report.html (those named in `formats`) into the run
-// directory; returns the paths written. Throws std::runtime_error.
-std::vector<std::string> write_reports(const State& state, const Verdict& verdict,
-                                       const std::vector<std::string>& formats);
+// report.md, report.json, junit.xml and report.html (those named in `formats`) into `dir`,
+// the run directory; returns the paths written. Throws std::runtime_error.
+std::vector<std::string> write_reports(const RunReport& report, const std::vector<std::string>& formats,
+                                       const std::string& dir);
 
-void print_terminal_summary(std::ostream& out, const State& state, const Verdict& verdict,
-                            const std::vector<std::string>& report_paths);
+void print_terminal_summary(std::ostream& out, const RunReport& report, const std::vector<std::string>& report_paths);
 
 }  // namespace diagnose

@@ -88,7 +88,7 @@ TEST_F(ReportHtml, ADiagnosedDefectShowsVerdictFlowchartPlotsAndWorstRows) {
   skipped.status = StepStatus::Skipped;
   state_.steps.push_back(skipped);
   Verdict verdict = compute_verdict({}, {}, state_);
-  std::string html = report_html(state_, verdict);
+  std::string html = report_html(run_report(state_, verdict));
 
   EXPECT_NE(html.find("<p class=\"verdict-sentence\">" + markup_escape(verdict.summary)), std::string::npos);
   EXPECT_NE(html.find("add-aten.add.Tensor"), std::string::npos);
@@ -122,7 +122,7 @@ TEST_F(ReportHtml, APassingRunHasNoDivergenceMarkers) {
   state_.steps.push_back(compare_step("fx", "fx"));
   Verdict verdict = compute_verdict({}, {}, state_);
   ASSERT_EQ(verdict.category, "no_precision_problem");
-  std::string html = report_html(state_, verdict);
+  std::string html = report_html(run_report(state_, verdict));
   EXPECT_NE(html.find("id=\"verdict\" class=\"no_precision_problem\""), std::string::npos);
   EXPECT_EQ(count(html, "data-chart=\"compare-cosine\""), 1u);
   EXPECT_EQ(html.find("first divergence:"), std::string::npos);
@@ -148,7 +148,7 @@ TEST_F(ReportHtml, BisectionTrialsAndTheNarrowingPicture) {
   step.summary = "culprit Rule7";
   step.metrics["culprit"] = "Rule7";
   state_.steps.push_back(step);
-  std::string html = report_html(state_, compute_verdict({}, {}, state_));
+  std::string html = report_html(run_report(state_, compute_verdict({}, {}, state_)));
   EXPECT_NE(html.find("data-chart=\"bisection-narrowing\""), std::string::npos);
   EXPECT_NE(html.find("<code class=\"culprit\">Rule7</code>"), std::string::npos);
   EXPECT_EQ(count(html, "class=\"culprit-column\""), 1u);
@@ -175,7 +175,7 @@ TEST_F(ReportHtml, AGateRunShowsTheTrend) {
   gate.kind = "gate";
   gate.status = StepStatus::Fail;
   state_.steps.push_back(gate);
-  std::string html = report_html(state_, compute_verdict({}, {}, state_));
+  std::string html = report_html(run_report(state_, compute_verdict({}, {}, state_)));
   EXPECT_EQ(count(html, "data-chart=\"history-trend\""), 1u);
   EXPECT_NE(html.find(">v3</text>"), std::string::npos);
   EXPECT_NE(html.find("<table class=\"trend-table\">"), std::string::npos);
@@ -186,7 +186,7 @@ TEST_F(ReportHtml, TheVerdictShowsAHandfulOfFindingsAndLinksToTheRest) {
   Verdict verdict = compute_verdict({}, {}, state_);
   verdict.findings.clear();
   for (int i = 0; i < 300; ++i) verdict.findings.push_back({"not matched: rank0/Op_" + std::to_string(i), ""});
-  std::string html = report_html(state_, verdict);
+  std::string html = report_html(run_report(state_, verdict));
   size_t verdict_start = html.find("<section id=\"verdict\""), verdict_end = html.find("</section>", verdict_start);
   std::string box = html.substr(verdict_start, verdict_end - verdict_start);
   EXPECT_EQ(count(box, "<li>not matched"), 5u);
@@ -210,7 +210,7 @@ TEST_F(ReportHtml, FlowchartConditionsAreWrappedIntoTheirBoxNotCut) {
     s.status = StepStatus::Pass;
     state_.steps.push_back(s);
   }
-  std::string html = report_html(state_, compute_verdict({}, {}, state_));
+  std::string html = report_html(run_report(state_, compute_verdict({}, {}, state_)));
   std::regex line("<text class=\"(id|when)\" x=\"[0-9]+\" y=\"[0-9]+\">([^<]*)</text>");
   std::string ids, when;
   for (std::sregex_iterator it(html.begin(), html.end(), line), end; it != end; ++it) {

@@ -110,6 +110,28 @@ TEST_F(Reports, InterruptedRunReportAlsoValidates) {
   EXPECT_EQ(report["steps"][0]["runs"][0]["status"], "interrupted");
 }
 
+TEST_F(Reports, ReportCommandRendersTheSameReportsFromReportJsonAlone) {
+  TempDir moved;
+  fs::copy_file(run_dir_ + "/report.json", moved / "report.json");
+  Finished r = run_diagnose({"report", moved.path(), "-q"}, moved.path());
+  EXPECT_EQ(r.code, 1) << r.err;
+  for (const char* name : {"report.json", "report.md", "report.html", "junit.xml"})
+    EXPECT_EQ(read_text(moved / name), read_text(run_dir_ + "/" + name)) << name;
+  EXPECT_NE(read_text(moved / "report.html").find("compare-plot"), std::string::npos);
+}
+
+TEST_F(Reports, ReportCommandRendersAnOlderReportJsonFromTheRunDirectory) {
+  TempDir copy;
+  fs::copy(run_dir_, copy / "run", fs::copy_options::recursive);
+  nlohmann::json older = read_json(copy / "run/report.json");
+  for (auto& step : older["steps"]) step.erase("sections");
+  write_text(copy / "run/report.json", older.dump(2));
+  Finished r = run_diagnose({"report", copy / "run", "-q"}, copy.path());
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(read_text(copy / "run/report.html").find("compare-plot"), std::string::npos);
+  EXPECT_TRUE(read_json(copy / "run/report.json")["steps"][0].contains("sections"));
+}
+
 TEST_F(Reports, JunitParsesWithOneCasePerStep) {
   boost::property_tree::ptree xml;
   ASSERT_NO_THROW(boost::property_tree::read_xml(run_dir_ + "/junit.xml", xml));
