@@ -98,8 +98,11 @@ class RunStatus:
         self._data["compile_calls"].append({"target": target, "requested": requested})
 
     def record_call(self, step: int, seconds: float) -> None:
-        """A top-level call of the compiled model: its step and duration; the steps seen so far."""
+        """A top-level call of the compiled model: its step and duration."""
         self._data["calls"].append({"step": step, "seconds": round(seconds, 6)})
+
+    def record_step_done(self, step: int) -> None:
+        """The steps the model ran so far: at least this one."""
         self._data["steps"] = max(self._data["steps"], step + 1)
 
     # --- what the compiler did ------------------------------------------------------------

@@ -199,6 +199,7 @@ class Session:
             self._write_final(outputs)
         if state is not None:
             self._write_state(state.after())
+        self.status.record_step_done(self.step)
         if not self.explicit_steps:
             self.step += 1
         if self.meta_checker is not None:
