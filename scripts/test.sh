@@ -89,7 +89,7 @@ build_sanitized() {
 }
 
 sanitized() {
-  build_sanitized compare_tests orchestrator_tests steps_tests fusion_files_tests diagnose "${FUZZ_TARGETS[@]}" &&
+  build_sanitized compare_tests orchestrator_tests steps_tests fusion_files_tests runspec_tests diagnose "${FUZZ_TARGETS[@]}" &&
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
       ctest --test-dir "$SANITIZED" --output-on-failure -j2 --output-junit "$RESULTS/ctest-asan.xml"
 }

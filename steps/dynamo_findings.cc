@@ -97,19 +97,10 @@ std::string violation_kinds(const MetaCheckSummary& summary, const std::string& 
   return joined(kinds);
 }
 
-GraphBreaks graph_breaks_of(const nlohmann::json& status) {
+GraphBreaks graph_breaks_of(const PluginStatus& status) {
   GraphBreaks breaks;
-  if (!status.is_object() || !status.contains("graphs") || !status["graphs"].is_object()) return breaks;
-  const nlohmann::json& graphs = status["graphs"];
-  if (graphs.contains("graph_breaks") && graphs["graph_breaks"].is_number())
-    breaks.count = graphs["graph_breaks"].get<long long>();
-  for (const char* key : {"graph_break_reasons", "break_reasons"}) {
-    if (!graphs.contains(key) || !graphs[key].is_array()) continue;
-    for (const nlohmann::json& reason : graphs[key])
-      breaks.reasons.push_back(reason.is_object() && reason.contains("reason") ? text_of(reason["reason"])
-                                                                               : text_of(reason));
-    break;
-  }
+  breaks.count = status.graphs.graph_breaks.value_or(0);
+  breaks.reasons = status.graphs.graph_break_reasons;
   if (breaks.count < static_cast<long long>(breaks.reasons.size()))
     breaks.count = static_cast<long long>(breaks.reasons.size());
   return breaks;

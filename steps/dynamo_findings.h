@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "orchestrator/engine/state.h"
+#include "runspec/plugin_status.h"
 
 namespace diagnose {
 
@@ -40,6 +41,6 @@ struct GraphBreaks {
 
 // status.json's graphs.graph_breaks and its reasons (graphs.graph_break_reasons or
 // graphs.break_reasons; strings or objects with a "reason").
-GraphBreaks graph_breaks_of(const nlohmann::json& status);
+GraphBreaks graph_breaks_of(const PluginStatus& status);
 
 }  // namespace diagnose

@@ -24,23 +24,6 @@ const nlohmann::json& field(const nlohmann::json& object, const char* key) {
   return object.is_object() && object.contains(key) ? object.at(key) : none;
 }
 
-std::string spec_text(const RecordedRun& run, const char* key, const std::string& otherwise = "") {
-  return string_at(field(run.status, "spec"), key, otherwise);
-}
-
-const nlohmann::json& configuration(const RecordedRun& run) { return field(run.status, "configuration"); }
-
-// The strings of a JSON array another program wrote; anything else in it is passed over.
-std::vector<std::string> strings(const nlohmann::json& array) {
-  std::vector<std::string> out;
-  if (array.is_array())
-    for (const nlohmann::json& item : array)
-      if (item.is_string()) out.push_back(item.get<std::string>());
-  return out;
-}
-
-bool flag(const RecordedRun& run, const char* key) { return field(configuration(run), key) == true; }
-
 bool on_device(const std::string& device, const std::string& wanted) {
   return device == wanted || device.rfind(wanted + ":", 0) == 0;
 }
@@ -73,58 +56,53 @@ CauseFlip inductor_switch(const std::string& key, bool value = true) {
 
 }  // namespace
 
-std::string run_mode(const RecordedRun& run) { return spec_text(run, "mode"); }
+std::string run_mode(const RecordedRun& run) { return run.status.spec_fields.mode.value_or(""); }
 
 std::optional<Detection> detect_training_dropout(const RecordedRun& run) {
-  const nlohmann::json& dropout = field(configuration(run), "active_dropout");
-  if (!dropout.is_array() || dropout.empty()) return std::nullopt;
+  const std::vector<ActiveDropout>& dropout = run.status.configuration.active_dropout;
+  if (dropout.empty()) return std::nullopt;
   // Inductor draws its own random numbers unless told to use eager's
-  if (field(field(field(field(run.status, "spec"), "switches"), "inductor"), "fallback_random") == true)
-    return std::nullopt;
+  if (run.status.spec_fields.inductor_fallback_random) return std::nullopt;
   std::vector<std::string> modules;
-  for (const nlohmann::json& d : dropout)
-    modules.push_back(string_at(d, "module", "?") + " (p=" + field(d, "p").dump() + ")");
+  for (const ActiveDropout& d : dropout) modules.push_back(d.module + " (p=" + d.p.dump() + ")");
   return Detection{"the compiled module is in training mode with active dropout: " + joined(modules) +
                        "; graph mode and eager draw different random masks",
                    true, ""};
 }
 
 std::optional<Detection> detect_tf32(const RecordedRun& run) {
+  const RunConfiguration& configuration = run.status.configuration;
   std::vector<std::string> on;
-  if (flag(run, "cuda_matmul_allow_tf32")) on.push_back("torch.backends.cuda.matmul.allow_tf32");
-  if (flag(run, "cudnn_allow_tf32")) on.push_back("torch.backends.cudnn.allow_tf32");
-  const nlohmann::json& precision = field(configuration(run), "float32_matmul_precision");
-  if (precision.is_string() && precision != "highest")
-    on.push_back("float32_matmul_precision=" + precision.get<std::string>());
+  if (configuration.cuda_matmul_allow_tf32.value_or(false)) on.push_back("torch.backends.cuda.matmul.allow_tf32");
+  if (configuration.cudnn_allow_tf32.value_or(false)) on.push_back("torch.backends.cudnn.allow_tf32");
+  const std::optional<std::string>& precision = configuration.float32_matmul_precision;
+  if (precision && *precision != "highest") on.push_back("float32_matmul_precision=" + *precision);
   if (on.empty()) return std::nullopt;
   return Detection{"float32 matmuls/convolutions may run in TF32: " + joined(on), false, ""};
 }
 
 std::optional<Detection> detect_nondeterministic_algorithms(const RecordedRun& run) {
-  if (!field(configuration(run), "deterministic_algorithms").is_boolean() || flag(run, "deterministic_algorithms"))
-    return std::nullopt;
+  if (run.status.configuration.deterministic_algorithms.value_or(true)) return std::nullopt;
   return Detection{
       "torch.are_deterministic_algorithms_enabled() is false (atomics-based kernels may differ run to run)", false, ""};
 }
 
 namespace {
 
-// What a compiled run's status.json counts under `graphs.<count>` ("3 graph break(s)") and
-// the reasons it lists under `graphs.<reasons>`; nullopt when it counts none.
-std::optional<std::pair<std::string, std::vector<std::string>>> compile_events(const RecordedRun& run,
-                                                                               const char* count, const char* what,
-                                                                               const char* reasons) {
-  if (run_mode(run) != "compiled") return std::nullopt;
-  const nlohmann::json& graphs = field(run.status, "graphs");
-  const nlohmann::json& counted = field(graphs, count);
-  if (!counted.is_number_integer() || counted.get<int64_t>() <= 0) return std::nullopt;
-  return std::make_pair(counted.dump() + " " + what, strings(field(graphs, reasons)));
+// What a compiled run's status.json counts ("3 graph break(s)") with the reasons it lists;
+// nullopt when it counts none.
+std::optional<std::pair<std::string, std::vector<std::string>>> compile_events(
+    const RecordedRun& run, const std::optional<int64_t>& count, const char* what,
+    const std::vector<std::string>& reasons) {
+  if (run_mode(run) != "compiled" || !count || *count <= 0) return std::nullopt;
+  return std::make_pair(std::to_string(*count) + " " + what, reasons);
 }
 
 }  // namespace
 
 std::optional<Detection> detect_graph_breaks(const RecordedRun& run) {
-  auto breaks = compile_events(run, "graph_breaks", "graph break(s)", "graph_break_reasons");
+  auto breaks =
+      compile_events(run, run.status.graphs.graph_breaks, "graph break(s)", run.status.graphs.graph_break_reasons);
   if (!breaks) return std::nullopt;
   return Detection{breaks->first + (breaks->second.empty() ? "" : ": " + joined(breaks->second)) +
                        "; each piece is compiled and fused apart",
@@ -144,7 +122,8 @@ bool size_guard_failure(const std::string& reason) {
 }  // namespace
 
 std::optional<Detection> detect_shape_recompiles(const RecordedRun& run) {
-  auto recompiles = compile_events(run, "recompiles", "recompile(s)", "recompile_reasons");
+  auto recompiles =
+      compile_events(run, run.status.graphs.recompiles, "recompile(s)", run.status.graphs.recompile_reasons);
   if (!recompiles) return std::nullopt;
   const char* consequence = "; each recompiled graph is specialised (and fused) apart, differently from the first";
   if (recompiles->second.empty())
@@ -161,7 +140,7 @@ std::optional<Detection> detect_shape_recompiles(const RecordedRun& run) {
 }
 
 std::optional<Detection> detect_torchair_options(const RecordedRun& run) {
-  const nlohmann::json& torchair = field(field(field(run.status, "switches"), "active"), "torchair");
+  const nlohmann::json& torchair = run.status.torchair_options;
   if (!torchair.is_object()) return std::nullopt;
   std::vector<std::string> risky;
   bool lowers = false;
@@ -171,7 +150,7 @@ std::optional<Detection> detect_torchair_options(const RecordedRun& run) {
     if (key.find("enable_view_optimize") != std::string::npos && value == true) risky.push_back(key + "=True");
     if (key.find("precision_mode") != std::string::npos && text.find("fp16") != std::string::npos) {
       risky.push_back(key + "=" + text);
-      lowers = spec_text(run, "dtype", "float32") == "float32";
+      lowers = run.status.spec_fields.dtype.value_or("float32") == "float32";
     }
   }
   if (risky.empty()) return std::nullopt;
@@ -182,7 +161,7 @@ std::optional<Detection> detect_torchair_options(const RecordedRun& run) {
 
 std::optional<Detection> detect_eager_overflow(const RecordedRun& run) {
   if (run_mode(run) == "compiled" || run.dump_dir.empty()) return std::nullopt;
-  const std::string dtype = spec_text(run, "dtype", "float32");
+  const std::string dtype = run.status.spec_fields.dtype.value_or("float32");
   for (const NanOrigin& origin : find_nan_origins(run.dump_dir)) {
     // An overflow float64 has too is the model's, not eager's precision (judge.h: the truth decides).
     if (origin.kind != "inf" || origin.inputs != NanOriginInputs::Finite || origin.truth_finite == false) continue;
@@ -226,10 +205,8 @@ namespace {
 
 // What a run computed: its spec but for what it dumps, checks on the side and where it writes.
 nlohmann::json computation(const RecordedRun& run) {
-  nlohmann::json spec = field(run.status, "spec");
-  if (!spec.is_object()) return nullptr;
-  for (const char* observation : {"dump", "checks", "output_dir"}) spec.erase(observation);
-  return spec;
+  if (!run.status.spec.is_object()) return nullptr;
+  return spec_identity_fields(spec_computation(run.status.spec));
 }
 
 const nlohmann::json& record_hash(const compare::ManifestRecord& record) { return field(record.stats, "hash"); }
@@ -313,7 +290,7 @@ bool records_random_ops(const std::vector<RecordedRun>& runs) {
 
 bool dumping_compile_differs(const std::vector<RecordedRun>& runs) {
   auto compiled_with_level = [](const RecordedRun& run, const std::string& level) {
-    const nlohmann::json& spec = field(run.status, "spec");
+    const nlohmann::json& spec = run.status.spec;
     return run_mode(run) == "compiled" && spec.is_object() && resolved_dump_level(spec) == level;
   };
   for (const RecordedRun& dumped : runs) {

@@ -16,16 +16,17 @@
 #include <nlohmann/json.hpp>
 
 #include "orchestrator/workflow/diagnostics.h"
+#include "runspec/plugin_status.h"
 
 namespace diagnose {
 
 // A run of this invocation as the detectors read it.
 struct RecordedRun {
-  std::string name;       // "<step>/<run>"
-  nlohmann::json status;  // the plugin's status.json (its spec says mode, backend, device, dtype)
-  std::string dump_dir;   // "" when the run dumped nothing
-  std::string command;    // the command that reproduces it
-  std::string run_dir;    // its directory (outputs/ holds its final outputs)
+  std::string name;      // "<step>/<run>"
+  PluginStatus status;   // the plugin's status.json (its spec says mode, backend, device, dtype)
+  std::string dump_dir;  // "" when the run dumped nothing
+  std::string command;   // the command that reproduces it
+  std::string run_dir;   // its directory (outputs/ holds its final outputs)
 };
 
 // The run's mode as its spec says: "eager" or "compiled" ("" when its status.json does not say).

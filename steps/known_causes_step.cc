@@ -28,13 +28,9 @@ const nlohmann::json kCompiledOutputs = {{"mode", "compiled"}, {"dump", {{"level
 // The detectors' second eager run: statistics (hashes) are all the run-to-run check reads.
 const nlohmann::json kStatsOnlyRepeat = {{"mode", "eager"}, {"dump", {{"level", "aten"}, {"stats_only", true}}}};
 
-nlohmann::json run_spec(const RecordedRun& run) {
-  return run.status.is_object() ? run.status.value("spec", nlohmann::json::object()) : nlohmann::json::object();
-}
-
 bool has_dump(const std::string& dir) { return !compare::manifest_ranks(dir).empty(); }
 
-RecordedRun recorded_run(const std::string& step_id, const RunRecord& record, const nlohmann::json& status) {
+RecordedRun recorded_run(const std::string& step_id, const RunRecord& record, const PluginStatus& status) {
   return {step_id + "/" + record.name, status, has_dump(record.dump_dir) ? record.dump_dir : "",
           reproduce_command(record.cwd, record.env, record.argv), record.dir};
 }
@@ -46,17 +42,15 @@ std::vector<RecordedRun> recorded_runs(const State& state) {
     for (const RunRecord& record : step.runs) {
       // a run shared with an earlier step is that step's record already
       if (record.status != RunStatus::Succeeded || record.dir.empty() || !record.from_step.empty()) continue;
-      nlohmann::json status = read_plugin_status(record.dir);
-      const nlohmann::json argv = status.is_object() ? status.value("argv", nlohmann::json::array()) : nullptr;
-      if (!argv.is_array() || argv.size() < 2 || argv[1] != "run") continue;  // ops, single-op batches...
+      PluginStatus status = read_plugin_status(record.dir);
+      if (!status.ran_script()) continue;  // ops, single-op batches...
       runs.push_back(recorded_run(step.id, record, status));
     }
   return runs;
 }
 
-bool applies_to(const KnownCause& cause, const nlohmann::json& spec) {
-  return cause_applies(cause, string_at(spec, "backend", ""), string_at(spec, "device", "cpu"),
-                       string_at(spec, "dtype", "float32"));
+bool applies_to(const KnownCause& cause, const RunSpecFields& spec) {
+  return cause_applies(cause, spec.backend.value_or(""), spec.device.value_or("cpu"), spec.dtype.value_or("float32"));
 }
 
 nlohmann::json row(const KnownCause& cause, const std::string& result, const std::string& evidence) {
@@ -214,7 +208,7 @@ class KnownCausesStep : public StepKind {
       std::string seen_in;
       bool applies = false;
       for (const RecordedRun& run : runs) {
-        if (!applies_to(cause, run_spec(run))) continue;
+        if (!applies_to(cause, run.status.spec_fields)) continue;
         applies = true;
         if ((detection = cause.detect(run))) {
           seen_in = run.name;
@@ -296,7 +290,7 @@ class KnownCausesStep : public StepKind {
     nlohmann::json table = nlohmann::json::array();
     for (const KnownCause& cause : known_causes()) {
       if (!cause.flip) continue;
-      if (!applies_to(cause, target_spec))
+      if (!applies_to(cause, run_spec_fields(target_spec)))
         table.push_back(row(cause, "does not apply", ""));
       else if (cause.wanted && !cause.wanted(runs))
         table.push_back(row(cause, "not needed", "nothing in the runs it could change"));
@@ -310,7 +304,7 @@ class KnownCausesStep : public StepKind {
     for (const KnownCause& cause : known_causes()) {
       if (!cause.detect) continue;
       for (const RecordedRun& run : runs)
-        if (run_mode(run) == "compiled" && applies_to(cause, run_spec(run)))
+        if (run_mode(run) == "compiled" && applies_to(cause, run.status.spec_fields))
           if (std::optional<Detection> detection = cause.detect(run)) {
             detection->evidence += " (run " + run.name + ")";
             in_compiled_runs.emplace_back(&cause, *detection);

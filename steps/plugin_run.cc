@@ -182,13 +182,6 @@ RunRequest plugin_command(const StepContext& context, const std::string& run_nam
   return request;
 }
 
-std::string plugin_status_path(const RunRequest& run) { return run.dir + "/status.json"; }
-
-nlohmann::json read_plugin_status(const std::string& run_dir) {
-  std::optional<std::string> text = read_file(run_dir + "/status.json");
-  if (!text) return nullptr;
-  nlohmann::json status = nlohmann::json::parse(*text, nullptr, false);
-  return status.is_discarded() ? nlohmann::json() : status;
-}
+std::string plugin_status_path(const RunRequest& run) { return plugin_status_path(run.dir); }
 
 }  // namespace diagnose

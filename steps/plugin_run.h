@@ -28,6 +28,7 @@
 
 #include "orchestrator/engine/step.h"
 #include "orchestrator/workflow/schema.h"
+#include "runspec/plugin_status.h"
 
 namespace diagnose {
 
@@ -88,10 +89,8 @@ YAML::Node compiled_side(const StepContext& context, const YAML::Node& side, con
 PlannedRun planned_plugin_run(const StepContext& context, const std::string& run_name, nlohmann::json spec,
                               const YAML::Node& side, int repeat = 0);
 
-// The plugin's status.json of a run (<run dir>/status.json), and that file parsed
-// (null when it is missing or unreadable).
+// The plugin's status.json of a run (read it with runspec/plugin_status.h's read_plugin_status).
 std::string plugin_status_path(const RunRequest& run);
-nlohmann::json read_plugin_status(const std::string& run_dir);
 
 // Another command of the plugin (`ops`, `single-op`...): <python> -m diagnose_pytorch args,
 // in the model's cwd with the model's env, in the run directory of `run_name`. A command that

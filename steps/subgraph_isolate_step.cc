@@ -37,12 +37,9 @@ struct NodeInfo {
   std::string op, module, source;
 };
 
-std::map<std::string, NodeInfo> node_infos(const nlohmann::json& status) {
+std::map<std::string, NodeInfo> node_infos(const PluginStatus& status) {
   std::map<std::string, NodeInfo> infos;
-  if (!status.is_object() || !status.contains("isolation") || !status["isolation"].contains("nodes")) return infos;
-  for (const nlohmann::json& node : status["isolation"]["nodes"])
-    if (node.is_object() && !string_at(node, "id").empty())
-      infos[string_at(node, "id")] = {string_at(node, "op"), string_at(node, "module"), string_at(node, "source")};
+  for (const IsolatedNode& node : status.isolated_nodes) infos[node.id] = {node.op, node.module, node.source};
   return infos;
 }
 

@@ -61,7 +61,7 @@ std::optional<TargetedRerun> rerun_region(const StepContext& context, const std:
   std::vector<std::string> patterns;
   for (const std::string& op_key : region) patterns.push_back(exact_op_key_pattern(op_key));
   for (const RunRequest& side : sides) {
-    if (!dump_budget_reached(read_plugin_status(side.dir))) continue;
+    if (!read_plugin_status(side.dir).dump.budget_reached) continue;
     std::optional<std::string> text = read_file(side.dir + "/spec.json");
     nlohmann::json spec = text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
     if (!spec.is_object()) continue;

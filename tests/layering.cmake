@@ -1,5 +1,5 @@
-# The include rules between the layers (run by ctest as `layering`): compare/ and
-# fusion_files/ include nothing of orchestrator/, steps/ or cli/; orchestrator/ includes nothing
+# The include rules between the layers (run by ctest as `layering`): compare/, fusion_files/
+# and runspec/ (the plugin contract) include nothing of orchestrator/, steps/ or cli/; orchestrator/ includes nothing
 # of steps/ (the build enforces that too: steps/layer.h) and nothing includes cli/, the
 # composition root on top of everything.
 # Inside orchestrator/ the floors, each including only those below it:
@@ -23,6 +23,7 @@ function(check folder pattern)
 endfunction()
 check(compare "orchestrator|steps|cli|plugins|fusion_files")
 check(fusion_files "orchestrator|steps|cli")
+check(runspec "orchestrator|steps|cli|plugins|fusion_files|compare")
 check(orchestrator "steps|cli")
 check(steps "cli")
 check(orchestrator/util "orchestrator/(workflow|exec|engine|bisect|report|ci|cli)|steps|plugins")

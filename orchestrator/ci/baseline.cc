@@ -13,6 +13,7 @@
 #include "orchestrator/engine/state.h"
 #include "orchestrator/report/report_json.h"
 #include "orchestrator/util/clock.h"
+#include "runspec/plugin_status.h"
 
 namespace diagnose {
 
@@ -140,9 +141,7 @@ Baseline save_baseline(const BaselineSource& source, const std::string& dir, boo
   };
   if (occupied() && !force) throw refusal();
 
-  json status = from.run_dir.empty() ? json() : read_json(from.run_dir / "status.json");
-  if (!status.is_object()) status = json::object();
-  json ran = status.value("ran", json::object());
+  const PluginStatus status = from.run_dir.empty() ? PluginStatus() : read_plugin_status(from.run_dir.string());
   json metadata = {{"format", "diagnose-baseline"},
                    {"version", kBaselineVersion},
                    {"created", iso_time(now_seconds())},
@@ -150,14 +149,12 @@ Baseline save_baseline(const BaselineSource& source, const std::string& dir, boo
                    {"model_version", !source.model_version.empty() ? source.model_version
                                      : !from.model_version.empty() ? from.model_version
                                                                    : "unknown"},
-                   {"torch_version", status.value("torch_version", json())},
-                   {"backend", ran.is_object() ? ran.value("backend", json()) : json()},
-                   {"mode", ran.is_object() ? ran.value("mode", json()) : json()},
-                   {"device", ran.is_object() ? ran.value("device", json()) : json()},
-                   {"dtype", ran.is_object() ? ran.value("dtype", json()) : json()},
-                   {"switches", status.contains("switches") && status["switches"].is_object()
-                                    ? status["switches"].value("active", json())
-                                    : json()},
+                   {"torch_version", status.torch_version ? json(*status.torch_version) : json()},
+                   {"backend", status.ran.backend},
+                   {"mode", status.ran.mode},
+                   {"device", status.ran.device},
+                   {"dtype", status.ran.dtype},
+                   {"switches", status.active_switches},
                    {"machine", machine()}};
 
   fs::path staging = target.parent_path() / (target.filename().string() + ".partial-" + std::to_string(getpid()));

@@ -6,27 +6,9 @@
 
 #include "orchestrator/engine/shared_runs.h"
 #include "orchestrator/exec/warm_launcher.h"
+#include "runspec/plugin_status.h"
 
 namespace diagnose {
-
-std::string resolved_dump_level(const nlohmann::json& spec) {
-  const nlohmann::json dump = spec.value("dump", nlohmann::json::object());
-  const std::string level = dump.is_object() ? dump.value("level", "auto") : "auto";
-  if (level != "auto") return level;
-  const std::string backend = spec.value("backend", "inductor");
-  if (spec.contains("isolation") && !spec["isolation"].is_null()) return "none";
-  if (spec.value("mode", "compiled") == "eager") return "aten";
-  if (backend == "inductor" || backend == "torchair") return "compiled";
-  return backend.find(':') != std::string::npos ? "none" : "fx";
-}
-
-bool takes_dump_share(const nlohmann::json& spec) {
-  const nlohmann::json dump = spec.value("dump", nlohmann::json::object());
-  const std::string level = resolved_dump_level(spec);
-  const bool torchair_dump = spec.value("mode", "compiled") == "compiled" && spec.value("backend", "") == "torchair";
-  return level != "none" && !torchair_dump && dump.is_object() && dump.value("stats_only", false) != true &&
-         !dump.contains("max_bytes");
-}
 
 nlohmann::json plan_dump_budget(int64_t limit_bytes, const std::vector<PlannedRun>& planned, const SharedRuns& shared,
                                 const std::map<std::string, int>& ranks_by_step) {
@@ -53,12 +35,7 @@ nlohmann::json plan_dump_budget(int64_t limit_bytes, const std::vector<PlannedRu
 
 void apply_dump_share(const State& state, nlohmann::json& spec) {
   if (state.dump_budget.is_object() && takes_dump_share(spec))
-    spec["dump"]["max_bytes"] = state.dump_budget.at("per_run_bytes");
-}
-
-bool dump_budget_reached(const nlohmann::json& status) {
-  return status.is_object() && status.contains("dump") && status["dump"].is_object() &&
-         status["dump"].contains("budget_reached") && status["dump"]["budget_reached"] == true;
+    set_dump_max_bytes(spec, state.dump_budget.at("per_run_bytes"));
 }
 
 void record_dump_outcome(State& state) {
@@ -68,24 +45,15 @@ void record_dump_outcome(State& state) {
   for (const StepResult& step : state.steps)
     for (const RunRecord& run : step.runs)
       for (int rank = 0; rank < std::max(1, run.ranks) && run.from_step.empty(); ++rank) {  // shared: counted once
-        // each rank's status: rank 0's status.json, another rank's status_rank{R}.json
-        const std::string file = rank == 0 ? "status.json" : "status_rank" + std::to_string(rank) + ".json";
-        std::optional<std::string> text = read_file(run.dir + "/" + file);
-        nlohmann::json status = text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
-        if (!status.is_object() || !status.contains("dump") || !status["dump"].is_object()) continue;
-        const nlohmann::json& dump = status["dump"];
-        const int64_t bytes = dump.value("written_bytes", int64_t{0});
-        written += bytes;
-        if (!dump_budget_reached(status)) continue;
-        const nlohmann::json not_kept = dump.value("not_kept", nlohmann::json::object());
-        const nlohmann::json spec_dump =
-            status.contains("spec") ? status["spec"].value("dump", nlohmann::json()) : nlohmann::json();
-        nlohmann::json entry = {
-            {"step", step.id},
-            {"run", run.name},
-            {"limit_bytes", spec_dump.is_object() ? spec_dump.value("max_bytes", nlohmann::json()) : nlohmann::json()},
-            {"written_bytes", bytes},
-            {"records", not_kept.is_object() ? not_kept.value("budget", 0) : 0}};
+        const PluginStatus status = read_plugin_status(run.dir, rank);
+        if (!status.dump.written) continue;
+        written += status.dump.written_bytes;
+        if (!status.dump.budget_reached) continue;
+        nlohmann::json entry = {{"step", step.id},
+                                {"run", run.name},
+                                {"limit_bytes", status.dump_max_bytes()},
+                                {"written_bytes", status.dump.written_bytes},
+                                {"records", status.dump.records_over_budget}};
         if (run.ranks > 1) entry["rank"] = rank;
         left_out.push_back(std::move(entry));
       }

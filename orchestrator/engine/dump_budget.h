@@ -15,17 +15,9 @@
 
 #include "orchestrator/engine/state.h"
 #include "orchestrator/engine/step.h"
+#include "runspec/run_spec.h"
 
 namespace diagnose {
-
-// The dump level a plugin run spec asks for, with `auto` resolved as the plugin resolves it
-// (plugins/pytorch/README.md, "Dump levels"); also of the spec a run's status.json echoes, which
-// lists unset fields as null.
-std::string resolved_dump_level(const nlohmann::json& spec);
-
-// Whether the run writes tensor files through the plugin's dump writer (an aten, fx or compiled
-// op dump, not statistics only, not TorchAir's own dumps) without a budget of its own.
-bool takes_dump_share(const nlohmann::json& spec);
 
 // State::dump_budget before any step: {limit_bytes, runs, per_run_bytes}, `runs` being the
 // distinct planned runs that take a share; null when `limit_bytes` is 0 (no limit). A run of N
@@ -37,9 +29,6 @@ nlohmann::json plan_dump_budget(int64_t limit_bytes, const std::vector<PlannedRu
 
 // Gives a run that takes a share its dump.max_bytes (no change without a planned budget).
 void apply_dump_share(const State& state, nlohmann::json& spec);
-
-// Whether a run's status.json (parsed; any content) says its op dump reached its byte budget.
-bool dump_budget_reached(const nlohmann::json& status);
 
 // Adds the outcome to state.dump_budget from each run's status.json (and each further rank's
 // status_rank{R}.json): written_bytes over the distinct runs, and left_out, one entry per run (per

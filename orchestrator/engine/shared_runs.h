@@ -21,20 +21,16 @@
 #include <nlohmann/json.hpp>
 
 #include "orchestrator/engine/step.h"
+#include "runspec/run_spec.h"
 
 namespace diagnose {
 
-// What of a run spec decides the run's result, as a digest (RunRequest::spec_identity).
+// What of a run spec decides the run's result (runspec/run_spec.h), as a digest
+// (RunRequest::spec_identity).
 std::string spec_identity(const nlohmann::json& spec);
 // A digest of the run's identity, as the request will start it; empty for a request without a
 // spec identity (not a plugin run: never shared).
 std::string run_identity(const RunRequest& request);
-
-// A spec whose dump and checks cover both `a`'s and `b`'s (the rest is `a`'s), or nullopt when
-// neither covers the other: same dump level and filters, truth where either wants it, statistics
-// only where both do, checks.meta where either wants it, the other checks equal; or a run of final
-// outputs only (level none) covered by one whose dump only observes the same computation.
-std::optional<nlohmann::json> merged_needs(const nlohmann::json& a, const nlohmann::json& b);
 
 // Where an earlier request's run is: the step that made it and its record.
 struct SharedRun {

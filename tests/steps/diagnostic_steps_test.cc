@@ -196,12 +196,12 @@ TEST(DynamoFindings, CustomOpSchemaViolationNamesTheOpAndWhatItViolates) {
 }
 
 TEST(DynamoFindings, GraphBreaksFromStatus) {
-  GraphBreaks b = graph_breaks_of(nlohmann::json::parse(
+  GraphBreaks b = graph_breaks_of(parse_plugin_status(nlohmann::json::parse(
       R"json({"graphs": {"graph_breaks": 2, "graph_break_reasons": ["print()", {"reason": "data-dependent"}],
-                         "break_reasons": {"print()": 1}}})json"));
+                         "break_reasons": {"print()": 1}}})json")));
   EXPECT_EQ(b.count, 2);
   EXPECT_EQ(b.reasons, (std::vector<std::string>{"print()", "data-dependent"}));
-  EXPECT_EQ(graph_breaks_of(nlohmann::json()).count, 0);
+  EXPECT_EQ(graph_breaks_of(PluginStatus()).count, 0);
 }
 
 // --- the kinds run by the diagnose binary on the stand-in plugin --------------------------

@@ -16,7 +16,7 @@ using testing_support::write_text;
 
 RecordedRun run_with(const json& spec, const json& configuration, const std::string& dump_dir = "") {
   json status = {{"spec", spec}, {"configuration", configuration}};
-  return {"step/run", status, dump_dir};
+  return {"step/run", parse_plugin_status(status), dump_dir};
 }
 
 const json kEager = {{"mode", "eager"}, {"backend", "inductor"}, {"device", "cpu"}};
@@ -73,11 +73,14 @@ TEST(KnownCauses, NondeterministicAlgorithmsWhenTheFlagIsOff) {
 
 TEST(KnownCauses, GraphBreaksOfCompiledRuns) {
   RecordedRun broken = run_with(kCompiled, json::object());
-  broken.status["graphs"] = {{"count", 2}, {"graph_breaks", 1}, {"graph_break_reasons", {"call_function print"}}};
+  broken.status.graphs =
+      parse_plugin_status(
+          {{"graphs", {{"count", 2}, {"graph_breaks", 1}, {"graph_break_reasons", {"call_function print"}}}}})
+          .graphs;
   std::optional<Detection> found = detect_graph_breaks(broken);
   ASSERT_TRUE(found);
   EXPECT_NE(found->evidence.find("call_function print"), std::string::npos) << found->evidence;
-  broken.status["graphs"] = {{"count", 3}, {"graph_breaks", 0}};
+  broken.status.graphs = parse_plugin_status({{"graphs", {{"count", 3}, {"graph_breaks", 0}}}}).graphs;
   EXPECT_FALSE(detect_graph_breaks(broken));
   EXPECT_FALSE(detect_graph_breaks(run_with(kEager, json::object())));
 }
@@ -92,7 +95,8 @@ TEST(KnownCauses, RecompilesOnChangedSizesNameTheFailedGuards) {
       "specialization try torch._dynamo.decorators.mark_unbacked(tensor, dim))";
   const std::string dtype = "0/3: tensor 'x' dtype mismatch. expected Double, actual Float";
   RecordedRun run = run_with(kCompiled, json::object());
-  run.status["graphs"] = {{"count", 2}, {"recompiles", 1}, {"recompile_reasons", {size}}};
+  run.status.graphs =
+      parse_plugin_status({{"graphs", {{"count", 2}, {"recompiles", 1}, {"recompile_reasons", {size}}}}}).graphs;
   std::optional<Detection> found = detect_shape_recompiles(run);
   ASSERT_TRUE(found);
   EXPECT_FALSE(found->decisive);
@@ -106,7 +110,10 @@ TEST(KnownCauses, RecompilesOnChangedSizesNameTheFailedGuards) {
   EXPECT_NE(cause->fix.find("mark_dynamic"), std::string::npos);
   EXPECT_NE(cause->fix.find("automatic_dynamic_shapes"), std::string::npos);
 
-  run.status["graphs"] = {{"count", 4}, {"recompiles", 4}, {"recompile_reasons", {dtype, rank, dynamic_range, size}}};
+  run.status.graphs =
+      parse_plugin_status(
+          {{"graphs", {{"count", 4}, {"recompiles", 4}, {"recompile_reasons", {dtype, rank, dynamic_range, size}}}}})
+          .graphs;
   found = detect_shape_recompiles(run);
   ASSERT_TRUE(found);
   EXPECT_NE(found->evidence.find("4 recompile(s), 3 of the 4 recorded on changed sizes"), std::string::npos)
@@ -116,27 +123,33 @@ TEST(KnownCauses, RecompilesOnChangedSizesNameTheFailedGuards) {
   const std::string requires_grad = "0/4: tensor 'x' requires_grad mismatch. expected requires_grad=1";
   const std::string stride = "0/1: tensor 'x' stride mismatch at index 0. expected 3, actual 1";
   const std::string python_value = "0/5: n == 3  # return torch.tanh(x) * n  # g.py:4 in f";
-  run.status["graphs"] = {
-      {"count", 4}, {"recompiles", 4}, {"recompile_reasons", {dtype, requires_grad, stride, python_value}}};
+  run.status.graphs =
+      parse_plugin_status(
+          {{"graphs",
+            {{"count", 4}, {"recompiles", 4}, {"recompile_reasons", {dtype, requires_grad, stride, python_value}}}}})
+          .graphs;
   EXPECT_FALSE(detect_shape_recompiles(run));  // recompiles, none on sizes
 
-  run.status["graphs"] = {{"count", 2}, {"recompiles", 1}, {"recompile_reasons", json::array()}};
+  run.status.graphs =
+      parse_plugin_status({{"graphs", {{"count", 2}, {"recompiles", 1}, {"recompile_reasons", json::array()}}}}).graphs;
   found = detect_shape_recompiles(run);  // a torch without guard_failures: said, not guessed
   ASSERT_TRUE(found);
   EXPECT_NE(found->evidence.find("not recorded: sizes may have changed"), std::string::npos) << found->evidence;
-  run.status["graphs"] = {{"count", 1}, {"recompiles", 0}, {"recompile_reasons", json::array()}};
+  run.status.graphs =
+      parse_plugin_status({{"graphs", {{"count", 1}, {"recompiles", 0}, {"recompile_reasons", json::array()}}}}).graphs;
   EXPECT_FALSE(detect_shape_recompiles(run));
-  run.status["graphs"] = {{"count", 1}, {"recompiles", "many"}};  // not what the plugin writes
+  run.status.graphs =
+      parse_plugin_status({{"graphs", {{"count", 1}, {"recompiles", "many"}}}}).graphs;  // not what the plugin writes
   EXPECT_FALSE(detect_shape_recompiles(run));
 }
 
 TEST(KnownCauses, TorchairPrecisionModeLoweringFloat32IsDecisive) {
   RecordedRun run = run_with({{"mode", "compiled"}, {"backend", "torchair"}, {"dtype", "float32"}}, json::object());
-  run.status["switches"] = {{"active", {{"torchair", {{"ge_config.precision_mode", "force_fp16"}}}}}};
+  run.status.torchair_options = {{"ge_config.precision_mode", "force_fp16"}};
   std::optional<Detection> found = detect_torchair_options(run);
   ASSERT_TRUE(found);
   EXPECT_TRUE(found->decisive);
-  run.status["switches"]["active"]["torchair"] = {{"experimental_config.frozen_parameter", true}};
+  run.status.torchair_options = {{"experimental_config.frozen_parameter", true}};
   found = detect_torchair_options(run);
   ASSERT_TRUE(found);
   EXPECT_FALSE(found->decisive);
@@ -283,7 +296,7 @@ TEST(KnownCauses, NondeterministicOpIsTheFirstWithEqualInputsAndADifferentOutput
   RecordedRun deterministic = run_with(kEager, json::object(), dump(same, "p1", "e3"));
   EXPECT_FALSE(detect_nondeterministic_op(run, deterministic));  // only uninitialised and random outputs differ
   RecordedRun other_dtype = repeat;
-  other_dtype.status["spec"]["dtype"] = "bfloat16";
+  other_dtype.status.spec["dtype"] = "bfloat16";
   EXPECT_FALSE(detect_nondeterministic_op(run, other_dtype));  // not the same configuration
   RecordedRun undumped = repeat;
   undumped.dump_dir = "";

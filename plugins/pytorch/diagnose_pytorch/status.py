@@ -18,11 +18,43 @@ FORMAT = "diagnose-run-status"
 VERSION = 1
 
 
+# The top-level fields of status.json, as docs/run-spec.md describes them (its test compares).
+FIELDS = (
+    "format",
+    "version",
+    "state",
+    "spec",
+    "argv",
+    "pid",
+    "torch_version",
+    "features",
+    "ran",
+    "graphs",
+    "switches",
+    "steps",
+    "calls",
+    "dump",
+    "timings",
+    "compile_calls",
+    "errors",
+    "exit_code",
+    "configuration",
+    "truth",
+    "isolation",
+    "inductor_rules",
+    "inductor_buffers",
+    "inductor_unmapped",
+)
+
+
 class RunStatus:
+    """The run's status.json: each writer says what it records through a method, the file's
+    fields named in this class alone."""
+
     def __init__(self, path: Path, spec_dict: dict):
         self.path = path
         self.started = time.time()
-        self.data = {
+        self._data = {
             "format": FORMAT,
             "version": VERSION,
             "state": "running",
@@ -50,14 +82,79 @@ class RunStatus:
         }
         self.save()
 
-    def set(self, key: str, value) -> None:
-        self.data[key] = value
+    # --- what ran -----------------------------------------------------------------------
+    def record_ran(self, **facts) -> None:
+        """How the run ran: its mode, backend, device... and the script with its arguments."""
+        self._data["ran"].update(facts)
 
-    def update(self, key: str, **values) -> None:
-        self.data[key].update(values)
+    def record_exit_code(self, code: int) -> None:
+        self._data["exit_code"] = code
+
+    def record_configuration(self, facts: dict) -> None:
+        """How the script set torch up when it compiled (status.configuration)."""
+        self._data["configuration"] = facts
+
+    def record_compile_call(self, target: str, requested: dict) -> None:
+        self._data["compile_calls"].append({"target": target, "requested": requested})
+
+    def record_call(self, step: int, seconds: float) -> None:
+        """A top-level call of the compiled model: its step and duration."""
+        self._data["calls"].append({"step": step, "seconds": round(seconds, 6)})
+
+    def record_step_done(self, step: int) -> None:
+        """The steps the model ran so far: at least this one."""
+        self._data["steps"] = max(self._data["steps"], step + 1)
+
+    # --- what the compiler did ------------------------------------------------------------
+    def record_graph_count(self, count: int) -> None:
+        self._data["graphs"]["count"] = count
+
+    def record_compile_seconds(self, seconds: float) -> None:
+        self._data["graphs"]["compile_seconds"].append(round(seconds, 6))
+
+    def record_graph_breaks(self, breaks: dict) -> None:
+        """Dynamo's graph breaks: their reasons with how often each broke the graph."""
+        graphs = self._data["graphs"]
+        graphs["graph_breaks"] = sum(breaks.values())
+        graphs["break_reasons"] = {str(k): v for k, v in breaks.items()}
+        graphs["graph_break_reasons"] = [str(k) for k in breaks]
+
+    def record_recompiles(self, count: int, reasons: list[str]) -> None:
+        """How often Dynamo recompiled and the first guards that failed."""
+        self._data["graphs"]["recompiles"] = count
+        self._data["graphs"]["recompile_reasons"] = reasons
+
+    def record_active_switch(self, name: str, value) -> None:
+        """A switch in force during the run (inductor, torchair, fusion_switch_file)."""
+        self._data["switches"]["active"][name] = value
+
+    def record_fired(self, name: str, value) -> None:
+        """What the compiler reports it applied (inductor_counters, fusion_result)."""
+        self._data["switches"]["fired"][name] = value
+
+    def record_inductor_rules(self, rules: dict) -> None:
+        self._data["inductor_rules"] = rules
+
+    def record_inductor_buffers(self, graph_id: int, buffers: int, unmapped: list) -> None:
+        """The buffers of one compiled graph the dump maps to FX nodes, and those it cannot."""
+        self._data.setdefault("inductor_buffers", {})[str(graph_id)] = buffers
+        if unmapped:
+            self._data.setdefault("inductor_unmapped", {})[str(graph_id)] = unmapped
+
+    # --- what was written -------------------------------------------------------------------
+    def record_dump(self, **facts) -> None:
+        """Where the dump went and, at the end, what it wrote and what its budget left out."""
+        self._data["dump"].update(facts)
+
+    def record_truth(self, summary: dict) -> None:
+        self._data["truth"] = summary
+
+    def record_isolation(self, report: dict) -> None:
+        """The isolation run's report; the caller keeps filling it in."""
+        self._data["isolation"] = report
 
     def add_error(self, exc: BaseException, where: str) -> None:
-        self.data["errors"].append(
+        self._data["errors"].append(
             {
                 "where": where,
                 "type": type(exc).__name__,
@@ -67,15 +164,15 @@ class RunStatus:
         )
 
     def finish(self, state: str) -> None:
-        self.data["state"] = state
-        self.data["timings"]["total_seconds"] = round(time.time() - self.started, 6)
+        self._data["state"] = state
+        self._data["timings"]["total_seconds"] = round(time.time() - self.started, 6)
         self.save()
 
     def save(self) -> None:
         tmp = self.path.with_name(self.path.name + ".tmp")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(self.data, f, indent=1, default=str)
+            json.dump(self._data, f, indent=1, default=str)
         os.replace(tmp, self.path)
 
 

@@ -1,4 +1,5 @@
 #include "orchestrator/engine/dump_budget.h"
+#include "runspec/plugin_status.h"
 
 #include <gtest/gtest.h>
 
@@ -173,11 +174,11 @@ TEST(DumpBudget, TheOutcomeSaysWhatTheDumpsWroteAndWhatTheBudgetLeftOut) {
 }
 
 TEST(DumpBudget, ABudgetReachedIsReadFromAnyStatusWithoutThrowing) {
-  EXPECT_TRUE(dump_budget_reached({{"dump", {{"budget_reached", true}}}}));
-  EXPECT_FALSE(dump_budget_reached({{"dump", {{"budget_reached", false}}}}));
-  EXPECT_FALSE(dump_budget_reached({{"dump", {{"budget_reached", "yes"}}}}));
-  EXPECT_FALSE(dump_budget_reached({{"dump", "written"}}));
-  EXPECT_FALSE(dump_budget_reached(nullptr));
+  EXPECT_TRUE(parse_plugin_status({{"dump", {{"budget_reached", true}}}}).dump.budget_reached);
+  EXPECT_FALSE(parse_plugin_status({{"dump", {{"budget_reached", false}}}}).dump.budget_reached);
+  EXPECT_FALSE(parse_plugin_status({{"dump", {{"budget_reached", "yes"}}}}).dump.budget_reached);
+  EXPECT_FALSE(parse_plugin_status({{"dump", "written"}}).dump.budget_reached);
+  EXPECT_FALSE(parse_plugin_status(nullptr).dump.budget_reached);
 }
 
 }  // namespace

@@ -161,14 +161,13 @@ def npu_backend(session):
     if spec.switches.fusion_switch_file:
         config.fusion_config.fusion_switch_file = os.path.realpath(spec.switches.fusion_switch_file)
         with open(spec.switches.fusion_switch_file) as f:
-            session.status.data["switches"]["active"]["fusion_switch_file"] = {
-                "path": spec.switches.fusion_switch_file,
-                "content": json.load(f),
-            }
+            session.status.record_active_switch(
+                "fusion_switch_file", {"path": spec.switches.fusion_switch_file, "content": json.load(f)}
+            )
     for dotted, value in spec.switches.torchair.items():
         set_field(config, dotted, value)
     if spec.switches.torchair:
-        session.status.data["switches"]["active"]["torchair"] = dict(spec.switches.torchair)
+        session.status.record_active_switch("torchair", dict(spec.switches.torchair))
     return torchair.get_npu_backend(compiler_config=config)
 
 

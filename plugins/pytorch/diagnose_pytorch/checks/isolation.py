@@ -160,7 +160,7 @@ class Isolation:
         self.pieces: list[Piece] = []
         self.compiled: set[str] = set()
         self.report = {"graphs": 0, "nodes": [], "compiled": [], "pieces": [], "unmatched": []}
-        session.status.set("isolation", self.report)
+        session.status.record_isolation(self.report)
 
     def splitting_backend(self, backend):
         def backend_fn(gm: fx.GraphModule, example_inputs):

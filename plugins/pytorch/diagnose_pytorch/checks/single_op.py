@@ -336,7 +336,7 @@ class Check:
         tmp.write_text(json.dumps({"ops": self.results, **extra}, indent=1))
         os.replace(tmp, path)
         if self.backend_name == "inductor":
-            self.status.set("inductor_rules", report(self.switches.inductor_off))
+            self.status.record_inductor_rules(report(self.switches.inductor_off))
         self.status.save()
 
     def close(self) -> None:

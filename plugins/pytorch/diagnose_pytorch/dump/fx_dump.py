@@ -156,7 +156,7 @@ def dumping_backend(session, backend: str):
         compiled = compat.aot_autograd(fw_compiler=forward_compiler, bw_compiler=backward_compiler, **kwargs)(
             gm, example_inputs
         )
-        session.status.data["graphs"]["compile_seconds"].append(round(time.perf_counter() - started, 6))
+        session.status.record_compile_seconds(time.perf_counter() - started)
         return compiled
 
     return backend_fn

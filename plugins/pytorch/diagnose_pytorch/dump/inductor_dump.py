@@ -397,13 +397,10 @@ def inductor_backend(session, dump: bool, compiler=None):
         with compat.inductor_config.patch(patches), emitting_hooks(table) if dump else contextlib.nullcontext():
             inductor_rules_fired.note_compile()
             compiled = (compiler or compat.compile_fx)(gm, example_inputs)
-        session.status.data["graphs"]["compile_seconds"].append(round(time.perf_counter() - started, 6))
+        session.status.record_compile_seconds(time.perf_counter() - started)
         if not dump:
             return compiled
-        session.status.data.setdefault("inductor_buffers", {})[str(graph_id)] = len(table.by_buffer)
-        unmapped = table.unmapped()
-        if unmapped:
-            session.status.data.setdefault("inductor_unmapped", {})[str(graph_id)] = unmapped
+        session.status.record_inductor_buffers(graph_id, len(table.by_buffer), table.unmapped())
 
         @functools.wraps(compiled)
         def run(*args):

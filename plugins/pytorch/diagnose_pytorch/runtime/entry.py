@@ -22,11 +22,8 @@ _original_compile = torch.compile
 
 def compile_under_spec(session: Session, model, user_options: dict):
     """Replaces `torch.compile(model, **user_options)`: the spec decides backend and options."""
-    session.status.data["compile_calls"].append(
-        {
-            "target": getattr(model, "__qualname__", type(model).__name__),
-            "requested": {k: repr(v) for k, v in user_options.items()},
-        }
+    session.status.record_compile_call(
+        getattr(model, "__qualname__", type(model).__name__), {k: repr(v) for k, v in user_options.items()}
     )
     return wrap(session, model)
 
@@ -34,7 +31,7 @@ def compile_under_spec(session: Session, model, user_options: dict):
 def wrap(session: Session, model):
     spec = session.spec
     root = model.__self__ if isinstance(getattr(model, "__self__", None), torch.nn.Module) else model
-    session.status.set("configuration", configuration(root))
+    session.status.record_configuration(configuration(root))
     if isinstance(root, torch.nn.Module):
         _convert_module(root, spec)
         if session.eager_dumper is not None:

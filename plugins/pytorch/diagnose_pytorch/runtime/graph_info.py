@@ -14,22 +14,16 @@ RECOMPILE_REASONS_KEPT = 5
 
 
 def collect_graph_info(session) -> None:
-    breaks = dict(compat.counters.get("graph_break", {}))
-    graphs = session.status.data["graphs"]
-    graphs["graph_breaks"] = sum(breaks.values())
-    graphs["break_reasons"] = {str(k): v for k, v in breaks.items()}
-    graphs["graph_break_reasons"] = [str(k) for k in breaks]
+    session.status.record_graph_breaks(dict(compat.counters.get("graph_break", {})))
     failed_guards = [str(reason) for reasons in compat.guard_failures.values() for reason in reasons]
-    graphs["recompiles"] = len(failed_guards)
-    graphs["recompile_reasons"] = failed_guards[:RECOMPILE_REASONS_KEPT]
-    fired = session.status.data["switches"]["fired"]
+    session.status.record_recompiles(len(failed_guards), failed_guards[:RECOMPILE_REASONS_KEPT])
     inductor = {k: v for k, v in compat.counters.get("inductor", {}).items() if v}
     if session.spec.switches.inductor:
-        session.status.data["switches"]["active"]["inductor"] = dict(session.spec.switches.inductor)
+        session.status.record_active_switch("inductor", dict(session.spec.switches.inductor))
     if inductor:
-        fired["inductor_counters"] = inductor
+        session.status.record_fired("inductor_counters", inductor)
     if session.spec.backend == "inductor" and session.spec.mode == "compiled":
-        session.status.data["inductor_rules"] = report(session.spec.switches.inductor_off)
+        session.status.record_inductor_rules(report(session.spec.switches.inductor_off))
     # TorchAir's GE writes it; so may a user backend with fusion rules (examples/fusion_rules),
     # which must have written it during this run (not a file left in the directory before)
     backend = session.spec.backend
@@ -39,7 +33,7 @@ def collect_graph_info(session) -> None:
     ):
         result = fusion_result()
         if result is not None:
-            fired["fusion_result"] = result
+            session.status.record_fired("fusion_result", result)
 
 
 def _written_since(path: Path, started: float) -> bool:

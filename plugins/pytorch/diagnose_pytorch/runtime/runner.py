@@ -18,7 +18,7 @@ def run_script(spec: RunSpec, script: str, args: list[str]) -> int:
     """Runs `script` as __main__ with `args` as its argv; returns the exit code."""
     session = Session(spec)
     # what a helper process needs to run the script as this run did (main_script.py)
-    session.status.update("ran", script=script, script_args=list(args), cwd=os.getcwd())
+    session.status.record_ran(script=script, script_args=list(args), cwd=os.getcwd())
     error = None
     code = 0
     try:
@@ -31,7 +31,7 @@ def run_script(spec: RunSpec, script: str, args: list[str]) -> int:
     except BaseException as exc:  # the status file must say what went wrong, whatever it was
         error = exc
         code = 1
-    session.status.set("exit_code", code)
+    session.status.record_exit_code(code)
     session.close(error)
     if error is not None and not isinstance(error, SystemExit):
         traceback.print_exception(type(error), error, error.__traceback__)

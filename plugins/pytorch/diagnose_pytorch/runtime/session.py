@@ -91,8 +91,7 @@ class Session:
         self._include = [re.compile(p) for p in spec.dump.include]
         self._exclude = [re.compile(p) for p in spec.dump.exclude]
         self._call_started = 0.0
-        self.status.update(
-            "ran",
+        self.status.record_ran(
             mode=spec.mode,
             backend=spec.backend,
             device=spec.device,
@@ -102,7 +101,7 @@ class Session:
             dynamic=spec.dynamic,
             fullgraph=spec.fullgraph,
         )
-        self.status.update("dump", directory=str(self.dump_dir), outputs=str(self.outputs_dir))
+        self.status.record_dump(directory=str(self.dump_dir), outputs=str(self.outputs_dir))
         seed_and_determinism(spec)
         export_fusion_switch_file(spec, self.status)
         _active = self
@@ -122,7 +121,7 @@ class Session:
 
     def new_graph(self) -> int:
         self.graph_count += 1
-        self.status.data["graphs"]["count"] = self.graph_count
+        self.status.record_graph_count(self.graph_count)
         return self.graph_count - 1
 
     def dumping(self) -> bool:
@@ -193,14 +192,14 @@ class Session:
         if self.call_depth:
             return
         elapsed = time.perf_counter() - self._call_started
-        self.status.data["calls"].append({"step": self.step, "seconds": round(elapsed, 6)})
+        self.status.record_call(self.step, elapsed)
         if self.shadows is not None:
             self.shadows.settle()
         if outputs is not None:
             self._write_final(outputs)
         if state is not None:
             self._write_state(state.after())
-        self.status.data["steps"] = max(self.status.data["steps"], self.step + 1)
+        self.status.record_step_done(self.step)
         if not self.explicit_steps:
             self.step += 1
         if self.meta_checker is not None:
@@ -263,15 +262,14 @@ class Session:
             if writer is not None:
                 writer.close()
         if self.dump is not None:
-            self.status.update(
-                "dump",
+            self.status.record_dump(
                 records=self.dump.records,
                 written_bytes=self.dump.written_bytes,
                 budget_reached=self.dump.budget_reached,
                 not_kept=self.dump.not_kept,
             )
         if self.shadows is not None:
-            self.status.set("truth", self.shadows.summary())
+            self.status.record_truth(self.shadows.summary())
         if self.isolation is not None:
             self.isolation.close()
         self.status.finish("error" if error is not None else "ok")
@@ -291,7 +289,7 @@ def export_fusion_switch_file(spec: RunSpec, status: RunStatus) -> None:
         content = json.loads(content)
     except ValueError:
         pass  # the backend reports a malformed file; the status keeps its text
-    status.data["switches"]["active"]["fusion_switch_file"] = {"path": path, "content": content}
+    status.record_active_switch("fusion_switch_file", {"path": path, "content": content})
 
 
 def seed_and_determinism(spec: RunSpec) -> None:

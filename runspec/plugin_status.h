@@ -1,0 +1,93 @@
+// The run status (status.json, docs/run-spec.md): what one plugin run did, written by the plugin
+// (plugins/pytorch/diagnose_pytorch/status.py) and parsed here once into what the engine and the
+// steps read. A field may be missing or of any type (a killed run, another plugin version):
+// parsing never throws, and what is not there reads as empty.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runspec/run_spec.h"
+
+namespace diagnose {
+
+// A plugin feature the run probed on its torch (status.json `features`).
+struct ProbedFeature {
+  bool unavailable = false;  // probed and found missing (`available: false`)
+  std::string reason, without;
+};
+
+// A module in training mode with active dropout (configuration.active_dropout).
+struct ActiveDropout {
+  std::string module;
+  nlohmann::json p;  // its probability as the plugin wrote it
+};
+
+// How the script set torch up when it compiled (status.json `configuration`).
+struct RunConfiguration {
+  std::optional<bool> cuda_matmul_allow_tf32, cudnn_allow_tf32, deterministic_algorithms;
+  std::optional<std::string> float32_matmul_precision;
+  std::vector<ActiveDropout> active_dropout;
+};
+
+// How the run ran (status.json `ran`), as the plugin wrote each (null when absent).
+struct RanFacts {
+  nlohmann::json mode, backend, device, dtype;
+};
+
+// What Dynamo counted (status.json `graphs`).
+struct CompileCounts {
+  std::optional<int64_t> graph_breaks, recompiles;
+  std::vector<std::string> graph_break_reasons, recompile_reasons;
+};
+
+// A node of an isolation run (status.json isolation.nodes).
+struct IsolatedNode {
+  std::string id, op, module, source;
+};
+
+// What the op dump wrote (status.json `dump`).
+struct DumpOutcome {
+  bool written = false;  // the status has a dump section
+  int64_t written_bytes = 0;
+  bool budget_reached = false;
+  int64_t records_over_budget = 0;  // not_kept.budget: records kept as statistics only
+};
+
+struct PluginStatus {
+  bool written = false;  // a status.json object was read
+  nlohmann::json spec;   // the run spec as the run echoes it (null when absent)
+  RunSpecFields spec_fields;
+  std::vector<std::string> argv;  // the process's sys.argv (a non-string item reads as "")
+  std::optional<std::string> torch_version;
+  std::map<std::string, ProbedFeature> features;
+  RunConfiguration configuration;
+  CompileCounts graphs;
+  RanFacts ran;
+  nlohmann::json active_switches;   // switches.active: the switches in force (null when absent)
+  nlohmann::json torchair_options;  // switches.active.torchair: the TorchAir options applied (null when none)
+  std::vector<IsolatedNode> isolated_nodes;
+  DumpOutcome dump;
+
+  // Whether the run ran the model's script (`python -m diagnose_pytorch run ...`).
+  bool ran_script() const { return argv.size() >= 2 && argv[1] == "run"; }
+  // The byte budget the run's op dump had (its spec's dump.max_bytes; null when none).
+  nlohmann::json dump_max_bytes() const;
+};
+
+PluginStatus parse_plugin_status(const nlohmann::json& status);
+// The status of the run in `run_dir` (rank 0's status.json; rank R > 0's status_rank{R}.json);
+// empty (written false) when missing or unreadable.
+PluginStatus read_plugin_status(const std::string& run_dir, int rank = 0);
+// The path of a run's status.json.
+std::string plugin_status_path(const std::string& run_dir);
+
+// The top-level fields of status.json as docs/run-spec.md lists them, for its test.
+const std::vector<std::string>& plugin_status_field_names();
+
+}  // namespace diagnose

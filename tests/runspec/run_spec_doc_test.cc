@@ -1,0 +1,87 @@
+// docs/run-spec.md against the C++ side of the contract: its tables list exactly the fields the
+// unit knows (tests/python/docs/test_run_spec_doc.py holds them against the plugin's).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "runspec/plugin_status.h"
+#include "runspec/run_spec.h"
+
+namespace diagnose {
+namespace {
+
+// The first column of the table under the heading that starts with `heading`.
+std::set<std::string> documented_fields(const std::string& heading) {
+  std::ifstream file(std::string(DIAGNOSE_SOURCE_DIR) + "/docs/run-spec.md");
+  std::set<std::string> fields;
+  bool inside = false;
+  const std::regex row(R"(^\| `([a-z_.]+)` \|)");
+  for (std::string line; std::getline(file, line);) {
+    if (line.rfind("## ", 0) == 0) inside = line.rfind("## " + heading, 0) == 0;
+    std::smatch match;
+    if (inside && std::regex_search(line, match, row)) fields.insert(match[1]);
+  }
+  return fields;
+}
+
+std::set<std::string> as_set(const std::vector<std::string>& names) { return {names.begin(), names.end()}; }
+
+TEST(RunSpecDoc, ListsTheRunSpecFieldsTheUnitKnows) {
+  EXPECT_EQ(documented_fields("spec.json"), as_set(run_spec_field_names()));
+}
+
+TEST(RunSpecDoc, ListsTheStatusFieldsTheUnitKnows) {
+  EXPECT_EQ(documented_fields("status.json"), as_set(plugin_status_field_names()));
+}
+
+TEST(PluginStatus, AnyContentParsesWithoutThrowing) {
+  for (const char* text : {"null", "[]", "3", R"({"graphs": 1, "features": [], "dump": "x", "argv": "run"})",
+                           R"({"configuration": {"active_dropout": [1, {"p": 0.5}]}, "isolation": {"nodes": 2}})"}) {
+    const PluginStatus status = parse_plugin_status(nlohmann::json::parse(text));
+    EXPECT_FALSE(status.dump.written) << text;
+    EXPECT_FALSE(status.ran_script()) << text;
+  }
+  const PluginStatus dropout =
+      parse_plugin_status(nlohmann::json::parse(R"({"configuration": {"active_dropout": [1, {"p": 0.5}]}})"));
+  ASSERT_EQ(dropout.configuration.active_dropout.size(), 2u);
+  EXPECT_EQ(dropout.configuration.active_dropout[0].module, "?");
+  EXPECT_EQ(dropout.configuration.active_dropout[1].p.dump(), "0.5");
+}
+
+TEST(PluginStatus, ReadsWhatThePluginWrites) {
+  const PluginStatus status = parse_plugin_status(nlohmann::json::parse(R"({
+    "spec": {"mode": "compiled", "backend": "inductor", "dump": {"max_bytes": 100},
+             "switches": {"inductor": {"fallback_random": true}}},
+    "argv": ["-m", "run", "model.py"], "torch_version": "2.13.0",
+    "features": {"guard_failures": {"available": false, "reason": "old torch", "without": "no reasons"},
+                 "hooks": {"available": true}},
+    "graphs": {"graph_breaks": 1, "graph_break_reasons": ["print"], "recompiles": 2, "recompile_reasons": ["a", "b"]},
+    "switches": {"active": {"torchair": {"ge_config.oo_level": "O1"}}},
+    "isolation": {"nodes": [{"id": "g0.add", "op": "aten.add", "module": "m", "source": "x.py:1"}, {"op": "no id"}]},
+    "dump": {"written_bytes": 64, "budget_reached": true, "not_kept": {"budget": 3}}})"));
+  EXPECT_TRUE(status.written);
+  EXPECT_TRUE(status.ran_script());
+  EXPECT_EQ(status.spec_fields.mode, "compiled");
+  EXPECT_FALSE(status.spec_fields.dtype);
+  EXPECT_TRUE(status.spec_fields.inductor_fallback_random);
+  EXPECT_EQ(status.torch_version, "2.13.0");
+  EXPECT_TRUE(status.features.at("guard_failures").unavailable);
+  EXPECT_EQ(status.features.at("guard_failures").without, "no reasons");
+  EXPECT_FALSE(status.features.at("hooks").unavailable);
+  EXPECT_EQ(status.graphs.graph_breaks, 1);
+  EXPECT_EQ(status.graphs.recompile_reasons, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(status.torchair_options["ge_config.oo_level"], "O1");
+  ASSERT_EQ(status.isolated_nodes.size(), 1u);
+  EXPECT_EQ(status.isolated_nodes[0].source, "x.py:1");
+  EXPECT_TRUE(status.dump.budget_reached);
+  EXPECT_EQ(status.dump.written_bytes, 64);
+  EXPECT_EQ(status.dump.records_over_budget, 3);
+  EXPECT_EQ(status.dump_max_bytes(), 100);
+}
+
+}  // namespace
+}  // namespace diagnose
