@@ -326,8 +326,6 @@ class KnownCausesStep : public StepKind {
       for (const RunRecord& record : trials) trial_dirs.push_back(record.dir);
       return trials;
     };
-    setup.fired_report = "";
-    setup.switch_files = false;
     setup.make_request = [&](const bisect::Trial& trial) {
       nlohmann::json spec = target_spec;
       const KnownCause* flipped = nullptr;

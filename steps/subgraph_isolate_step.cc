@@ -16,6 +16,7 @@
 #include "orchestrator/exec/command_line.h"
 #include "orchestrator/workflow/validate.h"
 #include "orchestrator/workflow/workflow_schema.h"
+#include "steps/bisection_knobs.h"
 #include "steps/bisection_steps.h"
 #include "steps/json_text.h"
 #include "steps/plugin_run.h"
@@ -131,8 +132,8 @@ class SubgraphIsolateStep : public StepKind {
     setup.dir_of = [&](const std::string& name) { return context.run_dir_of(name); };
     setup.execute = [&](const std::vector<RunRequest>& requests) { return context.run(requests); };
     setup.make_request = [&](const Trial& trial) { return isolated_run(trial.name, trial.off, false); };
-    setup.fired_report = "status.json";  // isolation.compiled: the all-on run lists every node
-    setup.switch_files = false;
+    setup.knob =
+        std::make_shared<FiredReportKnob>("status.json");  // isolation.compiled: the all-on run lists every node
 
     bisect::BisectionPlan plan = bisection_plan(context);
     std::optional<StepResult> golden_error;
