@@ -220,21 +220,23 @@ class FusionBisectStep : public StepKind {
 
     bisect::TrialSetup setup;
     setup.knob = knob;
-    setup.dir_of = [&](const std::string& name) { return context.run_dir_of(name); };
-    std::vector<RunRecord> trial_runs;  // for the features their torch lacked
+    // The context is the engine's, which outlives the step; the rest the setup owns.
+    setup.dir_of = [&context](const std::string& name) { return context.run_dir_of(name); };
+    auto trial_runs = std::make_shared<std::vector<RunRecord>>();  // for the features their torch lacked
     // a torch without Inductor's pass switches leaves those rules out of the candidates
     auto with_torch_notes = [&](StepResult reported) {
-      if (!knob->needed_features().empty()) note_unavailable_features(trial_runs, reported, knob->needed_features());
+      if (!knob->needed_features().empty()) note_unavailable_features(*trial_runs, reported, knob->needed_features());
       return reported;
     };
-    setup.execute = [&](const std::vector<RunRequest>& requests) {
+    setup.execute = [&context, trial_runs](const std::vector<RunRequest>& requests) {
       std::vector<RunRecord> records = context.run(requests);
-      trial_runs.insert(trial_runs.end(), records.begin(), records.end());
+      trial_runs->insert(trial_runs->end(), records.begin(), records.end());
       return records;
     };
     std::string model_cwd = context.path(workflow.model.command.cwd.value_or("."));
     std::string switch_env = node["switch_env"] ? node["switch_env"].Scalar() : "";
-    setup.make_request = [&](const bisect::Trial& trial) {
+    setup.make_request = [&context, knob, plugin, all_on, target_spec, target, switch_env,
+                          model_cwd](const bisect::Trial& trial) {
       RunRequest request;
       if (plugin) {
         // An all-on run is the target with nothing switched off: the k-th may be another step's.
@@ -244,7 +246,7 @@ class FusionBisectStep : public StepKind {
         request = plugin_run(context, trial.name, spec, trial_side(context, *knob, spec), trial.occurrence,
                              switch_env.empty() ? Sharing::Shareable : Sharing::OwnRun);
       } else {
-        Workflow own = workflow;
+        Workflow own = context.workflow();
         CommandSpec& command = own.model.command;
         for (std::string& arg : command.argv) put_switch_file(arg, trial.switch_file);
         for (std::string& arg : command.args) put_switch_file(arg, trial.switch_file);
@@ -262,11 +264,10 @@ class FusionBisectStep : public StepKind {
 
     // The golden side; candidates listed, or what fired in the all-on run.
     bisect::BisectionPlan plan = bisection_plan(context);
-    std::optional<StepResult> golden_error;
     if (node["judge"] && node["judge"].Scalar() == "exit_code") {
       setup.judge.kind = bisect::JudgeKind::ExitCode;
     } else {
-      std::string problem = judge_against_golden(context, node["golden"], target, judge_ops, setup, plan, golden_error);
+      std::string problem = judge_against_golden(context, node["golden"], target, judge_ops, setup, plan);
       if (!problem.empty()) return error_result(problem);
     }
     plan.candidates = strings(node["candidates"]);
@@ -278,7 +279,7 @@ class FusionBisectStep : public StepKind {
     switch (outcome.status) {
       case bisect::BisectionOutcome::Status::NoRuleFired: return with_torch_notes(no_rule_fired(outcome));
       case bisect::BisectionOutcome::Status::Failed:
-        if (golden_error) return *golden_error;
+        if (std::optional<StepResult> golden_error = error_from_runs(outcome.alongside)) return *golden_error;
         return error_result(outcome.message + "; list the rules under candidates:");
       case bisect::BisectionOutcome::Status::NoCandidates:
         return with_torch_notes(error_result("no candidate rules" +

@@ -344,7 +344,7 @@ class KnownCausesStep : public StepKind {
       return request;
     };
     YAML::Node golden = node["golden"] ? node["golden"] : graph_compare_golden(context.state());
-    std::string problem = judge_against_golden(context, golden, target, {}, setup, plan, golden_error);
+    std::string problem = judge_against_golden(context, golden, target, {}, setup, plan);
     if (!problem.empty()) return error_result(problem);
 
     bisect::TrialOracle oracle(setup, {});

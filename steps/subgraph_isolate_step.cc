@@ -136,8 +136,7 @@ class SubgraphIsolateStep : public StepKind {
         std::make_shared<FiredReportKnob>("status.json");  // isolation.compiled: the all-on run lists every node
 
     bisect::BisectionPlan plan = bisection_plan(context);
-    std::optional<StepResult> golden_error;
-    std::string problem = judge_against_golden(context, node["golden"], target, {}, setup, plan, golden_error);
+    std::string problem = judge_against_golden(context, node["golden"], target, {}, setup, plan);
     if (!problem.empty()) return error_result(problem);
 
     std::vector<std::string> candidates;
@@ -151,7 +150,7 @@ class SubgraphIsolateStep : public StepKind {
             (outcome.listing_had_no_report ? " (isolation.compiled): the plugin did not split its graphs"
                                            : ": the backend received no FX node"));
       case BisectionOutcome::Status::Failed:
-        if (golden_error) return *golden_error;
+        if (std::optional<StepResult> golden_error = error_from_runs(outcome.alongside)) return *golden_error;
         return error_result(outcome.message);
       case BisectionOutcome::Status::NoCandidates: return error_result("the backend received no FX node");
       case BisectionOutcome::Status::Bisected: break;

@@ -72,9 +72,9 @@ BisectionOutcome Bisection::run(const BisectionPlan& plan, const nlohmann::json&
     first_round.push_back(setup_.make_request(*all_on));
   }
   std::vector<RunRecord> records = first_round.empty() ? std::vector<RunRecord>{} : setup_.execute(first_round);
+  outcome.alongside.assign(records.begin(), records.begin() + plan.alongside.size());
   if (plan.check_alongside) {
-    std::vector<RunRecord> alongside(records.begin(), records.begin() + plan.alongside.size());
-    std::string problem = plan.check_alongside(alongside);
+    std::string problem = plan.check_alongside(outcome.alongside);
     if (!problem.empty()) return stop(BisectionOutcome::Status::Failed, problem);
   }
   if (to_list) {

@@ -63,7 +63,8 @@ struct BisectionOutcome {
     Failed,        // the candidates could not be listed, or a run alongside failed: `message`
   };
   Status status = Status::Failed;
-  std::string message;  // Failed: why
+  std::string message;               // Failed: why
+  std::vector<RunRecord> alongside;  // the records of the plan's runs alongside, once they ran
   // When the all-on run listed the candidates: its name, its outcome ("pass", "crash: ..."),
   // and what it left ("no fired-rule report at X", "an empty report at X"; empty when it listed).
   bool listed = false;
