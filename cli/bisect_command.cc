@@ -12,6 +12,7 @@
 #include "orchestrator/exec/interrupt.h"
 #include "orchestrator/exec/scheduler.h"
 #include "orchestrator/workflow/template.h"
+#include "steps/bisection_knobs.h"
 
 namespace diagnose {
 
@@ -152,7 +153,6 @@ int run(const Arguments& a) {
 
   bisect::TrialSetup setup;
   setup.dir_of = [&](const std::string& name) { return (out / "trials" / name).string(); };
-  setup.fired_report = a.fired_report;
   setup.make_request = [&](const bisect::Trial& trial) {
     RunRequest request;
     request.name = trial.name;
@@ -210,12 +210,13 @@ int run(const Arguments& a) {
     candidate_count = candidates.size();
     std::cerr << "diagnose bisect: " << candidates.size() << " candidate rules, " << a.slots << " slot(s)\n";
   };
+  std::map<std::string, torchair::FusionSection> sections;
   try {
     if (!a.candidates_from.empty()) {
       std::vector<torchair::FusionRecord> records = torchair::read_fusion_result_file(a.candidates_from);
       std::vector<std::string> fired = torchair::fired_rules(records);
       plan.candidates.insert(plan.candidates.end(), fired.begin(), fired.end());
-      setup.sections = torchair::rule_sections(records);
+      sections = torchair::rule_sections(records);
     }
     if (has_log) plan.resume = bisect::read_trial_log(log_path);
   } catch (const std::exception& e) {
@@ -228,6 +229,7 @@ int run(const Arguments& a) {
   }
   if (!plan.resume && plan.candidates.empty())
     std::cerr << "diagnose bisect: running the command with every rule on to list the candidates\n";
+  setup.knob = std::make_shared<FusionSwitchFileKnob>(a.fired_report, sections);
   bisect::Bisection bisection(setup);
   try {
     bisect::BisectionOutcome outcome = bisection.run(plan);

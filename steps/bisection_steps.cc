@@ -69,8 +69,7 @@ std::vector<PlannedRun> planned_golden(const StepContext& context, const YAML::N
 }
 
 std::string judge_against_golden(const StepContext& context, const YAML::Node& golden, const YAML::Node& target,
-                                 const std::vector<std::string>& judge_ops, TrialSetup& setup, BisectionPlan& plan,
-                                 std::optional<StepResult>& golden_error) {
+                                 const std::vector<std::string>& judge_ops, TrialSetup& setup, BisectionPlan& plan) {
   bool plugin = !context.workflow().model.script.empty();
   setup.judge.kind = JudgeKind::Compare;
   std::string tolerance_error;
@@ -89,8 +88,8 @@ std::string judge_against_golden(const StepContext& context, const YAML::Node& g
         golden["dump"] ? context.path(golden["dump"].Scalar(), "golden") : plan.alongside.back().dump_dir;
   }
   setup.judge.dump = plugin ? compared : (target && target["dump"] ? target["dump"].Scalar() : "dump");
-  plan.check_alongside = [&golden_error](const std::vector<RunRecord>& records) {
-    golden_error = error_from_runs(records);
+  plan.check_alongside = [](const std::vector<RunRecord>& records) {
+    std::optional<StepResult> golden_error = error_from_runs(records);
     return golden_error ? golden_error->summary : std::string();
   };
   return "";

@@ -29,11 +29,11 @@ bisect::BisectionPlan bisection_plan(const StepContext& context);
 // Trials judged by the comparison core against a golden: `golden` a dump path, a plugin run (an
 // eager run whose final outputs, or `judge_ops`' records, carry their float64 truth) or a
 // command run of a command model, which joins the plan's first round. Sets setup.judge; a
-// golden run that fails leaves its result in *golden_error (which must outlive the plan).
+// golden run that fails stops the bisection (error_from_runs(outcome.alongside) says why).
 // Returns an error message ("" when set up).
 std::string judge_against_golden(const StepContext& context, const YAML::Node& golden, const YAML::Node& target,
                                  const std::vector<std::string>& judge_ops, bisect::TrialSetup& setup,
-                                 bisect::BisectionPlan& plan, std::optional<StepResult>& golden_error);
+                                 bisect::BisectionPlan& plan);
 
 // The golden run judge_against_golden asks for, for StepKind::planned_runs: none when `golden`
 // is a dump path or the model a command.

@@ -2,11 +2,14 @@
 // running the target with rules switched off, one fresh process per trial, judged against
 // the golden run (orchestrator/bisect/driver.h).
 
+#include <set>
+
 #include "orchestrator/bisect/driver.h"
 #include "orchestrator/engine/step.h"
 #include "orchestrator/exec/command_line.h"
 #include "orchestrator/workflow/validate.h"
 #include "orchestrator/workflow/workflow_schema.h"
+#include "steps/bisection_knobs.h"
 #include "steps/bisection_steps.h"
 #include "steps/feature_notes.h"
 #include "steps/plugin_run.h"
@@ -46,6 +49,58 @@ YAML::Node with_switch_file(const YAML::Node& node, const std::string& path) {
   }
   return copy;
 }
+
+// A fusion_bisect knob: each trial gets the fusion switch file turning its configuration off;
+// a plugin trial gets its configuration through its run spec too, the way the kind says.
+class RuleKnob : public FusionSwitchFileKnob {
+ public:
+  using FusionSwitchFileKnob::FusionSwitchFileKnob;
+  // The knob's name in the step's options, metrics and bisection.json.
+  virtual std::string name() const = 0;
+  // The run spec's switch the trials set, which the all-on run goes without.
+  virtual std::string spec_switch() const = 0;
+  // A plugin trial's run spec with `trial`'s configuration applied.
+  virtual void apply(const bisect::Trial& trial, nlohmann::json& spec) const = 0;
+  // The torch features the knob's rules need: a torch without them leaves those rules out.
+  virtual std::set<std::string> needed_features() const { return {}; }
+  // The workaround's evidence besides the switch file.
+  virtual void add_workaround(const bisect::Config& /*culprits*/, StepResult& /*result*/) const {}
+};
+
+// Inductor's pass switches: switches.inductor_off, the fired ones in the plugin's status.json.
+class InductorKnob : public RuleKnob {
+ public:
+  using RuleKnob::RuleKnob;
+  std::string name() const override { return "inductor"; }
+  std::string spec_switch() const override { return "inductor_off"; }
+  void apply(const bisect::Trial& trial, nlohmann::json& spec) const override {
+    spec["switches"]["inductor_off"] = trial.off;
+  }
+  std::set<std::string> needed_features() const override { return {"inductor_rules"}; }
+  void add_workaround(const bisect::Config& culprits, StepResult& result) const override {
+    result.evidence.push_back({"metric", "workaround: run spec switches.inductor_off", "", culprits});
+  }
+};
+
+// A TorchAir-style backend's fusion switch file: switches.fusion_switch_file.
+class PluginSwitchFileKnob : public RuleKnob {
+ public:
+  using RuleKnob::RuleKnob;
+  std::string name() const override { return "fusion_switch_file"; }
+  std::string spec_switch() const override { return "fusion_switch_file"; }
+  void apply(const bisect::Trial& trial, nlohmann::json& spec) const override {
+    spec["switches"]["fusion_switch_file"] = trial.switch_file;
+  }
+};
+
+// The switch file reaches the model through ${switch_file} in its command or switch_env.
+class CommandSwitchFileKnob : public RuleKnob {
+ public:
+  using RuleKnob::RuleKnob;
+  std::string name() const override { return "switch_file"; }
+  std::string spec_switch() const override { return "fusion_switch_file"; }
+  void apply(const bisect::Trial&, nlohmann::json&) const override {}
+};
 
 class FusionBisectStep : public StepKind {
  public:
@@ -141,11 +196,13 @@ class FusionBisectStep : public StepKind {
       planned = planned_golden(context, node["golden"], strings(node["judge_ops"]));
     // a switch_env set on the request afterwards would make it another run
     if (context.workflow().model.script.empty() || node["switch_env"]) return planned;
-    const nlohmann::json all_on = all_on_spec(context, target_spec(context));
+    const nlohmann::json spec = target_spec(context);
+    const std::shared_ptr<RuleKnob> knob = FusionBisectStep::knob(context, spec);
+    const nlohmann::json all_on = all_on_spec(*knob, spec);
     const int runs = 1 + std::min(context.option<int>("baseline_repeats"), 1);
     for (int repeat = 0; repeat < runs; ++repeat)
-      planned.push_back(
-          planned_plugin_run(context, bisect::trial_name({}, repeat), all_on, trial_side(context, all_on), repeat));
+      planned.push_back(planned_plugin_run(context, bisect::trial_name({}, repeat), all_on,
+                                           trial_side(context, *knob, all_on), repeat));
     return planned;
   }
 
@@ -156,41 +213,40 @@ class FusionBisectStep : public StepKind {
     YAML::Node target = node["target"];
     std::vector<std::string> judge_ops = strings(node["judge_ops"]);
     nlohmann::json target_spec = plugin ? FusionBisectStep::target_spec(context) : nlohmann::json();
-    const nlohmann::json all_on = plugin ? all_on_spec(context, target_spec) : nlohmann::json();
-    std::string knob = FusionBisectStep::knob(context, target_spec);
+    const std::shared_ptr<RuleKnob> knob = FusionBisectStep::knob(context, target_spec);
+    const nlohmann::json all_on = plugin ? all_on_spec(*knob, target_spec) : nlohmann::json();
     StepResult result;
-    result.metrics["knob"] = knob;
+    result.metrics["knob"] = knob->name();
 
     bisect::TrialSetup setup;
-    setup.dir_of = [&](const std::string& name) { return context.run_dir_of(name); };
-    std::vector<RunRecord> trial_runs;  // for the features their torch lacked
+    setup.knob = knob;
+    // The context is the engine's, which outlives the step; the rest the setup owns.
+    setup.dir_of = [&context](const std::string& name) { return context.run_dir_of(name); };
+    auto trial_runs = std::make_shared<std::vector<RunRecord>>();  // for the features their torch lacked
     // a torch without Inductor's pass switches leaves those rules out of the candidates
     auto with_torch_notes = [&](StepResult reported) {
-      if (knob == "inductor") note_unavailable_features(trial_runs, reported, {"inductor_rules"});
+      if (!knob->needed_features().empty()) note_unavailable_features(*trial_runs, reported, knob->needed_features());
       return reported;
     };
-    setup.execute = [&](const std::vector<RunRequest>& requests) {
+    setup.execute = [&context, trial_runs](const std::vector<RunRequest>& requests) {
       std::vector<RunRecord> records = context.run(requests);
-      trial_runs.insert(trial_runs.end(), records.begin(), records.end());
+      trial_runs->insert(trial_runs->end(), records.begin(), records.end());
       return records;
     };
-    setup.fired_report = fired_report(node, knob);
     std::string model_cwd = context.path(workflow.model.command.cwd.value_or("."));
     std::string switch_env = node["switch_env"] ? node["switch_env"].Scalar() : "";
-    setup.make_request = [&, knob](const bisect::Trial& trial) {
+    setup.make_request = [&context, knob, plugin, all_on, target_spec, target, switch_env,
+                          model_cwd](const bisect::Trial& trial) {
       RunRequest request;
       if (plugin) {
         // An all-on run is the target with nothing switched off: the k-th may be another step's.
         const bool all_on_trial = trial.off.empty();
         nlohmann::json spec = all_on_trial ? all_on : target_spec;
-        if (!all_on_trial && knob == "inductor")
-          spec["switches"]["inductor_off"] = trial.off;
-        else if (!all_on_trial && knob == "fusion_switch_file")
-          spec["switches"]["fusion_switch_file"] = trial.switch_file;
-        request = plugin_run(context, trial.name, spec, trial_side(context, spec), trial.occurrence,
+        if (!all_on_trial) knob->apply(trial, spec);
+        request = plugin_run(context, trial.name, spec, trial_side(context, *knob, spec), trial.occurrence,
                              switch_env.empty() ? Sharing::Shareable : Sharing::OwnRun);
       } else {
-        Workflow own = workflow;
+        Workflow own = context.workflow();
         CommandSpec& command = own.model.command;
         for (std::string& arg : command.argv) put_switch_file(arg, trial.switch_file);
         for (std::string& arg : command.args) put_switch_file(arg, trial.switch_file);
@@ -208,11 +264,10 @@ class FusionBisectStep : public StepKind {
 
     // The golden side; candidates listed, or what fired in the all-on run.
     bisect::BisectionPlan plan = bisection_plan(context);
-    std::optional<StepResult> golden_error;
     if (node["judge"] && node["judge"].Scalar() == "exit_code") {
       setup.judge.kind = bisect::JudgeKind::ExitCode;
     } else {
-      std::string problem = judge_against_golden(context, node["golden"], target, judge_ops, setup, plan, golden_error);
+      std::string problem = judge_against_golden(context, node["golden"], target, judge_ops, setup, plan);
       if (!problem.empty()) return error_result(problem);
     }
     plan.candidates = strings(node["candidates"]);
@@ -220,11 +275,11 @@ class FusionBisectStep : public StepKind {
     plan.exclude = strings(node["exclude"]);
 
     bisect::Bisection driver(setup);
-    bisect::BisectionOutcome outcome = driver.run(plan, {{"knob", knob}});
+    bisect::BisectionOutcome outcome = driver.run(plan, {{"knob", knob->name()}});
     switch (outcome.status) {
       case bisect::BisectionOutcome::Status::NoRuleFired: return with_torch_notes(no_rule_fired(outcome));
       case bisect::BisectionOutcome::Status::Failed:
-        if (golden_error) return *golden_error;
+        if (std::optional<StepResult> golden_error = error_from_runs(outcome.alongside)) return *golden_error;
         return error_result(outcome.message + "; list the rules under candidates:");
       case bisect::BisectionOutcome::Status::NoCandidates:
         return with_torch_notes(error_result("no candidate rules" +
@@ -232,7 +287,7 @@ class FusionBisectStep : public StepKind {
                                              " (after include/exclude)"));
       case bisect::BisectionOutcome::Status::Bisected: break;
     }
-    return with_torch_notes(report(driver, outcome, knob, std::move(result)));
+    return with_torch_notes(report(driver, outcome, *knob, std::move(result)));
   }
 
  private:
@@ -245,33 +300,34 @@ class FusionBisectStep : public StepKind {
   }
 
   // The all-on trial: the target without the knob's own switch, which the other trials set.
-  static nlohmann::json all_on_spec(const StepContext& context, nlohmann::json spec) {
-    const std::string key = knob(context, spec) == "inductor" ? "inductor_off" : "fusion_switch_file";
-    if (spec.contains("switches") && spec["switches"].is_object()) spec["switches"].erase(key);
+  static nlohmann::json all_on_spec(const RuleKnob& knob, nlohmann::json spec) {
+    if (spec.contains("switches") && spec["switches"].is_object()) spec["switches"].erase(knob.spec_switch());
     return spec;
-  }
-
-  // Relative to a trial's run directory: GE's fusion_result.json, which it writes into its working
-  // directory, or the plugin's status.json.
-  static std::string fired_report(const YAML::Node& node, const std::string& knob) {
-    return node["fired_report"] ? node["fired_report"].Scalar()
-           : knob == "inductor" ? "status.json"
-                                : "fusion_result.json";
   }
 
   // Each trial works in its own directory where files it writes there are read (a fired-rule
   // report other than status.json) or may clash (writes_into_cwd), else in the model's.
-  static YAML::Node trial_side(const StepContext& context, const nlohmann::json& spec) {
+  static YAML::Node trial_side(const StepContext& context, const RuleKnob& knob, const nlohmann::json& spec) {
     const YAML::Node& node = context.step().node;
-    bool own = writes_into_cwd(spec) || fired_report(node, knob(context, spec)) != "status.json";
+    bool own = writes_into_cwd(spec) || knob.fired_report() != "status.json";
     return own ? in_own_directory(node["target"]) : node["target"];
   }
 
-  static std::string knob(const StepContext& context, const nlohmann::json& target_spec) {
+  // The knob the options name, else the one the model and its backend take. Its fired-rule
+  // report, relative to a trial's run directory: fired_report, else GE's fusion_result.json,
+  // which it writes into its working directory, or for Inductor the plugin's status.json.
+  static std::shared_ptr<RuleKnob> knob(const StepContext& context, const nlohmann::json& target_spec) {
     const YAML::Node& node = context.step().node;
-    if (node["knob"]) return node["knob"].Scalar();
-    if (context.workflow().model.script.empty()) return "switch_file";
-    return target_spec.value("backend", "") == "inductor" ? "inductor" : "fusion_switch_file";
+    std::string kind = node["knob"]                                     ? node["knob"].Scalar()
+                       : context.workflow().model.script.empty()        ? "switch_file"
+                       : target_spec.value("backend", "") == "inductor" ? "inductor"
+                                                                        : "fusion_switch_file";
+    auto report = [&](const char* otherwise) {
+      return node["fired_report"] ? node["fired_report"].Scalar() : std::string(otherwise);
+    };
+    if (kind == "inductor") return std::make_shared<InductorKnob>(report("status.json"));
+    if (kind == "fusion_switch_file") return std::make_shared<PluginSwitchFileKnob>(report("fusion_result.json"));
+    return std::make_shared<CommandSwitchFileKnob>(report("fusion_result.json"));
   }
 
   // A graph-mode run that fused nothing cannot owe its failure to a fusion rule: the flowchart
@@ -286,7 +342,7 @@ class FusionBisectStep : public StepKind {
     return result;
   }
 
-  StepResult report(const bisect::Bisection& driver, const bisect::BisectionOutcome& outcome, const std::string& knob,
+  StepResult report(const bisect::Bisection& driver, const bisect::BisectionOutcome& outcome, const RuleKnob& knob,
                     StepResult result) const {
     const bisect::Result& bisection = outcome.result;
     add_bisection_evidence(driver, outcome, "rules_off", result);
@@ -324,8 +380,7 @@ class FusionBisectStep : public StepKind {
         result.metrics["culprit"] = joined(culprits, "+");
         result.evidence.push_back(
             {"file", "workaround: switch file turning only the culprits off", outcome.workaround_path, nullptr});
-        if (knob == "inductor")
-          result.evidence.push_back({"metric", "workaround: run spec switches.inductor_off", "", culprits});
+        knob.add_workaround(culprits, result);
         result.reproduce.push_back("# the workaround (culprits off)");
         result.reproduce.push_back(command_of(culprits));
         break;

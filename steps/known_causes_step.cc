@@ -330,8 +330,6 @@ class KnownCausesStep : public StepKind {
       for (const RunRecord& record : trials) trial_dirs.push_back(record.dir);
       return trials;
     };
-    setup.fired_report = "";
-    setup.switch_files = false;
     setup.make_request = [&](const bisect::Trial& trial) {
       nlohmann::json spec = target_spec;
       const KnownCause* flipped = nullptr;
@@ -350,7 +348,7 @@ class KnownCausesStep : public StepKind {
       return request;
     };
     YAML::Node golden = o.golden ? o.golden : graph_compare_golden(context.state());
-    std::string problem = judge_against_golden(context, golden, target, {}, setup, plan, golden_error);
+    std::string problem = judge_against_golden(context, golden, target, {}, setup, plan);
     if (!problem.empty()) return error_result(problem);
 
     bisect::TrialOracle oracle(setup, {});

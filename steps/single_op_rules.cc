@@ -4,6 +4,7 @@
 
 #include "orchestrator/bisect/driver.h"
 #include "orchestrator/exec/command_line.h"
+#include "steps/bisection_knobs.h"
 #include "steps/bisection_steps.h"
 #include "steps/dump_judgement.h"
 #include "steps/plugin_run.h"
@@ -83,7 +84,7 @@ std::string attribute_to_rules(const StepContext& context, const SingleOpTarget&
   setup.make_request = [&](const bisect::Trial& trial) {
     return trial_request(context, target, inductor, failing_ops, trial);
   };
-  setup.fired_report = inductor ? "out/status.json" : "fusion_result.json";
+  setup.knob = std::make_shared<FusionSwitchFileKnob>(inductor ? "out/status.json" : "fusion_result.json");
   setup.judge.kind = bisect::JudgeKind::Compare;
   setup.judge.golden = "out/eager";  // each trial's own eager results
   setup.judge.dump = "out/graph";

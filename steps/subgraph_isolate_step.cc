@@ -16,6 +16,7 @@
 #include "orchestrator/exec/command_line.h"
 #include "orchestrator/workflow/validate.h"
 #include "orchestrator/workflow/workflow_schema.h"
+#include "steps/bisection_knobs.h"
 #include "steps/bisection_steps.h"
 #include "steps/json_text.h"
 #include "steps/plugin_run.h"
@@ -128,12 +129,11 @@ class SubgraphIsolateStep : public StepKind {
     setup.dir_of = [&](const std::string& name) { return context.run_dir_of(name); };
     setup.execute = [&](const std::vector<RunRequest>& requests) { return context.run(requests); };
     setup.make_request = [&](const Trial& trial) { return isolated_run(trial.name, trial.off, false); };
-    setup.fired_report = "status.json";  // isolation.compiled: the all-on run lists every node
-    setup.switch_files = false;
+    setup.knob =
+        std::make_shared<FiredReportKnob>("status.json");  // isolation.compiled: the all-on run lists every node
 
     bisect::BisectionPlan plan = bisection_plan(context);
-    std::optional<StepResult> golden_error;
-    std::string problem = judge_against_golden(context, node["golden"], target, {}, setup, plan, golden_error);
+    std::string problem = judge_against_golden(context, node["golden"], target, {}, setup, plan);
     if (!problem.empty()) return error_result(problem);
 
     std::vector<std::string> candidates;
@@ -147,7 +147,7 @@ class SubgraphIsolateStep : public StepKind {
             (outcome.listing_had_no_report ? " (isolation.compiled): the plugin did not split its graphs"
                                            : ": the backend received no FX node"));
       case BisectionOutcome::Status::Failed:
-        if (golden_error) return *golden_error;
+        if (std::optional<StepResult> golden_error = error_from_runs(outcome.alongside)) return *golden_error;
         return error_result(outcome.message);
       case BisectionOutcome::Status::NoCandidates: return error_result("the backend received no FX node");
       case BisectionOutcome::Status::Bisected: break;

@@ -3,7 +3,6 @@
 #include <boost/filesystem.hpp>
 #include <fstream>
 
-#include "fusion_files/fusion_switch.h"
 #include "orchestrator/engine/state.h"
 #include "orchestrator/engine/step.h"
 
@@ -20,7 +19,7 @@ std::optional<TrialLog> read_trial_log(const std::string& path) {
     nlohmann::json doc = nlohmann::json::parse(in);
     TrialLog log;
     log.trials = trial_log_from_json(doc.at("trials"));
-    if (doc.contains("bisection")) {  // diagnose bisect's older form: sections unrecorded
+    if (doc.contains("bisection")) {  // diagnose bisect's older form: no fields of the knob
       log.fingerprint = doc["bisection"];
       log.candidates = log.fingerprint.at("candidates").get<std::vector<std::string>>();
       log.fingerprint.erase("candidates");
@@ -28,12 +27,8 @@ std::optional<TrialLog> read_trial_log(const std::string& path) {
     }
     log.fingerprint = doc.at("fingerprint");
     log.candidates = doc.at("candidates").get<std::vector<std::string>>();
-    if (!doc.contains("graph_fusion_rules"))  // older logs: every rule not UB was a graph rule
-      for (const std::string& rule : log.candidates) log.sections[rule] = torchair::FusionSection::Graph;
-    for (const std::string& rule : doc.value("graph_fusion_rules", std::vector<std::string>{}))
-      log.sections[rule] = torchair::FusionSection::Graph;
-    for (const std::string& rule : doc.value("ub_fusion_rules", std::vector<std::string>{}))
-      log.sections[rule] = torchair::FusionSection::UB;
+    log.knob_state = doc;
+    for (const char* key : {"fingerprint", "candidates", "trials"}) log.knob_state.erase(key);
     return log;
   } catch (const std::exception& e) {
     throw std::runtime_error(path + ": not a trial log: " + e.what());
@@ -41,14 +36,10 @@ std::optional<TrialLog> read_trial_log(const std::string& path) {
 }
 
 void write_trial_log(const std::string& path, const TrialLog& log) {
-  nlohmann::json graph = nlohmann::json::array(), ub = nlohmann::json::array();
-  for (const auto& [rule, section] : log.sections)
-    (section == torchair::FusionSection::UB ? ub : graph).push_back(rule);
-  nlohmann::json doc = {{"fingerprint", log.fingerprint},
-                        {"candidates", log.candidates},
-                        {"graph_fusion_rules", graph},
-                        {"ub_fusion_rules", ub},
-                        {"trials", trial_log_to_json(log.trials)}};
+  nlohmann::json doc = log.knob_state.is_object() ? log.knob_state : nlohmann::json::object();
+  doc["fingerprint"] = log.fingerprint;
+  doc["candidates"] = log.candidates;
+  doc["trials"] = trial_log_to_json(log.trials);
   write_file_atomically(path, doc.dump(1) + "\n");
 }
 
@@ -63,21 +54,12 @@ BisectionOutcome Bisection::run(const BisectionPlan& plan, const nlohmann::json&
   TrialLog log;
   if (plan.resume) {
     log = *plan.resume;
-    // The sections the caller knows, those the all-on run's report gave (when it listed the
-    // candidates), and those the log recorded.
-    try {
-      std::string all_on_dir = setup_.dir_of(trial_name({}, 0));
-      for (const auto& [rule, section] : report_sections(absolute_path(setup_.fired_report, all_on_dir)))
-        setup_.sections[rule] = section;
-    } catch (const std::exception&) {
-      // no readable report there: the log's sections stand
-    }
-    for (const auto& [rule, section] : log.sections) setup_.sections[rule] = section;
-    log.sections = setup_.sections;
+    std::string all_on_dir = setup_.dir_of(trial_name({}, 0));
+    setup_.knob->resume(log.knob_state, log.candidates, absolute_path(setup_.knob->fired_report(), all_on_dir));
   } else {
     log.candidates = plan.candidates;
-    log.sections = setup_.sections;
   }
+  log.knob_state = setup_.knob->state();
   log.fingerprint = plan.fingerprint;  // a resumed log keeps its trials under today's inputs
 
   // The first round: the runs alongside, and the all-on run when the candidates are to be listed.
@@ -90,9 +72,9 @@ BisectionOutcome Bisection::run(const BisectionPlan& plan, const nlohmann::json&
     first_round.push_back(setup_.make_request(*all_on));
   }
   std::vector<RunRecord> records = first_round.empty() ? std::vector<RunRecord>{} : setup_.execute(first_round);
+  outcome.alongside.assign(records.begin(), records.begin() + plan.alongside.size());
   if (plan.check_alongside) {
-    std::vector<RunRecord> alongside(records.begin(), records.begin() + plan.alongside.size());
-    std::string problem = plan.check_alongside(alongside);
+    std::string problem = plan.check_alongside(outcome.alongside);
     if (!problem.empty()) return stop(BisectionOutcome::Status::Failed, problem);
   }
   if (to_list) {
@@ -104,7 +86,7 @@ BisectionOutcome Bisection::run(const BisectionPlan& plan, const nlohmann::json&
     outcome.listing_had_no_report = !listing.fired_rules;
     if (!listing.fired_rules || listing.fired_rules->empty())
       outcome.listing_report =
-          (listing.fired_rules ? "an empty report at " : "no fired-rule report at ") + setup_.fired_report;
+          (listing.fired_rules ? "an empty report at " : "no fired-rule report at ") + setup_.knob->fired_report();
     bool ran_to_the_end = listing.outcome == Outcome::Pass || listing.outcome == Outcome::Fail;
     if (ran_to_the_end && !outcome.listing_report.empty()) return stop(BisectionOutcome::Status::NoRuleFired);
     if (!listing.fired_rules)
@@ -112,7 +94,8 @@ BisectionOutcome Bisection::run(const BisectionPlan& plan, const nlohmann::json&
                                                         ", " + outcome.listing_outcome + ") left " +
                                                         outcome.listing_report);
     log.candidates = *listing.fired_rules;
-    log.sections = setup_.sections = report_sections(absolute_path(setup_.fired_report, request.dir));
+    setup_.knob->learn(absolute_path(setup_.knob->fired_report(), request.dir), true);
+    log.knob_state = setup_.knob->state();
     log.trials.push_back(candidate_listing_record(listing));
   }
   if (!plan.resume) log.candidates = select_rules(log.candidates, plan.include, plan.exclude);
@@ -137,11 +120,8 @@ BisectionOutcome Bisection::run(const BisectionPlan& plan, const nlohmann::json&
   doc.update(extra_json);
   outcome.json_path = plan.dir + "/bisection.json";
   write_file_atomically(outcome.json_path, doc.dump(1) + "\n");
-  if (outcome.result.conclusion == Conclusion::CulpritsFound && setup_.switch_files) {
-    outcome.workaround_path = plan.dir + "/fusion_switch.json";
-    torchair::write_fusion_switch_file(outcome.workaround_path,
-                                       switch_for(outcome.result.culprits_off(), oracle_->sections()));
-  }
+  if (outcome.result.conclusion == Conclusion::CulpritsFound)
+    outcome.workaround_path = setup_.knob->write_workaround(outcome.result.culprits_off(), plan.dir);
   return outcome;
 }
 

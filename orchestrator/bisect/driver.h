@@ -3,13 +3,11 @@
 // reports), the selection by include/exclude globs, the trial log (one format, tied to the
 // bisection's fingerprint so that a log of another bisection is never replayed), the search
 // (bisector.h) over real trials (trial_oracle.h), and the files it leaves: bisection.json and,
-// when culprits are found, the switch file that turns only them off.
+// when culprits are found, the knob's workaround.
 //
 // trial_log.json: {"fingerprint": <the caller's identity of the bisection>, "candidates": [...],
-//                  "graph_fusion_rules": [...], "ub_fusion_rules": [...], "trials": [...]}: the
-// candidates whose switch file section is known (a rule in neither is switched off in both).
-// Logs written before graph_fusion_rules took every rule not in ub_fusion_rules as a graph
-// rule, and are read so; `diagnose bisect`'s older {"bisection", "trials"} logs are read too.
+//                  "trials": [...], and the knob's own fields (knob.h)}; `diagnose bisect`'s
+// older {"bisection", "trials"} logs are read too (with no fields of the knob).
 #pragma once
 
 #include <functional>
@@ -29,7 +27,7 @@ namespace diagnose::bisect {
 struct TrialLog {
   nlohmann::json fingerprint;
   std::vector<std::string> candidates;
-  std::map<std::string, torchair::FusionSection> sections;  // the candidates whose section is known
+  nlohmann::json knob_state;  // the knob's fields (Knob::state), null in the older form
   std::vector<TrialRecord> trials;
 };
 
@@ -41,9 +39,9 @@ std::optional<TrialLog> read_trial_log(const std::string& path);
 void write_trial_log(const std::string& path, const TrialLog& log);
 
 struct BisectionPlan {
-  std::string dir;  // bisection.json, trial_log.json and fusion_switch.json go here
+  std::string dir;  // bisection.json, trial_log.json and the knob's workaround go here
   nlohmann::json fingerprint;
-  // Trials to replay: a log of this same bisection (its candidates and sections are used).
+  // Trials to replay: a log of this same bisection (its candidates and knob state are used).
   std::optional<TrialLog> resume;
   std::vector<std::string> candidates;  // empty: the rules the all-on run reports
   std::vector<std::string> include, exclude;
@@ -65,7 +63,8 @@ struct BisectionOutcome {
     Failed,        // the candidates could not be listed, or a run alongside failed: `message`
   };
   Status status = Status::Failed;
-  std::string message;  // Failed: why
+  std::string message;               // Failed: why
+  std::vector<RunRecord> alongside;  // the records of the plan's runs alongside, once they ran
   // When the all-on run listed the candidates: its name, its outcome ("pass", "crash: ..."),
   // and what it left ("no fired-rule report at X", "an empty report at X"; empty when it listed).
   bool listed = false;
@@ -73,7 +72,7 @@ struct BisectionOutcome {
   std::string listing_run, listing_outcome, listing_report;
   Result result;
   std::string json_path;        // bisection.json (Bisected)
-  std::string workaround_path;  // the culprits-off switch file (CulpritsFound, when the setup writes switch files)
+  std::string workaround_path;  // the knob's culprits-off workaround (CulpritsFound, when the knob writes one)
 };
 
 class Bisection {

@@ -12,7 +12,6 @@
 #include <nlohmann/json.hpp>
 
 #include "compare/compare.h"
-#include "fusion_files/fusion_result.h"
 #include "orchestrator/engine/digest.h"
 #include "orchestrator/exec/subprocess.h"
 #include "orchestrator/util/log_tail.h"
@@ -35,46 +34,6 @@ void anchor_relative_paths(RunRequest& request, const std::string& cwd) {
     boost::system::error_code error;
     if (fs::exists(fs::path(cwd) / arg, error)) arg = absolute_path(arg, cwd);
   }
-}
-
-std::optional<std::vector<std::string>> read_fired_report(const std::string& path) {
-  if (!fs::exists(path)) return std::nullopt;
-  std::string text = torchair::read_fusion_file(path);
-  nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
-  if (doc.is_object() && doc.value("format", "") == "diagnose-run-status") {
-    // The plugin's status.json: the nodes a node search's run compiled (an Inductor run has
-    // inductor_rules too), else which Inductor switches took effect.
-    const char* section = doc.contains("isolation") ? "isolation" : "inductor_rules";
-    const char* key = doc.contains("isolation") ? "compiled" : "fired";
-    if (!doc.contains(section) || !doc[section].contains(key)) return std::nullopt;
-    const nlohmann::json& fired = doc[section][key];
-    std::string where = path + ": " + section + "." + key;
-    if (!fired.is_array()) throw std::runtime_error(where + " is not a list");
-    std::vector<std::string> rules;
-    for (const auto& rule : fired) {
-      if (!rule.is_string()) throw std::runtime_error(where + " holds a non-string");
-      rules.push_back(rule.get<std::string>());
-    }
-    return rules;
-  }
-  return torchair::fired_rules(torchair::parse_fusion_result(text, path));
-}
-
-torchair::FusionSwitch switch_for(const Config& off, const std::map<std::string, torchair::FusionSection>& sections) {
-  Config known, unknown;
-  for (const std::string& rule : off) (sections.count(rule) ? known : unknown).push_back(rule);
-  torchair::FusionSwitch result = torchair::switch_turning_off(known, sections);
-  // GE ignores a name its section does not have: off in both, it is off wherever it lives.
-  for (const std::string& rule : unknown) result.graph.rules[rule] = result.ub.rules[rule] = false;
-  return result;
-}
-
-std::map<std::string, torchair::FusionSection> report_sections(const std::string& path) {
-  if (!fs::exists(path)) return {};
-  std::string text = torchair::read_fusion_file(path);
-  nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
-  if (doc.is_object() && doc.contains("format")) return {};
-  return torchair::rule_sections(torchair::parse_fusion_result(text, path));
 }
 
 std::vector<std::string> select_rules(const std::vector<std::string>& rules, const std::vector<std::string>& include,
@@ -131,9 +90,7 @@ Trial TrialOracle::prepare(const Config& off, int occurrence) const {
   trial.occurrence = occurrence;
   trial.dir = setup_.dir_of(trial.name);
   fs::create_directories(trial.dir);
-  if (!setup_.switch_files) return trial;
-  trial.switch_file = trial.dir + "/fusion_switch.json";
-  torchair::write_fusion_switch_file(trial.switch_file, switch_for(off, setup_.sections));
+  setup_.knob->prepare(trial);
   return trial;
 }
 
@@ -240,28 +197,22 @@ TrialOutcome TrialOracle::judge(const Trial& trial, const RunRequest& request, c
     outcome.metrics[kExitStatusMetric] = *record.exit_code;
   if (!tail.empty() && outcome.outcome != Outcome::Pass)
     outcome.detail += (outcome.detail.empty() ? "" : "; ") + std::string("stderr: ") + tail;
-  if (!setup_.fired_report.empty()) {
-    std::string report = absolute_in(setup_.fired_report, request.dir);
+  if (!setup_.knob->fired_report().empty()) {
+    std::string report = absolute_in(setup_.knob->fired_report(), request.dir);
     boost::system::error_code error;
     std::time_t written = fs::last_write_time(report, error);
     // A report older than the run was left by an earlier attempt in the same directory.
     bool stale = !error && static_cast<double>(written) < std::floor(record.started) - 1;
     try {
       if (!stale) {
-        outcome.fired_rules = read_fired_report(report);
-        for (const auto& [rule, section] : report_sections(report)) reported_sections_[rule] = section;
+        outcome.fired_rules = setup_.knob->fired_rules(report);
+        setup_.knob->learn(report, false);
       }
     } catch (const std::exception& e) {
       outcome.detail += (outcome.detail.empty() ? "" : "; ") + std::string("fired-rule report unreadable: ") + e.what();
     }
   }
   return outcome;
-}
-
-std::map<std::string, torchair::FusionSection> TrialOracle::sections() const {
-  std::map<std::string, torchair::FusionSection> all = reported_sections_;
-  for (const auto& [rule, section] : setup_.sections) all[rule] = section;
-  return all;
 }
 
 std::vector<TrialOutcome> TrialOracle::run_batch(const std::vector<Config>& configs) {

@@ -6,13 +6,14 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "compare/judge.h"
-#include "fusion_files/fusion_switch.h"
 #include "orchestrator/bisect/bisector.h"
+#include "orchestrator/bisect/knob.h"
 #include "orchestrator/engine/state.h"
 #include "orchestrator/engine/step.h"
 
@@ -39,7 +40,7 @@ struct TrialJudge {
 struct Trial {
   std::string name;         // stable across resumes: trial_name(off, occurrence)
   std::string dir;          // its own directory (created)
-  std::string switch_file;  // TorchAir switch file turning `off` off, written in dir (when the setup writes one)
+  std::string switch_file;  // the switch file turning `off` off, in dir (when the knob writes one)
   Config off;
   int occurrence = 0;  // earlier trials of `off` in this bisection: a repeat when > 0
 };
@@ -50,15 +51,9 @@ struct TrialSetup {
   // Runs one parallel round (StepContext::run, or the scheduler for `diagnose bisect`).
   std::function<std::vector<RunRecord>(const std::vector<RunRequest>&)> execute;
   TrialJudge judge;
-  // The switch file section of each rule; a rule without one is switched off in both sections.
-  std::map<std::string, torchair::FusionSection> sections;
-  // The fired-rule report, relative to the trial's run directory (or absolute):
-  // a fusion_result.json, or the plugin's status.json (its inductor_rules.fired, or in a node
-  // search isolation.compiled: the nodes the backend compiled). Empty: none.
-  std::string fired_report = "fusion_result.json";
-  // Each trial's TorchAir switch file and the culprits-off workaround; false when the
-  // configuration reaches the run another way (a node search's run spec).
-  bool switch_files = true;
+  // The trials' switch files, their fired-rule reports and the workaround (knob.h); shared by
+  // the driver and its oracles, which teach it what the reports say.
+  std::shared_ptr<Knob> knob = std::make_shared<Knob>();
 };
 
 // Arguments that name an existing file or directory relative to `cwd` made absolute, so that
@@ -67,17 +62,6 @@ void anchor_relative_paths(RunRequest& request, const std::string& cwd);
 
 // "t" + 8 hex digits of the configuration + "-" + occurrence: the k-th trial of a configuration.
 std::string trial_name(const Config& off, int occurrence);
-
-// The rules a report says fired (a status.json of a node search: the nodes compiled); nullopt
-// when the file is absent. Throws std::runtime_error
-// naming the file when it is malformed.
-std::optional<std::vector<std::string>> read_fired_report(const std::string& path);
-
-// The switch file that turns `off` off (a rule whose section is unknown: off in both sections).
-torchair::FusionSwitch switch_for(const Config& off, const std::map<std::string, torchair::FusionSection>& sections);
-
-// The switch file sections a fusion_result.json gives its rules (none for other reports).
-std::map<std::string, torchair::FusionSection> report_sections(const std::string& path);
 
 // `rules` that match an include glob (all when none) and no exclude glob, in order.
 std::vector<std::string> select_rules(const std::vector<std::string>& rules, const std::vector<std::string>& include,
@@ -98,14 +82,11 @@ class TrialOracle : public Oracle {
 
   // The trial that runs `off` for the k-th time: directory and switch file ready.
   Trial prepare(const Config& off, int occurrence) const;
-  // The outcome of a finished run of `trial`.
+  // The outcome of a finished run of `trial`; the knob learns from its report.
   TrialOutcome judge(const Trial& trial, const RunRequest& request, const RunRecord& record) const;
-  // The setup's sections, and those the trials' reports gave rules since.
-  std::map<std::string, torchair::FusionSection> sections() const;
 
  private:
   TrialSetup setup_;
-  mutable std::map<std::string, torchair::FusionSection> reported_sections_;
   std::map<Config, int> runs_;  // trials started per configuration, earlier invocations included
 };
 

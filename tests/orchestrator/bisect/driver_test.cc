@@ -1,5 +1,5 @@
-// bisect/driver.h's trial log: what it records of each candidate's switch file section, and
-// the older logs it still reads.
+// bisect/driver.h's trial log: the knob's fields kept beside the trials, and the older logs it
+// still reads.
 #include <gtest/gtest.h>
 
 #include "orchestrator/bisect/driver.h"
@@ -11,12 +11,12 @@ namespace {
 using testing_support::TempDir;
 using testing_support::write_text;
 
-TEST(TrialLog, KeepsKnownSectionsAndLeavesUnknownOnesUnknown) {
+TEST(TrialLog, KeepsTheKnobsFields) {
   TempDir dir;
   TrialLog log;
   log.fingerprint = {{"command", {"model"}}};
   log.candidates = {"GraphRule", "UbRule", "GivenRule"};
-  log.sections = {{"GraphRule", torchair::FusionSection::Graph}, {"UbRule", torchair::FusionSection::UB}};
+  log.knob_state = {{"graph_fusion_rules", {"GraphRule"}}, {"ub_fusion_rules", {"UbRule"}}};
   TrialRecord trial;
   trial.off = {"GivenRule"};
   trial.outcome = Outcome::Fail;
@@ -27,12 +27,9 @@ TEST(TrialLog, KeepsKnownSectionsAndLeavesUnknownOnesUnknown) {
   ASSERT_TRUE(read);
   EXPECT_EQ(read->fingerprint, log.fingerprint);
   EXPECT_EQ(read->candidates, log.candidates);
-  EXPECT_EQ(read->sections, log.sections);  // GivenRule stays unknown: off in both sections
+  EXPECT_EQ(read->knob_state, log.knob_state);
   ASSERT_EQ(read->trials.size(), 1u);
   EXPECT_EQ(read->trials[0].off, trial.off);
-  torchair::FusionSwitch off = switch_for({"GivenRule"}, read->sections);
-  EXPECT_EQ(off.graph.rules.at("GivenRule"), false);
-  EXPECT_EQ(off.ub.rules.at("GivenRule"), false);
 }
 
 TEST(TrialLog, ReadsTheOlderForms) {
@@ -43,8 +40,7 @@ TEST(TrialLog, ReadsTheOlderForms) {
   std::optional<TrialLog> step = read_trial_log(dir / "step.json");
   ASSERT_TRUE(step);
   EXPECT_EQ(step->fingerprint, "abc");
-  EXPECT_EQ(step->sections.at("A"), torchair::FusionSection::Graph);
-  EXPECT_EQ(step->sections.at("B"), torchair::FusionSection::UB);
+  EXPECT_EQ(step->knob_state, (nlohmann::json{{"ub_fusion_rules", {"B"}}}));
   // diagnose bisect's: the identity under "bisection", the candidates inside it.
   write_text(dir / "command.json", R"({"bisection": {"command": ["m"], "candidates": ["A"], "golden": ""},
                                       "trials": [{"off": [], "outcome": "fail", "phase": "sanity", "round": 1}]})");
@@ -52,7 +48,7 @@ TEST(TrialLog, ReadsTheOlderForms) {
   ASSERT_TRUE(command);
   EXPECT_EQ(command->fingerprint, (nlohmann::json{{"command", {"m"}}, {"golden", ""}}));
   EXPECT_EQ(command->candidates, std::vector<std::string>{"A"});
-  EXPECT_TRUE(command->sections.empty());
+  EXPECT_TRUE(command->knob_state.is_null());
   EXPECT_EQ(command->trials.size(), 1u);
 
   EXPECT_FALSE(read_trial_log(dir / "absent.json"));

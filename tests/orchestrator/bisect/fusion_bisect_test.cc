@@ -100,21 +100,6 @@ TEST(TrialOracle, RulesSelectedByGlobs) {
             (std::vector<std::string>{"GeluFusionPass", "SoftmaxFusionPass"}));
 }
 
-TEST(TrialOracle, FiredRulesFromFusionResultOrPluginStatus) {
-  TempDir dir;
-  write_text(dir / "fusion_result.json",
-             R"({"session_and_graph_id_0_0": {"graph_fusion": {"A": {"effect_times": "2", "match_times": "2"},
-                 "B": {"effect_times": "0", "match_times": "1"}}, "ub_fusion": {"U": {"effect_times": "1"}}}})");
-  EXPECT_EQ(*bisect::read_fired_report(dir / "fusion_result.json"), (std::vector<std::string>{"A", "U"}));
-  EXPECT_EQ(bisect::report_sections(dir / "fusion_result.json").at("U"), torchair::FusionSection::UB);
-  write_text(dir / "status.json",
-             R"({"format": "diagnose-run-status", "inductor_rules": {"fired": ["emulate_precision_casts"]}})");
-  EXPECT_EQ(*bisect::read_fired_report(dir / "status.json"), (std::vector<std::string>{"emulate_precision_casts"}));
-  EXPECT_FALSE(bisect::read_fired_report(dir / "absent.json").has_value());
-  write_text(dir / "bad.json", "{\"session_and_graph_id_0_0\": 3}");
-  EXPECT_THROW(bisect::read_fired_report(dir / "bad.json"), std::exception);
-}
-
 TEST(BisectCommand, FindsTheWrongRuleAndItsSwitchFileFixesTheCommand) {
   TempDir dir;
   Finished r = run_diagnose(bisect_args("out", {}, standin({"--faults", "wrong:SoftmaxFusionPass"})), dir.path());

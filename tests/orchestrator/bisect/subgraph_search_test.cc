@@ -11,7 +11,6 @@
 #include "orchestrator/bisect/bisector.h"
 #include "orchestrator/bisect/subgraph.h"
 #include "orchestrator/bisect/trial_oracle.h"
-#include "tests/support/files.h"
 
 using namespace diagnose::bisect;
 
@@ -131,16 +130,6 @@ TEST(SubgraphSpan, IsTheNodeRangeOfTheCulpritsGraphByGraph) {
             std::vector<std::string>({"g0.c", "g1.a", "g1.b", "g1.c"}));
   EXPECT_THROW(subgraph_span(candidates, {"g2.a"}), std::invalid_argument);
   EXPECT_EQ(graph_of("g12.mul_1"), "g12");
-}
-
-TEST(SubgraphSpan, ATrialsCompiledNodesAreItsFiredReport) {
-  // an Inductor run's status.json also says which Inductor switches fired
-  diagnose::testing_support::TempDir dir;
-  diagnose::testing_support::write_text(
-      dir / "status.json",
-      R"({"format": "diagnose-run-status", "inductor_rules": {"fired": ["emulate_precision_casts"]},
-          "isolation": {"nodes": [], "compiled": ["g0.mul", "g0.add"]}})");
-  EXPECT_EQ(*read_fired_report(dir / "status.json"), (std::vector<std::string>{"g0.mul", "g0.add"}));
 }
 
 }  // namespace
