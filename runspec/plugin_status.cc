@@ -2,6 +2,7 @@
 
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 
 #include "runspec/json_member.h"
 
@@ -109,6 +110,27 @@ PluginStatus parse_plugin_status(const nlohmann::json& status) {
   out.isolated_nodes = isolated_nodes_of(json_member(status, "isolation"));
   out.dump = dump_of(json_member(status, "dump"));
   return out;
+}
+
+bool is_plugin_status(const nlohmann::json& doc) {
+  return doc.is_object() && json_member(doc, "format") == "diagnose-run-status";
+}
+
+std::optional<std::vector<std::string>> fired_rules_in_status(const nlohmann::json& status, const std::string& path) {
+  // An Inductor run of a node search has inductor_rules too: the isolation is what it reports.
+  const bool isolation = status.contains("isolation");
+  const char* section = isolation ? "isolation" : "inductor_rules";
+  const char* key = isolation ? "compiled" : "fired";
+  const nlohmann::json& fired = json_member(json_member(status, section), key);
+  if (fired.is_null()) return std::nullopt;
+  const std::string where = path + ": " + section + "." + key;
+  if (!fired.is_array()) throw std::runtime_error(where + " is not a list");
+  std::vector<std::string> rules;
+  for (const nlohmann::json& rule : fired) {
+    if (!rule.is_string()) throw std::runtime_error(where + " holds a non-string");
+    rules.push_back(rule.get<std::string>());
+  }
+  return rules;
 }
 
 std::string plugin_status_path(const std::string& run_dir) { return run_dir + "/status.json"; }

@@ -87,6 +87,15 @@ PluginStatus read_plugin_status(const std::string& run_dir, int rank = 0);
 // The path of a run's status.json.
 std::string plugin_status_path(const std::string& run_dir);
 
+// Whether a JSON document is a run status (its `format`), as a fired-rule report may also be
+// GE's fusion_result.json.
+bool is_plugin_status(const nlohmann::json& doc);
+// The fired-rule report a run status holds, for a bisection: the nodes an isolation run compiled
+// (isolation.compiled), else the Inductor switches that took effect (inductor_rules.fired);
+// nullopt when it has neither. Throws std::runtime_error naming `path` and the field when that
+// field is not a list of strings.
+std::optional<std::vector<std::string>> fired_rules_in_status(const nlohmann::json& status, const std::string& path);
+
 // The top-level fields of status.json as docs/run-spec.md lists them, for its test.
 const std::vector<std::string>& plugin_status_field_names();
 

@@ -6,6 +6,7 @@
 
 #include "fusion_files/fusion_result.h"
 #include "orchestrator/bisect/trial_oracle.h"
+#include "runspec/plugin_status.h"
 
 namespace diagnose {
 
@@ -15,22 +16,7 @@ std::optional<std::vector<std::string>> read_fired_report(const std::string& pat
   if (!fs::exists(path)) return std::nullopt;
   std::string text = torchair::read_fusion_file(path);
   nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
-  if (doc.is_object() && doc.value("format", "") == "diagnose-run-status") {
-    // The plugin's status.json: the nodes a node search's run compiled (an Inductor run has
-    // inductor_rules too), else which Inductor switches took effect.
-    const char* section = doc.contains("isolation") ? "isolation" : "inductor_rules";
-    const char* key = doc.contains("isolation") ? "compiled" : "fired";
-    if (!doc.contains(section) || !doc[section].contains(key)) return std::nullopt;
-    const nlohmann::json& fired = doc[section][key];
-    std::string where = path + ": " + section + "." + key;
-    if (!fired.is_array()) throw std::runtime_error(where + " is not a list");
-    std::vector<std::string> rules;
-    for (const auto& rule : fired) {
-      if (!rule.is_string()) throw std::runtime_error(where + " holds a non-string");
-      rules.push_back(rule.get<std::string>());
-    }
-    return rules;
-  }
+  if (is_plugin_status(doc)) return fired_rules_in_status(doc, path);
   return torchair::fired_rules(torchair::parse_fusion_result(text, path));
 }
 
