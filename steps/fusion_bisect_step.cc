@@ -2,6 +2,7 @@
 // running the target with rules switched off, one fresh process per trial, judged against
 // the golden run (orchestrator/bisect/driver.h).
 
+#include <optional>
 #include <set>
 
 #include "orchestrator/bisect/driver.h"
@@ -102,6 +103,30 @@ class CommandSwitchFileKnob : public RuleKnob {
   void apply(const bisect::Trial&, nlohmann::json&) const override {}
 };
 
+// The step's keys, read once; the schema below declares them.
+struct FusionBisectOptions {
+  std::optional<std::string> knob, fired_report, switch_env;  // as written; absent: chosen from the model
+  bool exit_code = false;                                     // judge: exit_code
+  YAML::Node golden, target;                                  // a dump's path or run overrides
+  std::vector<std::string> judge_ops, candidates, include, exclude;
+
+  static FusionBisectOptions parse(const YAML::Node& node) {
+    auto text = [&](const char* key) {
+      return node[key] ? std::optional<std::string>(node[key].Scalar()) : std::nullopt;
+    };
+    return {text("knob"),
+            text("fired_report"),
+            text("switch_env"),
+            text("judge") == std::optional<std::string>("exit_code"),
+            node["golden"],
+            node["target"],
+            strings(node["judge_ops"]),
+            strings(node["candidates"]),
+            strings(node["include"]),
+            strings(node["exclude"])};
+  }
+};
+
 class FusionBisectStep : public StepKind {
  public:
   std::string name() const override { return "fusion_bisect"; }
@@ -190,30 +215,28 @@ class FusionBisectStep : public StepKind {
   // graph_dump_compare's target lists the candidates (its dump only observes the same compiled
   // run), known_causes' experiments run it twice too (shared_runs.h).
   std::vector<PlannedRun> planned_runs(const StepContext& context) const override {
-    const YAML::Node& node = context.step().node;
+    const FusionBisectOptions o = FusionBisectOptions::parse(context.step().node);
     std::vector<PlannedRun> planned;
-    if (!(node["judge"] && node["judge"].Scalar() == "exit_code"))
-      planned = planned_golden(context, node["golden"], strings(node["judge_ops"]));
+    if (!o.exit_code) planned = planned_golden(context, o.golden, o.judge_ops);
     // a switch_env set on the request afterwards would make it another run
-    if (context.workflow().model.script.empty() || node["switch_env"]) return planned;
-    const nlohmann::json spec = target_spec(context);
-    const std::shared_ptr<RuleKnob> knob = FusionBisectStep::knob(context, spec);
+    if (context.workflow().model.script.empty() || o.switch_env) return planned;
+    const nlohmann::json spec = target_spec(context, o);
+    const std::shared_ptr<RuleKnob> knob = FusionBisectStep::knob(context, o, spec);
     const nlohmann::json all_on = all_on_spec(*knob, spec);
     const int runs = 1 + std::min(context.option<int>("baseline_repeats"), 1);
     for (int repeat = 0; repeat < runs; ++repeat)
-      planned.push_back(planned_plugin_run(context, bisect::trial_name({}, repeat), all_on,
-                                           trial_side(context, *knob, all_on), repeat));
+      planned.push_back(
+          planned_plugin_run(context, bisect::trial_name({}, repeat), all_on, trial_side(o, *knob, all_on), repeat));
     return planned;
   }
 
   StepResult evaluate(const StepContext& context) const override {
-    const YAML::Node& node = context.step().node;
+    const FusionBisectOptions o = FusionBisectOptions::parse(context.step().node);
     const Workflow& workflow = context.workflow();
     bool plugin = !workflow.model.script.empty();
-    YAML::Node target = node["target"];
-    std::vector<std::string> judge_ops = strings(node["judge_ops"]);
-    nlohmann::json target_spec = plugin ? FusionBisectStep::target_spec(context) : nlohmann::json();
-    const std::shared_ptr<RuleKnob> knob = FusionBisectStep::knob(context, target_spec);
+    YAML::Node target = o.target;
+    nlohmann::json target_spec = plugin ? FusionBisectStep::target_spec(context, o) : nlohmann::json();
+    const std::shared_ptr<RuleKnob> knob = FusionBisectStep::knob(context, o, target_spec);
     const nlohmann::json all_on = plugin ? all_on_spec(*knob, target_spec) : nlohmann::json();
     StepResult result;
     result.metrics["knob"] = knob->name();
@@ -234,8 +257,8 @@ class FusionBisectStep : public StepKind {
       return records;
     };
     std::string model_cwd = context.path(workflow.model.command.cwd.value_or("."));
-    std::string switch_env = node["switch_env"] ? node["switch_env"].Scalar() : "";
-    setup.make_request = [&context, knob, plugin, all_on, target_spec, target, switch_env,
+    std::string switch_env = o.switch_env.value_or("");
+    setup.make_request = [&context, o, knob, plugin, all_on, target_spec, target, switch_env,
                           model_cwd](const bisect::Trial& trial) {
       RunRequest request;
       if (plugin) {
@@ -243,7 +266,7 @@ class FusionBisectStep : public StepKind {
         const bool all_on_trial = trial.off.empty();
         nlohmann::json spec = all_on_trial ? all_on : target_spec;
         if (!all_on_trial) knob->apply(trial, spec);
-        request = plugin_run(context, trial.name, spec, trial_side(context, *knob, spec), trial.occurrence,
+        request = plugin_run(context, trial.name, spec, trial_side(o, *knob, spec), trial.occurrence,
                              switch_env.empty() ? Sharing::Shareable : Sharing::OwnRun);
       } else {
         Workflow own = context.workflow();
@@ -264,15 +287,15 @@ class FusionBisectStep : public StepKind {
 
     // The golden side; candidates listed, or what fired in the all-on run.
     bisect::BisectionPlan plan = bisection_plan(context);
-    if (node["judge"] && node["judge"].Scalar() == "exit_code") {
+    if (o.exit_code) {
       setup.judge.kind = bisect::JudgeKind::ExitCode;
     } else {
-      std::string problem = judge_against_golden(context, node["golden"], target, judge_ops, setup, plan);
+      std::string problem = judge_against_golden(context, o.golden, target, o.judge_ops, setup, plan);
       if (!problem.empty()) return error_result(problem);
     }
-    plan.candidates = strings(node["candidates"]);
-    plan.include = strings(node["include"]);
-    plan.exclude = strings(node["exclude"]);
+    plan.candidates = o.candidates;
+    plan.include = o.include;
+    plan.exclude = o.exclude;
 
     bisect::Bisection driver(setup);
     bisect::BisectionOutcome outcome = driver.run(plan, {{"knob", knob->name()}});
@@ -291,12 +314,10 @@ class FusionBisectStep : public StepKind {
   }
 
  private:
-  static nlohmann::json target_spec(const StepContext& context) {
-    const YAML::Node& node = context.step().node;
+  static nlohmann::json target_spec(const StepContext& context, const FusionBisectOptions& o) {
     nlohmann::json defaults = {{"mode", "compiled"}, {"dump", {{"level", "none"}}}};
-    std::vector<std::string> judge_ops = strings(node["judge_ops"]);
-    if (!judge_ops.empty()) defaults["dump"] = {{"level", "compiled"}, {"include", judge_ops}};
-    return side_spec(context, node["target"], defaults);
+    if (!o.judge_ops.empty()) defaults["dump"] = {{"level", "compiled"}, {"include", o.judge_ops}};
+    return side_spec(context, o.target, defaults);
   }
 
   // The all-on trial: the target without the knob's own switch, which the other trials set.
@@ -307,24 +328,21 @@ class FusionBisectStep : public StepKind {
 
   // Each trial works in its own directory where files it writes there are read (a fired-rule
   // report other than status.json) or may clash (writes_into_cwd), else in the model's.
-  static YAML::Node trial_side(const StepContext& context, const RuleKnob& knob, const nlohmann::json& spec) {
-    const YAML::Node& node = context.step().node;
+  static YAML::Node trial_side(const FusionBisectOptions& o, const RuleKnob& knob, const nlohmann::json& spec) {
     bool own = writes_into_cwd(spec) || knob.fired_report() != "status.json";
-    return own ? in_own_directory(node["target"]) : node["target"];
+    return own ? in_own_directory(o.target) : o.target;
   }
 
   // The knob the options name, else the one the model and its backend take. Its fired-rule
   // report, relative to a trial's run directory: fired_report, else GE's fusion_result.json,
   // which it writes into its working directory, or for Inductor the plugin's status.json.
-  static std::shared_ptr<RuleKnob> knob(const StepContext& context, const nlohmann::json& target_spec) {
-    const YAML::Node& node = context.step().node;
-    std::string kind = node["knob"]                                     ? node["knob"].Scalar()
+  static std::shared_ptr<RuleKnob> knob(const StepContext& context, const FusionBisectOptions& o,
+                                        const nlohmann::json& target_spec) {
+    std::string kind = o.knob                                           ? *o.knob
                        : context.workflow().model.script.empty()        ? "switch_file"
                        : target_spec.value("backend", "") == "inductor" ? "inductor"
                                                                         : "fusion_switch_file";
-    auto report = [&](const char* otherwise) {
-      return node["fired_report"] ? node["fired_report"].Scalar() : std::string(otherwise);
-    };
+    auto report = [&](const char* otherwise) { return o.fired_report.value_or(otherwise); };
     if (kind == "inductor") return std::make_shared<InductorKnob>(report("status.json"));
     if (kind == "fusion_switch_file") return std::make_shared<PluginSwitchFileKnob>(report("fusion_result.json"));
     return std::make_shared<CommandSwitchFileKnob>(report("fusion_result.json"));

@@ -26,6 +26,7 @@
 #include "steps/dump_judgement.h"
 #include "steps/nan_origin.h"
 #include "steps/plugin_run.h"
+#include "steps/side_option.h"
 
 namespace diagnose {
 
@@ -68,6 +69,30 @@ std::string gate_junit(const std::string& suite, const json& outputs, double sec
   out << "  </testsuite>\n</testsuites>\n";
   return out.str();
 }
+
+// The step's keys, read once; the schema below declares them.
+struct GateOptions {
+  std::vector<std::string> layers;               // regexes of the ops dumped and compared; empty: outputs only
+  std::string model_version, baseline;           // templates, expanded when the step runs
+  SideOption target;                             // a dump's path or overrides of the compiled run
+  std::optional<SideOption> referee;             // a float64 dump's path or run overrides; absent: none
+  std::optional<std::string> diagnose_workflow;  // run on a regression
+
+  static GateOptions parse(const YAML::Node& node) {
+    auto text = [&](const char* key, const char* otherwise) {
+      return node[key] ? node[key].Scalar() : std::string(otherwise);
+    };
+    std::vector<std::string> layers;
+    if (node["layers"])
+      for (const auto& layer : node["layers"]) layers.push_back(layer.Scalar());
+    return {layers,
+            text("model_version", "${env.DIAGNOSE_MODEL_VERSION}"),
+            text("baseline", "${env.DIAGNOSE_BASELINE}"),
+            SideOption::parse(node["target"]),
+            node["referee"] ? std::optional<SideOption>(SideOption::parse(node["referee"])) : std::nullopt,
+            node["diagnose_workflow"] ? std::optional<std::string>(node["diagnose_workflow"].Scalar()) : std::nullopt};
+  }
+};
 
 class GateStep : public StepKind {
  public:
@@ -120,18 +145,14 @@ class GateStep : public StepKind {
   }
 
   StepResult evaluate(const StepContext& context) const override {
-    const YAML::Node& node = context.step().node;
-    std::vector<std::string> layers;
-    if (node["layers"])
-      for (const auto& layer : node["layers"]) layers.push_back(layer.Scalar());
+    const GateOptions o = GateOptions::parse(context.step().node);
+    const std::vector<std::string>& layers = o.layers;
 
     StepResult result;
-    std::string model_version =
-        context.expand(node["model_version"] ? node["model_version"].Scalar() : "${env.DIAGNOSE_MODEL_VERSION}");
+    std::string model_version = context.expand(o.model_version);
     if (model_version.empty()) model_version = "unknown";
     result.metrics["model_version"] = model_version;
-    std::string baseline_dir =
-        context.expand(node["baseline"] ? node["baseline"].Scalar() : "${env.DIAGNOSE_BASELINE}");
+    std::string baseline_dir = context.expand(o.baseline);
     if (baseline_dir.empty())
       return baseline_problem(result,
                               "no baseline given: set the step's baseline: or run 'diagnose gate --baseline DIR'");
@@ -149,10 +170,9 @@ class GateStep : public StepKind {
     }
 
     std::vector<RunRequest> requests;
-    auto side_dir = [&](const char* side, const json& defaults) -> std::string {
-      YAML::Node spec = node[side];
-      if (spec && spec.IsScalar()) return context.path(spec.Scalar());
-      RunRequest request = plugin_run(context, side, side_spec(context, spec, defaults), spec);
+    auto side_dir = [&](const char* side, const SideOption& given, const json& defaults) -> std::string {
+      if (given.path) return context.path(*given.path);
+      RunRequest request = plugin_run(context, side, side_spec(context, given.overrides, defaults), given.overrides);
       requests.push_back(request);
       return request.dir;
     };
@@ -160,8 +180,9 @@ class GateStep : public StepKind {
     if (!layers.empty()) dump["include"] = layers;
     std::string target_dir, referee_dir;
     try {
-      target_dir = side_dir("target", {{"mode", "compiled"}, {"dump", dump}});
-      if (node["referee"]) referee_dir = side_dir("referee", {{"mode", "eager"}, {"dtype", "float64"}, {"dump", dump}});
+      target_dir = side_dir("target", o.target, {{"mode", "compiled"}, {"dump", dump}});
+      if (o.referee)
+        referee_dir = side_dir("referee", *o.referee, {{"mode", "eager"}, {"dtype", "float64"}, {"dump", dump}});
     } catch (const std::exception& e) {
       return error_result(e.what(), std::move(result));
     }
@@ -292,7 +313,8 @@ class GateStep : public StepKind {
     }
     if (!layers.empty()) report_nan_origins(baseline.dump_dir(), target_dir + "/dump", result, "baseline");
     if (context.option<bool>("history")) record_trend(context, result, out_dir);
-    if (failed && node["diagnose_workflow"]) diagnose(context, result, model_version, target_dir, baseline.dir);
+    if (failed && o.diagnose_workflow)
+      diagnose(context, *o.diagnose_workflow, result, model_version, target_dir, baseline.dir);
     return result;
   }
 
@@ -333,9 +355,10 @@ class GateStep : public StepKind {
   // Runs the diagnostic workflow on the failing version (a fresh diagnose process with this
   // process's environment; it finds the failing run in $DIAGNOSE_GATE_TARGET and the baseline
   // in $DIAGNOSE_BASELINE) and attaches its verdict.
-  static void diagnose(const StepContext& context, StepResult& result, const std::string& model_version,
-                       const std::string& target_dir, const std::string& baseline_dir) {
-    std::string workflow = context.path(context.step().node["diagnose_workflow"].Scalar());
+  static void diagnose(const StepContext& context, const std::string& diagnose_workflow, StepResult& result,
+                       const std::string& model_version, const std::string& target_dir,
+                       const std::string& baseline_dir) {
+    std::string workflow = context.path(diagnose_workflow);
     RunRequest request;
     request.name = "diagnosis";
     request.dir = context.run_dir_of("diagnosis");

@@ -64,6 +64,13 @@ struct Subgraph {
   std::string repro() const { return request.dir + "/repro/repro.py"; }
 };
 
+// The step's keys that are not the bisection's own (bisection_plan reads those), read once.
+struct SubgraphIsolateOptions {
+  YAML::Node golden, target;  // a dump's path or run overrides
+
+  static SubgraphIsolateOptions parse(const YAML::Node& node) { return {node["golden"], node["target"]}; }
+};
+
 class SubgraphIsolateStep : public StepKind {
  public:
   std::string name() const override { return "subgraph_isolate"; }
@@ -107,12 +114,12 @@ class SubgraphIsolateStep : public StepKind {
 
   // The golden run, which an earlier step's run can be (shared_runs.h).
   std::vector<PlannedRun> planned_runs(const StepContext& context) const override {
-    return planned_golden(context, context.step().node["golden"], {});
+    return planned_golden(context, SubgraphIsolateOptions::parse(context.step().node).golden, {});
   }
 
   StepResult evaluate(const StepContext& context) const override {
-    const YAML::Node& node = context.step().node;
-    YAML::Node target = node["target"];
+    const SubgraphIsolateOptions o = SubgraphIsolateOptions::parse(context.step().node);
+    const YAML::Node& target = o.target;
     nlohmann::json target_spec = side_spec(context, target, {{"mode", "compiled"}, {"dump", {{"level", "none"}}}});
     std::string model_cwd = context.path(context.workflow().model.command.cwd.value_or("."));
     IsolatedRun isolated_run = [&, target_spec](const std::string& name, const Config& eager, bool repro) {
@@ -133,7 +140,7 @@ class SubgraphIsolateStep : public StepKind {
         std::make_shared<FiredReportKnob>("status.json");  // isolation.compiled: the all-on run lists every node
 
     bisect::BisectionPlan plan = bisection_plan(context);
-    std::string problem = judge_against_golden(context, node["golden"], target, {}, setup, plan);
+    std::string problem = judge_against_golden(context, o.golden, target, {}, setup, plan);
     if (!problem.empty()) return error_result(problem);
 
     std::vector<std::string> candidates;
