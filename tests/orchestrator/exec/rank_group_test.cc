@@ -42,7 +42,10 @@ TEST(RankGroup, EveryRankGetsTorchrunsEnvironmentAndItsOwnLogs) {
 TEST(RankGroup, ARankExitingNonZeroFailsTheRunAndStopsTheOthers) {
   TempDir dir;
   ProcessOutcome o = run_rank_group(
-      group_spec(dir, "if [ $RANK = 1 ]; then echo boom >&2; exit 3; fi; echo waiting in a collective; exec sleep 100"),
+      // rank 1 fails only once rank 0 has printed, so the log's contents do not depend on which starts first
+      group_spec(dir,
+                 "if [ $RANK = 1 ]; then while [ ! -e waiting ]; do sleep 0.01; done; echo boom >&2; exit 3; fi; "
+                 "echo waiting in a collective; touch waiting; exec sleep 100"),
       2);
   EXPECT_EQ(o.status, RunStatus::Failed);
   EXPECT_EQ(o.exit_code, 3);
