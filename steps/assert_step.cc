@@ -11,10 +11,7 @@ namespace {
 
 class AssertStep : public StepKind {
  public:
-  std::string name() const override { return "assert"; }
-  std::string description() const override {
-    return "Fail when a condition on earlier steps' results holds; runs no process.";
-  }
+  AssertStep() : StepKind("assert", "Fail when a condition on earlier steps' results holds; runs no process.") {}
   std::vector<Property> parameters() const override {
     return {required("fail_if", condition_schema("The step fails when this condition holds.")),
             optional("message", string_schema("What a failure means, shown as the finding; ${...} is expanded."))};

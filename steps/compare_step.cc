@@ -23,11 +23,10 @@ Schema side_schema(const std::string& description) {
 
 class CompareStep : public StepKind {
  public:
-  std::string name() const override { return "compare"; }
-  std::string description() const override {
-    return "Compare a golden dump with a target dump using the comparison core; fails when any compared row "
-           "is out of tolerance.";
-  }
+  CompareStep()
+      : StepKind("compare",
+                 "Compare a golden dump with a target dump using the comparison core; fails when any compared row "
+                 "is out of tolerance.") {}
   std::vector<Property> parameters() const override {
     std::vector<Property> properties = {
         required("golden", side_schema("The reference side: a dump path, or a run of the model.")),

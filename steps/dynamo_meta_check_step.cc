@@ -47,13 +47,12 @@ nlohmann::json meta_eager_spec(const StepContext& context, const DynamoMetaCheck
 
 class DynamoMetaCheckStep : public StepKind {
  public:
-  std::string name() const override { return "dynamo_meta_check"; }
-  std::string description() const override {
-    return "Final outputs of eager against torch.compile with backends eager, aot_eager and "
-           "aot_eager_decomp_partition, graph breaks listed, a per-op meta (FakeTensor) check of shape, dtype "
-           "and stride, and each custom op's schema check (undeclared mutation or aliasing of its inputs); fails "
-           "naming the op whose meta, schema or decomposition is wrong, or the backend that diverges.";
-  }
+  DynamoMetaCheckStep()
+      : StepKind("dynamo_meta_check",
+                 "Final outputs of eager against torch.compile with backends eager, aot_eager and "
+                 "aot_eager_decomp_partition, graph breaks listed, a per-op meta (FakeTensor) check of shape, dtype "
+                 "and stride, and each custom op's schema check (undeclared mutation or aliasing of its inputs); fails "
+                 "naming the op whose meta, schema or decomposition is wrong, or the backend that diverges.") {}
   std::vector<Property> parameters() const override {
     std::vector<Property> properties = {
         optional("eager", plugin_side_schema("Overrides of the eager run (which also runs the meta check).")),

@@ -55,13 +55,12 @@ std::vector<ComparedRun> compared_runs(const StepContext& context) {
 
 class EagerDeviceVsCpuStep : public StepKind {
  public:
-  std::string name() const override { return "eager_device_vs_cpu"; }
-  std::string description() const override {
-    return "Eager mode on the device/configuration under test (target, default: the model's) against eager on "
-           "CPU in the same dtype (golden), op by op, judged against the CPU run's float64 truth with `referee: "
-           "true`; fails when the kernels under test are further from it than the CPU's, naming the first "
-           "divergence and the ops where the error starts.";
-  }
+  EagerDeviceVsCpuStep()
+      : StepKind("eager_device_vs_cpu",
+                 "Eager mode on the device/configuration under test (target, default: the model's) against eager on "
+                 "CPU in the same dtype (golden), op by op, judged against the CPU run's float64 truth with `referee: "
+                 "true`; fails when the kernels under test are further from it than the CPU's, naming the first "
+                 "divergence and the ops where the error starts.") {}
   std::vector<Property> parameters() const override {
     std::vector<Property> properties = {
         optional("golden", plugin_side_schema("Overrides of the reference run (default: eager on cpu in the "

@@ -129,12 +129,11 @@ struct FusionBisectOptions {
 
 class FusionBisectStep : public StepKind {
  public:
-  std::string name() const override { return "fusion_bisect"; }
-  std::string description() const override {
-    return "Find the fusion rule(s) or Inductor switches whose being on breaks precision: trials of the target "
-           "with rules switched off, each a fresh run judged against the golden run; writes a switch file that "
-           "turns only the culprits off.";
-  }
+  FusionBisectStep()
+      : StepKind("fusion_bisect",
+                 "Find the fusion rule(s) or Inductor switches whose being on breaks precision: trials of the target "
+                 "with rules switched off, each a fresh run judged against the golden run; writes a switch file that "
+                 "turns only the culprits off.") {}
   std::vector<Property> parameters() const override {
     std::vector<Property> side = plugin_side_properties();
     for (const Property& p : command_properties())

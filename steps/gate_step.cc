@@ -96,12 +96,11 @@ struct GateOptions {
 
 class GateStep : public StepKind {
  public:
-  std::string name() const override { return "gate"; }
-  std::string description() const override {
-    return "CI gate: run the model version under test and compare its final outputs (and chosen layers) with a "
-           "stored baseline by per-dtype tolerances; fails on a regression, optionally running a diagnostic "
-           "workflow on the failing version.";
-  }
+  GateStep()
+      : StepKind("gate",
+                 "CI gate: run the model version under test and compare its final outputs (and chosen layers) with a "
+                 "stored baseline by per-dtype tolerances; fails on a regression, optionally running a diagnostic "
+                 "workflow on the failing version.") {}
   std::vector<Property> parameters() const override {
     return {
         optional("baseline", string_schema("The baseline directory (diagnose baseline save). Default: "

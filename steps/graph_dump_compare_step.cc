@@ -47,12 +47,11 @@ Schema side_or_path(const std::string& description) {
 
 class GraphDumpCompareStep : public StepKind {
  public:
-  std::string name() const override { return "graph_dump_compare"; }
-  std::string description() const override {
-    return "The full graph op by op: the compiled graph's dump (target) against the same graph run node by node "
-           "in eager (golden, FX level), or dumps made elsewhere; first divergence and the ops where the error "
-           "starts, judged against each record's float64 truth with `referee: true`.";
-  }
+  GraphDumpCompareStep()
+      : StepKind("graph_dump_compare",
+                 "The full graph op by op: the compiled graph's dump (target) against the same graph run node by node "
+                 "in eager (golden, FX level), or dumps made elsewhere; first divergence and the ops where the error "
+                 "starts, judged against each record's float64 truth with `referee: true`.") {}
   std::vector<Property> parameters() const override {
     std::vector<Property> properties = {
         optional("golden", side_or_path("The eager side: a dump path, or overrides of the FX-level run.")),

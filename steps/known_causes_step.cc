@@ -114,13 +114,12 @@ struct KnownCausesOptions {
 
 class KnownCausesStep : public StepKind {
  public:
-  std::string name() const override { return "known_causes"; }
-  std::string description() const override {
-    return "The catalogue of known causes (training-mode dropout, float16 overflow, TF32, non-determinism, "
-           "graph breaks, TorchAir options, Inductor precision knobs): configuration and dump detectors on the "
-           "runs so far, or with experiments: true A/B runs of the compiled model with one thing flipped, judged "
-           "against the golden outputs; fails naming the cause that explains the failure and its fix.";
-  }
+  KnownCausesStep()
+      : StepKind("known_causes",
+                 "The catalogue of known causes (training-mode dropout, float16 overflow, TF32, non-determinism, "
+                 "graph breaks, TorchAir options, Inductor precision knobs): configuration and dump detectors on the "
+                 "runs so far, or with experiments: true A/B runs of the compiled model with one thing flipped, judged "
+                 "against the golden outputs; fails naming the cause that explains the failure and its fix.") {}
   std::vector<Property> parameters() const override {
     Schema flip = object_schema(
         "What the experiment changes in the compiled run.",

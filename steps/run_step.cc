@@ -37,11 +37,10 @@ YAML::Node merged_command(const YAML::Node& step, const YAML::Node& run) {
 
 class RunStep : public StepKind {
  public:
-  std::string name() const override { return "run"; }
-  std::string description() const override {
-    return "Run the model (or a command) once, or several named runs in parallel; passes when every run "
-           "exits 0 and creates its declared outputs.";
-  }
+  RunStep()
+      : StepKind("run",
+                 "Run the model (or a command) once, or several named runs in parallel; passes when every run "
+                 "exits 0 and creates its declared outputs.") {}
   std::vector<Property> parameters() const override {
     std::vector<Property> properties = command_properties();
     properties.push_back(

@@ -100,12 +100,11 @@ nlohmann::json ops_source_spec(const StepContext& context, const SingleOpCheckOp
 
 class SingleOpCheckStep : public StepKind {
  public:
-  std::string name() const override { return "single_op_check"; }
-  std::string description() const override {
-    return "Compile every distinct op of an eager run alone, as a one-op graph with the target's backend and "
-           "switches, and compare it with the eager op on the same recorded inputs; fails naming the ops whose "
-           "graph-mode result is wrong (or whose process crashed).";
-  }
+  SingleOpCheckStep()
+      : StepKind("single_op_check",
+                 "Compile every distinct op of an eager run alone, as a one-op graph with the target's backend and "
+                 "switches, and compare it with the eager op on the same recorded inputs; fails naming the ops whose "
+                 "graph-mode result is wrong (or whose process crashed).") {}
   std::vector<Property> parameters() const override {
     std::vector<Property> properties = {
         optional("from", string_schema("An existing eager run directory (aten dump with inputs) to take the ops and "

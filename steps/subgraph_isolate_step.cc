@@ -73,12 +73,11 @@ struct SubgraphIsolateOptions {
 
 class SubgraphIsolateStep : public StepKind {
  public:
-  std::string name() const override { return "subgraph_isolate"; }
-  std::string description() const override {
-    return "Localise a graph-only defect to the minimal failing subgraph: trials of the target with FX nodes run "
-           "eagerly instead of compiled, each a fresh run judged on its final outputs against the golden run; "
-           "writes a standalone repro.py of that subgraph.";
-  }
+  SubgraphIsolateStep()
+      : StepKind("subgraph_isolate",
+                 "Localise a graph-only defect to the minimal failing subgraph: trials of the target with FX nodes run "
+                 "eagerly instead of compiled, each a fresh run judged on its final outputs against the golden run; "
+                 "writes a standalone repro.py of that subgraph.") {}
   std::vector<Property> parameters() const override {
     Schema side_run = plugin_side_schema("A run of the model.");
     std::vector<Property> properties = {

@@ -100,6 +100,7 @@ class StepContext {
 // and what a step of the kind does.
 class StepKind : public StepKindDeclaration {
  public:
+  using StepKindDeclaration::StepKindDeclaration;
   // Verdict category when a step of this kind fails (verdict.h lists them).
   virtual std::string default_category() const { return "precision_problem"; }
   // Does the step's work: the processes it needs through context.run(), then the result.

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "orchestrator/workflow/diagnostics.h"
@@ -21,15 +22,20 @@ struct CheckContext {
 
 class StepKindDeclaration {
  public:
+  StepKindDeclaration(std::string name, std::string description)
+      : name_(std::move(name)), description_(std::move(description)) {}
   virtual ~StepKindDeclaration() = default;
-  virtual std::string name() const = 0;
-  virtual std::string description() const = 0;
+  const std::string& name() const { return name_; }
+  const std::string& description() const { return description_; }
   // Kind-specific keys of a step, next to id/kind/when/on_failure/diagnoses.
   virtual std::vector<Property> parameters() const = 0;
   // Metrics the step's result exposes to conditions as steps.<id>.<field>.
   virtual std::vector<std::string> result_fields() const { return {}; }
   // Checks the schema cannot express (argv and shell together, ...).
   virtual void check(const StepSpec&, const CheckContext&, Diagnostics&) const {}
+
+ private:
+  std::string name_, description_;
 };
 
 // Adds a kind the workflow format accepts; it must outlive every workflow loaded. Throws
