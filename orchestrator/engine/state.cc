@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "orchestrator/util/enum_names.h"
+
 namespace diagnose {
 
 namespace {
@@ -13,17 +15,9 @@ const std::pair<StepStatus, const char*> kStepStatusNames[] = {
 
 }  // namespace
 
-std::string step_status_name(StepStatus s) {
-  for (const auto& [status, name] : kStepStatusNames)
-    if (status == s) return name;
-  return "pending";
-}
+std::string step_status_name(StepStatus s) { return enum_name(kStepStatusNames, s); }
 
-StepStatus step_status_from_name(const std::string& name) {
-  for (const auto& [status, n] : kStepStatusNames)
-    if (name == n) return status;
-  return StepStatus::Pending;
-}
+StepStatus step_status_from_name(const std::string& name) { return enum_from_name(kStepStatusNames, name); }
 
 StepResult* State::find(const std::string& id) {
   for (StepResult& s : steps)

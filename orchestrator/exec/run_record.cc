@@ -1,5 +1,7 @@
 #include "orchestrator/exec/run_record.h"
 
+#include "orchestrator/util/enum_names.h"
+
 namespace diagnose {
 
 namespace {
@@ -29,17 +31,9 @@ std::optional<T> optional_from(const nlohmann::json& j, const char* key) {
 
 }  // namespace
 
-std::string run_status_name(RunStatus s) {
-  for (const auto& [status, name] : kRunStatusNames)
-    if (status == s) return name;
-  return "pending";
-}
+std::string run_status_name(RunStatus s) { return enum_name(kRunStatusNames, s); }
 
-RunStatus run_status_from_name(const std::string& name) {
-  for (const auto& [status, n] : kRunStatusNames)
-    if (name == n) return status;
-  return RunStatus::Pending;
-}
+RunStatus run_status_from_name(const std::string& name) { return enum_from_name(kRunStatusNames, name); }
 
 bool run_complete(RunStatus s) { return s == RunStatus::Succeeded || s == RunStatus::Failed; }
 
