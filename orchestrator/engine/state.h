@@ -32,7 +32,8 @@ struct Evidence {
   nlohmann::json value;  // table (list of objects), metric (number/string), log (tail text)
 };
 
-struct StepResult {
+// What a step found, as the engine records it and the reports show it.
+struct StepOutcome {
   std::string id, kind;
   StepStatus status = StepStatus::Pending;
   std::string summary;   // one line
@@ -41,6 +42,9 @@ struct StepResult {
   std::vector<Evidence> evidence;
   nlohmann::json metrics = nlohmann::json::object();  // readable by conditions as steps.<id>.<name>
   std::vector<std::string> reproduce;                 // commands that reproduce the result
+};
+
+struct StepResult : StepOutcome {
   std::vector<RunRecord> runs;
   std::string fingerprint;  // of the step's definition; a changed step is run again on resume
   double started = 0, finished = 0;

@@ -186,17 +186,9 @@ RunReport run_report(const State& state, const Verdict& verdict) {
   std::map<std::string, std::string> when = conditions(state.run_dir);
   for (const StepResult& s : state.steps) {
     StepReport step;
-    step.id = s.id;
-    step.kind = s.kind;
-    step.status = s.status;
-    step.summary = s.summary;
-    step.category = s.category;
+    static_cast<StepOutcome&>(step) = s;
     step.started = iso_time(s.started);
     step.duration_s = duration(s.started, s.finished);
-    step.findings = s.findings;
-    step.evidence = s.evidence;
-    step.metrics = s.metrics;
-    step.reproduce = s.reproduce;
     for (const RunRecord& r : s.runs) step.runs.push_back(reported_run(r));
     if (auto condition = when.find(s.id); condition != when.end()) step.when = condition->second;
     step.sections = sections(state.run_dir, s);

@@ -45,16 +45,9 @@ struct ReportedRun {
   std::string stderr_tail;          // of a run that did not succeed (junit.xml)
 };
 
-struct StepReport {
-  std::string id, kind;
-  StepStatus status = StepStatus::Pending;
-  std::string summary, category;
+struct StepReport : StepOutcome {
   nlohmann::json started;  // ISO 8601 UTC or null
   double duration_s = 0;
-  std::vector<Finding> findings;
-  std::vector<Evidence> evidence;
-  nlohmann::json metrics = nlohmann::json::object();
-  std::vector<std::string> reproduce;
   std::vector<ReportedRun> runs;
   std::string when;  // the step's condition in the workflow, if any
   std::vector<ReportSection> sections;
