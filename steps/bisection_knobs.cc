@@ -33,8 +33,7 @@ torchair::FusionSwitch switch_for(const bisect::Config& off,
 std::map<std::string, torchair::FusionSection> report_sections(const std::string& path) {
   if (!fs::exists(path)) return {};
   std::string text = torchair::read_fusion_file(path);
-  nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
-  if (doc.is_object() && doc.contains("format")) return {};
+  if (is_plugin_status(nlohmann::json::parse(text, nullptr, false))) return {};
   return torchair::rule_sections(torchair::parse_fusion_result(text, path));
 }
 
