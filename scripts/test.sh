@@ -40,6 +40,47 @@ stage() {  # stage [--quick] NAME COMMAND...: a --quick stage runs under --quick
   stage_times+=("$name: $((SECONDS - started)) s")
 }
 
+# Stages that mostly wait (on Slurm's scheduler and its jobs' sleeps, on one model process at a
+# time, on the clock) run side by side: each one's output goes to a log, printed with its time
+# and status by finish_background_stages.
+background_names=()
+background_pids=()
+background_logs=()
+background_stage() {  # background_stage NAME COMMAND...: never under --quick
+  if $QUICK; then return; fi
+  local name=$1 log=$RESULTS/stage-${#background_names[@]}.log
+  shift
+  (
+    started=$SECONDS
+    "$@"
+    status=$?
+    echo $((SECONDS - started)) >"$log.seconds"
+    exit $status
+  ) >"$log" 2>&1 &
+  background_names+=("$name")
+  background_pids+=($!)
+  background_logs+=("$log")
+}
+
+finish_background_stages() {
+  local i status
+  for i in "${!background_pids[@]}"; do
+    wait "${background_pids[$i]}"
+    status=$?
+    echo
+    echo "=== ${background_names[$i]} (ran beside other stages)"
+    cat "${background_logs[$i]}"
+    if ((status != 0)); then
+      failed_stages+=("${background_names[$i]}")
+      echo "=== ${background_names[$i]}: FAILED"
+    fi
+    stage_times+=("${background_names[$i]}: $(cat "${background_logs[$i]}.seconds") s (beside)")
+  done
+  background_names=()
+  background_pids=()
+  background_logs=()
+}
+
 scripts/setup.sh || { echo "setup failed"; exit 1; }
 stage_times+=("setup and build: $SECONDS s")
 rm -rf "$RESULTS"
@@ -69,22 +110,24 @@ stage --quick "Python tests" env DIAGNOSE_BIN="$ROOT/build/cli/diagnose" OMP_NUM
 
 # The plugin on the oldest and the newest supported torch (2.5.1, 2.14.1), each in a venv of its
 # own, kept in ~/.cache/diagnose/torch-venvs: test_compat.py and the standard workflow on a few examples.
-stage "Other torch versions (2.5.1, 2.14.1)" env DIAGNOSE_BIN="$ROOT/build/cli/diagnose" \
+background_stage "Other torch versions (2.5.1, 2.14.1)" env DIAGNOSE_BIN="$ROOT/build/cli/diagnose" \
   scripts/torch_versions.sh "$RESULTS"
 
 # A one-node Slurm cluster on 127.0.0.1 for the slurm runner's end-to-end tests.
-stage "Slurm runner (one-node cluster)" env DIAGNOSE_BIN="$ROOT/build/cli/diagnose" \
+background_stage "Slurm runner (one-node cluster)" env DIAGNOSE_BIN="$ROOT/build/cli/diagnose" \
   tests/slurm/run.sh --junitxml="$RESULTS/pytest-slurm.xml"
+finish_background_stages
 
 # One clang build serves both: the C++ tests under AddressSanitizer + UndefinedBehaviorSanitizer,
 # and the libFuzzer targets (the comparison core built with coverage and the same sanitizers).
 # It compiles one file at a time, as the Release build (a unity build) does not: the sources
-# must not rely on what another file of their batch brings in.
+# must not rely on what another file of their batch brings in. Line tables are all the debug
+# information a sanitizer's stack trace needs.
 SANITIZED=build-sanitized
 FUZZ_TARGETS=(fuzz_ge_dump fuzz_graph_txt fuzz_npy)
 build_sanitized() {
   CC=clang CXX=clang++ cmake -S . -B "$SANITIZED" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_UNITY_BUILD=OFF \
-    -DDIAGNOSE_SANITIZE=ON -DDIAGNOSE_FUZZ=ON >/dev/null &&
+    -DCMAKE_CXX_FLAGS_DEBUG=-gline-tables-only -DDIAGNOSE_SANITIZE=ON -DDIAGNOSE_FUZZ=ON >/dev/null &&
     cmake --build "$SANITIZED" -j2 --target "$@"
 }
 
@@ -111,7 +154,7 @@ fuzz() {
   done
   return $status
 }
-stage "Fuzz targets (${FUZZ_SECONDS}s each)" fuzz
+background_stage "Fuzz targets (${FUZZ_SECONDS}s each)" fuzz
 
 # The wheel (pyproject.toml; its objects kept in build/wheel-*, so a second run compiles only what
 # changed) installed into a venv that holds torch alone (made once in ~/.cache/diagnose, emptied
@@ -144,6 +187,7 @@ EOF
   return $status
 }
 stage "Wheel: pip wheel, install beside torch alone, diagnose check" wheel
+finish_background_stages
 
 printf 'stage time: %s\n' "${stage_times[@]}"
 .venv/bin/python scripts/summarize_tests.py "$RESULTS"/*.xml

@@ -63,19 +63,17 @@ print(verdict["category"], verdict.get("culprit") or "-", ",".join(sorted(unavai
 EOF
 }
 
-status=0
-summary=()
-for version in "${VERSIONS[@]}"; do
+# check_version VERSION: test_compat.py and the version's examples; prints a line per example
+check_version() {
+  local version=$1 python work line status=0 summary=()
   python=$(venv_for "$version" | tail -n 1)
   if [[ ! -x $python ]]; then
-    summary+=("torch $version: could not be installed")
-    status=1
-    continue
+    echo "torch $version: could not be installed"
+    return 1
   fi
   OMP_NUM_THREADS=1 "$python" -m pytest tests/python/plugin/test_compat.py -q -p no:cacheprovider \
     --junitxml="$RESULTS/torch-$version.xml" || status=1
   work=$(mktemp -d)
-  trap 'rm -rf "$work"' EXIT
   for line in "${EXPECTED[@]}"; do
     read -r want_version example category culprit features <<<"$line"
     [[ $want_version == "$version" ]] || continue
@@ -92,6 +90,20 @@ for version in "${VERSIONS[@]}"; do
     summary+=("$result")
   done
   rm -rf "$work"
+  printf '%s\n' "${summary[@]}"
+  return $status
+}
+
+# The versions side by side: each runs one model process at a time, so two of them share the two
+# cores. Each one's output is printed whole once it is done.
+pids=()
+for version in "${VERSIONS[@]}"; do
+  check_version "$version" >"$RESULTS/torch-$version.log" 2>&1 &
+  pids+=($!)
 done
-printf '%s\n' "${summary[@]}"
+status=0
+for i in "${!VERSIONS[@]}"; do
+  wait "${pids[$i]}" || status=1
+  cat "$RESULTS/torch-${VERSIONS[$i]}.log"
+done
 exit $status
