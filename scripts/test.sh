@@ -41,7 +41,7 @@ stage() {  # stage [--quick] NAME COMMAND...: a --quick stage runs under --quick
 }
 
 # Stages that mostly wait (on Slurm's scheduler and its jobs' sleeps, on one model process at a
-# time) run side by side: each one's output goes to a log, printed with its time
+# time, on the clock) run side by side: each one's output goes to a log, printed with its time
 # and status by finish_background_stages.
 background_names=()
 background_pids=()
@@ -154,7 +154,7 @@ fuzz() {
   done
   return $status
 }
-stage "Fuzz targets (${FUZZ_SECONDS}s each)" fuzz
+background_stage "Fuzz targets (${FUZZ_SECONDS}s each)" fuzz
 
 # The wheel (pyproject.toml; its objects kept in build/wheel-*, so a second run compiles only what
 # changed) installed into a venv that holds torch alone (made once in ~/.cache/diagnose, emptied
@@ -187,6 +187,7 @@ EOF
   return $status
 }
 stage "Wheel: pip wheel, install beside torch alone, diagnose check" wheel
+finish_background_stages
 
 printf 'stage time: %s\n' "${stage_times[@]}"
 .venv/bin/python scripts/summarize_tests.py "$RESULTS"/*.xml
