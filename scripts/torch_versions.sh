@@ -74,6 +74,7 @@ check_version() {
   OMP_NUM_THREADS=1 "$python" -m pytest tests/python/plugin/test_compat.py -q -p no:cacheprovider \
     --junitxml="$RESULTS/torch-$version.xml" || status=1
   work=$(mktemp -d)
+  trap "rm -rf '$work'" EXIT  # this version's subshell, should it be stopped
   for line in "${EXPECTED[@]}"; do
     read -r want_version example category culprit features <<<"$line"
     [[ $want_version == "$version" ]] || continue
