@@ -62,7 +62,7 @@ def compiled_run(backend: str, dtype: str, report: str, script: str, args: list[
     from torch.utils import _pytree as pytree
 
     from diagnose_pytorch.backends import spec_backend
-    from diagnose_pytorch.runtime.main_script import compile_redirected, exit_status, run_as_main
+    from diagnose_pytorch.main_script import compile_redirected, exit_status, run_as_main
 
     original = torch.compile
     parameters: dict[int, int] = {}

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .backends.inductor_rules import RULES
+from .inductor_rules import RULES
 
 # name: (module, attribute; None for the module itself). Each exists in 2.5.1 through 2.14.
 STABLE = {

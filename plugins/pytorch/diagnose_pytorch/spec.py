@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .backends.inductor_rules import RULES, unknown
+from .inductor_rules import RULES, unknown
 
 SPEC_ENV = "DIAGNOSE_RUN_SPEC"
 # switches.fusion_switch_file's absolute path, for any backend but TorchAir (README.md)

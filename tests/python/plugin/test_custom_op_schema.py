@@ -1,4 +1,4 @@
-"""The meta check's schema check of custom ops (meta_check.schema_check, torch.library.opcheck's
+"""The meta check's schema check of custom ops (custom_op_schema.schema_check, torch.library.opcheck's
 test_schema): an undeclared in-place write or alias is named with the input it concerns; a
 custom op that keeps to its schema, and torch's own ops, have no violation."""
 
@@ -6,7 +6,8 @@ import json
 
 import torch
 
-from diagnose_pytorch.checks.meta_check import MetaChecker, schema_check
+from diagnose_pytorch.checks.meta_check import MetaChecker
+from diagnose_pytorch.custom_op_schema import schema_check
 
 _library = torch.library.Library("diagnose_schema_test", "FRAGMENT")
 

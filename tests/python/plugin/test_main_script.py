@@ -1,4 +1,4 @@
-"""How helper processes run the model script (diagnose_pytorch/runtime/main_script.py): as the recorded run
+"""How helper processes run the model script (diagnose_pytorch/main_script.py): as the recorded run
 did, up to its first compiled call, for guarded and unguarded scripts alike; and when the script
 cannot get there, an error saying what happened and what to do, which the single-op command
 reports (exit 2, progress.jsonl's setup_failed event) instead of checking nothing silently.
@@ -70,7 +70,7 @@ if __name__ == "__main__":
 HELPER = """\
 import json, os, sys, torch
 from diagnose_pytorch.backends.spec_backend import resolve
-from diagnose_pytorch.runtime.main_script import ScriptSetupError, run_until_first_compiled_call
+from diagnose_pytorch.main_script import ScriptSetupError, run_until_first_compiled_call
 original_compile, cwd = torch.compile, os.getcwd()
 results = {}
 for name, ran in json.loads(sys.argv[1]).items():

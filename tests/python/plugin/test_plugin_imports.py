@@ -1,8 +1,9 @@
-"""The plugin's imports (plugins/pytorch/README.md, "Code layout"): no module imports one that
-imports it back, directly or round a circle, at the top or inside a function; and an import
-inside a function says why it is not at the top (a comment on its line or the line before:
-torch not importable yet, Dynamo kept off an eager run, torchair only on some hosts...).
-Read from the sources with `ast`, nothing imported."""
+"""The plugin's imports (plugins/pytorch/README.md, "Code layout"): the packages are layers, each
+importing only from the layers below it; no module imports one that imports it back, directly or
+round a circle, at the top or inside a function; and an import inside a function says why it is
+not at the top (a comment on its line or the line before: torch not importable yet, Dynamo kept
+off an eager run, torchair only on some hosts...). Read from the sources with `ast`, nothing
+imported."""
 
 import ast
 import io
@@ -74,7 +75,41 @@ def find_circle(graph: dict[str, set[str]]) -> list[str]:
 def test_the_import_graph_is_read():
     graph = import_graph()
     assert {"diagnose_pytorch.spec", "diagnose_pytorch.status"} <= graph["diagnose_pytorch.runtime.session"]
-    assert "diagnose_pytorch.backends.inductor_rules" in graph["diagnose_pytorch.dump.inductor_dump"]  # from .. import
+    assert "diagnose_pytorch.inductor_rules" in graph["diagnose_pytorch.dump.inductor_dump"]  # from .. import
+
+
+# Lowest first: the modules beside __init__.py (spec, status, compat and the helpers every layer
+# shares), then each package; the package's own __init__.py and __main__.py (the explicit API and
+# the command line) sit on top. A module imports from its own layer or those below it.
+LAYERS = ("diagnose_pytorch", "dump", "backends", "checks", "runtime", "entry")
+
+
+def layer(module: str) -> int:
+    parts = module.split(".")
+    if module in ("diagnose_pytorch", "diagnose_pytorch.__main__"):
+        return LAYERS.index("entry")
+    return LAYERS.index(parts[1]) if len(parts) > 2 else 0
+
+
+def arrows_up(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(
+        f"{module} -> {target}"
+        for module, targets in graph.items()
+        for target in targets
+        if layer(target) > layer(module)
+    )
+
+
+def test_layers_import_downwards_only():
+    assert not arrows_up(import_graph()), "imports of a higher layer: " + ", ".join(arrows_up(import_graph()))
+
+
+def test_an_import_of_a_higher_layer_is_found():
+    graph = {"diagnose_pytorch.dump.eager_dump": {"diagnose_pytorch.checks.meta_check", "diagnose_pytorch.compat"}}
+    assert arrows_up(graph) == ["diagnose_pytorch.dump.eager_dump -> diagnose_pytorch.checks.meta_check"]
+    assert (
+        layer("diagnose_pytorch.__main__") > layer("diagnose_pytorch.runtime.session") > layer("diagnose_pytorch.spec")
+    )
 
 
 def test_no_import_circles():

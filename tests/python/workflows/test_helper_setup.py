@@ -1,5 +1,5 @@
 """A helper process that cannot set up, through the workflow: single_op_check's batches run the
-model script as the eager run did, up to its first compiled call (diagnose_pytorch/runtime/main_script.py).
+model script as the eager run did, up to its first compiled call (diagnose_pytorch/main_script.py).
 This unguarded script refuses to overwrite the results file its eager run wrote, so the batch
 exits before any compiled call: the step's summary and the verdict say what the script did and
 what to do, not a bare exit status. A script that reads a variable set only on the eager side

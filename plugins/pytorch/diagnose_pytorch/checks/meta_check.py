@@ -7,11 +7,9 @@ The fake (meta) implementation is what torch.compile traces with, so a mismatch 
 whose graph-mode shape/dtype inference is wrong.
 
 A custom op (torch.library; a namespace other than aten/prim/prims) is also checked against its
-schema as `torch.library.opcheck`'s `test_schema` does: it runs on copies of the inputs under
-SchemaCheckMode, which fails when an input the schema does not declare mutable was written, or
-an output aliases an input without the schema saying so. torch.compile trusts the schema: an
-undeclared write is reordered or fused past (Inductor), so compiled and eager differ. The fake
-check above is the shape/dtype/stride part of opcheck's `test_faketensor`; its
+schema (custom_op_schema.py, `torch.library.opcheck`'s `test_schema`). torch.compile trusts
+the schema: an undeclared write is reordered or fused past (Inductor), so compiled and eager
+differ. The fake check above is the shape/dtype/stride part of opcheck's `test_faketensor`; its
 `test_autograd_registration` checks nothing without inputs that require grad, and its
 `test_aot_dispatch_*` run the op through AOT Autograd, as dynamo_meta_check's aot_eager runs
 do for the whole model.
@@ -22,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from pathlib import Path
 
 import torch
@@ -33,38 +30,12 @@ from ..compat import (
     DynamicOutputShapeException,
     FakeTensorMode,
     UnsupportedOperatorException,
-    is_builtin,
     pytree,
 )
-from .collectives import is_collective
 
 # fake mode cannot compute these without the data: reported as skipped, not as failures
 _NEEDS_DATA = (DataDependentOutputException, DynamicOutputShapeException, UnsupportedOperatorException)
 _FAILED = ("mismatch", "error")
-
-# SchemaCheckMode's messages, and what each says in the words of torch.library.custom_op
-_SCHEMA_RULES = (
-    (
-        re.compile(r"Argument (\w+) is not defined as mutable but was mutated"),
-        "undeclared mutation",
-        "writes its input `{0}` in place, which the schema does not declare (custom_op: mutates_args=('{0}',))",
-    ),
-    (
-        re.compile(r"Argument (\w+) is not defined to alias output but was aliasing"),
-        "undeclared aliasing",
-        "returns a view of its input `{0}`, which the schema does not declare (return a new tensor: clone it)",
-    ),
-    (
-        re.compile(r"directly return inputs.*outputs\[(\d+)\] is (\w+)", re.S),
-        "returns an input",
-        "returns its input `{1}` itself as output {0} (return a new tensor: clone it)",
-    ),
-    (
-        re.compile(r"Outputs (\d+) and (\d+) alias unexpectedly"),
-        "undeclared aliasing",
-        "outputs {0} and {1} share memory, which the schema does not declare",
-    ),
-)
 
 
 def _signature(op: str, args, kwargs) -> tuple:
@@ -103,48 +74,6 @@ def same_significant_strides(a: torch.Tensor, b: torch.Tensor) -> bool:
     if a.numel() == 0:
         return True
     return all(n == 1 or sa == sb for n, sa, sb in zip(a.shape, a.stride(), b.stride()))
-
-
-def is_custom_op(func) -> bool:
-    return isinstance(func, compat.OpOverload) and not is_builtin(func) and not is_collective(str(func))
-
-
-def _keeping_rng(args, kwargs):
-    """The generators as they were after the extra call: a custom op that draws random
-    numbers must not shift what the rest of the model draws."""
-    devices = {t.device for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)}
-    accelerators = [d for d in devices if d.type not in ("cpu", "meta")]
-    device_type = accelerators[0].type if accelerators else "cuda"
-    indices = [d.index or 0 for d in accelerators if d.type == device_type]
-    return torch.random.fork_rng(devices=indices, device_type=device_type)
-
-
-def describe_schema_violation(error: Exception) -> dict | None:
-    """SchemaCheckMode's error as a violation; None when the check itself could not run."""
-    for pattern, kind, text in _SCHEMA_RULES:
-        found = pattern.search(str(error))
-        if found:
-            return {"check": "schema", "kind": kind, "message": text.format(*found.groups())}
-    return None
-
-
-def schema_check(func, args, kwargs) -> dict | None:
-    """A custom op's schema and what the op does that the schema does not declare
-    (opcheck's test_schema, on copies of the inputs); None for torch's own ops."""
-    if not is_custom_op(func):
-        return None
-    with _keeping_rng(args, kwargs):
-        results = torch.library.opcheck(func, args, kwargs, test_utils=("test_schema",), raise_exception=False)
-    checked = {"schema": str(func._schema), "violations": []}
-    for result in results.values():
-        if not isinstance(result, Exception):
-            continue
-        violation = describe_schema_violation(result)
-        if violation is not None:
-            checked["violations"].append(violation)
-        else:
-            checked["schema_error"] = f"{type(result).__name__}: {result}"
-    return checked
 
 
 def _failed(entry: dict) -> bool:

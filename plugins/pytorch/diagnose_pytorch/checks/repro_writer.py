@@ -15,9 +15,9 @@ import numpy as np
 import torch
 from torch import fx
 
-from ..backends.inductor_rules import overrides_off
 from ..backends.spec_backend import user_module
 from ..dump.dump_writer import to_numpy
+from ..inductor_rules import overrides_off
 from ..spec import FUSION_SWITCH_FILE_ENV
 
 RUNTIME = Path(__file__).with_name("repro_check.py")

@@ -19,16 +19,16 @@ import numpy as np
 import torch
 
 from .. import compat
-from ..backends.inductor_rules import overrides_off
-from ..backends.inductor_rules_fired import note_compile, report
 from ..backends.spec_backend import resolve
 from ..backends.torchair import switched_npu_backend
+from ..collectives import COLLECTIVE, is_collective
 from ..dump.call_args import NotReplayable, decode_call
 from ..dump.dump_writer import DumpWriter, dumpable
-from ..runtime.main_script import ScriptSetupError, run_until_first_compiled_call
+from ..inductor_rules import overrides_off
+from ..inductor_rules_fired import note_compile, report
+from ..main_script import ScriptSetupError, run_until_first_compiled_call
 from ..spec import FUSION_SWITCH_FILE_ENV, Switches, _build
 from ..status import RunStatus
-from .collectives import COLLECTIVE, is_collective
 from .recorded_calls import RecordedCall, SingleOpError, distinct_ops, recorded_calls
 from .uninitialized_ops import UNINITIALIZED, is_uninitialized_op
 

@@ -12,8 +12,8 @@ import contextlib
 import torch
 
 from .. import compat
-from ..checks.meta_check import schema_check
 from ..compat import TorchDispatchMode, pytree
+from ..custom_op_schema import schema_check
 from .call_args import encode_call
 from .call_state import StateWriters
 from .dump_writer import nonfinite_constant

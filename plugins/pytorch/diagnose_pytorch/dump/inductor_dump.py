@@ -42,9 +42,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .. import compat
-from ..backends import inductor_rules, inductor_rules_fired
-from ..checks.collectives import is_collective
+from .. import compat, inductor_rules, inductor_rules_fired
+from ..collectives import is_collective
 from ..compat import pytree
 from .fx_dump import node_source
 

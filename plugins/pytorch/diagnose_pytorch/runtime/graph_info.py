@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import compat
-from ..backends.inductor_rules_fired import report
 from ..backends.torchair import fusion_result
+from ..inductor_rules_fired import report
 
 # The first failed guards a status.json keeps: the pattern shows in a few, a shape sweep has hundreds.
 RECOMPILE_REASONS_KEPT = 5

@@ -8,9 +8,9 @@ import functools
 import os
 import traceback
 
+from ..main_script import compile_redirected, exit_status, run_as_main
 from ..spec import RunSpec
 from . import entry
-from .main_script import compile_redirected, exit_status, run_as_main
 from .session import Session
 
 

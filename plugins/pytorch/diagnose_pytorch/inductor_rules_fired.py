@@ -4,7 +4,7 @@ only when it rewrote something): status.json's `inductor_rules`."""
 
 from __future__ import annotations
 
-from .. import compat
+from . import compat
 from .inductor_rules import RULES
 
 _in_force: set[str] = set()  # rules at their default in at least one compile of this process
