@@ -10,6 +10,8 @@ import signal
 import threading
 from pathlib import Path
 
+from ..switches import fusion_switch_path
+
 GE_DUMP_DIR = "ge_dump"
 FX_DUMP_DIR = "fx_dump"
 _DUMP_MODES = ("input", "output", "all")
@@ -151,24 +153,13 @@ def npu_backend(session):
         get_ge_dump_config(
             dump_path=dump_dir,
             dump_mode="all" if len(modes) == 2 else modes.pop(),
-            fusion_switch_file=spec.switches.fusion_switch_file,
             dump_token=spec.dump.steps,
             compiler_config=config,
         )
         if spec.dump.stats_only:
             config.dump_config.dump_data = "stats"
         _check_side_file_directory()
-    if spec.switches.fusion_switch_file:
-        config.fusion_config.fusion_switch_file = os.path.realpath(spec.switches.fusion_switch_file)
-        with open(spec.switches.fusion_switch_file) as f:
-            session.status.record_active_switch(
-                "fusion_switch_file", {"path": spec.switches.fusion_switch_file, "content": json.load(f)}
-            )
-    for dotted, value in spec.switches.torchair.items():
-        set_field(config, dotted, value)
-    if spec.switches.torchair:
-        session.status.record_active_switch("torchair", dict(spec.switches.torchair))
-    return torchair.get_npu_backend(compiler_config=config)
+    return torchair.get_npu_backend(compiler_config=_switched(config, spec.switches))
 
 
 def fusion_result(cwd: Path | None = None) -> dict | list | None:
@@ -187,9 +178,14 @@ def fusion_result(cwd: Path | None = None) -> dict | list | None:
 def switched_npu_backend(switches):
     """TorchAir's backend with a spec's global switches and no dump (the single-op check)."""
     torchair = import_torchair()
-    config = _new_config(None)
+    return torchair.get_npu_backend(compiler_config=_switched(_new_config(None), switches))
+
+
+def _switched(config, switches):
+    """`config` with the spec's fusion switch file and CompilerConfig fields
+    (status.json records them: switches.py)."""
     if switches.fusion_switch_file:
-        config.fusion_config.fusion_switch_file = os.path.realpath(switches.fusion_switch_file)
+        config.fusion_config.fusion_switch_file = fusion_switch_path(switches)
     for dotted, value in switches.torchair.items():
         set_field(config, dotted, value)
-    return torchair.get_npu_backend(compiler_config=config)
+    return config

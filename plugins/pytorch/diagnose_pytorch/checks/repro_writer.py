@@ -17,8 +17,8 @@ from torch import fx
 
 from ..backends.spec_backend import user_module
 from ..dump.dump_writer import to_numpy
-from ..inductor_rules import overrides_off
 from ..spec import FUSION_SWITCH_FILE_ENV
+from ..switches import fusion_switch_path, inductor_overrides
 
 RUNTIME = Path(__file__).with_name("repro_check.py")
 
@@ -118,9 +118,9 @@ def _saved(value, directory: Path, relative: str) -> dict:
 
 def _recorded_run(spec) -> dict:
     switches = spec.switches
-    inductor = {**switches.inductor, **overrides_off(switches.inductor_off)} if spec.backend == "inductor" else {}
+    inductor = inductor_overrides(switches) if spec.backend == "inductor" else {}
     torchair = {
-        "fusion_switch_file": os.path.realpath(switches.fusion_switch_file) if switches.fusion_switch_file else None,
+        "fusion_switch_file": fusion_switch_path(switches),
         "fields": dict(switches.torchair),
     }
     env = {FUSION_SWITCH_FILE_ENV: os.environ[FUSION_SWITCH_FILE_ENV]} if FUSION_SWITCH_FILE_ENV in os.environ else {}

@@ -24,11 +24,11 @@ from ..backends.torchair import switched_npu_backend
 from ..collectives import COLLECTIVE, is_collective
 from ..dump.call_args import NotReplayable, decode_call
 from ..dump.dump_writer import DumpWriter, dumpable
-from ..inductor_rules import overrides_off
 from ..inductor_rules_fired import note_compile, report
 from ..main_script import ScriptSetupError, run_until_first_compiled_call
-from ..spec import FUSION_SWITCH_FILE_ENV, Switches, _build
+from ..spec import Switches, _build
 from ..status import RunStatus
+from ..switches import apply_switches, inductor_overrides
 from .recorded_calls import RecordedCall, SingleOpError, distinct_ops, recorded_calls
 from .uninitialized_ops import UNINITIALIZED, is_uninitialized_op
 
@@ -52,12 +52,11 @@ def set_up_script(run_dir: Path) -> None:
 
 def make_backend(name: str, switches: Switches):
     """The backend as the full run had it, with the same global switches."""
-    if switches.fusion_switch_file and name != "torchair":
-        os.environ[FUSION_SWITCH_FILE_ENV] = os.path.realpath(switches.fusion_switch_file)
+    apply_switches(name, switches)
     if name == "torchair":
         return switched_npu_backend(switches)
     if name == "inductor":
-        overrides = {**switches.inductor, **overrides_off(switches.inductor_off)}
+        overrides = inductor_overrides(switches)
 
         def inductor(gm, example_inputs):
             with compat.inductor_config.patch(overrides):

@@ -42,9 +42,10 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .. import compat, inductor_rules, inductor_rules_fired
+from .. import compat, inductor_rules_fired
 from ..collectives import is_collective
 from ..compat import pytree
+from ..switches import inductor_overrides
 from .fx_dump import node_source
 
 
@@ -381,8 +382,7 @@ def inductor_backend(session, dump: bool, compiler=None):
     On a torch whose Inductor internals the dump cannot hook into (compat: compiled_dump), the
     compiled code runs undumped: only its final outputs are dumped, and status.json says why."""
     dump = dump and compat.feature("compiled_dump").available
-    overrides = dict(session.spec.switches.inductor)
-    overrides.update(inductor_rules.overrides_off(session.spec.switches.inductor_off))
+    overrides = inductor_overrides(session.spec.switches)
 
     def backend_fn(gm: torch.fx.GraphModule, example_inputs):
         graph_id = session.new_graph()

@@ -18,8 +18,6 @@ def collect_graph_info(session) -> None:
     failed_guards = [str(reason) for reasons in compat.guard_failures.values() for reason in reasons]
     session.status.record_recompiles(len(failed_guards), failed_guards[:RECOMPILE_REASONS_KEPT])
     inductor = {k: v for k, v in compat.counters.get("inductor", {}).items() if v}
-    if session.spec.switches.inductor:
-        session.status.record_active_switch("inductor", dict(session.spec.switches.inductor))
     if inductor:
         session.status.record_fired("inductor_counters", inductor)
     if session.spec.backend == "inductor" and session.spec.mode == "compiled":

@@ -3,7 +3,6 @@ the status file. Exactly one session is active per process."""
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import re
@@ -19,8 +18,9 @@ from ..dump.dump_writer import DumpWriter, dumpable
 from ..dump.eager_dump import EagerDumper
 from ..dump.output_tree import output_tensors
 from ..dump.shadow import Shadows
-from ..spec import FUSION_SWITCH_FILE_ENV, RunSpec
+from ..spec import RunSpec
 from ..status import RunStatus
+from ..switches import apply_switches
 from .graph_info import collect_graph_info
 
 _active: "Session | None" = None
@@ -103,7 +103,7 @@ class Session:
         )
         self.status.record_dump(directory=str(self.dump_dir), outputs=str(self.outputs_dir))
         seed_and_determinism(spec)
-        export_fusion_switch_file(spec, self.status)
+        apply_switches(spec.backend, spec.switches, self.status)
         _active = self
 
     def rank_file_name(self, name: str) -> str:
@@ -274,22 +274,6 @@ class Session:
             self.isolation.close()
         self.status.finish("error" if error is not None else "ok")
         _active = None
-
-
-def export_fusion_switch_file(spec: RunSpec, status: RunStatus) -> None:
-    """Backends other than TorchAir (the example fusion backend, or any user backend with
-    fusion rules) read the switch file named by $DIAGNOSE_FUSION_SWITCH_FILE."""
-    path = spec.switches.fusion_switch_file
-    if not path or spec.backend == "torchair":
-        return
-    os.environ[FUSION_SWITCH_FILE_ENV] = os.path.realpath(path)
-    with open(path) as f:
-        content = f.read()
-    try:
-        content = json.loads(content)
-    except ValueError:
-        pass  # the backend reports a malformed file; the status keeps its text
-    status.record_active_switch("fusion_switch_file", {"path": path, "content": content})
 
 
 def seed_and_determinism(spec: RunSpec) -> None:
