@@ -217,6 +217,10 @@ def test_standard_workflow_finds_the_planted_cause(diagnose_bin, tmp_path, induc
         assert all(step["status"] in ("pass", "skipped") for step in report["steps"]), summary
         return
     assert any(text in verdict["culprit"] for text in culprit), (verdict["culprit"], summary)
+    if category == "localized_op_defect":  # named only once an intervention run confirmed it
+        confirmation = verdict["confirmation"]
+        assert confirmation["outcome"] == "confirmed" and 1 <= confirmation["runs"] <= 2, confirmation
+        assert verdict["findings"][0]["message"].startswith("culprit confirmed: "), verdict["findings"][0]
     assert any(
         text in (finding.get("op") or "") + finding["message"] for finding in verdict["findings"] for text in culprit
     ), verdict["findings"]
