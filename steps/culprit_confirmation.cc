@@ -254,8 +254,11 @@ void confirm_culprit(const StepContext& context, const std::vector<CulpritCandid
     result.metrics["culprit_sources"] = confirmed->sources;
     result.metrics["localized"] = true;
     if (result.status == StepStatus::Error) result.status = StepStatus::Fail;
-    result.summary += "; culprit " + texts.back();
-    result.findings.insert(result.findings.begin(), {"culprit " + texts.back(), confirmed->op});
+    texts.pop_back();
+    const std::string text = "culprit " + attempts.back()["text"].get<std::string>() +
+                             (texts.empty() ? "" : " (before it, " + joined(texts, "; ") + ")");
+    result.summary += "; " + text;
+    result.findings.insert(result.findings.begin(), {text, confirmed->op});
     return;
   }
   // Withdrawn: the next steps (fusion_bisect, subgraph_isolate) search as for a failure no op explains.

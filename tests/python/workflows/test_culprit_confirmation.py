@@ -93,7 +93,7 @@ def test_a_planted_dump_artifact_is_rejected_and_the_real_culprit_confirmed(diag
     # the buffer holding the negated sub, run eagerly, makes the outputs pass
     assert confirmed["outcome"] == "confirmed" and confirmed["run"] == "confirm-2", confirmation
     assert confirmed["after"]["failed"] == 0 and confirmed["before"]["failed"] > 0, confirmed
-    assert "g0.sub" in confirmed["graph_nodes"], confirmed
+    assert "g0.centred" in confirmed["graph_nodes"], confirmed  # `centred = h - h.mean(...)`
     assert confirmation["outcome"] == "confirmed" and confirmation["runs"] == 2, confirmation
     assert metrics["culprit"] == confirmed["candidate"] != rejected["candidate"], metrics["culprit"]
     assert "sub" in metrics["culprit_nodes"], metrics["culprit_nodes"]
