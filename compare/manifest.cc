@@ -34,9 +34,10 @@ std::optional<ManifestRecord> tensor_record(const nlohmann::json& j, std::string
     record.dtype = j.value("dtype", std::string());
     if (j.contains("shape")) record.shape = j["shape"].get<Shape>();
     record.module = j.value("module", std::string());
-    if (j.contains("fx_nodes") && j["fx_nodes"].is_array())
-      for (const auto& node : j["fx_nodes"])
-        if (node.is_string()) record.fx_nodes.push_back(node.get<std::string>());
+    for (auto [field, nodes] : {std::pair{"fx_nodes", &record.fx_nodes}, {"graph_nodes", &record.graph_nodes}})
+      if (j.contains(field) && j[field].is_array())
+        for (const auto& node : j[field])
+          if (node.is_string()) nodes->push_back(node.get<std::string>());
     const auto flagged = [](const nlohmann::json& o) {
       return o.contains("nonfinite_constant") && o["nonfinite_constant"] == true;
     };

@@ -40,6 +40,9 @@ struct ManifestRecord {
   std::string module;
   std::vector<std::string> fx_nodes;  // the FX nodes the tensor computes (several for a fused buffer)
   std::vector<NodeSource> sources;    // where each FX node came from in the user's code
+  // The subgraph-isolation ids (g<k>.<name>) of the Dynamo-graph nodes fx_nodes were traced
+  // from: a run with isolation.eager_nodes these takes the tensor out of the compiled code.
+  std::vector<std::string> graph_nodes;
   // The op (or one of the FX nodes) was given a non-finite constant (masked_fill with -inf, a
   // causal mask filled with -inf): the Inf/NaN it writes is meant, not an overflow.
   bool nonfinite_constant = false;

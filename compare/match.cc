@@ -138,6 +138,7 @@ void match_one_manifest(const Manifest& golden, const Manifest& mine, int rank, 
     s.my_op_type = r.op;
     s.fx_nodes = r.fx_nodes;
     s.sources = r.sources;
+    s.graph_nodes = r.graph_nodes;
     s.mine = manifest_tensor(mine, r);
     s.my_path = r.file.empty() ? mine.dir + "/manifest.jsonl#" + id : s.mine->path;
     auto g = golden_by_id.find(id);

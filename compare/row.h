@@ -92,6 +92,10 @@ struct RowSpec {
   // the target record's, else the golden one's (the project's dumps).
   std::vector<std::string> fx_nodes;
   std::vector<NodeSource> sources;
+  // The Dynamo-graph nodes (subgraph-isolation ids g<k>.<name>) fx_nodes were traced from, by the
+  // target record's provenance: what a run must execute eagerly to take the tensor out of the
+  // compiled code; empty when the dump does not say (a GE op, a dump without provenance).
+  std::vector<std::string> graph_nodes;
 };
 
 // NotJudged: nothing to judge by value (an op whose output is uninitialised memory): neither

@@ -240,6 +240,14 @@ std::string CallJudgement::text() const {
   return text;
 }
 
+std::string CallJudgement::failing_calls_text() const {
+  std::vector<int64_t> failing;
+  for (const CallOutcome& call : calls)
+    if (call.output_failed || call.state_failed) failing.push_back(call.step);
+  if (calls.size() < 2 || failing.empty()) return "";
+  return (failing.size() > 1 ? "calls " : "call ") + call_ranges(failing);
+}
+
 std::vector<std::string> CallJudgement::state_texts(const std::string& golden_side) const {
   std::vector<std::string> texts;
   for (const StateDifference& d : state) {

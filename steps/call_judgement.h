@@ -46,6 +46,8 @@ struct CallJudgement {
   // "call 1 of 4 matches; calls 2–4 diverge (first at call 2: output); the state differs after calls
   // 1–4 (first after call 1: state.buffers.k_cache)"; "" for a single call.
   std::string text() const;
+  // "calls 2–4", "call 2": the calls whose outputs or state fail; "" with a single call or none failing.
+  std::string failing_calls_text() const;
   // "after call 1, buffer `k_cache` differs from eager in ...; written in eager by ..."
   std::vector<std::string> state_texts(const std::string& golden_side) const;
   nlohmann::json to_json() const;

@@ -7,12 +7,15 @@
 #include <map>
 #include <sstream>
 
+#include "compare/divergence.h"
 #include "compare/report.h"
 #include "orchestrator/exec/command_line.h"
 #include "orchestrator/workflow/validate.h"
 #include "orchestrator/workflow/workflow_schema.h"
 #include "steps/call_judgement.h"
 #include "steps/cross_rank.h"
+#include "steps/culprit_confirmation.h"
+#include "steps/dump_consistency.h"
 #include "steps/nan_origin.h"
 #include "steps/targeted_rerun.h"
 
@@ -113,8 +116,8 @@ const compare::RowSpec* row_with_nodes(const compare::CompareResult& compared, c
   return nullptr;
 }
 
-// Where the nodes of a row came from in the user's code, each place once:
-// "custom op demo::scale module layers.0 model.py:24 `h = scale(x)`".
+}  // namespace
+
 std::vector<std::string> source_places(const compare::RowSpec& row) {
   std::vector<std::string> places;
   for (const compare::NodeSource& source : row.sources) {
@@ -127,6 +130,8 @@ std::vector<std::string> source_places(const compare::RowSpec& row) {
   }
   return places;
 }
+
+namespace {
 
 // What a localised op (an Inductor buffer, a GE op, an FX node) is in the model: "fused FX nodes mean,
 // sub, mul; from model.py:24 `...`, model.py:25 `...`"; "" when its dump does not say.
@@ -262,9 +267,26 @@ RecordedComparison compare_and_record(const StepContext& context, const std::str
 
 namespace {
 
-// judge_dumps of a comparison made already.
+// `compared` without the rows of `artifacts`: those judged NotJudged, so that no divergence, call
+// or localisation rests on them.
+compare::CompareResult without_artifacts(const compare::CompareResult& compared,
+                                         const std::vector<SuspectedArtifact>& artifacts) {
+  compare::CompareResult kept;
+  kept.groups = compared.groups;
+  for (compare::RowGroup& group : kept.groups)
+    for (compare::Row& row : group.rows)
+      if (row.verdict == compare::Verdict::Fail && is_suspected_artifact(artifacts, row.spec))
+        row.verdict = compare::Verdict::NotJudged;
+  kept.summary.divergences = compare::find_divergences(kept.groups);
+  return kept;
+}
+
+// judge_dumps of a comparison made already. With `finals`, the comparison of the same runs' final
+// outputs and state: the rows they contradict are suspected dump artifacts (dump_consistency.h),
+// and when they fail, the first diverging call is theirs.
 DumpJudgement judge_recorded(const StepContext& context, RecordedComparison record, const std::string& golden,
-                             const std::string& target, const std::string& out_dir, const std::string& what) {
+                             const std::string& target, const std::string& out_dir, const std::string& what,
+                             const compare::CompareResult* finals = nullptr) {
   DumpJudgement judgement;
   StepResult& result = judgement.result;
   result.reproduce.push_back(record.reproduce);
@@ -279,6 +301,11 @@ DumpJudgement judge_recorded(const StepContext& context, RecordedComparison reco
   }
   result.evidence = std::move(record.evidence);
   const compare::CompareResult& compared = *record.compared;
+  const std::vector<SuspectedArtifact> artifacts =
+      finals ? suspected_dump_artifacts(compared, *finals) : std::vector<SuspectedArtifact>();
+  const compare::CompareResult filtered =
+      artifacts.empty() ? compare::CompareResult() : without_artifacts(compared, artifacts);
+  const compare::CompareResult& consistent = artifacts.empty() ? compared : filtered;
 
   const compare::CompareSummary& s = compared.summary;
   result.metrics = {{"rows", s.rows},
@@ -287,10 +314,10 @@ DumpJudgement judge_recorded(const StepContext& context, RecordedComparison reco
                     {"failed", s.failed},
                     {"not_comparable", s.not_comparable},
                     {"unmatched", s.unmatched.size()},
-                    {"localized", op_row_fails(compared)}};
+                    {"localized", op_row_fails(consistent)}};
   // Op-level divergences (inside a graph) before the final outputs' one, which has no graph
   // and whose "source" is the output itself: the culprit is the op where the error starts.
-  std::vector<compare::Divergence> divergences = s.divergences;
+  std::vector<compare::Divergence> divergences = consistent.summary.divergences;
   std::stable_sort(
       divergences.begin(), divergences.end(),
       [](const compare::Divergence& a, const compare::Divergence& b) { return a.graph >= 0 && b.graph < 0; });
@@ -300,9 +327,18 @@ DumpJudgement judge_recorded(const StepContext& context, RecordedComparison reco
     return text.empty() ? "" : "; " + text;
   };
   // With several calls, the divergences of the first diverging call stand for the later ones (the
-  // summary says which calls diverge).
-  const CallJudgement calls = judge_calls(compared, record.options.tolerances);
-  const std::optional<int64_t> first_call = calls.first_diverging_step();
+  // summary says which calls diverge): the final outputs' and state's first when they fail.
+  const CallJudgement calls = judge_calls(consistent, record.options.tolerances);
+  std::optional<int64_t> first_call = calls.first_diverging_step();
+  if (finals && finals->summary.failed > 0)
+    if (std::optional<int64_t> outputs_first = judge_calls(*finals, record.options.tolerances).first_diverging_step())
+      first_call = outputs_first;
+  for (const SuspectedArtifact& artifact : artifacts) result.findings.push_back({prefix + artifact.reason(), ""});
+  if (!artifacts.empty()) {
+    result.metrics["suspected_artifacts"] = nlohmann::json::array();
+    for (const SuspectedArtifact& artifact : artifacts)
+      result.metrics["suspected_artifacts"].push_back(artifact.to_json());
+  }
   for (const compare::Divergence& d : divergences) {
     if (first_call && d.token_id != *first_call) continue;
     std::string where = (d.rank >= 0 ? " rank " + std::to_string(d.rank) : "") +
@@ -363,11 +399,20 @@ DumpJudgement judge_recorded(const StepContext& context, RecordedComparison reco
   const double min_share = context.option<double>("min_judged_share");
   const uint64_t to_judge = s.rows - s.not_judged;
   const double share = to_judge == 0 ? 0.0 : static_cast<double>(s.compared) / static_cast<double>(to_judge);
-  if (s.failed > 0 || (agreement && agreement->first)) {
-    result.status = StepStatus::Fail;
+  const std::string artifact_text =
+      artifacts.empty() ? "" : " (" + std::to_string(artifacts.size()) + " of them suspected dump artifacts)";
+  if (!artifacts.empty() && consistent.summary.divergences.empty() && !(agreement && agreement->first)) {
+    result.status = StepStatus::Error;
     result.summary =
-        prefix + (s.failed > 0 ? std::to_string(s.failed) + " of " + std::to_string(s.compared) + " judged rows fail"
-                               : "every rank matches its golden self, yet " + agreement->text());
+        prefix + std::to_string(s.failed) + " of " + std::to_string(s.compared) +
+        " judged rows fail, every one where its call's final outputs pass orders of magnitude closer to "
+        "eager (suspected dump artifacts, listed): the dump contradicts the outputs, no op can be blamed; " +
+        coverage;
+  } else if (s.failed > 0 || (agreement && agreement->first)) {
+    result.status = StepStatus::Fail;
+    result.summary = prefix + (s.failed > 0 ? std::to_string(s.failed) + " of " + std::to_string(s.compared) +
+                                                  " judged rows fail" + artifact_text
+                                            : "every rank matches its golden self, yet " + agreement->text());
     if (!calls.text().empty()) result.summary += " (" + calls.text() + ")";
     if (departure && s.failed > 0) {
       result.summary += ", " + departure->text();
@@ -400,6 +445,21 @@ DumpJudgement judge_recorded(const StepContext& context, RecordedComparison reco
   return judgement;
 }
 
+// The final outputs and state of the runs whose dumps `options` compared, under the same options;
+// nullopt when either side is not a plugin run or they cannot be compared.
+std::optional<compare::CompareResult> compare_final_outputs(compare::CompareOptions options, const std::string& golden,
+                                                            const std::string& target,
+                                                            const std::optional<std::string>& referee) {
+  options.golden_path = final_outputs_of(golden);
+  options.my_path = final_outputs_of(target);
+  options.referee_path.reset();
+  if (referee && !final_outputs_of(*referee).empty()) options.referee_path = final_outputs_of(*referee);
+  if (options.golden_path.empty() || options.my_path.empty()) return std::nullopt;
+  compare::CompareResult compared = compare::run_compare(options);
+  if (!compared.fatal_error.empty()) return std::nullopt;
+  return compared;
+}
+
 }  // namespace
 
 DumpJudgement judge_dumps(const StepContext& context, const std::string& golden, const std::string& target,
@@ -412,7 +472,7 @@ DumpJudgement judge_dumps(const StepContext& context, const std::string& golden,
 StepResult judge_run_dumps(const StepContext& context, const std::vector<RunRequest>& requests,
                            const std::vector<RunRecord>& runs, const std::string& golden, const std::string& target,
                            const std::optional<std::string>& referee, const std::string& failure,
-                           const std::string& golden_side) {
+                           const std::string& golden_side, std::vector<CulpritCandidate>* candidates) {
   const std::string out_dir = context.step_dir() + "/compare";
   // One comparison serves the targeted re-run (which rows fail on statistics only) and the
   // judgement, which is made once; the dumps are compared again only when the re-run filled them in.
@@ -422,7 +482,10 @@ StepResult judge_run_dumps(const StepContext& context, const std::vector<RunRequ
     if (std::vector<std::string> region = over_budget_region(*record.compared); !region.empty())
       rerun = rerun_region(context, requests, region);
   if (rerun && rerun->fill.filled > 0) record = compare_and_record(context, golden, target, referee, out_dir);
-  DumpJudgement judgement = judge_recorded(context, std::move(record), golden, target, out_dir, "");
+  std::optional<compare::CompareResult> finals;
+  if (record.compared) finals = compare_final_outputs(record.options, golden, target, referee);
+  DumpJudgement judgement =
+      judge_recorded(context, std::move(record), golden, target, out_dir, "", finals ? &*finals : nullptr);
   StepResult& result = judgement.result;
   if (rerun) {
     result.metrics["targeted_rerun"] = rerun->to_json();
@@ -443,6 +506,10 @@ StepResult judge_run_dumps(const StepContext& context, const std::vector<RunRequ
                                         : nullptr;
   result.metrics["culprit_nodes"] = culprit ? culprit->fx_nodes : std::vector<std::string>();
   result.metrics["culprit_sources"] = culprit ? source_places(*culprit) : std::vector<std::string>();
+  if (candidates && judgement.compared)
+    *candidates = culprit_candidates(
+        *judgement.compared, result.metrics["culprit"].is_string() ? result.metrics["culprit"].get<std::string>() : "",
+        finals ? suspected_dump_artifacts(*judgement.compared, *finals) : std::vector<SuspectedArtifact>());
   if (result.status == StepStatus::Fail && !result.metrics.contains("category")) {
     result.summary = failure + result.summary;
     if (culprit)

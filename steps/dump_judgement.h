@@ -16,6 +16,8 @@
 
 namespace diagnose {
 
+struct CulpritCandidate;
+
 // Below this share of judged rows a comparing step errors rather than pass (min_judged_share).
 constexpr double kDefaultMinJudgedShare = 0.9;
 
@@ -73,11 +75,14 @@ DumpJudgement judge_dumps(const StepContext& context, const std::string& golden,
 // (else the first failing op), and the summary of a failing comparison starts with `failure` and
 // ends with what the culprit is in the model (its FX nodes, their modules, custom ops and source
 // lines; metrics culprit_nodes and culprit_sources) when the dumps say.
-// `golden_side` names the golden run in what the calls and their state say ("eager").
+// `golden_side` names the golden run in what the calls and their state say ("eager"). The rows the
+// runs' final outputs contradict are suspected dump artifacts (dump_consistency.h, metric
+// suspected_artifacts); `candidates`, when given, receives the culprits an intervention may confirm
+// (culprit_confirmation.h).
 StepResult judge_run_dumps(const StepContext& context, const std::vector<RunRequest>& requests,
                            const std::vector<RunRecord>& runs, const std::string& golden, const std::string& target,
                            const std::optional<std::string>& referee, const std::string& failure,
-                           const std::string& golden_side);
+                           const std::string& golden_side, std::vector<CulpritCandidate>* candidates = nullptr);
 
 // The final outputs and the state after each call (<run dir>/outputs) of plugin runs whose op
 // dumps were judged into `result`: a failing output or state fails the step; outputs not all
@@ -91,6 +96,10 @@ void judge_final_outputs(const StepContext& context, const std::string& golden, 
 // The final outputs a plugin run wrote beside its op dump (<run dir>/outputs), or "" when
 // `dump` is not a plugin run's dump.
 std::string final_outputs_of(const std::string& dump);
+
+// Where the nodes of a row came from in the user's code, each place once:
+// "custom op demo::scale module layers.0 model.py:24 `h = scale(x)`".
+std::vector<std::string> source_places(const compare::RowSpec& row);
 
 // The operator a row belongs to: the dump's op name (aten.mm.default) when it has one, else its op_key.
 std::string row_op(const compare::Row& row);

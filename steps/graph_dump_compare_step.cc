@@ -11,6 +11,7 @@
 #include "orchestrator/engine/run_dir.h"
 #include "orchestrator/engine/step.h"
 #include "orchestrator/exec/command_line.h"
+#include "steps/culprit_confirmation.h"
 #include "steps/dump_judgement.h"
 #include "steps/feature_notes.h"
 #include "steps/plugin_run.h"
@@ -131,11 +132,31 @@ class GraphDumpCompareStep : public StepKind {
       runs.pop_back();
     }
 
+    std::vector<CulpritCandidate> candidates;
     StepResult result = judge_run_dumps(context, requests, runs, golden, target, referee,
-                                        "the compiled graph diverges from eager: ", "eager");
+                                        "the compiled graph diverges from eager: ", "eager", &candidates);
     if (undumped) judge_undumped_run(context, golden, *undumped, referee, result);
     // false also when nothing could be compared: no op, node or buffer is known to fail
     if (!result.metrics.contains("localized")) result.metrics["localized"] = false;
+    if (!o.target.path && !o.golden.path && needs_confirmation(result)) {
+      ConfirmationSides sides{final_outputs_of(golden),
+                              undumped ? undumped->dir + "/outputs" : final_outputs_of(target), std::nullopt};
+      if (referee && !final_outputs_of(*referee).empty()) sides.referee_outputs = final_outputs_of(*referee);
+      const nlohmann::json spec = undumped_spec(context, o);
+      const YAML::Node side = undumped_side(context, o);
+      const std::string model_cwd = context.path(context.workflow().model.command.cwd.value_or("."));
+      confirm_culprit(
+          context, candidates, sides,
+          [&](const std::string& name, const std::vector<std::string>& eager_nodes) {
+            nlohmann::json isolated = spec;
+            isolated["isolation"] = {{"eager_nodes", eager_nodes}};
+            RunRequest request = plugin_run(context, name, isolated, side);
+            request.cwd = request.dir;  // a backend's own files stay with its run
+            bisect::anchor_relative_paths(request, model_cwd);
+            return request;
+          },
+          result);
+    }
     note_unavailable_features(runs, result);
     return result;
   }
@@ -183,6 +204,14 @@ class GraphDumpCompareStep : public StepKind {
     return compiled_side(context, o.target.overrides, undumped_spec(context, o));
   }
 
+  // Whether the localised failure's culprit must be confirmed by an intervention run: the op rows
+  // localise it (not the state: state_defect), or fail only where the outputs contradict them.
+  static bool needs_confirmation(const StepResult& result) {
+    if (result.metrics.contains("category")) return false;
+    if (result.status == StepStatus::Fail) return result.metrics["localized"] == true;
+    return result.status == StepStatus::Error && result.metrics.contains("suspected_artifacts");
+  }
+
   // The undumped run's final outputs against the golden's: where they fail and the dumped run's
   // passed, the step fails with no op to blame (the dump computed something else).
   static void judge_undumped_run(const StepContext& context, const std::string& golden, const RunRecord& run,
@@ -197,6 +226,12 @@ class GraphDumpCompareStep : public StepKind {
     result.reproduce.push_back(reproduce_command(run.cwd, run.env, run.argv));
     for (Evidence& e : undumped.result.evidence) result.evidence.push_back(std::move(e));
     if (undumped.result.status != StepStatus::Fail) return;
+    const nlohmann::json dumped = result.metrics.value("final_outputs", nlohmann::json::object());
+    if (dumped.value("failed", 0) > 0) {
+      result.findings.push_back(
+          {"the compiled run as it runs without the dump fails too (" + undumped.result.summary + ")", ""});
+      return;
+    }
     const std::string text = "the compiled run as it runs without the dump fails (" + undumped.result.summary +
                              ") where the dumping compile, Inductor with its FX graph cache off, computes them right";
     if (result.status == StepStatus::Fail) {

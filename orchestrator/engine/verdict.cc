@@ -7,6 +7,9 @@ namespace diagnose {
 namespace {
 
 std::string culprit_of(const StepResult& step) {
+  // a culprit that an intervention run did not confirm is never named
+  const nlohmann::json confirmation = step.metrics.value("confirmation", nlohmann::json());
+  if (confirmation.is_object() && confirmation.value("outcome", "") != "confirmed") return "";
   for (const char* key : {"culprit", "first_failing_op"}) {
     if (step.metrics.contains(key) && step.metrics.at(key).is_string()) return step.metrics.at(key).get<std::string>();
   }
@@ -78,6 +81,7 @@ Verdict decide(const std::vector<std::string>& custom_order, const std::map<std:
   if (decisive && (!first_error || rank(decisive->category) <= rank(first_error->category))) {
     decided_by(v, *decisive, decisive->category, kExitProblem, advice);
     v.culprit = culprit_of(*decisive);
+    v.confirmation = decisive->metrics.value("confirmation", nlohmann::json());
     v.summary = v.title + (v.culprit.empty() ? "" : ": " + v.culprit) + " (step '" + decisive->id +
                 "': " + decisive->summary + ")";
     return v;

@@ -176,6 +176,7 @@ json verdict_json(const Verdict& v) {
           {"summary", v.summary},
           {"step", text_or_null(v.step)},
           {"culprit", text_or_null(v.culprit)},
+          {"confirmation", v.confirmation},
           {"findings", findings_json(v.findings)},
           {"evidence", evidence_json(v.evidence)},
           {"reproduce", v.reproduce},
@@ -191,6 +192,7 @@ Verdict verdict_from_json(const json& j, int exit_code) {
   v.summary = text_of(j, "summary");
   v.step = text_of(j, "step");
   v.culprit = text_of(j, "culprit");
+  v.confirmation = j.value("confirmation", json());
   v.findings = findings_from_json(j.value("findings", json::array()));
   v.evidence = evidence_from_json(j.value("evidence", json::array()));
   v.reproduce = j.value("reproduce", std::vector<std::string>());

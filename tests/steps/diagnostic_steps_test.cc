@@ -471,7 +471,8 @@ TEST(DiagnosticSteps, EagerDeviceVsCpuComparesTheConfigurationUnderTest) {
 TEST(DiagnosticSteps, GraphDumpCompareLocalisesAndTakesExternalDumps) {
   TempDir dir;
   write_text(dir / "wf.yaml",
-             stand_in_model("STAND_IN_WRONG_BACKEND: inductor") +
+             stand_in_model("STAND_IN_WRONG_BACKEND: inductor, STAND_IN_NODES: \"g0.mul,g0.add\", "
+                            "STAND_IN_CULPRIT_NODES: g0.mul, STAND_IN_GRAPH_NODES: g0.mul") +
                  "steps:\n  - {id: graph, kind: graph_dump_compare, on_failure: continue}\n"
                  "  - id: again\n    kind: graph_dump_compare\n    on_failure: continue\n"
                  "    golden: ${steps.graph.dir}/golden/dump\n    target: ${steps.graph.dir}/golden/dump\n"
@@ -492,6 +493,54 @@ TEST(DiagnosticSteps, GraphDumpCompareLocalisesAndTakesExternalDumps) {
   EXPECT_EQ(report["steps"][1]["metrics"]["localized"], false);
   EXPECT_EQ(report["steps"][2]["status"], "fail");
   EXPECT_EQ(report["steps"][2]["metrics"]["localized"], false);
+  // the culprit confirmed by one run with its graph node run eagerly; none for the external dumps
+  const nlohmann::json& confirmation = report["verdict"]["confirmation"];
+  EXPECT_EQ(confirmation["outcome"], "confirmed");
+  EXPECT_EQ(confirmation["runs"], 1);
+  EXPECT_EQ(confirmation["graph_nodes"], nlohmann::json{"g0.mul"});
+  EXPECT_EQ(read_json(steps + "confirm-1/spec.json")["isolation"]["eager_nodes"], nlohmann::json{"g0.mul"});
+  EXPECT_EQ(confirmation["before"]["failed"], 1);
+  EXPECT_EQ(confirmation["after"]["failed"], 0);
+  EXPECT_EQ(report["steps"][0]["findings"][0]["message"].get<std::string>().rfind("culprit confirmed: with "
+                                                                                  "`mul-aten.mul.Tensor` (graph nodes "
+                                                                                  "g0.mul) run eagerly",
+                                                                                  0),
+            0u)
+      << report["steps"][0]["findings"][0];
+  EXPECT_FALSE(report["steps"][1]["metrics"].contains("confirmation"));
+}
+
+// A culprit the intervention does not confirm is never named: the step still fails, unlocalised.
+nlohmann::json unconfirmed_culprit(const TempDir& dir, const std::string& env) {
+  write_text(dir / "wf.yaml", stand_in_model("STAND_IN_WRONG_BACKEND: inductor" + env) +
+                                  "steps:\n  - {id: graph, kind: graph_dump_compare}\n");
+  Finished r = run_diagnose({"wf.yaml"}, dir.path());
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  nlohmann::json report = report_of(dir);
+  EXPECT_EQ(report["verdict"]["category"], "localized_op_defect");
+  EXPECT_EQ(report["verdict"]["culprit"], nullptr);
+  EXPECT_EQ(report["steps"][0]["metrics"]["localized"], false);
+  EXPECT_EQ(report["steps"][0]["metrics"]["culprit"], nullptr);
+  return report["verdict"]["confirmation"];
+}
+
+TEST(DiagnosticSteps, GraphDumpCompareNamesNoCulpritTheInterventionRejects) {
+  TempDir dir;
+  // the output stays wrong while g0.add is compiled, whatever runs eagerly beside it
+  const nlohmann::json confirmation = unconfirmed_culprit(
+      dir, ", STAND_IN_NODES: \"g0.mul,g0.add\", STAND_IN_CULPRIT_NODES: g0.add, STAND_IN_GRAPH_NODES: g0.mul");
+  EXPECT_EQ(confirmation["outcome"], "rejected");
+  EXPECT_EQ(confirmation["runs"], 1);
+  EXPECT_EQ(confirmation["after"]["failed"], 1);
+}
+
+TEST(DiagnosticSteps, GraphDumpCompareCannotConfirmARecordWithoutGraphNodes) {
+  TempDir dir;
+  const nlohmann::json confirmation = unconfirmed_culprit(dir, "");
+  EXPECT_EQ(confirmation["outcome"], "unconfirmable");
+  EXPECT_EQ(confirmation["runs"], 0);
+  EXPECT_NE(confirmation["text"].get<std::string>().find("names no Dynamo-graph node (graph_nodes)"), std::string::npos)
+      << confirmation;
 }
 
 TEST(DiagnosticSteps, CompareSummaryNamesWhereTheSidesDisagreeOnNan) {

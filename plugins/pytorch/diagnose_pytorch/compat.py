@@ -88,6 +88,23 @@ def is_non_overlapping_and_dense(tensor: torch.Tensor) -> bool:
     return (check or prims_common.is_non_overlapping_and_dense)(tensor)
 
 
+def node_ancestors(node: torch.fx.Node) -> list[tuple[str, str, int | None]]:
+    """The nodes `node` was traced or rewritten from (FX's `from_node`), nearest first, as (name,
+    str(target), id() of its graph). Since 2.6 `from_node` holds fx.traceback.NodeSource
+    chains; 2.5 writes a flat list of (name, target) tuples, oldest first, without graph ids
+    (None: feature `provenance`)."""
+    chain = list(node.meta.get("from_node") or ())
+    if chain and isinstance(chain[0], tuple):
+        return [(name, str(target), None) for name, target in reversed(chain)]
+    found = []
+    pending = list(reversed(chain))
+    while pending:
+        source = pending.pop()
+        found.append((source.name, source.target, source.graph_id))
+        pending.extend(reversed(source.from_node))
+    return found
+
+
 @dataclass(frozen=True)
 class Feature:
     name: str
@@ -134,6 +151,12 @@ def _inductor_rules() -> str:
     return _missing(__getattr__("inductor_config"), *(rule.config for rule in RULES.values()))
 
 
+def _provenance() -> str:
+    """What node_ancestors reads of a NodeSource."""
+    traceback = importlib.import_module("torch.fx.traceback")
+    return _missing(traceback, "NodeSource") or _missing(traceback.NodeSource, "name", "target", "graph_id")
+
+
 # name: (what it does, what is done without it, the probe: "" when available, else why not)
 FEATURES = {
     "compiled_dump": (
@@ -146,6 +169,12 @@ FEATURES = {
         "every Inductor rule of inductor_rules.py can be turned off (fusion_bisect with knob inductor)",
         "the rules without a switch on this torch are no candidates",
         _inductor_rules,
+    ),
+    "provenance": (
+        "dumped FX nodes tied to the nodes of the Dynamo graph they were traced from by FX's from_node "
+        "chain, graph object included (records' graph_nodes)",
+        "tied by node name and target alone",
+        _provenance,
     ),
     "output_tree": (
         "final outputs inside containers a library registered with pytree, named by pytree's keys",

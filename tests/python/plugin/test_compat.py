@@ -30,7 +30,7 @@ def test_unknown_name_is_an_attribute_error():
 
 
 # what the supported torch versions lack (README.md's "Supported torch"); none from 2.13 on
-UNAVAILABLE = {(2, 5): {"compiled_dump", "inductor_rules"}, (2, 7): {"compiled_dump", "inductor_rules"}}
+UNAVAILABLE = {(2, 5): {"compiled_dump", "inductor_rules", "provenance"}, (2, 7): {"compiled_dump", "inductor_rules"}}
 TORCH = tuple(int(part) for part in torch.__version__.split(".")[:2])
 
 

@@ -6,6 +6,7 @@ run on its own."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from pathlib import Path
@@ -20,6 +21,7 @@ from fixtures.plugin_runs import Run, RunPool
 DATA = Path(__file__).resolve().parent / "data" / "isolation"
 SCRIPT = str(DATA / "tiny_model.py")
 FMA = "fma_backend:fma_backend"
+WRAPPING = "wrapping_backend:wrapping_backend"  # a user pass, then compile_fx
 NODES = [  # id, op, module
     ("g0.linear", "torch._C._nn.linear", "fc1"),
     ("g0.h", "torch.relu", ""),
@@ -55,6 +57,11 @@ CATALOG = {
     "all-eager": RunConfig(SCRIPT, isolated(ALL)),
     # graph 1: split's outputs cross from an eager piece into a compiled one
     "pair-eager": RunConfig(SCRIPT, isolated([*PAIR, "g1.split"])),
+    # dumps whose records name the candidates they were traced from (graph_nodes)
+    "fx-dumped": RunConfig(SCRIPT, {"backend": "inductor", "dump": {"level": "fx"}}),
+    "inductor-dumped": RunConfig(SCRIPT, {"backend": "inductor", "dump": {"level": "compiled"}}, cost=6),
+    "wrapping-dumped": RunConfig(SCRIPT, {"backend": WRAPPING, "dump": {"level": "compiled"}}, cost=6),
+    "wrapping-half": RunConfig(SCRIPT, isolated(HALF, WRAPPING), cost=6),
 }
 
 
@@ -154,6 +161,37 @@ def test_inductor_split_in_pieces_matches_eager(runs):
         (["g1.tanh", "g1.sub"], False),
     ]
     np.testing.assert_allclose(outputs(runs, "inductor-half")[0], outputs(runs, "eager")[0], rtol=1e-5, atol=1e-6)
+
+
+def _records(run: Run) -> list[dict]:
+    """The op records of the run's dump."""
+    records = [json.loads(line) for line in (run.run_dir / "dump" / "manifest.jsonl").read_text().splitlines()]
+    return [r for r in records if r["type"] == "tensor" and "fx_nodes" in r]
+
+
+@pytest.mark.parametrize("name", ["fx-dumped", "inductor-dumped", "wrapping-dumped"])
+def test_dumped_records_name_the_candidates_they_were_traced_from(runs, name):
+    records = _records(ok(runs, name))
+    assert records and all(set(r.get("graph_nodes", [])) <= set(ALL) for r in records)
+    traced = {fx: r.get("graph_nodes") for r in records for fx in r["fx_nodes"]}
+    assert "g1.tanh" in traced["tanh"] and all(traced.values())
+    assert "g0.h" in traced["relu"]
+    if name == "fx-dumped":  # one ATen node each; every candidate that computes something is there
+        assert all(len(r["graph_nodes"]) == 1 for r in records)
+        assert {i for r in records for i in r["graph_nodes"]} == set(CHOICES)
+
+
+def test_graph_nodes_run_eagerly_through_a_user_backend_built_on_inductor(runs):
+    """graph_nodes are the ids isolation.eager_nodes takes: the wrapping backend's graphs split
+    where the plain Inductor run's were, the user's pass running on each compiled piece."""
+    half = {i for r in _records(ok(runs, "wrapping-dumped")) for i in r["graph_nodes"] if i in HALF}
+    assert half == {"g0.h", "g1.tanh", "g1.sub"}
+    report = ok(runs, "wrapping-half").status["isolation"]
+    assert report["compiled"] == [n for n in CHOICES if n not in HALF] and report["unmatched"] == []
+    assert [p["nodes"] for p in report["pieces"]] == [
+        p["nodes"] for p in ok(runs, "inductor-half").status["isolation"]["pieces"]
+    ]
+    np.testing.assert_allclose(outputs(runs, "wrapping-half")[0], outputs(runs, "eager")[0], rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize(

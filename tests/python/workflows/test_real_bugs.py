@@ -18,3 +18,6 @@ def test_real_bug_verdict(diagnose_bin, tmp_path, inductor_cache, case):
     summary = {step["id"]: (step["status"], step["summary"]) for step in report["steps"]}
     print(f"{case}: {seconds:.1f} s, verdict {report['verdict']['category']}")
     assert verdict_matches(report, case), (EXPECTED[case], report["verdict"]["culprit"], json.dumps(summary, indent=1))
+    if report["verdict"]["category"] == "localized_op_defect":  # named only once an intervention confirmed it
+        confirmation = report["verdict"]["confirmation"]
+        assert confirmation["outcome"] == "confirmed" and 1 <= confirmation["runs"] <= 2, confirmation

@@ -40,10 +40,11 @@ def user_module(name: str):
 
 
 def make_backend(session):
+    """The run's backend; each graph Dynamo hands it is snapshotted first (dump/provenance.py)."""
     backend = _spec_backend(session)
     if session.isolation is not None:
-        return session.isolation.splitting_backend(backend)
-    return backend
+        backend = session.isolation.splitting_backend(backend)
+    return session.provenance.wrapping(backend)
 
 
 def _spec_backend(session):

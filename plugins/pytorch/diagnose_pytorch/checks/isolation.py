@@ -28,9 +28,8 @@ from torch import fx
 from .. import compat
 from ..compat import pytree
 from ..dump.fx_dump import node_source
+from ..dump.provenance import CANDIDATE_OPS, node_id
 from .repro_writer import ReproError, write_repro
-
-CANDIDATE_OPS = ("call_function", "call_method", "call_module")
 
 
 @dataclass
@@ -54,10 +53,6 @@ class Piece:
 
 def _kept(tensor: torch.Tensor) -> torch.Tensor:
     return tensor.detach().clone().requires_grad_(tensor.requires_grad)
-
-
-def node_id(graph: int, node: fx.Node) -> str:
-    return f"g{graph}.{node.name}"
 
 
 def readable_op(node: fx.Node) -> str:

@@ -19,6 +19,18 @@ from .dump_writer import nonfinite_constant
 _INDUCTOR_STYLE = ("aot_eager_decomp_partition", "inductor")
 
 
+def aot_options(backend: str) -> dict:
+    """AOT Autograd's decompositions and partitioner for `backend`, so that the dumped graph is
+    the one that backend would hand to its compiler."""
+    if backend in _INDUCTOR_STYLE:
+        # compile_fx, not decomposition: some decompositions need the lowerings it imports
+        return {
+            "decompositions": compat.select_decomp_table(),
+            "partition_fn": functools.partial(compat.min_cut_rematerialization_partition, compiler="inductor"),
+        }
+    return {"partition_fn": compat.min_cut_rematerialization_partition, "keep_inference_input_mutations": True}
+
+
 def fx_node_key(node: torch.fx.Node) -> str:
     return f"{node.name}-{node.target}"
 
@@ -75,10 +87,11 @@ def node_source(node: torch.fx.Node) -> dict:
 
 
 class DumpingInterpreter(torch.fx.Interpreter):
-    def __init__(self, gm: torch.fx.GraphModule, session, graph_id: int):
+    def __init__(self, gm: torch.fx.GraphModule, session, graph_id: int, graph_nodes: dict[str, list[str]]):
         super().__init__(gm, garbage_collect_values=True)
         self.session = session
         self.graph_id = graph_id
+        self.graph_nodes = graph_nodes  # node name -> the Dynamo nodes it was traced from
 
     def run(self, *args, **kwargs):
         try:
@@ -114,6 +127,8 @@ class DumpingInterpreter(torch.fx.Interpreter):
                 "sources": [node_source(node)],
                 "graph": self.graph_id,
             }
+            if self.graph_nodes.get(node.name):
+                fields["graph_nodes"] = self.graph_nodes[node.name]
             if dumped and session.wants_io("input"):
                 session.write_args(args, seq=seq, op_key=op_key, io="input", **fields)
             out = self.call_function(node.target, args, kwargs)
@@ -134,8 +149,10 @@ def dumping_backend(session, backend: str):
         graph_id = session.new_graph()
 
         def forward_compiler(fx_gm, _inputs):
+            graph_nodes = {n.name: session.provenance.graph_nodes([n]) for n in fx_gm.graph.nodes}
+
             def run(args):
-                return DumpingInterpreter(fx_gm, session, graph_id).boxed_run(args)
+                return DumpingInterpreter(fx_gm, session, graph_id, graph_nodes).boxed_run(args)
 
             run._boxed_call = True
             return run
@@ -143,19 +160,10 @@ def dumping_backend(session, backend: str):
         def backward_compiler(fx_gm, _inputs):
             return compat.make_boxed_func(fx_gm.forward)
 
-        inductor_style = backend in _INDUCTOR_STYLE
-        kwargs = {}
-        if inductor_style:
-            # compile_fx, not decomposition: some decompositions need the lowerings it imports
-            kwargs["decompositions"] = compat.select_decomp_table()
-            kwargs["partition_fn"] = functools.partial(compat.min_cut_rematerialization_partition, compiler="inductor")
-        else:
-            kwargs["partition_fn"] = compat.min_cut_rematerialization_partition
-            kwargs["keep_inference_input_mutations"] = True
         started = time.perf_counter()
-        compiled = compat.aot_autograd(fw_compiler=forward_compiler, bw_compiler=backward_compiler, **kwargs)(
-            gm, example_inputs
-        )
+        compiled = compat.aot_autograd(
+            fw_compiler=forward_compiler, bw_compiler=backward_compiler, **aot_options(backend)
+        )(gm, example_inputs)
         session.status.record_compile_seconds(time.perf_counter() - started)
         return compiled
 

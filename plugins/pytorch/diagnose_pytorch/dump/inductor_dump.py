@@ -47,6 +47,7 @@ from ..collectives import is_collective
 from ..compat import pytree
 from ..switches import inductor_overrides
 from .fx_dump import node_source
+from .provenance import DynamoGraph
 
 
 @dataclass
@@ -58,6 +59,8 @@ class BufferInfo:
     fx_nodes: list[str]
     sources: list[dict]  # fx_dump.node_source of each of fx_nodes
     found_by: str = ""  # how the FX node of a buffer without origin node was found
+    nodes: list = field(default_factory=list)  # the fx.Nodes of fx_nodes
+    graph_nodes: list[str] = field(default_factory=list)  # provenance.DynamoGraph.graph_nodes of nodes
 
     @property
     def op_key(self) -> str:
@@ -79,6 +82,10 @@ class GraphBuffers:
     # each FX node's target as AOT Autograd made the graph, before Inductor's post-grad passes
     # changed some in place (aten.view becomes aten.reshape): the FX-level dump's names
     targets: dict[str, str] = field(default_factory=dict)
+    dynamo: DynamoGraph | None = None  # the graph Dynamo handed to the backend, if known
+
+    def graph_nodes(self, nodes) -> list[str]:
+        return self.dynamo.graph_nodes(nodes) if self.dynamo is not None else []
 
     def target_of(self, node: torch.fx.Node) -> str:
         return self.targets.get(node.name, str(node.target))
@@ -106,6 +113,8 @@ class GraphBuffers:
             len(same_origin) if index is None else index,
             [n.name for n in fx_nodes],
             [node_source(n) for n in fx_nodes],
+            nodes=fx_nodes,
+            graph_nodes=self.graph_nodes(fx_nodes),
         )
         same_origin.append(info)
         self.by_buffer[buffer] = info
@@ -120,6 +129,8 @@ class GraphBuffers:
         if node.name not in info.fx_nodes:
             info.fx_nodes = [*info.fx_nodes, node.name]
             info.sources = [*info.sources, node_source(node)]
+            info.nodes = [*info.nodes, node]
+            info.graph_nodes = self.graph_nodes(info.nodes)
         self.by_origin.setdefault(node.name, []).append(info)
 
     def lookup(self, name: str) -> BufferInfo | None:
@@ -360,6 +371,8 @@ def _on_buffer(session, graph_id: int, table: GraphBuffers, seen: set, name: str
     values = value if isinstance(value, (list, tuple)) else (value,)
     op_key = info.op_key
     fields = {"op": info.target, "fx_nodes": info.fx_nodes, "sources": info.sources, "buffer": info.buffer}
+    if info.graph_nodes:
+        fields["graph_nodes"] = info.graph_nodes
     if not session.selected(op_key, info.target, "") or not session.wants_io("output"):
         return
     # a tuple reported under its node's name (Inductor's hook of a multi-output kernel) holds
@@ -386,7 +399,7 @@ def inductor_backend(session, dump: bool, compiler=None):
 
     def backend_fn(gm: torch.fx.GraphModule, example_inputs):
         graph_id = session.new_graph()
-        table = GraphBuffers()
+        table = GraphBuffers(dynamo=session.provenance.current)
         patches = dict(overrides)
         if dump:
             # The buffer table is built while Inductor generates the wrapper, which a graph

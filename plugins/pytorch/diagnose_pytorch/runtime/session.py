@@ -17,6 +17,7 @@ from ..dump.call_state import CallState, StateTensor
 from ..dump.dump_writer import DumpWriter, dumpable
 from ..dump.eager_dump import EagerDumper
 from ..dump.output_tree import output_tensors
+from ..dump.provenance import Snapshots
 from ..dump.shadow import Shadows
 from ..spec import RunSpec
 from ..status import RunStatus
@@ -80,6 +81,7 @@ class Session:
             if spec.checks.meta and self.eager_dumper
             else None
         )
+        self.provenance = Snapshots()
         self.isolation = None
         if spec.isolation is not None:
             self.isolation = Isolation(self)

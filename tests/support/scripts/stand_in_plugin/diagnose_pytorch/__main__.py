@@ -8,7 +8,9 @@ files, with behaviour chosen by environment variables, for the step kinds' focus
                     eagerly: always right); $STAND_IN_SCALE scales every run's output;
                     graph breaks: $STAND_IN_BREAKS; a spec's isolation (subgraph_isolate):
                     the graph's nodes $STAND_IN_NODES, wrong while every one of
-                    $STAND_IN_CULPRIT_NODES is compiled (status.json isolation; repro/repro.py)
+                    $STAND_IN_CULPRIT_NODES is compiled (status.json isolation; repro/repro.py),
+                    right otherwise whatever the backend; the op record's graph_nodes:
+                    $STAND_IN_GRAPH_NODES
   ops --from DIR    prints $STAND_IN_OPS (comma-separated) as the op inventory
   single-op ...     checks each --ops op: $STAND_IN_CRASH_OPS kill the process (SIGKILL),
                     $STAND_IN_WRONG_OPS give a wrong graph result, $STAND_IN_ERROR_OPS a
@@ -41,7 +43,7 @@ class Dump:
         self.manifest.write(json.dumps({"type": "header", "format": "diagnose-dump", "version": 1}) + "\n")
         self.seq = 0
 
-    def write(self, op, op_key, value, kind="op"):
+    def write(self, op, op_key, value, kind="op", graph_nodes=()):
         name = f"tensors/{self.seq:07d}.output.0.npy"
         np.save(os.path.join(self.directory, name), value)
         record = {
@@ -56,6 +58,8 @@ class Dump:
             "dtype": "torch.float32",
             "shape": list(value.shape),
         }
+        if graph_nodes:
+            record["graph_nodes"] = list(graph_nodes)
         self.manifest.write(json.dumps(record) + "\n")
         self.manifest.flush()
         self.seq += 1
@@ -97,10 +101,12 @@ def run(argv):
     isolation = None
     if "isolation" in spec:
         isolation, wrong_subgraph = isolate(out, spec["isolation"])
-        wrong = wrong or wrong_subgraph
+        wrong = wrong_subgraph if env_list("STAND_IN_CULPRIT_NODES") else wrong or wrong_subgraph
     result = value((1.5 if wrong else 1.0) * float(os.environ.get("STAND_IN_SCALE", "1")))
     if spec.get("dump", {}).get("level") != "none":
-        Dump(os.path.join(out, "dump")).write("aten.mul.Tensor", "mul-aten.mul.Tensor", result)
+        Dump(os.path.join(out, "dump")).write(
+            "aten.mul.Tensor", "mul-aten.mul.Tensor", result, graph_nodes=env_list("STAND_IN_GRAPH_NODES")
+        )
     Dump(os.path.join(out, "outputs")).write("output", "output.0", result, kind="final")
     if spec.get("checks", {}).get("meta"):
         with open(os.path.join(out, "meta_check.json"), "w") as f:

@@ -1,0 +1,274 @@
+#include "steps/culprit_confirmation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include "orchestrator/exec/command_line.h"
+#include "orchestrator/util/files.h"
+#include "runspec/plugin_status.h"
+#include "steps/call_judgement.h"
+#include "steps/dump_judgement.h"
+
+namespace diagnose {
+
+namespace {
+
+std::string number(double value) {
+  std::ostringstream out;
+  out.precision(2);
+  out << value;
+  return out.str();
+}
+
+// How far a comparison of final outputs and state is from the right values: its largest rmse to
+// float64 when every judged row has its truth, else its largest rmse to the golden.
+struct OutputsDistance {
+  uint64_t rows = 0, judged = 0, failed = 0;
+  double rmse = 0;
+  bool to_truth = true;
+  std::string failing_calls;  // "calls 2–5"; "" for one call
+
+  nlohmann::json to_json() const {
+    return {{"rows", rows},
+            {"judged", judged},
+            {"failed", failed},
+            {"rmse", std::isfinite(rmse) ? nlohmann::json(rmse) : nlohmann::json()},
+            {"rmse_to", to_truth ? "float64" : "golden"},
+            {"failing_calls", failing_calls}};
+  }
+};
+
+OutputsDistance outputs_distance(const compare::CompareResult& compared, const compare::Tolerances& tolerances) {
+  OutputsDistance d;
+  d.rows = compared.summary.rows - compared.summary.not_judged;
+  d.judged = compared.summary.compared;
+  d.failed = compared.summary.failed;
+  d.failing_calls = judge_calls(compared, tolerances).failing_calls_text();
+  for (const compare::RowGroup& group : compared.groups)
+    for (const compare::Row& row : group.rows)
+      if (row.verdict != compare::Verdict::NotJudged && !row.referee_rmse_mine) d.to_truth = false;
+  for (const compare::RowGroup& group : compared.groups)
+    for (const compare::Row& row : group.rows) {
+      if (row.verdict == compare::Verdict::NotJudged) continue;
+      const double rmse = d.to_truth                         ? *row.referee_rmse_mine
+                          : row.metrics && row.metrics_valid ? row.metrics->rmse
+                                                             : std::numeric_limits<double>::infinity();
+      d.rmse = std::max(d.rmse, std::isnan(rmse) ? std::numeric_limits<double>::infinity() : rmse);
+    }
+  return d;
+}
+
+// "rmse to float64 3.1e-03 → 2.0e-07"
+std::string rmse_change(const OutputsDistance& before, const OutputsDistance& after) {
+  return std::string("rmse to ") + (before.to_truth && after.to_truth ? "float64 " : "eager ") + number(before.rmse) +
+         " → " + number(after.rmse);
+}
+
+// The nodes of `candidate` that the intervention run did not run eagerly, with why; "" when
+// it ran every one of them eagerly (status.json's isolation: nodes, compiled).
+std::string not_run_eagerly(const CulpritCandidate& candidate, const std::string& run_dir) {
+  const std::string path = plugin_status_path(run_dir);
+  const std::optional<std::string> text = read_file(path);
+  const nlohmann::json status = text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
+  if (!status.is_object()) return "the run left no readable status.json";
+  std::set<std::string> known;
+  for (const IsolatedNode& node : parse_plugin_status(status).isolated_nodes) known.insert(node.id);
+  std::vector<std::string> compiled_list;
+  try {
+    compiled_list = fired_rules_in_status(status, path).value_or(std::vector<std::string>());
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  const std::set<std::string> compiled(compiled_list.begin(), compiled_list.end());
+  std::vector<std::string> missing, kept;
+  for (const std::string& node : candidate.graph_nodes) {
+    if (!known.count(node)) missing.push_back(node);
+    if (compiled.count(node)) kept.push_back(node);
+  }
+  if (!missing.empty()) return "the run's graphs have no node " + joined(missing);
+  if (!kept.empty()) return "the run compiled " + joined(kept) + " even when asked to run it eagerly";
+  return "";
+}
+
+bool subset_of(const std::vector<std::string>& nodes, const std::vector<std::vector<std::string>>& rejected) {
+  return std::any_of(rejected.begin(), rejected.end(), [&](const std::vector<std::string>& r) {
+    return std::all_of(nodes.begin(), nodes.end(),
+                       [&](const std::string& n) { return std::find(r.begin(), r.end(), n) != r.end(); });
+  });
+}
+
+std::string named(const CulpritCandidate& c) {
+  return "`" + c.op + "`" + (c.graph_nodes.empty() ? "" : " (graph nodes " + joined(c.graph_nodes) + ")");
+}
+
+}  // namespace
+
+std::vector<CulpritCandidate> culprit_candidates(const compare::CompareResult& compared, const std::string& culprit,
+                                                 const std::vector<SuspectedArtifact>& artifacts) {
+  std::vector<CulpritCandidate> found, suspected;
+  const compare::Row* first = nullptr;
+  for (const compare::RowGroup& group : compared.groups)
+    for (const compare::Row& row : group.rows)
+      if (!first && row.verdict == compare::Verdict::Fail && row.spec.op_key == culprit &&
+          !is_suspected_artifact(artifacts, row.spec))
+        first = &row;
+  auto add = [](std::vector<CulpritCandidate>& list, const compare::Row& row, bool artifact) {
+    for (const CulpritCandidate& c : list)
+      if (c.op == row.spec.op_key) return;
+    list.push_back({row.spec.op_key, row.spec.graph_nodes, row.spec.fx_nodes, source_places(row.spec), row.spec.rank,
+                    row.spec.graph, row.spec.token_id, artifact});
+  };
+  if (first) add(found, *first, false);
+  for (const compare::RowGroup& group : compared.groups)
+    for (const compare::Row& row : group.rows) {
+      const compare::RowSpec& s = row.spec;
+      if (row.verdict != compare::Verdict::Fail || s.final_output || s.state) continue;
+      if (is_suspected_artifact(artifacts, s)) {
+        add(suspected, row, true);
+      } else if (first && s.rank == first->spec.rank && s.token_id == first->spec.token_id) {
+        add(found, row, false);
+      }
+    }
+  std::vector<CulpritCandidate>& chosen = found.empty() ? suspected : found;
+  if (chosen.size() > kMaxConfirmationRuns) chosen.resize(kMaxConfirmationRuns);
+  return chosen;
+}
+
+void confirm_culprit(const StepContext& context, const std::vector<CulpritCandidate>& candidates,
+                     const ConfirmationSides& sides, const InterventionRun& intervention, StepResult& result) {
+  std::string tolerance_error;
+  const compare::Tolerances tolerances = step_tolerances(context, &tolerance_error);
+  const std::string dir = context.step_dir() + "/confirm";
+  const RecordedComparison before_record =
+      compare_and_record(context, sides.golden_outputs, sides.before_outputs, sides.referee_outputs, dir + "/before");
+  std::optional<OutputsDistance> before;
+  if (before_record.compared) before = outputs_distance(*before_record.compared, tolerances);
+
+  nlohmann::json attempts = nlohmann::json::array();
+  std::vector<std::vector<std::string>> rejected;
+  std::vector<std::string> texts;
+  const CulpritCandidate* confirmed = nullptr;
+  size_t runs = 0;
+  nlohmann::json shown;  // the attempt the confirmation reports: the confirmed one, else the last run
+  for (const CulpritCandidate& c : candidates) {
+    nlohmann::json attempt = {{"candidate", c.op},  {"graph_nodes", c.graph_nodes},
+                              {"call", c.step + 1}, {"rank", c.rank},
+                              {"run", nullptr},     {"suspected_artifact", c.suspected_artifact}};
+    auto unconfirmable = [&](const std::string& why) {
+      attempt["outcome"] = "unconfirmable";
+      attempt["reason"] = why;
+      texts.push_back(named(c) + " cannot be confirmed: " + why);
+      attempts.push_back(attempt);
+      if (shown.is_null()) shown = attempt;
+    };
+    if (!before) {
+      unconfirmable("the final outputs without intervention cannot be compared: " + before_record.error);
+      continue;
+    }
+    if (c.graph_nodes.empty()) {
+      unconfirmable("its dump record names no Dynamo-graph node (graph_nodes) that a run could execute eagerly");
+      continue;
+    }
+    if (subset_of(c.graph_nodes, rejected)) {
+      unconfirmable("its graph nodes were run eagerly already, with a rejected candidate");
+      continue;
+    }
+    if (runs >= kMaxConfirmationRuns) break;
+    const std::string name = "confirm-" + std::to_string(++runs);
+    const RunRequest request = intervention(name, c.graph_nodes);
+    const RunRecord record = context.run({request}).front();
+    attempt["run"] = name;
+    result.reproduce.push_back(reproduce_command(record.cwd, record.env, record.argv));
+    if (record.status != RunStatus::Succeeded) {
+      unconfirmable("the intervention run " + name + " did not succeed: " + record.error);
+      shown = attempt;
+      continue;
+    }
+    if (const std::string why = not_run_eagerly(c, record.dir); !why.empty()) {
+      unconfirmable("in intervention run " + name + ", " + why);
+      shown = attempt;
+      continue;
+    }
+    RecordedComparison after_record =
+        compare_and_record(context, sides.golden_outputs, record.dir + "/outputs", sides.referee_outputs,
+                           dir + "/" + name, "final outputs with " + c.op + " run eagerly");
+    if (!after_record.compared) {
+      unconfirmable("its final outputs cannot be compared: " + after_record.error);
+      shown = attempt;
+      continue;
+    }
+    for (Evidence& e : after_record.evidence) result.evidence.push_back(std::move(e));
+    const OutputsDistance after = outputs_distance(*after_record.compared, tolerances);
+    attempt["before"] = before->to_json();
+    attempt["after"] = after.to_json();
+    std::string text;
+    bool ok = false;
+    if (after.judged < after.rows) {
+      unconfirmable("intervention run " + name + "'s final outputs were not all judged");
+      shown = attempt;
+      continue;
+    } else if (before->failed > 0) {
+      ok = after.failed == 0;
+      const std::string failing = before->failing_calls.empty() ? "the final outputs" : before->failing_calls;
+      text = "with " + named(c) + " run eagerly, the rest compiled, " + failing +
+             (ok ? " match eager" : " still diverge") + " (failing output rows " + std::to_string(before->failed) +
+             " → " + std::to_string(after.failed) + "; " + rmse_change(*before, after) + ")";
+    } else {
+      ok = before->rmse > 0 && after.rmse * kMaskedDrop <= before->rmse;
+      text = "with " + named(c) + " run eagerly, the rest compiled, the final outputs (which pass) come " +
+             (ok ? "at least " + number(kMaskedDrop) + "× closer to" : "no " + number(kMaskedDrop) + "× closer to") +
+             (before->to_truth && after.to_truth ? " float64" : " eager") + " (" + rmse_change(*before, after) + ")";
+    }
+    attempt["outcome"] = ok ? "confirmed" : "rejected";
+    text = (ok ? "confirmed: " : "rejected: ") + text;
+    if (!ok) text += (c.suspected_artifact ? ": a dump artifact, not the culprit" : ": not the culprit alone");
+    attempt["text"] = text;
+    texts.push_back(text);
+    attempts.push_back(attempt);
+    shown = attempt;
+    if (ok) {
+      confirmed = &c;
+      break;
+    }
+    rejected.push_back(c.graph_nodes);
+  }
+
+  std::string outcome = confirmed ? "confirmed" : "unconfirmable";
+  for (const nlohmann::json& a : attempts)
+    if (!confirmed && a.value("outcome", "") == "rejected") outcome = "rejected";
+  nlohmann::json confirmation = {{"outcome", outcome},   {"runs", runs},
+                                 {"candidate", nullptr}, {"graph_nodes", nlohmann::json::array()},
+                                 {"run", nullptr},       {"before", before ? before->to_json() : nlohmann::json()},
+                                 {"after", nullptr},     {"text", joined(texts, "; ")},
+                                 {"attempts", attempts}};
+  if (shown.is_object())
+    for (const char* key : {"candidate", "graph_nodes", "run", "after"})
+      if (shown.contains(key)) confirmation[key] = shown[key];
+  result.metrics["confirmation"] = confirmation;
+  if (confirmed) {
+    result.metrics["culprit"] = confirmed->op;
+    result.metrics["culprit_nodes"] = confirmed->fx_nodes;
+    result.metrics["culprit_sources"] = confirmed->sources;
+    result.metrics["localized"] = true;
+    if (result.status == StepStatus::Error) result.status = StepStatus::Fail;
+    texts.pop_back();
+    const std::string text = "culprit " + attempts.back()["text"].get<std::string>() +
+                             (texts.empty() ? "" : " (before it, " + joined(texts, "; ") + ")");
+    result.summary += "; " + text;
+    result.findings.insert(result.findings.begin(), {text, confirmed->op});
+    return;
+  }
+  // Withdrawn: the next steps (fusion_bisect, subgraph_isolate) search as for a failure no op explains.
+  result.metrics["culprit"] = nullptr;
+  result.metrics["localized"] = false;
+  const std::string text = "no culprit confirmed by intervention (" +
+                           (texts.empty() ? std::string("no candidate") : joined(texts, "; ")) +
+                           "): the op rows localise no culprit";
+  result.summary += "; " + text;
+  result.findings.insert(result.findings.begin(), {text, ""});
+}
+
+}  // namespace diagnose

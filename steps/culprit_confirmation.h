@@ -1,0 +1,64 @@
+// Every culprit confirmed by an intervention (docs/workflow.md, "How a culprit is confirmed"):
+// before an op or buffer that graph_dump_compare localised becomes the verdict's culprit, the
+// compiled model runs once more with that candidate's Dynamo-graph nodes run eagerly (run spec
+// isolation.eager_nodes, the rest compiled as the user runs it, final outputs only). Where the
+// final outputs failed, the candidate is confirmed when they now pass; where they passed (a
+// defect masked downstream), when they come at least kMaskedDrop times closer to their float64
+// truth (else to eager). At most kMaxConfirmationRuns runs; a candidate whose dump names no graph
+// node (a GE op) cannot be confirmed, and an unconfirmed culprit is never named.
+#pragma once
+
+#include "steps/layer.h"
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "compare/compare.h"
+#include "orchestrator/engine/step.h"
+#include "steps/dump_consistency.h"
+
+namespace diagnose {
+
+constexpr size_t kMaxConfirmationRuns = 2;
+// A masked defect is confirmed when taking it out brings the final outputs this many times closer.
+constexpr double kMaskedDrop = 10;
+
+// An op row that may be the culprit, with what an intervention needs.
+struct CulpritCandidate {
+  std::string op;                        // its op key
+  std::vector<std::string> graph_nodes;  // isolation ids of the Dynamo-graph nodes it was traced from
+  std::vector<std::string> fx_nodes;
+  std::vector<std::string> sources;  // where its nodes come from in the user's code
+  int rank = -1, graph = -1;
+  int64_t step = 0;
+  bool suspected_artifact = false;
+};
+
+// The candidates of a comparison whose culprit is `culprit`, most likely first: the culprit, then
+// the other failing op rows of the culprit's call and rank in execution order (suspected
+// artifacts only when nothing else fails), each op once; at most kMaxConfirmationRuns.
+std::vector<CulpritCandidate> culprit_candidates(const compare::CompareResult& compared, const std::string& culprit,
+                                                 const std::vector<SuspectedArtifact>& artifacts);
+
+// A run of the compiled model with `eager_nodes` run eagerly, named `name`.
+using InterventionRun = std::function<RunRequest(const std::string& name, const std::vector<std::string>& eager_nodes)>;
+
+struct ConfirmationSides {
+  std::string golden_outputs;  // the golden run's outputs/
+  std::string before_outputs;  // the compiled run's outputs/ as the user runs it (or the dumped run's)
+  std::optional<std::string> referee_outputs;
+};
+
+// Confirms the first candidate it can (one run each, at most kMaxConfirmationRuns) and records it
+// in `result`: metric `confirmation` (docs/report-schema.json), a finding, the summary. Confirmed:
+// the culprit and its nodes become the candidate's. Otherwise the culprit is withdrawn (metrics
+// culprit null, localized false: the next steps search on) and the summary says why.
+void confirm_culprit(const StepContext& context, const std::vector<CulpritCandidate>& candidates,
+                     const ConfirmationSides& sides, const InterventionRun& intervention, StepResult& result);
+
+}  // namespace diagnose

@@ -1,0 +1,137 @@
+"""dump/provenance.py in process: Dynamo graphs snapshotted, then a user's pass and AOT Autograd
+(no Inductor, no model process: quick), each ATen node tied to the Dynamo node it came from."""
+
+from __future__ import annotations
+
+import operator
+
+import pytest
+import torch
+from torch import fx
+
+from diagnose_pytorch import compat
+from diagnose_pytorch.dump.provenance import Snapshots
+
+
+def _model(x, w):
+    h = torch.relu(x @ w)
+    y = torch.cat([h, x], dim=-1)
+    return torch.softmax(y * 2, dim=-1)
+
+
+def _insert_identity_after_relu(gm: fx.GraphModule) -> None:
+    """A user's pass: a new node (no meta) after relu, which shifts AOT's names after it."""
+    for node in list(gm.graph.nodes):
+        if node.op == "call_function" and node.target is torch.relu:
+            with gm.graph.inserting_after(node):
+                identity = gm.graph.call_function(operator.mul, (node, 1.0))
+            node.replace_all_uses_with(identity)
+            identity.args = (node, 1.0)
+    gm.recompile()
+
+
+class _Rewrite(fx.Transformer):
+    """A user's pass through fx.Transformer: a new graph, every node recreated."""
+
+
+def _compile(fn, args, user_pass=None, dynamic=False, calls=None):
+    """Runs `fn` compiled with AOT Autograd behind the snapshot; returns, per Dynamo graph, the
+    AOT forward graph and {ATen node name: graph_nodes}."""
+    snapshots = Snapshots()
+    graphs = []
+
+    def backend(gm, example_inputs):
+        if user_pass is not None:
+            gm = user_pass(gm) or gm
+
+        def forward(fx_gm, _inputs):
+            graphs.append((fx_gm, {n.name: snapshots.graph_nodes([n]) for n in fx_gm.graph.nodes}))
+            return fx_gm
+
+        return compat.aot_autograd(fw_compiler=forward)(gm, example_inputs)
+
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend=snapshots.wrapping(backend), dynamic=dynamic)
+    with torch.no_grad():
+        for call in calls or [args]:
+            compiled(*call)
+    return graphs
+
+
+ARGS = (torch.randn(3, 4), torch.randn(4, 4))
+
+
+def _traced(graphs) -> dict[str, list[str]]:
+    return {name: ids for _, table in graphs for name, ids in table.items() if ids}
+
+
+def test_each_aten_node_names_the_dynamo_node_it_came_from():
+    traced = _traced(_compile(_model, ARGS))
+    assert traced["mm"] == ["g0.matmul"] and traced["relu"] == ["g0.h"]
+    assert traced["cat"] == ["g0.y"] and traced["mul"] == ["g0.mul"]
+    assert {ids[0] for ids in traced.values()} == {"g0.matmul", "g0.h", "g0.y", "g0.mul", "g0.softmax"}
+
+
+def test_a_node_the_users_pass_created_names_none_and_shifts_no_other():
+    graphs = _compile(_model, ARGS, user_pass=_insert_identity_after_relu)
+    traced = _traced(graphs)
+    # AOT's `mul` is now the pass's multiply: tied to no Dynamo node; `mul_1` is y * 2
+    assert "mul" not in traced and traced["mul_1"] == ["g0.mul"]
+    assert traced["relu"] == ["g0.h"] and traced["cat"] == ["g0.y"]
+
+
+def test_a_transformer_pass_keeps_the_chain():
+    traced = _traced(_compile(_model, ARGS, user_pass=lambda gm: _Rewrite(gm).transform()))
+    assert traced["relu"] == ["g0.h"] and traced["mul"] == ["g0.mul"]
+
+
+def _decode(x, cache):
+    keys = torch.cat([cache, x], dim=0)
+    scores = x @ keys.transpose(0, 1)
+    return torch.softmax(scores, dim=-1) @ keys
+
+
+def test_dynamic_shapes_each_graph_its_own_index():
+    # dynamic=True: SymInt inputs; a graph break (the prefill, then the one-token decode) in
+    # separate compiles: the second graph is g1 whatever its names
+    def step(x, cache):
+        out = _decode(x, cache)
+        torch._dynamo.graph_break()
+        return _decode(out[-1:], cache)
+
+    graphs = _compile(step, (torch.randn(5, 4), torch.randn(7, 4)), dynamic=True)
+    assert len(graphs) == 2
+    for k, (gm, table) in enumerate(graphs):
+        assert any(isinstance(n.meta.get("val"), torch.SymInt) for n in gm.graph.nodes)
+        ids = {i for nodes in table.values() for i in nodes}
+        assert ids and all(i.startswith(f"g{k}.") for i in ids)
+        cat = next(n.name for n in gm.graph.nodes if n.target is torch.ops.aten.cat.default)
+        assert table[cat] == [f"g{k}.keys"]
+        # SymInt arithmetic and sizes: no tensor of a candidate's, never a borrowed name
+        for node in gm.graph.nodes:
+            if isinstance(node.meta.get("val"), torch.SymInt) and node.op == "placeholder":
+                assert table[node.name] == []
+
+
+def test_outside_a_compile_nothing_is_known():
+    node = next(iter(fx.symbolic_trace(lambda x: x + 1).graph.nodes))
+    assert Snapshots().graph_nodes([node]) == []
+
+
+@pytest.mark.parametrize("layout", ["node_source", "tuples"])
+def test_ancestors_nearest_first(layout):
+    graph = fx.Graph()
+    x = graph.placeholder("x")
+    root = graph.call_function(torch.relu, (x,))
+    middle = graph.call_function(torch.relu, (root,))
+    leaf = graph.call_function(torch.relu, (middle,))
+    if layout == "tuples":  # torch 2.5: oldest first, no graph ids
+        leaf.meta["from_node"] = [("relu", torch.relu), ("relu_1", torch.relu)]
+        expected = [("relu_1", str(torch.relu), None), ("relu", str(torch.relu), None)]
+    else:
+        NodeSource = fx.traceback.NodeSource
+        middle.meta["from_node"] = [NodeSource(root, "a_pass")]
+        leaf.meta["from_node"] = [NodeSource(middle, "another")]
+        expected = [("relu_1", str(torch.relu), id(graph)), ("relu", str(torch.relu), id(graph))]
+    assert compat.node_ancestors(leaf) == expected
+    assert compat.node_ancestors(root) == []
