@@ -311,6 +311,7 @@ void judge_recorded(Row& row, const Tolerances& tolerances, const std::optional<
     return;
   }
   row.verdict = pass ? Verdict::Pass : Verdict::Fail;
+  row.passed_on_statistics = pass;
   row.judged_by = preset.name + " statistics";
 }
 

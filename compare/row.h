@@ -121,6 +121,9 @@ struct Row {
   bool shape_differs = false;        // equal element count, different shape
   Verdict verdict = Verdict::NotComparable;
   std::string judged_by;  // tolerance preset / rule that decided
+  // Passed on recorded statistics that agree within the tolerance (not on equal hashes): no
+  // element-wise test, a wrong tensor can have right statistics.
+  bool passed_on_statistics = false;
   // Where the sides disagree on NaN/Inf and the target is wrong there (judge.h's
   // non_finite_text, each kind, "; " between); "" when nowhere. Also in `reasons`.
   std::string non_finite;

@@ -382,11 +382,18 @@ DumpJudgement judge_recorded(const StepContext& context, RecordedComparison reco
   if (!worst.empty()) result.evidence.push_back({"table", prefix + "worst rows", "", worst});
 
   std::string coverage = compare::coverage_text(s);
-  uint64_t over_budget = 0;
+  // A row the budget left to statistics that passed on them (not on equal hashes) had no
+  // element-wise test, so it does not count towards min_judged_share; one that failed on them
+  // does (a mean or an extreme off by more than the tolerance is an element off by more).
+  uint64_t over_budget = 0, passed_on_statistics = 0;
   for (const compare::RowGroup& group : compared.groups)
-    over_budget += static_cast<uint64_t>(std::count_if(group.rows.begin(), group.rows.end(),
-                                                       [](const compare::Row& row) { return row.spec.over_budget; }));
+    for (const compare::Row& row : group.rows)
+      if (row.spec.over_budget) {
+        ++over_budget;
+        passed_on_statistics += row.passed_on_statistics;
+      }
   result.metrics["statistics_only_over_budget"] = over_budget;
+  result.metrics["passed_on_statistics_only"] = passed_on_statistics;
   if (over_budget > 0)
     coverage += "; " + std::to_string(over_budget) +
                 " of them compared on statistics only: the dump's byte budget was reached (defaults.dump_budget, "
@@ -398,7 +405,8 @@ DumpJudgement judge_recorded(const StepContext& context, RecordedComparison reco
   const std::string unjudged = unjudged_groups(compared);
   const double min_share = context.option<double>("min_judged_share");
   const uint64_t to_judge = s.rows - s.not_judged;
-  const double share = to_judge == 0 ? 0.0 : static_cast<double>(s.compared) / static_cast<double>(to_judge);
+  const uint64_t judged_elementwise = s.compared - passed_on_statistics;
+  const double share = to_judge == 0 ? 0.0 : static_cast<double>(judged_elementwise) / static_cast<double>(to_judge);
   const std::string artifact_text =
       artifacts.empty() ? "" : " (" + std::to_string(artifacts.size()) + " of them suspected dump artifacts)";
   if (!artifacts.empty() && consistent.summary.divergences.empty() && !(agreement && agreement->first)) {
@@ -434,7 +442,11 @@ DumpJudgement judge_recorded(const StepContext& context, RecordedComparison reco
     std::ostringstream why;
     why << prefix << "too little was judged to say there is no problem: " << coverage;
     if (share < min_share)
-      why << " (" << static_cast<int>(share * 100) << "%, min_judged_share is " << min_share << ")";
+      why << " (" << static_cast<int>(share * 100) << "% judged"
+          << (passed_on_statistics > 0
+                  ? " element-wise, " + std::to_string(passed_on_statistics) + " rows passing on their statistics alone"
+                  : std::string())
+          << "; min_judged_share is " << min_share << ")";
     if (!unjudged.empty()) why << "; nothing judged in " << unjudged;
     result.summary = why.str();
   } else {

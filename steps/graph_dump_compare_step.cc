@@ -67,8 +67,8 @@ class GraphDumpCompareStep : public StepKind {
     return properties;
   }
   std::vector<std::string> result_fields() const override {
-    return {"rows",       "compared", "passed",    "failed",    "not_comparable", "first_failing_op",
-            "source_ops", "culprit",  "localized", "nan_origin"};
+    return {"rows",       "compared", "passed",    "failed",     "not_comparable", "first_failing_op",
+            "source_ops", "culprit",  "localized", "nan_origin", "category"};
   }
   std::string default_category() const override { return "localized_op_defect"; }
   void check(const StepSpec& step, const CheckContext&, Diagnostics& diagnostics) const override {

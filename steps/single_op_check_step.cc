@@ -309,6 +309,12 @@ class SingleOpCheckStep : public StepKind {
     nlohmann::json crashed_json = crashed;
 
     size_t checked = ops.size() - op_errors.size() - crashed.size() - skipped.size();
+    // The floor of every comparing step (min_judged_share) over the ops that can be checked: an op
+    // skipped on purpose (random, no tensor output) is not one of them, one that could not be
+    // checked (no recorded inputs, a compile error) is.
+    const size_t checkable = ops.size() - skipped.size();
+    const double checked_share = checkable == 0 ? 0.0 : static_cast<double>(checked) / static_cast<double>(checkable);
+    const double min_share = context.option<double>("min_judged_share");
     result.metrics = {
         {"ops", ops.size()},
         {"compiles", compile_count(costs)},
@@ -324,6 +330,7 @@ class SingleOpCheckStep : public StepKind {
         {"op_errors", op_errors.size()},
         {"rounds", rounds},
         {"compared", compared},
+        {"checked_share", checked_share},
         {"culprit", failed_ops.empty() ? nlohmann::json() : failed_ops[0]}};
     std::string counts = std::to_string(checked) + " ops checked alone in " + std::to_string(rounds) + " round(s)";
     if (!skipped.empty()) counts += ", " + skipped_clause(skipped);
@@ -331,6 +338,12 @@ class SingleOpCheckStep : public StepKind {
     if (failed_ops.empty() && compared == 0) {
       result.status = StepStatus::Error;
       result.summary = counts + "; no op could be compared";
+    } else if (failed_ops.empty() && checked_share < min_share) {
+      result.status = StepStatus::Error;
+      std::ostringstream why;
+      why << counts << "; too few ops checked to say that every op matches eager (" << checked << " of " << checkable
+          << ", " << static_cast<int>(checked_share * 100) << "%, min_judged_share is " << min_share << ")";
+      result.summary = why.str();
     } else if (failed_ops.empty()) {
       result.status = StepStatus::Pass;
       result.summary = counts + (op_errors.empty() && skipped.empty() ? "; every op matches eager"

@@ -287,6 +287,10 @@ TEST(Compare, RecordsOverTheBudgetAreComparedOnStatistics) {
   EXPECT_TRUE(b->spec.over_budget && c->spec.over_budget);
   EXPECT_NE(b->judged_by.find("statistics"), std::string::npos) << b->judged_by;
   EXPECT_EQ(c->judged_by.find("equal hash") != std::string::npos, true) << c->judged_by;
+  // b passed on statistics within the tolerance, no element-wise test; c's equal hashes are one
+  EXPECT_TRUE(b->verdict == Verdict::Pass && b->passed_on_statistics);
+  EXPECT_TRUE(c->verdict == Verdict::Pass && !c->passed_on_statistics);
+  EXPECT_FALSE(a->passed_on_statistics);
 }
 
 // Final outputs (`kind: final`): each with its path in the return value, or none (a dump

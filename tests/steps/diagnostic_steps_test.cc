@@ -393,6 +393,33 @@ TEST(DiagnosticSteps, SingleOpCheckPassesWhenEveryOpMatches) {
     EXPECT_TRUE(batch["seconds"].get<double>() > 0 && batch["ops_s"].is_number()) << batch;
 }
 
+// No pass without looking: an op that could not be checked (here a compile error) counts
+// against the floor of every comparing step, min_judged_share; a skipped one does not.
+TEST(DiagnosticSteps, SingleOpCheckDoesNotPassBelowTheCoverageFloor) {
+  TempDir dir;
+  const std::string model = stand_in_model(
+      "STAND_IN_OPS: \"aten.a.default,aten.b.default,aten.c.default,aten.d.default\", "
+      "STAND_IN_ERROR_OPS: aten.b.default, STAND_IN_SKIP_OPS: aten.d.default");
+  write_text(dir / "wf.yaml", model + "steps:\n  - {id: single, kind: single_op_check}\n");
+  Finished r = run_diagnose({"wf.yaml"}, dir.path());
+  nlohmann::json report = report_of(dir);
+  const nlohmann::json& step = report["steps"][0];
+  EXPECT_EQ(step["status"], "error") << r.out << r.err;
+  EXPECT_EQ(report["verdict"]["category"], "inconclusive");
+  EXPECT_EQ(step["metrics"]["checked"], 2);
+  EXPECT_NEAR(step["metrics"]["checked_share"].get<double>(), 2.0 / 3.0, 1e-9);
+  EXPECT_NE(step["summary"].get<std::string>().find("; too few ops checked to say that every op matches eager (2 of "
+                                                    "3, 66%, min_judged_share is 0.9)"),
+            std::string::npos)
+      << step["summary"];
+
+  TempDir lower;
+  write_text(lower / "wf.yaml", model + "steps:\n  - {id: single, kind: single_op_check, min_judged_share: 0.5}\n");
+  r = run_diagnose({"wf.yaml"}, lower.path());
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(report_of(lower)["steps"][0]["status"], "pass");
+}
+
 TEST(DiagnosticSteps, DynamoMetaCheckNamesTheMetaOpAndTheDivergingBackends) {
   TempDir dir;
   std::string meta =

@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     single.add_argument("--dtype", choices=("float32", "float64", "float16", "bfloat16"))
     single.add_argument("--switches", metavar="JSON_FILE", help="the run spec's `switches`")
     single.add_argument("--ops", metavar="NAME,...", help="only these ops")
-    single.add_argument("--max-calls-per-op", type=int, default=1, metavar="K")
+    single.add_argument("--max-calls-per-signature", type=int, default=1, metavar="K")
     commands.add_parser("warm", help="fork a child for each run the engine asks for on stdin (warm.py)")
     acl = commands.add_parser(
         "aclgraph-dump", help="TorchAir reduce-overhead/npugraph_ex .pt dumps as .npy files, never unpickled"

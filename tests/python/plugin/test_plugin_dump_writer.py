@@ -83,6 +83,35 @@ def test_byte_budget_stops_tensor_files_and_says_so(tmp_path):
     assert lines == ["header", "tensor", "tensor", "budget", "tensor", "tensor", "tensor", "end"]
 
 
+def test_needed_records_take_the_reserve_and_pass_a_record_too_large(tmp_path):
+    """What a check cannot do without (the inputs of an op signature's first call) may use the
+    reserved part of the budget and is kept whenever it fits, also after the ordinary records
+    were stopped; a needed record too large for what is left is left out alone. Ordinary records
+    may use what the needed ones leave of the reserve."""
+    writer = DumpWriter(tmp_path, {"mode": "eager"}, max_bytes=256, reserved_bytes=128)
+    plan = [(16, False), (16, False), (16, True), (64, True), (16, True), (16, False)]  # (floats, needed)
+    for seq, (size, needed) in enumerate(plan):
+        record = {"seq": seq, "op_key": f"op{seq}", "io": "input", "index": 0}
+        writer.write_tensor(torch.full((size,), float(seq)), record, needed=needed)
+    writer.close()
+    dump = read_dump(tmp_path)
+    # 64 + 64 ordinary bytes reach the ordinary limit (256 - 128); the needed 64 bytes fit in the
+    # reserve, the needed 256 do not (and stop nothing), the last needed 64 fit, the ordinary not
+    assert [r.get("not_kept") for r in dump.tensors] == [None, None, None, "budget", None, "budget"]
+    assert writer.written_bytes == 256 and writer.needed_bytes == 128 and writer.budget_reached
+
+    # the needed records used 32 of the 128 reserved bytes: ordinary ones may go up to 256 - 96
+    writer = DumpWriter(tmp_path / "partly", {"mode": "eager"}, max_bytes=256, reserved_bytes=128)
+    for seq, (size, needed) in enumerate([(8, True), (16, False), (16, False), (8, False), (8, True)]):
+        record = {"seq": seq, "op_key": f"op{seq}", "io": "input", "index": 0}
+        writer.write_tensor(torch.full((size,), float(seq)), record, needed=needed)
+    writer.close()
+    kept = [r.get("not_kept") for r in read_dump(tmp_path / "partly").tensors]
+    assert kept == [None, None, None, "budget", None] and writer.written_bytes == 192
+    lines = [json.loads(line)["type"] for line in (tmp_path / "manifest.jsonl").read_text().splitlines()]
+    assert lines.count("budget") == 1
+
+
 def test_equal_contents_share_one_file_that_costs_the_budget_once(tmp_path):
     """An op's input is mostly an earlier op's output: the same bytes are one file, named by
     both records; the same bytes as another dtype or shape are a file of their own."""

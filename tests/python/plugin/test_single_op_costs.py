@@ -11,7 +11,7 @@ import subprocess
 from conftest import PYTHON, RUN_TIMEOUT, ok_run, plugin_env, uses
 
 GELU = "aten.gelu.default"  # examples/mlp: after the first and the second Linear, both (batch, 64)
-ADDMM = "aten.addmm.default"  # 32 -> 64 and 64 -> 64: two signatures
+ADDMM = "aten.addmm.default"  # 32 -> 64, 64 -> 64 and 64 -> 10: three signatures, each checked
 
 
 @uses("mlp/eager")
@@ -20,7 +20,7 @@ def test_calls_with_one_signature_share_a_compile_and_are_each_judged(plugin_run
     out = tmp_path / "single"
     command = ["single-op", "--from", str(eager.run_dir), "--out", str(out), "--backend", "inductor"]
     proc = subprocess.run(
-        [PYTHON, "-m", "diagnose_pytorch", *command, "--ops", f"{GELU},{ADDMM}", "--max-calls-per-op", "2"],
+        [PYTHON, "-m", "diagnose_pytorch", *command, "--ops", f"{GELU},{ADDMM}", "--max-calls-per-signature", "2"],
         cwd=tmp_path,
         env=plugin_env(cache_dir),
         capture_output=True,
@@ -33,7 +33,7 @@ def test_calls_with_one_signature_share_a_compile_and_are_each_judged(plugin_run
     assert (gelu["status"], gelu["calls"], gelu["compiles"]) == ("ok", 2, 1), gelu
     first, second = gelu["op_keys"]
     assert gelu["shared_compiles"] == [{"op_key": second, "compiled_as": first}]
-    assert (addmm["status"], addmm["calls"], addmm["compiles"], addmm["shared_compiles"]) == ("ok", 2, 2, []), addmm
+    assert (addmm["status"], addmm["calls"], addmm["compiles"], addmm["shared_compiles"]) == ("ok", 3, 3, []), addmm
     for result in (gelu, addmm):
         assert isinstance(result["compile_s"], float) and isinstance(result["run_s"], float), result
     # both gelu calls are written and compared, each under its own op_key

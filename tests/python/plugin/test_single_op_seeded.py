@@ -54,3 +54,24 @@ def test_bitwise_equality_sees_nans_structure_and_bits():
     assert not _bitwise_equal(torch.zeros(2), torch.zeros(2, dtype=torch.float64))
     assert not _bitwise_equal(torch.tensor([0.0]), torch.tensor([-0.0]))  # equal, not the same bits
     assert not _bitwise_equal([torch.ones(1)], (torch.ones(1),))
+
+
+def test_one_call_is_checked_per_signature_and_a_call_without_inputs_gives_way():
+    """A layer repeated N times is one check per distinct signature; a call whose inputs the
+    dump's budget left to statistics gives way to one of the same signature that kept them."""
+    from diagnose_pytorch.checks.recorded_calls import RecordedCall
+    from diagnose_pytorch.checks.single_op import _calls_to_check
+
+    def call(seq, shape, kept=True):
+        record = {"shape": shape, "dtype": "torch.float32", "stride": [shape[1], 1]}
+        record.update({"file": f"tensors/{seq}.npy"} if kept else {"not_kept": "budget"})
+        return RecordedCall(
+            "aten.mm.default", f"layers.{seq}/mm#0", seq, 0, {"args": [{"input": 0}]}, {(0, None): record}
+        )
+
+    layers = [call(0, [4, 8], kept=False), call(1, [4, 8]), call(2, [4, 8]), call(3, [2, 8]), call(4, [3, 8], False)]
+    chosen, missing = _calls_to_check(layers, 1)
+    assert [c.seq for c in chosen] == [1, 3] and missing == 1
+    assert [c.seq for c in _calls_to_check(layers, 2)[0]] == [1, 2, 3]
+    # no call replayable: the first, whose replay says why
+    assert [c.seq for c in _calls_to_check([layers[0], layers[4]], 1)[0]] == [0]

@@ -5,7 +5,7 @@ diagnose dumps with the same op_key, for `diagnose compare -gp OUT/eager -mp OUT
 
     python -m diagnose_pytorch ops --from EAGER_RUN_DIR
     python -m diagnose_pytorch single-op --from EAGER_RUN_DIR --out OUT --backend B
-        [--device D] [--dtype T] [--switches SWITCHES.json] [--ops A,B] [--max-calls-per-op K]
+        [--device D] [--dtype T] [--switches SWITCHES.json] [--ops A,B] [--max-calls-per-signature K]
 """
 
 from __future__ import annotations
@@ -124,13 +124,25 @@ def _signature(call: RecordedCall) -> str:
     return json.dumps([call.call, inputs], sort_keys=True)
 
 
-def _grouped_by_signature(calls: list[RecordedCall]) -> list[RecordedCall]:
-    """The calls with each signature's together, in order of first appearance: one compile
-    serves a group (compiling another signature resets Dynamo)."""
-    first_seen: dict[str, int] = {}
+def _replayable(call: RecordedCall) -> bool:
+    return call.call is not None and all("file" in record for record in call.inputs.values())
+
+
+def _calls_to_check(calls: list[RecordedCall], per_signature: int) -> tuple[list[RecordedCall], int]:
+    """Up to `per_signature` calls of each distinct signature, those whose inputs the dump kept,
+    grouped by signature in order of first appearance (one compile serves a group; compiling
+    another signature resets Dynamo): a layer repeated N times is checked once. Also the number
+    of signatures none of whose calls can be replayed. When no call can be, the first call alone
+    (its replay says why not)."""
+    by_signature: dict[str, list[RecordedCall]] = {}
     for call in calls:
-        first_seen.setdefault(_signature(call), len(first_seen))
-    return sorted(calls, key=lambda call: first_seen[_signature(call)])
+        by_signature.setdefault(_signature(call), []).append(call)
+    chosen, missing = [], 0
+    for group in by_signature.values():
+        replayable = [call for call in group if _replayable(call)][:per_signature]
+        chosen += replayable
+        missing += not replayable
+    return (chosen, missing) if chosen else (calls[:1], missing)
 
 
 def _timed(function, *args):
@@ -181,7 +193,7 @@ class Check:
         self.device = options.device
         self.dtype = getattr(torch, options.dtype) if options.dtype else None
         self.backend_name = options.backend
-        self.max_calls = options.max_calls_per_op
+        self.per_signature = options.max_calls_per_signature
         self.results: list[dict] = []
         header = {
             "backend": options.backend,
@@ -246,7 +258,8 @@ class Check:
         random_calls = 0
         backend = make_backend(self.backend_name, self.switches)
         last_compiled = None  # (signature, compiled one-op graph, the op_key it was compiled for)
-        for call in _grouped_by_signature(calls[: self.max_calls]):
+        chosen, unreplayable = _calls_to_check(calls, self.per_signature)
+        for call in chosen:
             try:
                 inputs = _prepared_inputs(dump, call, self.device, self.dtype)
                 args, kwargs = decode_call(call.call, inputs, self.device if self.device else None)
@@ -304,8 +317,13 @@ class Check:
             result["op_keys"].append(call.op_key)
         if random_calls and not result["calls"]:
             return {**result, "status": "skipped", "reason": "random", "message": RANDOM}
+        notes = []
         if random_calls:
-            result["message"] = f"{random_calls} of {random_calls + result['calls']} calls not checked: {RANDOM}"
+            notes.append(f"{random_calls} of {random_calls + result['calls']} calls not checked: {RANDOM}")
+        if unreplayable:
+            notes.append(f"{unreplayable} signature(s) not checked: the dump kept no call's inputs")
+        result["message"] = "; ".join(notes)
+        result["signatures_not_checked"] = unreplayable
         return result
 
     def _write(self, call: RecordedCall, eager_out, graph_out) -> None:

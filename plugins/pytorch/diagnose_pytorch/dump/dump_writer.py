@@ -90,15 +90,20 @@ class DumpWriter:
         stats_only: bool = False,
         tensor_io: Collection[str] = ("input", "output"),
         max_bytes: int | None = None,
+        reserved_bytes: int = 0,
     ):
         self.directory = Path(directory)
         (self.directory / "tensors").mkdir(parents=True, exist_ok=True)
         self.stats_only = stats_only
         self.tensor_io = tensor_io  # sides whose records keep their tensor files
         self.max_bytes = max_bytes
+        # of max_bytes, what only `needed` records may use (write_tensor) until they have used it
+        self.reserved_bytes = min(reserved_bytes, max_bytes or 0)
         self.written_bytes = 0
+        self.needed_bytes = 0  # written for needed records
         self.records = 0
-        self.budget_reached = False
+        self.budget_reached = False  # a record was left out by the budget
+        self._ordinary_closed = False  # ... an ordinary one: every later ordinary record is too
         self.not_kept = {"stats_only": 0, "budget": 0}  # records without a tensor file, by why
         self._closed = False
         # (npy descr, shape, hash) of each tensor file written -> its name: equal contents share one file
@@ -116,13 +121,17 @@ class DumpWriter:
         *,
         truth: torch.Tensor | None = None,
         precision: torch.dtype | None = None,
+        needed: bool = False,
     ) -> None:
         """Appends a `tensor` record. `record` holds seq, op_key, io, index and the optional
         fields; dtype, shape, stride, stats and file are filled in here. With `truth` (the
         tensor's float64 shadow) the record also gets its truth, written beside `file` as
         `truth_delta_file` (`truth_file` where the compact form would lose it) and counted in
         the same budget (both or neither); `precision` is the lowest floating precision the
-        value was computed from. A record whose tensor is not written says why in `not_kept`."""
+        value was computed from. A record whose tensor is not written says why in `not_kept`.
+        A `needed` record (one a check cannot do without: the inputs of an op signature's first
+        call, for the single-op check) may use the whole budget, the reserved part included, and
+        is kept whenever it fits, even after an ordinary record was left out."""
         array = to_numpy(tensor)
         data = array.tobytes()
         full = {
@@ -136,7 +145,7 @@ class DumpWriter:
         if precision is not None:
             full["precision"] = str(precision)
         stats_only = self.stats_only or record["io"] not in self.tensor_io
-        reason = "stats_only" if stats_only else "budget" if self.budget_reached else None
+        reason = "stats_only" if stats_only else "budget" if self._ordinary_closed and not needed else None
         if reason is None:
             name = _file_name(record)
             files = [("file", name, array, full["stats"]["hash"])]
@@ -150,7 +159,7 @@ class DumpWriter:
                     files.append(("truth_file", stem + ".truth.npy", truth_array, content_hash(truth_array.tobytes())))
                 elif not truth_is_value:
                     files.append(("truth_delta_file", stem + ".truth_delta.npy", delta, content_hash(delta.tobytes())))
-            reason = self._store(files, full)
+            reason = self._store(files, full, needed)
             if reason is None and truth_is_value:  # a parameter or input cast up: its file read as float64
                 full["truth_file"] = full["file"]
         if reason is not None:
@@ -166,15 +175,19 @@ class DumpWriter:
         self._manifest.close()
         self._closed = True
 
-    def _store(self, files: list[tuple], record: dict) -> str | None:
+    def _store(self, files: list[tuple], record: dict, needed: bool) -> str | None:
         """Writes `files` ((field, name, array, hash) each) unless the budget forbids, naming
         each in `record`; a file whose contents were written before is that file again and
         costs nothing. Returns "budget" when the budget stopped them (then none is written)."""
         keys = [(array.dtype.str, array.shape, digest) for _, _, array, digest in files]
         size = sum(array.nbytes for (_, _, array, _), key in zip(files, keys) if key not in self._files)
-        if self.max_bytes is not None and self.written_bytes + size > self.max_bytes:
+        unused_reserve = max(0, self.reserved_bytes - self.needed_bytes)
+        limit = None if self.max_bytes is None else self.max_bytes - (0 if needed else unused_reserve)
+        if limit is not None and self.written_bytes + size > limit:
+            if not self.budget_reached:
+                self._append({"type": "budget", "limit_bytes": self.max_bytes, "written_bytes": self.written_bytes})
             self.budget_reached = True
-            self._append({"type": "budget", "limit_bytes": self.max_bytes, "written_bytes": self.written_bytes})
+            self._ordinary_closed = self._ordinary_closed or not needed
             return "budget"
         for (field_name, name, array, _), key in zip(files, keys):
             if key not in self._files:
@@ -183,6 +196,7 @@ class DumpWriter:
                 self._files[key] = name
             record[field_name] = f"tensors/{self._files[key]}"
         self.written_bytes += size
+        self.needed_bytes += size if needed else 0
         return None
 
     def _append(self, record: dict) -> None:

@@ -16,7 +16,22 @@ from ..compat import TorchDispatchMode, pytree
 from ..custom_op_schema import schema_check
 from .call_args import encode_call
 from .call_state import StateWriters
-from .dump_writer import nonfinite_constant
+from .dump_writer import dumpable, nonfinite_constant
+
+# The share of an eager ATen dump's byte budget kept for the inputs of each op signature's first
+# call (op, arguments, input shapes, dtypes and strides): what the single-op check replays, one
+# call per signature, however many layers repeat it. Ordinary records may not use the part of it
+# those inputs have not used yet.
+SINGLE_OP_RESERVE = 0.125
+
+
+def call_signature(op: str, call, args, kwargs) -> str:
+    """What decides a one-op graph's compiled code (checks/single_op.py's _signature): the op,
+    its encoded arguments and each tensor's shape, dtype and strides."""
+    tensors = [
+        (list(t.shape), str(t.dtype), list(t.stride())) for t in pytree.tree_leaves((args, kwargs)) if dumpable(t)
+    ]
+    return repr((op, call, tensors))
 
 
 class ModuleStack:
@@ -49,6 +64,7 @@ class EagerDumpMode(TorchDispatchMode):
         self.module_counts: collections.Counter = collections.Counter()
         self.counted_step = None
         self.writers = StateWriters()  # who wrote the state a call leaves (call_state.py)
+        self.signatures: set[str] = set()  # of the calls whose inputs were needed (call_signature)
 
     def _count(self, counter: collections.Counter, key) -> int:
         if self.counted_step != self.session.step:
@@ -105,7 +121,12 @@ class EagerDumpMode(TorchDispatchMode):
         fields = {"nonfinite_constant": True} if nonfinite_constant(args, kwargs) else {}
         written = session.dump.records
         if session.wants_io("input"):
-            session.write_args(args, seq=seq, op_key=op_key, io="input", op=op, module=module, call=call, **fields)
+            signature = call_signature(op, call, args, kwargs)
+            needed = signature not in self.signatures
+            self.signatures.add(signature)
+            session.write_args(
+                args, seq=seq, op_key=op_key, io="input", op=op, module=module, call=call, needed=needed, **fields
+            )
         out = run()
         if session.wants_io("output"):
             outs = out if isinstance(out, (list, tuple)) else (out,)

@@ -15,7 +15,7 @@ from ..checks.isolation import Isolation
 from ..checks.meta_check import MetaChecker
 from ..dump.call_state import CallState, StateTensor
 from ..dump.dump_writer import DumpWriter, dumpable
-from ..dump.eager_dump import EagerDumper
+from ..dump.eager_dump import SINGLE_OP_RESERVE, EagerDumper
 from ..dump.output_tree import output_tensors
 from ..dump.provenance import Snapshots
 from ..dump.shadow import Shadows
@@ -67,6 +67,9 @@ class Session:
                 stats_only=spec.dump.stats_only,
                 tensor_io=spec.dump.tensor_io,
                 max_bytes=spec.dump.max_bytes,
+                # an eager ATen dump's inputs feed the single-op check: each op signature's first
+                # call gets its inputs from a reserve (eager_dump.py)
+                reserved_bytes=int((spec.dump.max_bytes or 0) * SINGLE_OP_RESERVE) if self.level == "aten" else 0,
             )
             if self.level != "none" and not torchair_dump
             else None
@@ -148,8 +151,11 @@ class Session:
     def wants_io(self, io: str) -> bool:
         return io in self.spec.dump.io
 
-    def write(self, value, *, seq: int, op_key: str, io: str, index: int, item=None, **fields) -> None:
-        """Writes one tensor record; non-tensors (and fake/meta tensors) are skipped."""
+    def write(
+        self, value, *, seq: int, op_key: str, io: str, index: int, item=None, needed: bool = False, **fields
+    ) -> None:
+        """Writes one tensor record; non-tensors (and fake/meta tensors) are skipped. `needed`:
+        DumpWriter.write_tensor's."""
         if not dumpable(value):
             return
         record = {"seq": seq, "kind": fields.pop("kind", "op"), "op_key": op_key, "io": io, "index": index}
@@ -157,7 +163,8 @@ class Session:
             record["item"] = item
         record.update({k: v for k, v in fields.items() if v is not None})
         record["step"] = self.step
-        self.dump.write_tensor(value, record, **self._truth(self.shadows.peek(value) if self.shadows else None))
+        truth = self._truth(self.shadows.peek(value) if self.shadows else None)
+        self.dump.write_tensor(value, record, needed=needed, **truth)
 
     @staticmethod
     def _truth(entry) -> dict:

@@ -1,0 +1,72 @@
+"""Qwen2-0.5B's public shape (hidden 896, intermediate 4864, 14 heads, 2 KV heads, vocab 151936,
+tied embeddings, rope_theta 1e6) with random seeded weights (nothing is downloaded), in bfloat16,
+compiled with torch.compile as a user would: one forward of 128 tokens, batch 1, no KV cache.
+
+    python bench/qwen2_scale_model.py [--layers N] [--vocab V] [--tokens T] [--planted-layer L]
+                                      [--out OUT.pt]
+
+`--planted-layer L` compiles with planted_defect_backend.py: Inductor whose post-grad custom pass
+scales one op of layer L's MLP (a wrong kernel in compiled code only). Under diagnose the
+model's dtype is the run spec's (the workflow's `model: dtype:`).
+"""
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # built from a config: never reach the hub
+os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+
+import torch  # noqa: E402
+import transformers  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import planted_defect_backend  # noqa: E402
+
+QWEN2_0_5B = dict(
+    hidden_size=896,
+    intermediate_size=4864,
+    num_attention_heads=14,
+    num_key_value_heads=2,
+    vocab_size=151936,
+    max_position_embeddings=32768,
+    rope_theta=1000000.0,
+    rms_norm_eps=1e-6,
+    tie_word_embeddings=True,
+    hidden_act="silu",
+)
+
+
+def build(layers: int, vocab: int) -> torch.nn.Module:
+    sizes = {**QWEN2_0_5B, "num_hidden_layers": layers, "vocab_size": vocab}
+    config = transformers.Qwen2Config(use_cache=False, attn_implementation="sdpa", **sizes)
+    return transformers.Qwen2ForCausalLM(config).eval()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--vocab", type=int, default=QWEN2_0_5B["vocab_size"])
+    parser.add_argument("--tokens", type=int, default=128)
+    parser.add_argument("--planted-layer", type=int, help="the layer whose MLP the compiled code gets wrong")
+    parser.add_argument("--out", help="save the logits (torch.save) here")
+    args = parser.parse_args()
+
+    torch.manual_seed(0)
+    model = build(args.layers, args.vocab).to(torch.bfloat16)
+    backend = "inductor"
+    if args.planted_layer is not None:
+        planted_defect_backend.LAYER = args.planted_layer
+        backend = planted_defect_backend.backend
+    compiled = torch.compile(model, backend=backend)
+    ids = torch.randint(0, args.vocab, (1, args.tokens), generator=torch.Generator().manual_seed(100))
+    with torch.no_grad():
+        logits = compiled(input_ids=ids).logits
+    print(f"logits {list(logits.shape)} [0, -1, :4]:", logits[0, -1, :4].float().tolist())
+    if args.out:
+        torch.save(logits, args.out)
+
+
+if __name__ == "__main__":
+    main()
