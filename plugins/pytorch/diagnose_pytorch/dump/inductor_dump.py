@@ -433,6 +433,8 @@ def _golden_alignment(gm: torch.fx.GraphModule, example_inputs, session) -> Alig
         return Alignment.failed("the graph Dynamo handed to the backend is unknown")
     try:
         return Alignment.of_golden(*golden_forward(gm, example_inputs, session.spec.backend))
+    except compat.TorchDynamoException:
+        raise  # Dynamo's own control flow (a restart of the analysis), as the golden's compile raises it
     except Exception as e:  # noqa: BLE001 — no golden names: nothing is dumped under one
         return Alignment.failed(f"the golden graph could not be traced: {type(e).__name__}: {e}")
 
