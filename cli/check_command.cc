@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <boost/filesystem.hpp>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include <yaml-cpp/yaml.h>
@@ -70,7 +71,38 @@ std::string resolved_text(const std::string& base_path, const std::string& base_
   return text;
 }
 
-int check(const Arguments& a) {
+// The backend object the script passes to torch.compile, as the `module:function` a workflow
+// names it by (the plugin's script-backend command runs the script up to its first compiled
+// call), so that the script runs with its own backend, as with that workflow; "" when it passes
+// none (Inductor) or one no name gives back, which is said.
+std::string script_backend(const Workflow& workflow, const std::string& cwd, bool quiet) {
+  fs::path answer = fs::temp_directory_path() / fs::unique_path("diagnose-check-%%%%%%%%.json");
+  ProcessSpec spec;
+  spec.argv = {model_python(workflow), "-m", "diagnose_pytorch", "script-backend", workflow.model.script};
+  spec.argv.insert(spec.argv.end(), workflow.model.command.args.begin(), workflow.model.command.args.end());
+  spec.cwd = cwd;
+  spec.stdout_path = answer.string();
+  spec.stderr_path = "/dev/null";
+  spec.timeout_s = 600;
+  ProcessOutcome outcome = run_process(spec);
+  std::optional<std::string> text = read_file(answer.string());
+  boost::system::error_code ignored;
+  fs::remove(answer, ignored);
+  nlohmann::json found = nlohmann::json::parse(text.value_or(""), nullptr, false);
+  if (outcome.status != RunStatus::Succeeded || !found.is_object()) {
+    if (!quiet) std::cerr << "diagnose check: could not tell the script's backend: " << outcome.error << "\n";
+    return "";
+  }
+  std::string backend = found.value("backend", nlohmann::json()).is_string() ? found["backend"].get<std::string>() : "";
+  if (!quiet)
+    std::cerr << "diagnose check: backend "
+              << (backend.empty() ? "inductor (" + found.value("why", std::string()) + ")"
+                                  : backend + " (the script's own)")
+              << "\n";
+  return backend;
+}
+
+int check(Arguments a) {
   std::string cwd = fs::current_path().string();
   std::string base_path;
   for (const fs::path& place : standard_workflow_places())
@@ -96,6 +128,13 @@ int check(const Arguments& a) {
   Diagnostics diagnostics(path);
   std::optional<Workflow> workflow = load_workflow_text(text, path, diagnostics);
   if (workflow) check_model_paths(*workflow, diagnostics);
+  if (workflow && diagnostics.empty() && a.backend.empty()) {
+    a.backend = script_backend(*workflow, cwd, a.quiet);
+    if (!a.backend.empty()) {
+      text = resolved_text(base_path, *base_text, a, cwd);
+      workflow = load_workflow_text(text, path, diagnostics);
+    }
+  }
   diagnostics.print(std::cerr);
   if (!diagnostics.empty()) return kExitUsage;
 

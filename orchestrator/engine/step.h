@@ -41,6 +41,10 @@ struct RunsInterrupted : std::runtime_error {
 using RunExecutor = std::function<std::vector<RunRecord>(const std::vector<RunRequest>&)>;
 
 // What a step sees while it is evaluated.
+// The interpreter of the model's script: model.python, $DIAGNOSE_PYTHON, the python3 beside
+// the diagnose binary (the environment a wheel installed it into), else python3 on PATH.
+std::string model_python(const Workflow& workflow);
+
 class StepContext {
  public:
   StepContext(const Workflow& workflow, const StepSpec& step, const State& state, std::string run_dir,
@@ -72,8 +76,7 @@ class StepContext {
   // The workflow's tolerances (presets, then defaults.tolerances), then `overrides`.
   // Returns an error message in *error when an override is rejected.
   compare::Tolerances tolerances(const std::vector<compare::ToleranceOverride>& overrides, std::string* error) const;
-  // The interpreter of the model's script: model.python, $DIAGNOSE_PYTHON, the python3 beside
-  // the diagnose binary (the environment a wheel installed it into), else python3 on PATH.
+  // The interpreter of the model's script: model_python(workflow).
   std::string model_python() const;
   // What the step's result depends on (its spec and the workflow's model); --resume keeps a
   // result only under the same fingerprint, and so may a step's own partial work.

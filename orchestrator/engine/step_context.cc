@@ -33,8 +33,10 @@ nlohmann::json StepContext::option_default(const std::string& name) const {
 
 std::string StepContext::fingerprint() const { return step_fingerprint(workflow_, step_); }
 
-std::string StepContext::model_python() const {
-  if (!workflow_.model.python.empty()) return workflow_.model.python;
+std::string StepContext::model_python() const { return diagnose::model_python(workflow_); }
+
+std::string model_python(const Workflow& workflow) {
+  if (!workflow.model.python.empty()) return workflow.model.python;
   const char* from_env = std::getenv("DIAGNOSE_PYTHON");
   if (from_env && *from_env) return from_env;
   // A wheel's diagnose lies in bin/ beside the Python it was installed into (venv, conda, /usr).

@@ -36,6 +36,11 @@ def main(argv: list[str] | None = None) -> int:
     single.add_argument("--ops", metavar="NAME,...", help="only these ops")
     single.add_argument("--max-calls-per-signature", type=int, default=1, metavar="K")
     commands.add_parser("warm", help="fork a child for each run the engine asks for on stdin (warm.py)")
+    backend = commands.add_parser(
+        "script-backend", help="the backend object a script passes to torch.compile, as module:function (JSON)"
+    )
+    backend.add_argument("script")
+    backend.add_argument("args", nargs=argparse.REMAINDER)
     acl = commands.add_parser(
         "aclgraph-dump", help="TorchAir reduce-overhead/npugraph_ex .pt dumps as .npy files, never unpickled"
     )
@@ -57,6 +62,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if written else 2
     if options.command == "run":
         return _run(options)
+    if options.command == "script-backend":
+        from .runtime.script_backend import main as script_backend  # imports torch
+
+        return script_backend(options.script, options.args)
     if options.command == "warm":
         from .runtime.warm import serve  # imports torch
 

@@ -175,17 +175,21 @@ def test_dumped_records_name_the_candidates_they_were_traced_from(runs, name):
     assert records and all(set(r.get("graph_nodes", [])) <= set(ALL) for r in records)
     traced = {fx: r.get("graph_nodes") for r in records for fx in r["fx_nodes"]}
     assert "g1.tanh" in traced["tanh"] and all(traced.values())
-    assert "g0.h" in traced["relu"]
+    if name != "wrapping-dumped":  # there relu's buffer also computes the pass's second relu: not dumped
+        assert "g0.h" in traced["relu"]
     if name == "fx-dumped":  # one ATen node each; every candidate that computes something is there
         assert all(len(r["graph_nodes"]) == 1 for r in records)
         assert {i for r in records for i in r["graph_nodes"]} == set(CHOICES)
+    if name == "wrapping-dumped":  # the golden's names (alignment.py), never one the pass shifted
+        golden = {r["op_key"] for r in _records(ok(runs, "fx-dumped"))}
+        assert {r["op_key"] for r in records} <= golden
 
 
 def test_graph_nodes_run_eagerly_through_a_user_backend_built_on_inductor(runs):
     """graph_nodes are the ids isolation.eager_nodes takes: the wrapping backend's graphs split
     where the plain Inductor run's were, the user's pass running on each compiled piece."""
     half = {i for r in _records(ok(runs, "wrapping-dumped")) for i in r["graph_nodes"] if i in HALF}
-    assert half == {"g0.h", "g1.tanh", "g1.sub"}
+    assert {"g1.tanh", "g1.sub"} <= half <= set(HALF)
     report = ok(runs, "wrapping-half").status["isolation"]
     assert report["compiled"] == [n for n in CHOICES if n not in HALF] and report["unmatched"] == []
     assert [p["nodes"] for p in report["pieces"]] == [

@@ -1,5 +1,6 @@
-"""dump/provenance.py in process: Dynamo graphs snapshotted, then a user's pass and AOT Autograd
-(no Inductor, no model process: quick), each ATen node tied to the Dynamo node it came from."""
+"""dump/provenance.py and dump/alignment.py in process: Dynamo graphs snapshotted, then a user's
+pass and AOT Autograd (no Inductor, no model process: quick), each ATen node tied to the Dynamo
+node it came from and named after the golden's node of the same provenance."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import torch
 from torch import fx
 
 from diagnose_pytorch import compat
+from diagnose_pytorch.dump.alignment import Alignment, golden_forward
+from diagnose_pytorch.dump.fx_dump import aot_options
 from diagnose_pytorch.dump.provenance import Snapshots
 
 
@@ -135,3 +138,94 @@ def test_ancestors_nearest_first(layout):
         expected = [("relu_1", str(torch.relu), id(graph)), ("relu", str(torch.relu), id(graph))]
     assert compat.node_ancestors(leaf) == expected
     assert compat.node_ancestors(root) == []
+
+
+def _aligned(fn, args_list, user_pass, dynamic=False) -> list[Alignment]:
+    """Per Dynamo graph: the golden's names traced before `user_pass`, then the target's ATen
+    graph (the pass's output through Inductor's AOT options) aligned to them."""
+    snapshots = Snapshots()
+    alignments = []
+
+    def backend(gm, example_inputs):
+        dynamo = snapshots.current
+        alignment = Alignment.of_golden(*golden_forward(gm, example_inputs, "inductor"))
+        alignments.append(alignment)
+        user_pass(gm)
+
+        def forward(fx_gm, _inputs):
+            alignment.align(fx_gm.graph, dynamo)
+            return fx_gm
+
+        return compat.aot_autograd(fw_compiler=forward, **aot_options("inductor"))(gm, example_inputs)
+
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend=snapshots.wrapping(backend), dynamic=dynamic)
+    with torch.no_grad():
+        for args in args_list:
+            compiled(*args)
+    return alignments
+
+
+def test_alignment_across_a_users_pass_names_by_provenance_not_by_name():
+    (alignment,) = _aligned(_model, [ARGS], _insert_identity_after_relu)
+    # the target's AOT graph: mm, relu, mul (the pass's), cat, mul_1 (y * 2)...; the golden's:
+    # mm, relu, cat, mul (y * 2)
+    assert alignment.names["mul_1"] == "mul" and alignment.names["cat"] == "cat"
+    assert alignment.names["relu"] == "relu" and alignment.names["mm"] == "mm"
+    assert "mul" not in alignment.names and "traced from no unchanged node" in alignment.reasons["mul"]
+
+
+def _change_a_constant(gm: fx.GraphModule) -> None:
+    """A pass that changes one node's arguments in place (y * 2 becomes y * 3, its target
+    stays): still that node, compared as the golden's (where a planted defect shows)."""
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and node.target is operator.mul:
+            node.args = (node.args[0], 3)
+    gm.recompile()
+
+
+def _retarget_softmax(gm: fx.GraphModule) -> None:
+    """A pass that swaps a node's target in place: no longer the golden's node."""
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and node.target is torch.softmax:
+            node.target = torch.log_softmax
+    gm.recompile()
+
+
+def test_a_node_whose_target_the_pass_changed_takes_no_golden_name():
+    (kept,) = _aligned(_model, [ARGS], _change_a_constant)
+    assert not kept.reasons and set(kept.names) == set(kept.names.values()) and "mul" in kept.names
+    (changed,) = _aligned(_model, [ARGS], _retarget_softmax)
+    softmax_nodes = [name for name, why in changed.reasons.items() if "changed" in why]
+    assert softmax_nodes and not set(softmax_nodes) & set(changed.names)
+    assert changed.names["cat"] == "cat"
+
+
+def _decode_step(x, cache):
+    out = _decode(x, cache)
+    torch._dynamo.graph_break()
+    return _decode(out[-1:], cache)
+
+
+def test_alignment_with_dynamic_shapes_each_graph_its_own_golden():
+    # dynamic=True: a prompt of 5 then of 3 tokens (one graph each side of the break serves both)
+    calls = [(torch.randn(n, 4), torch.randn(7, 4)) for n in (5, 3)]
+    alignments = _aligned(_decode_step, calls, _insert_identity_after_cat, dynamic=True)
+    assert len(alignments) == 2
+    for alignment in alignments:
+        cat_names = {t for t, g in alignment.names.items() if g.startswith("cat")}
+        assert cat_names and all(alignment.names[t] == t for t in cat_names)
+        # after the pass's node, the target's names shift by one; the golden's do not
+        shifted = {t: g for t, g in alignment.names.items() if t != g}
+        assert shifted and all(g in alignment.golden.values() for g in shifted.values())
+        assert any("traced from no unchanged node" in why for why in alignment.reasons.values())
+
+
+def _insert_identity_after_cat(gm: fx.GraphModule) -> None:
+    for node in list(gm.graph.nodes):
+        if node.op == "call_function" and node.target is torch.cat:
+            with gm.graph.inserting_after(node):
+                identity = gm.graph.call_function(operator.mul, (node, 1.0))
+            node.replace_all_uses_with(identity)
+            identity.args = (node, 1.0)
+    gm.recompile()

@@ -67,3 +67,16 @@ def test_check_help_and_bad_input(diagnose_bin, tmp_path, inductor_cache):
     missing = diagnose(diagnose_bin, ["check", "no_such_model.py"], tmp_path, inductor_cache)
     assert missing.returncode == 2 and "no_such_model.py" in missing.stderr
     assert not (tmp_path / "runs").exists()
+
+
+def test_check_runs_the_scripts_own_backend(diagnose_bin, tmp_path, inductor_cache):
+    """A script that passes its own backend object to torch.compile (examples/fusion_rules,
+    unchanged) is checked with that backend, named as its workflow.yaml names it: the same
+    verdict, no YAML written."""
+    script = ROOT / "examples" / "fusion_rules" / "model.py"
+    checked = diagnose(diagnose_bin, ["check", str(script), "--output-dir", "check"], tmp_path, inductor_cache)
+    assert checked.returncode == 1 and "backend fusion_backend:backend (the script's own)" in checked.stderr
+    run = the_run(tmp_path / "check")
+    assert "backend: fusion_backend:backend" in (run / "workflow.yaml").read_text()
+    verdict = json.loads((run / "report.json").read_text())["verdict"]
+    assert verdict["category"] == "fusion_defect" and "GeluFusionPass" in verdict["culprit"], verdict

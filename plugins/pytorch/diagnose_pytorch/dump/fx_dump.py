@@ -14,15 +14,17 @@ import torch
 from .. import compat
 from .dump_writer import nonfinite_constant
 
-# Decompositions and partitioner AOT uses for each builtin backend, so that the dumped graph
-# is the one that backend would hand to its compiler.
+# Backends whose graph AOT Autograd makes with Inductor's decompositions and partitioner. A user
+# backend (`module:function`) is taken to be built on Inductor, as the compiled-level dump takes
+# it (inductor_dump.inductor_backend with the user's backend as compiler), so that the golden's
+# ATen nodes are the ones the user's compile_fx makes of the same Dynamo nodes.
 _INDUCTOR_STYLE = ("aot_eager_decomp_partition", "inductor")
 
 
 def aot_options(backend: str) -> dict:
     """AOT Autograd's decompositions and partitioner for `backend`, so that the dumped graph is
     the one that backend would hand to its compiler."""
-    if backend in _INDUCTOR_STYLE:
+    if backend in _INDUCTOR_STYLE or ":" in backend:
         # compile_fx, not decomposition: some decompositions need the lowerings it imports
         return {
             "decompositions": compat.select_decomp_table(),

@@ -29,7 +29,8 @@ kernel) equal nothing the FX-level dump has: they are not dumped, and status.jso
 (`inductor_unmapped`). A buffer found to hold a value already dumped under the same name (a
 copy with other strides) is dumped once. Names use each node's target as AOT Autograd made the
 graph (what the FX-level dump interprets): Inductor's post-grad passes change some targets in
-place (`view_to_reshape`: `aten.view` becomes `aten.reshape`)."""
+place (`view_to_reshape`: `aten.view` becomes `aten.reshape`). Under a user backend built on
+Inductor, names are the golden's for the node of the same provenance (alignment.py)."""
 
 from __future__ import annotations
 
@@ -46,6 +47,7 @@ from .. import compat, inductor_rules_fired
 from ..collectives import is_collective
 from ..compat import pytree
 from ..switches import inductor_overrides
+from .alignment import Alignment, golden_forward
 from .fx_dump import node_source
 from .provenance import DynamoGraph
 
@@ -59,12 +61,14 @@ class BufferInfo:
     fx_nodes: list[str]
     sources: list[dict]  # fx_dump.node_source of each of fx_nodes
     found_by: str = ""  # how the FX node of a buffer without origin node was found
+    dumped: str = ""  # the name it is dumped under (the golden's, alignment.py), when not origin
+    unmapped_because: str = ""  # why it holds no golden node's value, when it has an origin node
     nodes: list = field(default_factory=list)  # the fx.Nodes of fx_nodes
     graph_nodes: list[str] = field(default_factory=list)  # provenance.DynamoGraph.graph_nodes of nodes
 
     @property
     def op_key(self) -> str:
-        return f"{self.origin}-{self.target}" if self.target else self.origin
+        return f"{self.dumped or self.origin}-{self.target}" if self.target else self.origin
 
     @property
     def mapped(self) -> bool:
@@ -83,6 +87,26 @@ class GraphBuffers:
     # changed some in place (aten.view becomes aten.reshape): the FX-level dump's names
     targets: dict[str, str] = field(default_factory=dict)
     dynamo: DynamoGraph | None = None  # the graph Dynamo handed to the backend, if known
+    # a user backend's: the golden's names for its nodes (None: the nodes' own names)
+    alignment: Alignment | None = None
+
+    def named(self, node: torch.fx.Node) -> tuple[str | None, str]:
+        """The name `node`'s value is dumped under, or None and why it has none."""
+        if self.alignment is None:
+            return node.name, ""
+        name = self.alignment.name_of(node)
+        return name, "" if name is not None else self.alignment.reason(node)
+
+    def described(self, nodes: list[torch.fx.Node]) -> tuple[list[str], list[dict]]:
+        """fx_nodes and sources of `nodes`, by the names they are dumped under (a node without
+        one left out)."""
+        names, sources = [], []
+        for node in nodes:
+            name = self.named(node)[0]
+            if name is not None:
+                names.append(name)
+                sources.append({**node_source(node), "node": name})
+        return names, sources
 
     def graph_nodes(self, nodes) -> list[str]:
         return self.dynamo.graph_nodes(nodes) if self.dynamo is not None else []
@@ -105,14 +129,16 @@ class GraphBuffers:
             if origin not in fx_nodes:
                 fx_nodes = sorted([*fx_nodes, origin], key=order.__getitem__)
         name, target = (origin.name, self.target_of(origin)) if origin is not None else (buffer, "")
+        dumped, why = self.named(origin) if origin is not None else (None, "")
         same_origin = self.by_origin.setdefault(name, [])
         info = BufferInfo(
             buffer,
             name,
-            target,
+            target if dumped is not None else "",
             len(same_origin) if index is None else index,
-            [n.name for n in fx_nodes],
-            [node_source(n) for n in fx_nodes],
+            *self.described(fx_nodes),
+            dumped=dumped if dumped not in (None, name) else "",
+            unmapped_because=why,
             nodes=fx_nodes,
             graph_nodes=self.graph_nodes(fx_nodes),
         )
@@ -125,11 +151,13 @@ class GraphBuffers:
         self.by_origin.pop(info.origin, None)
         if any(other.index == 0 for other in self.by_origin.get(node.name, [])):
             self.copies.add(buffer)
-        info.origin, info.target, info.index, info.found_by = node.name, self.target_of(node), 0, found_by
-        if node.name not in info.fx_nodes:
-            info.fx_nodes = [*info.fx_nodes, node.name]
-            info.sources = [*info.sources, node_source(node)]
+        dumped, why = self.named(node)
+        info.origin, info.index, info.found_by = node.name, 0, found_by
+        info.target = self.target_of(node) if dumped is not None else ""
+        info.dumped, info.unmapped_because = (dumped if dumped not in (None, node.name) else ""), why
+        if node not in info.nodes:
             info.nodes = [*info.nodes, node]
+            info.fx_nodes, info.sources = self.described(info.nodes)
             info.graph_nodes = self.graph_nodes(info.nodes)
         self.by_origin.setdefault(node.name, []).append(info)
 
@@ -140,7 +168,15 @@ class GraphBuffers:
         return info
 
     def unmapped(self) -> list[dict]:
-        return [{"buffer": i.buffer, "fx_nodes": i.fx_nodes} for i in self.by_buffer.values() if not i.mapped]
+        return [
+            {
+                "buffer": i.buffer,
+                "fx_nodes": i.fx_nodes,
+                **({"reason": i.unmapped_because} if i.unmapped_because else {}),
+            }
+            for i in self.by_buffer.values()
+            if not i.mapped
+        ]
 
 
 _collecting: GraphBuffers | None = None
@@ -228,7 +264,7 @@ def _describe_scheduler(scheduler) -> None:
 
 def _derive(table: GraphBuffers, irs: dict, buffer: str, node, found_by: str) -> None:
     info = table.by_buffer.get(buffer)
-    if info is None or info.mapped or buffer not in irs or not _holds(irs[buffer], node):
+    if info is None or info.mapped or info.unmapped_because or buffer not in irs or not _holds(irs[buffer], node):
         return
     table.name_after(buffer, node, found_by)
 
@@ -311,6 +347,8 @@ def emitting_hooks(table: GraphBuffers):
             for node in gm.graph.nodes:
                 if node.op == "call_function":
                     table.targets.setdefault(node.name, str(node.target))
+            if table.alignment is not None and not table.alignment.aligned and table.dynamo is not None:
+                table.alignment.align(gm.graph, table.dynamo)
             return original(gm)
 
         return view_to_reshape
@@ -388,6 +426,19 @@ def _on_buffer(session, graph_id: int, table: GraphBuffers, seen: set, name: str
         session.write(tensor, seq=seq, op_key=op_key, io="output", index=index, graph=graph_id, **fields)
 
 
+def _golden_alignment(gm: torch.fx.GraphModule, example_inputs, session) -> Alignment:
+    """The golden's names for the ATen nodes the user's backend will compile (alignment.py),
+    traced before that backend's pass runs."""
+    if session.provenance.current is None:
+        return Alignment.failed("the graph Dynamo handed to the backend is unknown")
+    try:
+        return Alignment.of_golden(*golden_forward(gm, example_inputs, session.spec.backend))
+    except compat.TorchDynamoException:
+        raise  # Dynamo's own control flow (a restart of the analysis), as the golden's compile raises it
+    except Exception as e:  # noqa: BLE001 — no golden names: nothing is dumped under one
+        return Alignment.failed(f"the golden graph could not be traced: {type(e).__name__}: {e}")
+
+
 def inductor_backend(session, dump: bool, compiler=None):
     """torch.compile backend: Inductor with the spec's config overrides; with `dump`, the
     compiled code reports its buffers into the session's dump. `compiler` replaces compile_fx:
@@ -400,6 +451,8 @@ def inductor_backend(session, dump: bool, compiler=None):
     def backend_fn(gm: torch.fx.GraphModule, example_inputs):
         graph_id = session.new_graph()
         table = GraphBuffers(dynamo=session.provenance.current)
+        if dump and compiler is not None:
+            table.alignment = _golden_alignment(gm, example_inputs, session)
         patches = dict(overrides)
         if dump:
             # The buffer table is built while Inductor generates the wrapper, which a graph

@@ -21,14 +21,15 @@ _original_compile = torch.compile
 
 
 def compile_under_spec(session: Session, model, user_options: dict):
-    """Replaces `torch.compile(model, **user_options)`: the spec decides backend and options."""
+    """Replaces `torch.compile(model, **user_options)`: the spec decides backend and options (the
+    script's `dynamic=` where the spec leaves it unset)."""
     session.status.record_compile_call(
         getattr(model, "__qualname__", type(model).__name__), {k: repr(v) for k, v in user_options.items()}
     )
-    return wrap(session, model)
+    return wrap(session, model, user_options.get("dynamic"))
 
 
-def wrap(session: Session, model):
+def wrap(session: Session, model, user_dynamic: bool | None = None):
     spec = session.spec
     root = model.__self__ if isinstance(getattr(model, "__self__", None), torch.nn.Module) else model
     session.status.record_configuration(configuration(root))
@@ -39,7 +40,8 @@ def wrap(session: Session, model):
     if spec.mode == "eager":
         target = model
     else:
-        target = _original_compile(model, backend=make_backend(session), dynamic=spec.dynamic, fullgraph=spec.fullgraph)
+        dynamic = spec.dynamic if spec.dynamic is not None else user_dynamic
+        target = _original_compile(model, backend=make_backend(session), dynamic=dynamic, fullgraph=spec.fullgraph)
     boundary = Boundary(session, CallState(root))
     if isinstance(target, torch.nn.Module):
         target.register_forward_pre_hook(boundary.module_pre_hook, with_kwargs=True)
