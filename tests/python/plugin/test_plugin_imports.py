@@ -40,6 +40,17 @@ def imported(name: str, path: Path, node: ast.AST, known) -> set[str]:
     return submodules or ({base} & set(known))
 
 
+def unresolved_relative_imports() -> list[str]:
+    """Relative imports naming no module of the plugin (a module moved to another package)."""
+    known = modules()
+    unresolved = []
+    for name, path in known.items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.level and not imported(name, path, node, known):
+                unresolved.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}")
+    return unresolved
+
+
 def import_graph() -> dict[str, set[str]]:
     known = modules()
     graph = {}
@@ -110,6 +121,10 @@ def test_an_import_of_a_higher_layer_is_found():
     assert (
         layer("diagnose_pytorch.__main__") > layer("diagnose_pytorch.runtime.session") > layer("diagnose_pytorch.spec")
     )
+
+
+def test_relative_imports_name_modules_of_the_plugin():
+    assert not unresolved_relative_imports(), "imports of nothing: " + ", ".join(unresolved_relative_imports())
 
 
 def test_no_import_circles():

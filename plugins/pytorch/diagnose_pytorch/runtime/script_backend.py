@@ -15,7 +15,7 @@ import json
 import os
 import sys
 
-from .main_script import _FirstCompiledCall, _until_called, compile_redirected, run_as_main
+from ..main_script import _FirstCompiledCall, _until_called, compile_redirected, run_as_main
 
 
 def backend_name(backend, script: str) -> tuple[str | None, str]:
