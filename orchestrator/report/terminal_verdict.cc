@@ -199,6 +199,22 @@ std::vector<std::string> how_sure(const RunReport& report) {
   return facts;
 }
 
+// Of a run with no problem, what was judged and passed: "graph_compare: 36 op rows and 16 final
+// output rows judged, all within tolerance".
+std::vector<std::string> rows_passed(const RunReport& report) {
+  std::vector<std::string> facts;
+  for (const StepReport& step : report.steps) {
+    if (step.status != StepStatus::Pass) continue;
+    const json ops = metric(step, "judged"), finals = metric(step, "final_outputs");
+    std::vector<std::string> parts;
+    if (ops.is_number() && ops != 0) parts.push_back(number_text(ops) + " op rows");
+    if (finals.is_object() && finals.contains("judged") && finals["judged"].is_number() && finals["judged"] != 0)
+      parts.push_back(number_text(finals["judged"]) + " final output rows");
+    if (!parts.empty()) facts.push_back(step.id + ": " + joined(parts, " and ") + " judged, all within tolerance");
+  }
+  return facts;
+}
+
 // What to do: the workaround the deciding step found (a bisection's knob, and the file it wrote
 // for it), else the category's advice (in the report either way).
 void what_to_do(const RunReport& report, std::vector<VerdictLine>& lines) {
@@ -378,11 +394,11 @@ std::vector<VerdictLine> verdict_lines(const RunReport& report, const std::vecto
     log_tail(v, lines);
   } else {
     where_lines(report, lines);
-    std::vector<std::string> facts = how_sure(report);
-    if (v.category == "no_precision_problem") facts.insert(facts.begin(), v.summary.substr(v.title.size() + 2));
+    std::vector<std::string> facts = v.category == "no_precision_problem" ? rows_passed(report) : how_sure(report);
+    if (facts.empty() && v.category == "no_precision_problem") facts.push_back(v.summary.substr(v.title.size() + 2));
     if (!facts.empty()) lines.push_back({"how sure", joined(facts, "; "), false});
   }
-  what_to_do(report, lines);
+  if (v.category != "no_precision_problem") what_to_do(report, lines);
   std::vector<std::string> others;
   for (const std::string& id : v.failed_steps)
     if (id != v.step) others.push_back(id);
