@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "orchestrator/engine/dump_budget.h"
-#include "orchestrator/exec/command_line.h"
+#include "orchestrator/engine/replay_commands.h"
 #include "orchestrator/report/markup.h"
 #include "orchestrator/report/section_html.h"
 #include "orchestrator/report/svg_plot.h"
@@ -205,10 +205,10 @@ class Page {
         first = false;
       }
       out_ << "</td><td>" << markup_escape(r.error) << "</td><td class=\"long\"><code class=\"rerun\">"
-           << markup_escape(rerun_command_line(report_.run_dir, step, r)) << "</code>";
+           << markup_escape(rerun_command_line(report_.run_dir, step.id, r.name, step.runs.size() > 1)) << "</code>";
       if (!r.argv.empty())
-        out_ << "<details><summary>environment</summary><pre>" << markup_escape(reproduce_command(r.cwd, r.env, r.argv))
-             << "</pre></details>";
+        out_ << "<details><summary>environment</summary><pre>"
+             << markup_escape(replay_command_line(r.cwd, r.env, r.argv)) << "</pre></details>";
       out_ << "</td></tr>\n";
     }
     out_ << "</table></div>\n";

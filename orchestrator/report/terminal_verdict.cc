@@ -9,7 +9,7 @@
 #include <regex>
 #include <sstream>
 
-#include "orchestrator/exec/command_line.h"
+#include "orchestrator/engine/replay_commands.h"
 #include "orchestrator/util/strings.h"
 
 namespace diagnose {
@@ -253,7 +253,7 @@ void look_further(const RunReport& report, const std::vector<std::string>& repor
     auto target =
         std::find_if(step->runs.begin(), step->runs.end(), [](const ReportedRun& r) { return r.name == "target"; });
     const ReportedRun& run = target != step->runs.end() ? *target : step->runs.back();
-    lines.push_back({label, rerun_command_line(report.run_dir, *step, run), true});
+    lines.push_back({label, rerun_command_line(report.run_dir, step->id, run.name, step->runs.size() > 1), true});
   }
 }
 
@@ -352,11 +352,6 @@ std::string verdict_sentence(const Verdict& verdict) {
     if (text[i] == ';' && text[i + 1] == ' ' && depth <= 1) return text.substr(0, i) + std::string(depth, ')');
   }
   return text;
-}
-
-std::string rerun_command_line(const std::string& run_dir, const StepReport& step, const ReportedRun& run) {
-  return "diagnose rerun " + shell_quote(run_dir) + " " + shell_quote(step.id) +
-         (step.runs.size() > 1 ? " " + shell_quote(run.name) : "");
 }
 
 std::string shortened(const std::string& text, size_t width) {

@@ -51,10 +51,6 @@ std::string terminal_verdict(const RunReport& report, const std::vector<std::str
 // "Graph structure / fusion defect: GeluFusionPass (step 'fusion': culprits found ...)".
 std::string verdict_sentence(const Verdict& verdict);
 
-// The one command that runs `run` of `step` again: "diagnose rerun RUN_DIR STEP [RUN]" (RUN when
-// the step has several).
-std::string rerun_command_line(const std::string& run_dir, const StepReport& step, const ReportedRun& run);
-
 // Columns of `text` on a terminal: its UTF-8 code points, escape sequences not counted.
 size_t display_width(const std::string& text);
 // `text` cut to `width` columns, ending in "…" when cut.
