@@ -38,7 +38,7 @@ std::vector<fs::path> standard_workflow_places() {
 struct Arguments {
   std::string script, backend, device, dtype, output_dir;
   std::vector<std::string> args;
-  bool quiet = false;
+  bool quiet = false, json = false;
 };
 
 // The base's text with its model: block replaced by the script's, as `extends:` the base with
@@ -149,7 +149,8 @@ int check(Arguments a) {
   workflow->path = workflow_copy_path(options.run_dir);  // the engine writes `text` there
   if (!a.quiet) std::cerr << "diagnose check: the workflow it runs: " << workflow->path << "\n";
   install_interrupt_handlers();
-  return run_to_verdict(*workflow, options, LogFormat::Human, a.quiet ? Verbosity::Quiet : Verbosity::Normal);
+  return run_to_verdict(*workflow, options, LogFormat::Human, a.quiet ? Verbosity::Quiet : Verbosity::Normal,
+                        verdict_output(a.quiet, a.json));
 }
 
 }  // namespace
@@ -171,6 +172,7 @@ int check_command(int argc, char** argv) {
   app.add_option("--dtype", a.dtype, "cast the model and its floating inputs: float16, bfloat16, float32...");
   app.add_option("--output-dir", a.output_dir, "where to create the run directory (default: runs)");
   app.add_flag("-q,--quiet", a.quiet, "print only the verdict");
+  app.add_flag("--json", a.json, "print the verdict as report.json's verdict object");
   if (int code = parse_arguments(app, argc, argv); code != kArgumentsParsed) return code;
   return check(a);
 }

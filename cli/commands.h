@@ -10,6 +10,9 @@ int check_command(int argc, char** argv);
 int validate_command(int argc, char** argv);  // diagnose validate workflow.yaml...
 int schema_command(int argc, char** argv);    // diagnose schema
 int report_command(int argc, char** argv);    // diagnose report RUN_DIR
+// diagnose rerun RUN_DIR [STEP [RUN]]: one recorded model run again, into RUN_DIR/reruns/; 0 the same
+// outputs hash, 1 different, 2 usage, 3 the run did not succeed.
+int rerun_command(int argc, char** argv);
 // diagnose compare -gp GOLDEN -mp MINE ...: the comparison core with msit's flags.
 // 0 pass, 1 fail, 2 usage, 3 unreadable.
 int compare_command(int argc, char** argv);

@@ -79,7 +79,7 @@ int gate_command(int argc, char** argv) {
   }
   progress.verdict(verdict.category, verdict.summary, exit_code);
   if (format == LogFormat::Human) {
-    print_verdict(run, quiet);
+    print_verdict(run, verdict_output(quiet, false));
     std::cout << "gate: " << (exit_code == 0 ? "PASSED" : exit_code == 1 ? "FAILED (regression)" : "ERROR") << "\n";
   }
   return exit_code;

@@ -18,6 +18,7 @@ void print_usage(std::ostream& out) {
          "  validate  check workflow files without running them\n"
          "  schema    print the JSON Schema of the workflow format\n"
          "  report    render the reports of a run directory again\n"
+         "  rerun     run one recorded model run again: diagnose rerun RUN_DIR [STEP [RUN]]\n"
          "  compare   compare two dumps (TorchAir GE/FX, npy, diagnose dumps)\n"
          "  gate      CI gate: the model version under test against a baseline (--baseline DIR)\n"
          "  baseline  save or show a gate baseline: diagnose baseline save RUN_DIR --to DIR\n"
@@ -45,6 +46,7 @@ int dispatch(int argc, char** argv) {
   if (command == "validate") return diagnose::validate_command(argc - 1, argv + 1);
   if (command == "schema") return diagnose::schema_command(argc - 1, argv + 1);
   if (command == "report") return diagnose::report_command(argc - 1, argv + 1);
+  if (command == "rerun") return diagnose::rerun_command(argc - 1, argv + 1);
   if (command == "gate") return diagnose::gate_command(argc - 1, argv + 1);
   if (command == "baseline") return diagnose::baseline_command(argc - 1, argv + 1);
   if (command == "history") return diagnose::history_command(argc - 1, argv + 1);

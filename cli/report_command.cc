@@ -5,6 +5,7 @@
 
 #include "cli/arguments.h"
 #include "cli/commands.h"
+#include "cli/workflow_session.h"
 #include "orchestrator/engine/run_dir.h"
 #include "orchestrator/engine/state.h"
 #include "orchestrator/engine/step.h"
@@ -46,9 +47,10 @@ RunReport load_report(const std::string& dir, const std::optional<Workflow>& wor
 int report_command(int argc, char** argv) {
   CLI::App app{"Render the reports of a run directory again and print its verdict.", "diagnose report"};
   std::string run_dir;
-  bool quiet = false;
+  bool quiet = false, json = false;
   app.add_option("run_dir", run_dir, "run directory (runs/<time>-<name>)")->required();
   app.add_flag("-q,--quiet", quiet, "print only the verdict");
+  app.add_flag("--json", json, "print the verdict as report.json's verdict object");
   if (int code = parse_arguments(app, argc, argv); code != kArgumentsParsed) return code;
 
   std::string dir = absolute_path(run_dir, fs::current_path().string());
@@ -70,11 +72,9 @@ int report_command(int argc, char** argv) {
     std::cerr << "diagnose: cannot write the reports: " << e.what() << "\n";
     return kExitInfrastructure;
   }
-  if (quiet)
-    std::cout << "verdict: " << report.verdict.summary << "\n";
-  else
-    print_terminal_summary(std::cout, report, reports);
-  return report.verdict.exit_code;
+  const int exit_code = report.verdict.exit_code;
+  print_verdict(FinishedRun{std::move(report), std::move(reports)}, verdict_output(quiet, json));
+  return exit_code;
 }
 
 }  // namespace diagnose

@@ -17,7 +17,7 @@ int run_command(int argc, char** argv) {
   std::string workflow_path, resume_dir, output_dir, log_format = "human";
   int slots = 0;
   RunnerOverride runner;
-  bool quiet = false, verbose = false;
+  bool quiet = false, verbose = false, json = false;
   app.add_option("workflow", workflow_path, "workflow file (YAML)")->required();
   app.add_option("--resume", resume_dir, "continue this run directory, re-running only what did not complete");
   app.add_option("--output-dir", output_dir, "where to create the run directory (default: defaults.output_dir)");
@@ -28,6 +28,7 @@ int run_command(int argc, char** argv) {
   app.add_option("--partition", runner.partition, "Slurm partition for every step");
   auto* quiet_flag = app.add_flag("-q,--quiet", quiet, "print only the verdict");
   app.add_flag("-v,--verbose", verbose, "also print the runs' output as it appears")->excludes(quiet_flag);
+  app.add_flag("--json", json, "print the verdict as report.json's verdict object");
   app.add_option("--log-format", log_format, "progress as human text or JSON lines")
       ->check(CLI::IsMember({"human", "json"}));
   if (int code = parse_arguments(app, argc, argv); code != kArgumentsParsed) return code;
@@ -46,7 +47,8 @@ int run_command(int argc, char** argv) {
   install_interrupt_handlers();
   LogFormat format = log_format == "json" ? LogFormat::Json : LogFormat::Human;
   Verbosity verbosity = quiet ? Verbosity::Quiet : verbose ? Verbosity::Verbose : Verbosity::Normal;
-  return run_to_verdict(*workflow, EngineOptions{output_dir, resume_dir, slots, runner}, format, verbosity);
+  return run_to_verdict(*workflow, EngineOptions{output_dir, resume_dir, slots, runner}, format, verbosity,
+                        verdict_output(quiet, json));
 }
 
 }  // namespace diagnose

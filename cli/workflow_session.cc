@@ -1,8 +1,11 @@
 #include "cli/workflow_session.h"
 
+#include <unistd.h>
+
 #include <iostream>
 
 #include "orchestrator/ci/history.h"
+#include "orchestrator/report/report_json.h"
 #include "orchestrator/report/reports.h"
 #include "orchestrator/workflow/validate.h"
 #include "orchestrator/workflow/workflow_loader.h"
@@ -33,16 +36,23 @@ FinishedRun finish_run(const Workflow& workflow, const EngineOutcome& outcome, P
   return run;
 }
 
-void print_verdict(const FinishedRun& run, bool quiet) {
-  if (quiet)
-    std::cout << "verdict: " << run.report.verdict.summary << "\n";
-  else
-    print_terminal_summary(std::cout, run.report, run.reports);
+VerdictOutput verdict_output(bool quiet, bool json) {
+  return json ? VerdictOutput::Json : quiet ? VerdictOutput::Block : VerdictOutput::Summary;
 }
 
-int run_to_verdict(const Workflow& workflow, const EngineOptions& options, LogFormat format, Verbosity verbosity) {
+void print_verdict(const FinishedRun& run, VerdictOutput output) {
+  if (output == VerdictOutput::Json)
+    std::cout << verdict_json(run.report.verdict).dump(2) << "\n";
+  else
+    print_terminal_summary(std::cout, run.report, run.reports, terminal_style(STDOUT_FILENO),
+                           output == VerdictOutput::Summary);
+}
+
+int run_to_verdict(const Workflow& workflow, const EngineOptions& options, LogFormat format, Verbosity verbosity,
+                   VerdictOutput output) {
   EngineOutcome outcome;
   Progress progress(format == LogFormat::Json ? std::cout : std::cerr, verbosity, format);
+  if (format == LogFormat::Human && isatty(STDERR_FILENO)) progress.live_status(terminal_style(STDERR_FILENO).width);
   try {
     outcome = run_workflow(workflow, options, progress);
   } catch (const std::exception& e) {
@@ -53,7 +63,7 @@ int run_to_verdict(const Workflow& workflow, const EngineOptions& options, LogFo
   if (outcome.interrupted) return kExitInterrupted;
   const Verdict& verdict = run.report.verdict;
   progress.verdict(verdict.category, verdict.summary, verdict.exit_code);
-  if (format == LogFormat::Human) print_verdict(run, verbosity == Verbosity::Quiet);
+  if (format == LogFormat::Human || output == VerdictOutput::Json) print_verdict(run, output);
   return verdict.exit_code;
 }
 

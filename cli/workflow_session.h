@@ -25,11 +25,19 @@ struct FinishedRun {
 // interrupted, its record added to the history; what cannot be written is a warning.
 FinishedRun finish_run(const Workflow& workflow, const EngineOutcome& outcome, Progress& progress);
 
-// The verdict on stdout: one line when quiet, else the terminal summary.
-void print_verdict(const FinishedRun& run, bool quiet);
+// How the verdict is printed on stdout.
+enum class VerdictOutput {
+  Summary,  // a line per step, then the verdict block (report/terminal_verdict.h)
+  Block,    // the verdict block alone (--quiet)
+  Json,     // report.json's verdict object (--json)
+};
+VerdictOutput verdict_output(bool quiet, bool json);
+
+void print_verdict(const FinishedRun& run, VerdictOutput output);
 
 // The workflow run to its verdict: progress on stderr (JSON lines on stdout), the reports and
-// history written, the verdict printed; the exit code.
-int run_to_verdict(const Workflow& workflow, const EngineOptions& options, LogFormat format, Verbosity verbosity);
+// history written, the verdict printed (with JSON progress, only as JSON); the exit code.
+int run_to_verdict(const Workflow& workflow, const EngineOptions& options, LogFormat format, Verbosity verbosity,
+                   VerdictOutput output);
 
 }  // namespace diagnose

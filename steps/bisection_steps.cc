@@ -46,6 +46,7 @@ BisectionPlan bisection_plan(const StepContext& context) {
   plan.options.crash_is_failure = context.option<bool>("crash_is_failure");
   plan.options.baseline_repeats = context.option<int>("baseline_repeats");
   plan.options.confirmations = context.option<int>("confirmations");
+  plan.on_trials = [&context](size_t done, size_t about) { context.search_progress(done, about); };
   return plan;
 }
 

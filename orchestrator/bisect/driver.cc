@@ -1,5 +1,6 @@
 #include "orchestrator/bisect/driver.h"
 
+#include <algorithm>
 #include <boost/filesystem.hpp>
 #include <fstream>
 
@@ -106,12 +107,16 @@ BisectionOutcome Bisection::run(const BisectionPlan& plan, const nlohmann::json&
   if (plan.on_candidates) plan.on_candidates(log.candidates);
   Options options = plan.options;
   options.max_votes = std::max(options.max_votes, options.confirmations);
+  const size_t horizon =
+      static_cast<size_t>(one_culprit_floor(log.candidates.size(), 1 + std::max(0, options.baseline_repeats)));
   options.after_round = [&](const std::vector<TrialRecord>& trials) {
     log.trials = trials;
     write_trial_log(log_path_, log);
+    if (plan.on_trials) plan.on_trials(trials.size(), std::max(horizon, trials.size() + 1));
   };
   oracle_.emplace(setup_, log.trials);
   outcome.result = bisect(log.candidates, *oracle_, options, log.trials);
+  if (plan.on_trials) plan.on_trials(outcome.result.trials.size(), outcome.result.trials.size());
   outcome.status = BisectionOutcome::Status::Bisected;
 
   nlohmann::json doc = outcome.result.to_json();

@@ -53,6 +53,10 @@ struct BisectionPlan {
   std::function<std::string(const std::vector<RunRecord>&)> check_alongside;
   // Told the candidates once they are known, before the search starts.
   std::function<void(const std::vector<std::string>&)> on_candidates;
+  // Told after each round the trials done and about how many there will be: the fewest that can
+  // find one culprit among the candidates (one_culprit_floor), or one more than done past it; at
+  // the end, done and done.
+  std::function<void(size_t done, size_t about)> on_trials;
 };
 
 struct BisectionOutcome {

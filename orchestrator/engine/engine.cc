@@ -203,6 +203,7 @@ class Engine {
         workflow_, step, state_, run_dir_,
         [&](const std::vector<RunRequest>& requests) { return execute(step, result, earlier_runs, requests); },
         &shared_);
+    context.on_search_progress([&](size_t done, size_t about) { progress_.search_progress(step.id, done, about); });
     StepResult evaluated;
     try {
       evaluated = kind.evaluate(context);

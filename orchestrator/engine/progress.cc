@@ -20,6 +20,11 @@ std::string seconds_text(double s) {
   return out.str();
 }
 
+std::string trial_text(size_t done, size_t about) {
+  return done >= about ? std::to_string(done) + " trials in all"
+                       : "trial " + std::to_string(done) + " of about " + std::to_string(about);
+}
+
 std::optional<TimeLeft> estimate_time_left(const RunsSoFar& runs) {
   if (runs.finished_seconds.empty() || (runs.running_seconds.empty() && runs.queued == 0)) return std::nullopt;
   TimeLeft left;
@@ -46,6 +51,7 @@ Progress::~Progress() {
   {
     std::lock_guard<std::mutex> guard(lock_);
     stopping_ = true;
+    clear_live_line();
   }
   wake_.notify_all();
   heartbeat_.join();
@@ -59,7 +65,21 @@ void Progress::emit(const nlohmann::json& event, const std::string& human, bool 
     return;
   }
   if (verbosity_ == Verbosity::Quiet && !always) return;
+  clear_live_line();
   out_ << human << "\n" << std::flush;
+}
+
+void Progress::clear_live_line() {
+  if (!live_shown_) return;
+  out_ << "\r\033[K" << std::flush;
+  live_shown_ = false;
+}
+
+void Progress::live_status(size_t width) {
+  std::lock_guard<std::mutex> guard(lock_);
+  live_width_ = width;
+  heartbeat_s_ = std::min(heartbeat_s_, 1.0);
+  wake_.notify_all();
 }
 
 std::string Progress::step_progress_line() {
@@ -71,6 +91,7 @@ std::string Progress::step_progress_line() {
   std::ostringstream line;
   line << "  " << step_ << ": " << finished_seconds_.size() << "/" << runs_total_ << " runs done, "
        << running_since_.size() << " running, " << seconds_text(now - step_started_) << " elapsed";
+  if (trials_about_ > 0) line << ", " << trial_text(trials_done_, trials_about_);
   if (std::optional<TimeLeft> left = estimate_time_left(runs)) {
     std::string mean = "the finished runs' mean of " + seconds_text(left->mean_run_seconds);
     if (left->overdue && left->seconds < 0.05)
@@ -88,6 +109,14 @@ void Progress::heartbeat_loop() {
     wake_.wait_for(guard, std::chrono::duration<double>(heartbeat_s_));
     if (stopping_) break;
     if (step_.empty() || runs_total_ == 0 || now_seconds() - step_started_ < heartbeat_s_) continue;
+    if (live_width_ > 0 && format_ == LogFormat::Human) {
+      if (verbosity_ == Verbosity::Quiet) continue;
+      std::string line = step_progress_line();
+      if (line.size() >= live_width_) line.resize(live_width_ - 1);  // a wrapped line is not rewritten
+      out_ << "\r" << line << "\033[K" << std::flush;
+      live_shown_ = true;
+      continue;
+    }
     emit({{"event", "heartbeat"},
           {"step", step_},
           {"runs_done", finished_seconds_.size()},
@@ -111,6 +140,7 @@ void Progress::step_started(const std::string& id, size_t index, size_t total) {
   finished_seconds_.clear();
   running_since_.clear();
   step_started_ = now_seconds();
+  trials_done_ = trials_about_ = 0;
   emit({{"event", "step_started"}, {"step", id}, {"index", index}, {"total", total}},
        "[" + std::to_string(index + 1) + "/" + std::to_string(total) + "] " + id);
 }
@@ -169,6 +199,15 @@ void Progress::run_output(const std::string& step, const std::string& run, const
         {"stream", from_stderr ? "stderr" : "stdout"},
         {"line", line}},
        "    " + step + "/" + run + (from_stderr ? " ! " : " | ") + line);
+}
+
+void Progress::search_progress(const std::string& step, size_t done, size_t about) {
+  std::lock_guard<std::mutex> guard(lock_);
+  if (step != step_ || (done == trials_done_ && about == trials_about_)) return;
+  trials_done_ = done;
+  trials_about_ = about;
+  emit({{"event", "search_progress"}, {"step", step}, {"trials_done", done}, {"trials_about", about}},
+       "  " + step + ": " + trial_text(done, about) + (done < about ? " done" : ""));
 }
 
 void Progress::step_finished(const StepResult& result) {

@@ -20,6 +20,8 @@ namespace diagnose {
 
 // "4.2s", "3m07s".
 std::string seconds_text(double s);
+// A search's trials: "trial 5 of about 7", "9 trials in all" once done reaches the horizon.
+std::string trial_text(size_t done, size_t about);
 
 // What is known of a step's runs when its progress line is written.
 struct RunsSoFar {
@@ -55,7 +57,12 @@ class Progress {
   void run_started(const std::string& step, const RunRecord& run);
   void run_finished(const std::string& step, const RunRecord& run);
   bool wants_output() const { return verbosity_ == Verbosity::Verbose; }
+  // On a terminal `width` columns wide: the heartbeat as one status line rewritten in place
+  // (\r) every second instead of a line every heartbeat; the other lines as before.
+  void live_status(size_t width);
   void run_output(const std::string& step, const std::string& run, const std::string& line, bool from_stderr);
+  // A search's trials done of about how many in all: "trial 5 of about 7", also in the heartbeat.
+  void search_progress(const std::string& step, size_t done, size_t about);
   void step_finished(const StepResult& result);
   void interrupted(const std::string& run_dir);
   void warning(const std::string& message);
@@ -63,6 +70,7 @@ class Progress {
 
  private:
   void emit(const nlohmann::json& event, const std::string& human, bool always = false);
+  void clear_live_line();
   void heartbeat_loop();
   std::string step_progress_line();
 
@@ -80,6 +88,9 @@ class Progress {
   std::vector<double> finished_seconds_;
   std::map<std::string, double> running_since_;  // run name -> its start
   double step_started_ = 0;
+  size_t trials_done_ = 0, trials_about_ = 0;  // of the step's search; 0: none
+  size_t live_width_ = 0;                      // 0: no live status line
+  bool live_shown_ = false;
 };
 
 }  // namespace diagnose

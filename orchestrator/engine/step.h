@@ -61,6 +61,13 @@ class StepContext {
   // request names must be unique within the step. A run that succeeded with the same name
   // and command before an interruption is not started again on --resume.
   std::vector<RunRecord> run(const std::vector<RunRequest>& requests) const { return executor_(requests); }
+  // A search's trials done of about how many in all, for the progress ("trial 5 of about 7").
+  void search_progress(size_t done, size_t about) const {
+    if (search_progress_) search_progress_(done, about);
+  }
+  void on_search_progress(std::function<void(size_t done, size_t about)> report) {
+    search_progress_ = std::move(report);
+  }
   std::string step_dir() const;
   // Directory of a run: the step's directory for "main", a subdirectory otherwise.
   std::string run_dir_of(const std::string& run_name) const;
@@ -97,6 +104,7 @@ class StepContext {
   std::string run_dir_;
   RunExecutor executor_;
   const SharedRuns* shared_runs_;
+  std::function<void(size_t, size_t)> search_progress_;
 };
 
 // A step kind: its declaration (name, keys, result fields, checks: workflow/step_kind_declaration.h)

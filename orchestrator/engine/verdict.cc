@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "orchestrator/engine/distinct_findings.h"
+
 namespace diagnose {
 
 namespace {
@@ -33,7 +35,7 @@ void decided_by(Verdict& v, const StepResult& step, const std::string& category,
   v.category = category;
   v.title = c ? c->title : category;
   v.step = step.id;
-  v.findings = step.findings;
+  v.findings = distinct_findings(step.findings, culprit_of(step));
   v.evidence = step.evidence;
   v.reproduce = step.reproduce;
   v.advice = advice_for(category, advice);

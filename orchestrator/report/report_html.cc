@@ -4,9 +4,11 @@
 #include <sstream>
 
 #include "orchestrator/engine/dump_budget.h"
+#include "orchestrator/engine/replay_commands.h"
 #include "orchestrator/report/markup.h"
 #include "orchestrator/report/section_html.h"
 #include "orchestrator/report/svg_plot.h"
+#include "orchestrator/report/terminal_verdict.h"
 
 namespace diagnose {
 
@@ -31,6 +33,9 @@ pre { background: #f6f8fa; border: 1px solid var(--line); padding: 8px; overflow
 #verdict.no_precision_problem { border-color: var(--pass); } #verdict.inconclusive { border-color: var(--error); }
 #verdict.problem { border-color: var(--fail); }
 .verdict-sentence { font-size: 17px; font-weight: 600; margin: 4px 0 8px; }
+dl.glance { display: grid; grid-template-columns: max-content 1fr; gap: 2px 12px; margin: 8px 0; }
+dl.glance dt { color: var(--muted); grid-column: 1; } dl.glance dd { margin: 0; grid-column: 2; }
+dl.glance code { white-space: pre-wrap; } details > summary { cursor: pointer; color: var(--muted); }
 .status { display: inline-block; padding: 0 8px; border-radius: 10px; color: #fff; font-size: 12px; font-weight: 600; text-transform: uppercase; }
 .status.pass, .status.succeeded { background: var(--pass); } .status.fail, .status.failed { background: var(--fail); }
 .status.error, .status.crashed, .status.timed_out, .status.not_started, .status.missing_outputs { background: var(--error); }
@@ -135,7 +140,8 @@ class Page {
     out_ << "<section id=\"verdict\" class=\"" << kind << "\" data-category=\"" << markup_escape(verdict_.category)
          << "\">\n"
          << "<h2>Verdict: " << markup_escape(verdict_.title) << "</h2>\n<p class=\"verdict-sentence\">"
-         << markup_escape(verdict_.summary) << "</p>\n";
+         << markup_escape(verdict_sentence(verdict_)) << "</p>\n";
+    glance();
     if (!verdict_.step.empty())
       out_ << "<p>Decided by step <a href=\"#step-" << markup_escape(verdict_.step) << "\">"
            << markup_escape(verdict_.step) << "</a>"
@@ -143,8 +149,6 @@ class Page {
                    ? ""
                    : "; culprit <code class=\"culprit\">" + markup_escape(verdict_.culprit) + "</code>")
            << ".</p>\n";
-    if (!verdict_.advice.empty())
-      out_ << "<p><strong>What to do:</strong> " << markup_escape(verdict_.advice) << "</p>\n";
     html_.findings(verdict_.findings, kVerdictFindings);
     if (size_t more = verdict_.findings.size() > kVerdictFindings ? verdict_.findings.size() - kVerdictFindings : 0)
       out_ << "<p class=\"more-findings\"><a href=\"#all-findings\">" << more << " more finding"
@@ -153,15 +157,33 @@ class Page {
       out_ << "<h4>Evidence</h4>\n";
       html_.evidence(verdict_.evidence);
     }
-    html_.commands("Reproduce", verdict_.reproduce);
+    if (!verdict_.reproduce.empty()) {
+      out_ << "<details class=\"reproduce\"><summary>Reproduce: the commands with their full environment</summary>\n";
+      html_.commands("Reproduce", verdict_.reproduce);
+      out_ << "</details>\n";
+    }
     out_ << "</section>\n";
+  }
+
+  // The terminal's verdict block (terminal_verdict.h) after its first line, which the heading and
+  // the sentence above say.
+  void glance() {
+    const std::vector<VerdictLine> lines = verdict_lines(report_, {});
+    if (lines.size() < 2) return;
+    out_ << "<dl class=\"glance\">\n";
+    for (auto line = lines.begin() + 1; line != lines.end(); ++line) {
+      if (!line->label.empty()) out_ << "<dt>" << markup_escape(line->label) << "</dt>";
+      out_ << "<dd>" << (line->verbatim ? "<code>" + markup_escape(line->text) + "</code>" : markup_escape(line->text))
+           << "</dd>\n";
+    }
+    out_ << "</dl>\n";
   }
 
   void runs(const StepReport& step) {
     if (step.runs.empty()) return;
     out_ << "<div class=\"table-box\"><table "
             "class=\"runs\">\n<tr><th>run</th><th>status</th><th>exit</th><th>seconds</th><th>attempts</th>"
-            "<th>files</th><th>why</th></tr>\n";
+            "<th>files</th><th>why</th><th>run it again</th></tr>\n";
     for (const ReportedRun& r : step.runs) {
       std::string status = status_class(run_status_name(r.status));
       out_ << "<tr><td>" << markup_escape(r.name);
@@ -182,7 +204,12 @@ class Page {
         html_.anchor(path, name);
         first = false;
       }
-      out_ << "</td><td>" << markup_escape(r.error) << "</td></tr>\n";
+      out_ << "</td><td>" << markup_escape(r.error) << "</td><td class=\"long\"><code class=\"rerun\">"
+           << markup_escape(rerun_command_line(report_.run_dir, step.id, r.name, step.runs.size() > 1)) << "</code>";
+      if (!r.argv.empty())
+        out_ << "<details><summary>environment</summary><pre>"
+             << markup_escape(replay_command_line(r.cwd, r.env, r.argv)) << "</pre></details>";
+      out_ << "</td></tr>\n";
     }
     out_ << "</table></div>\n";
   }
@@ -220,7 +247,11 @@ class Page {
       }
     }
     html_.evidence(step.evidence);
-    html_.commands("Replay", step.reproduce);
+    if (!step.reproduce.empty()) {
+      out_ << "<details class=\"replay\"><summary>Replay: the commands with their full environment</summary>\n";
+      html_.commands("Replay", step.reproduce);
+      out_ << "</details>\n";
+    }
     out_ << "</section>\n";
   }
 

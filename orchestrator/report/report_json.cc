@@ -60,6 +60,7 @@ json run_json(const ReportedRun& r) {
               {"status", run_status_name(r.status)},
               {"argv", r.argv},
               {"cwd", r.cwd},
+              {"env", r.env},
               {"exit_code", r.exit_code ? json(*r.exit_code) : json()},
               {"signal", r.signal ? json(*r.signal) : json()},
               {"attempts", r.attempts},
@@ -87,6 +88,9 @@ ReportedRun run_from_json(const json& j) {
   r.status = run_status_from_name(text_of(j, "status"));
   r.argv = j.value("argv", std::vector<std::string>());
   r.cwd = text_of(j, "cwd");
+  if (j.contains("env") && j["env"].is_object())
+    for (const auto& [name, value] : j["env"].items())
+      if (value.is_string()) r.env[name] = value.get<std::string>();
   r.exit_code = optional_int(j, "exit_code");
   r.signal = optional_int(j, "signal");
   r.attempts = j.value("attempts", 0);
@@ -170,21 +174,6 @@ StepReport step_from_json(const json& j) {
   return s;
 }
 
-json verdict_json(const Verdict& v) {
-  return {{"category", v.category},
-          {"title", v.title},
-          {"summary", v.summary},
-          {"step", text_or_null(v.step)},
-          {"culprit", text_or_null(v.culprit)},
-          {"confirmation", v.confirmation},
-          {"findings", findings_json(v.findings)},
-          {"evidence", evidence_json(v.evidence)},
-          {"reproduce", v.reproduce},
-          {"advice", v.advice},
-          {"failed_steps", v.failed_steps},
-          {"errored_steps", v.errored_steps}};
-}
-
 Verdict verdict_from_json(const json& j, int exit_code) {
   Verdict v;
   v.category = text_of(j, "category");
@@ -204,6 +193,21 @@ Verdict verdict_from_json(const json& j, int exit_code) {
 }
 
 }  // namespace
+
+json verdict_json(const Verdict& v) {
+  return {{"category", v.category},
+          {"title", v.title},
+          {"summary", v.summary},
+          {"step", text_or_null(v.step)},
+          {"culprit", text_or_null(v.culprit)},
+          {"confirmation", v.confirmation},
+          {"findings", findings_json(v.findings)},
+          {"evidence", evidence_json(v.evidence)},
+          {"reproduce", v.reproduce},
+          {"advice", v.advice},
+          {"failed_steps", v.failed_steps},
+          {"errored_steps", v.errored_steps}};
+}
 
 json to_json(const RunReport& report) {
   json steps = json::array();

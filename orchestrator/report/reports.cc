@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <ostream>
-#include <sstream>
 
 #include "orchestrator/report/junit.h"
 #include "orchestrator/report/report_html.h"
@@ -33,33 +32,19 @@ std::vector<std::string> write_reports(const RunReport& report, const std::vecto
   return written;
 }
 
-void print_terminal_summary(std::ostream& out, const RunReport& report, const std::vector<std::string>& report_paths) {
-  const Verdict& verdict = report.verdict;
-  out << "\n";
-  for (const StepReport& s : report.steps) {
-    std::string status = step_status_name(s.status);
-    std::transform(status.begin(), status.end(), status.begin(), ::toupper);
-    status.resize(8, ' ');
-    out << "  " << status << s.id << ": " << s.summary << "\n";
-  }
-  out << "\nverdict: " << verdict.summary << "\n";
-  for (const Finding& f : verdict.findings) out << "  - " << f.message << "\n";
-  for (const Evidence& e : verdict.evidence) {
-    if (e.kind != "log" || !e.value.is_string()) continue;
-    out << "  " << e.name << ":\n";
-    std::istringstream lines(e.value.get<std::string>());
-    for (std::string line; std::getline(lines, line);) out << "    | " << line << "\n";
-  }
-  if (!verdict.reproduce.empty()) {
-    out << "reproduce:\n";
-    for (const std::string& c : verdict.reproduce) out << "  " << c << "\n";
-  }
-  if (!report_paths.empty()) {
-    out << "reports:";
-    for (const std::string& p : report_paths) out << " " << p;
+void print_terminal_summary(std::ostream& out, const RunReport& report, const std::vector<std::string>& report_paths,
+                            const TerminalStyle& style, bool steps) {
+  if (steps) {
+    out << "\n";
+    for (const StepReport& s : report.steps) {
+      std::string status = step_status_name(s.status);
+      std::transform(status.begin(), status.end(), status.begin(), ::toupper);
+      status.resize(8, ' ');
+      out << shortened("  " + status + s.id + ": " + s.summary, style.width) << "\n";
+    }
     out << "\n";
   }
-  out << "exit code " << verdict.exit_code << "\n";
+  out << terminal_verdict(report, report_paths, style);
 }
 
 }  // namespace diagnose

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "orchestrator/report/run_report.h"
+#include "orchestrator/report/terminal_verdict.h"
 
 namespace diagnose {
 
@@ -14,6 +15,8 @@ namespace diagnose {
 std::vector<std::string> write_reports(const RunReport& report, const std::vector<std::string>& formats,
                                        const std::string& dir);
 
-void print_terminal_summary(std::ostream& out, const RunReport& report, const std::vector<std::string>& report_paths);
+// The verdict block (terminal_verdict.h), after a line per step when `steps` is set.
+void print_terminal_summary(std::ostream& out, const RunReport& report, const std::vector<std::string>& report_paths,
+                            const TerminalStyle& style, bool steps);
 
 }  // namespace diagnose

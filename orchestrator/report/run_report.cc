@@ -138,6 +138,7 @@ ReportedRun reported_run(const RunRecord& r) {
   run.status = r.status;
   run.argv = r.argv;
   run.cwd = r.cwd;
+  run.env = r.env;
   run.exit_code = r.exit_code;
   run.signal = r.signal;
   run.attempts = r.attempts;

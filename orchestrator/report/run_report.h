@@ -4,6 +4,7 @@
 // `diagnose report` renders them again from report.json alone.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,6 +34,7 @@ struct ReportedRun {
   RunStatus status = RunStatus::Pending;
   std::vector<std::string> argv;
   std::string cwd;
+  std::map<std::string, std::string> env;  // on top of the engine's environment
   std::optional<int> exit_code, signal;
   int attempts = 0;
   nlohmann::json started, finished;  // ISO 8601 UTC or null; finished is null until the duration is known

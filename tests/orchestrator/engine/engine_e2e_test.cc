@@ -72,7 +72,9 @@ TEST(EndToEnd, PassingFlowExitsZeroWithNoProblem) {
   EXPECT_EQ(report["steps"][3]["status"], "skipped");
   EXPECT_EQ(report["steps"][0]["runs"][0]["cwd"], dir.path());
   EXPECT_EQ(report["steps"][0]["runs"][0]["dump_dir"], run_dir + "/steps/eager/dump");
-  EXPECT_NE(r.out.find("verdict: No precision problem found"), std::string::npos) << r.out;
+  // A line per step, then the verdict block: piped, so no colour.
+  EXPECT_NE(r.out.find("\n\n✓ No precision problem found\n"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find('\033'), std::string::npos) << r.out;
   EXPECT_NE(r.err.find("[3/4] compare"), std::string::npos) << r.err;
 }
 
@@ -104,8 +106,9 @@ TEST(EndToEnd, FailingCompareProducesAVerdictNamingTheOp) {
   EXPECT_TRUE(has_csv);
   // The when: condition held, so the assert ran (and passed: 3 <= 100).
   EXPECT_EQ(report["steps"][3]["status"], "pass");
-  EXPECT_NE(r.out.find("verdict: Defect localised to an op, not caused by fusion: 02_relu"), std::string::npos)
-      << r.out;
+  // --quiet: the verdict block alone, naming the op first, then the numbers that decided it.
+  EXPECT_EQ(r.out.rfind("✗ Defect localised to an op, not caused by fusion: 02_relu\n", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("\n  how sure   3 of "), std::string::npos) << r.out;
   EXPECT_NE(read_text(run_dir + "/report.md").find("Culprit: `02_relu`"), std::string::npos);
 }
 

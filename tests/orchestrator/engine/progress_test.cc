@@ -65,6 +65,53 @@ TEST(Progress, TheEstimateCountsDownBetweenRunsAndMovesWhenOneFinishes) {
   EXPECT_FALSE(estimate_time_left({{2}, {}, 0}));  // nothing left
 }
 
+TEST(Progress, OnATerminalTheHeartbeatIsOneLineRewrittenInPlace) {
+  std::ostringstream out;
+  {
+    Progress progress(out, Verbosity::Normal, LogFormat::Human, 0.2);
+    progress.live_status(40);
+    progress.step_started("bisect", 2, 5);
+    progress.runs_scheduled("bisect", 3);
+    progress.run_started("bisect", finished_run("t1", 0));
+    progress.run_finished("bisect", finished_run("t1", 2.0));
+    progress.run_started("bisect", finished_run("t2", 0));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    progress.run_finished("bisect", finished_run("t2", 2.0));
+  }
+  const std::string text = out.str();
+  const size_t live = text.find("\r  bisect: 1/3 runs done, 1 running");
+  ASSERT_NE(live, std::string::npos) << text;
+  const size_t end = text.find("\033[K", live);
+  EXPECT_LE(end - live - 1, 39u) << text;  // within the width
+  // The next line clears it first, and no heartbeat ends in a newline.
+  EXPECT_NE(text.find("\r\033[K  bisect/t2: succeeded in 2.0s  [2/3]\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("elapsed\n"), std::string::npos) << text;
+}
+
+TEST(Progress, ASearchSaysWhichTrialOfAboutHowMany) {
+  EXPECT_EQ(trial_text(5, 7), "trial 5 of about 7");
+  EXPECT_EQ(trial_text(9, 9), "9 trials in all");
+  std::ostringstream out;
+  {
+    Progress progress(out, Verbosity::Normal, LogFormat::Human, 0.2);
+    progress.step_started("fusion", 6, 8);
+    progress.runs_scheduled("fusion", 2);
+    progress.search_progress("fusion", 3, 7);
+    progress.search_progress("fusion", 3, 7);  // said once
+    progress.search_progress("other", 1, 2);   // not the step running
+    progress.run_started("fusion", finished_run("t1", 0));
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    progress.search_progress("fusion", 8, 8);
+  }
+  const std::string text = out.str();
+  EXPECT_EQ(text.find("  fusion: trial 3 of about 7 done\n"), text.rfind("  fusion: trial 3 of about 7 done\n"))
+      << text;
+  EXPECT_NE(text.find("  fusion: trial 3 of about 7 done\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("elapsed, trial 3 of about 7\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  fusion: 8 trials in all\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("other"), std::string::npos) << text;
+}
+
 TEST(Progress, AnOverdueRunIsNamedNotCountedDown) {
   std::string text = heartbeats_after_one_run(2, 0.1);
   EXPECT_NE(text.find("elapsed, a run is past the finished runs' mean of 0.1s"), std::string::npos) << text;

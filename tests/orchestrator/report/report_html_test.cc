@@ -12,6 +12,7 @@
 #include "orchestrator/report/markup.h"
 #include "orchestrator/report/report_html.h"
 #include "orchestrator/report/svg_plot.h"
+#include "orchestrator/report/terminal_verdict.h"
 #include "tests/support/e2e_helpers.h"
 
 namespace diagnose {
@@ -77,6 +78,9 @@ TEST_F(ReportHtml, ADiagnosedDefectShowsVerdictFlowchartPlotsAndWorstRows) {
   r.name = "graph";
   r.status = RunStatus::Succeeded;
   r.exit_code = 0;
+  r.argv = {"python", "model.py"};
+  r.env = {{"MODEL_SEED", "1"}};
+  r.cwd = "/work";
   r.stdout_path = run_dir_ + "/steps/runs/graph/stdout.log";
   r.stderr_path = run_dir_ + "/steps/runs/graph/stderr.log";
   run.runs.push_back(r);
@@ -90,7 +94,15 @@ TEST_F(ReportHtml, ADiagnosedDefectShowsVerdictFlowchartPlotsAndWorstRows) {
   Verdict verdict = compute_verdict({}, {}, state_);
   std::string html = report_html(run_report(state_, verdict));
 
-  EXPECT_NE(html.find("<p class=\"verdict-sentence\">" + markup_escape(verdict.summary)), std::string::npos);
+  EXPECT_NE(html.find("<p class=\"verdict-sentence\">" + markup_escape(verdict_sentence(verdict)) + "</p>"),
+            std::string::npos);
+  // Then the terminal's block; each run's one command, its environment disclosed.
+  EXPECT_NE(html.find("<dl class=\"glance\">\n<dt>how sure</dt><dd>"), std::string::npos) << html;
+  EXPECT_NE(html.find("<code class=\"rerun\">diagnose rerun " + run_dir_ +
+                      " runs</code><details><summary>"
+                      "environment</summary><pre>cd /work &amp;&amp; MODEL_SEED=1 python model.py</pre></details>"),
+            std::string::npos)
+      << html;
   EXPECT_NE(html.find("add-aten.add.Tensor"), std::string::npos);
   EXPECT_NE(html.find("example &lt;&amp;&gt;"), std::string::npos);  // escaped
   EXPECT_EQ(html.find("example <&>"), std::string::npos);

@@ -212,6 +212,43 @@ def check_the_decode_attention(steps: dict) -> None:
     assert any("traced from no unchanged node of Dynamo's graph" in reason for reason in reasons), reasons
 
 
+def check_the_terminal_verdict(done: subprocess.CompletedProcess, report: dict) -> None:
+    """--quiet prints the verdict block alone: piped, no colour, no line over 80 columns but a
+    quoted code line, a path or a command; its first line the verdict's title and culprit."""
+    lines = done.stdout.splitlines()
+    verdict = report["verdict"]
+    assert lines[0] == f"✗ {verdict['title']}: {verdict['culprit']}", done.stdout
+    assert 3 <= len(lines) <= 14 and "\033" not in done.stdout, done.stdout
+    assert all(len(line) <= 80 or "`" in line or report["run_dir"] in line for line in lines), done.stdout
+    assert any(line.split()[0] == "how" for line in lines[1:]), done.stdout
+    assert f"diagnose rerun {report['run_dir']} {verdict['step']}" in done.stdout, done.stdout
+
+
+def check_the_rerun(diagnose_bin: Path, report: dict) -> None:
+    """`diagnose rerun` runs one recorded model run again into a new directory, from its recorded
+    command, environment and spec: the eager run gives the same outputs, bit for bit."""
+    run_dir = report["run_dir"]
+    eager = next(
+        run
+        for step in report["steps"]
+        if step["id"] == "known_config"
+        for run in step["runs"]
+        if run["name"] == "eager"
+    )
+    done = subprocess.run(
+        [str(diagnose_bin), "rerun", run_dir, "known_config", "eager"], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    lines = dict(line.split(": ", 1) for line in done.stdout.splitlines())
+    where = Path(lines["directory"])
+    assert where.parent == Path(run_dir) / "reruns" and (where / "outputs").is_dir(), done.stdout
+    assert Path(eager["dump_dir"]).parent != where
+    assert lines["recorded outputs hash"] == lines["outputs hash"] + " (the same)", done.stdout
+    # Without a run, a step of several names them.
+    several = subprocess.run([str(diagnose_bin), "rerun", run_dir, "known_config"], capture_output=True, text=True)
+    assert several.returncode == 2 and "eager" in several.stderr and "repeat" in several.stderr, several.stderr
+
+
 # What some examples show beyond their verdict, checked on the same workflow run.
 MORE_CHECKS = {
     "mlp": check_every_comparison_stays_finite,
@@ -237,6 +274,9 @@ def test_standard_workflow_finds_the_planted_cause(diagnose_bin, tmp_path, induc
     assert done.returncode == (0 if category == "no_precision_problem" else 1), done.stderr
     if example in MORE_CHECKS:
         MORE_CHECKS[example](steps)
+    if example == "forgotten_eval":  # the quick tier's diagnosis
+        check_the_terminal_verdict(done, report)
+        check_the_rerun(diagnose_bin, report)
     if culprit is None:
         assert verdict["culprit"] in ("", None)
         assert all(step["status"] in ("pass", "skipped") for step in report["steps"]), summary
