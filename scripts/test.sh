@@ -159,29 +159,9 @@ background_stage "Fuzz targets (${FUZZ_SECONDS}s each)" fuzz
 # The wheel (pyproject.toml; its objects kept in build/wheel-*, so a second run compiles only what
 # changed) installed into a venv that holds torch alone (made once in ~/.cache/diagnose, emptied
 # of all else before each use); then, from an empty directory with no DIAGNOSE_PYTHON, `diagnose
-# check` on two bundled examples must give their verdicts: forgotten_eval, and fusion_rules, whose
-# script passes its own backend object to torch.compile (check finds it, as its workflow.yaml names it).
-wheel_check() {  # wheel_check VENV EXAMPLE "CATEGORY CULPRIT EXIT"
-  local venv=$1 example=$2 expected=$3 work status
-  work=$(mktemp -d)
-  (cd "$work" && env -u DIAGNOSE_PYTHON PATH="$venv/bin:$PATH" OMP_NUM_THREADS=1 \
-    diagnose check "$venv/share/diagnose/examples/$example/model.py" -q)
-  status=$?
-  "$venv/bin/python" - "$work" "$status" "$example" "$expected" <<'EOF'
-import json, pathlib, sys
-work, status, example, expected = sys.argv[1:]
-verdict = json.loads(next(pathlib.Path(work).glob("runs/*/report.json")).read_text())["verdict"]
-got = f"{verdict['category']} {verdict['culprit']} {status}"
-print(f"wheel: diagnose check {example}: {got}")
-sys.exit(got != expected)
-EOF
-  status=$?
-  rm -rf "$work"
-  return $status
-}
-
+# check` on the bundled forgotten_eval must give that example's verdict.
 wheel() {
-  local venv=${XDG_CACHE_HOME:-$HOME/.cache}/diagnose/wheel-venv status=0
+  local venv=${XDG_CACHE_HOME:-$HOME/.cache}/diagnose/wheel-venv work status
   if [[ "$(cat "$venv/installed" 2>/dev/null)" != torch==2.13.0 ]]; then
     rm -rf "$venv"
     python3 -m venv "$venv" && "$venv/bin/pip" install -q torch==2.13.0 || return 1
@@ -191,9 +171,19 @@ wheel() {
   rm -rf build/wheel-dist
   .venv/bin/pip wheel -q --no-deps . -w build/wheel-dist && "$venv/bin/pip" install -q build/wheel-dist/*.whl ||
     return 1
-  wheel_check "$venv" forgotten_eval "known_cause training_mode_dropout 1" || status=1
-  wheel_check "$venv" fusion_rules "fusion_defect GeluFusionPass 1" || status=1
+  work=$(mktemp -d)
+  (cd "$work" && env -u DIAGNOSE_PYTHON PATH="$venv/bin:$PATH" OMP_NUM_THREADS=1 \
+    diagnose check "$venv/share/diagnose/examples/forgotten_eval/model.py" -q)
+  status=$?
+  "$venv/bin/python" - "$work" "$status" <<'EOF'
+import json, pathlib, sys
+verdict = json.loads(next(pathlib.Path(sys.argv[1]).glob("runs/*/report.json")).read_text())["verdict"]
+print("wheel: diagnose check forgotten_eval:", verdict["category"], verdict["culprit"], "exit", sys.argv[2])
+sys.exit((verdict["category"], verdict["culprit"], sys.argv[2]) != ("known_cause", "training_mode_dropout", "1"))
+EOF
+  status=$?
   "$venv/bin/pip" uninstall -q -y diagnose numpy
+  rm -rf "$work"
   return $status
 }
 stage "Wheel: pip wheel, install beside torch alone, diagnose check" wheel

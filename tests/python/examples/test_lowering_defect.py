@@ -79,7 +79,12 @@ def test_a_compile_error_is_recorded_and_the_other_ops_still_run(example_runs, e
     assert ops["aten.tanh.default"]["status"] == "compile_error"
     assert "no tanh here" in ops["aten.tanh.default"]["message"]
     assert ops["aten.div.Tensor"]["status"] == ops["aten.addmm.default"]["status"] == "ok"
-    assert {k for k, _ in outputs_by_key(out / "graph")} == {"aten.div.Tensor#0", "proj/aten.addmm.default#0"}
+    # addmm is checked once per input signature: proj and score multiply matrices of other shapes
+    assert {k for k, _ in outputs_by_key(out / "graph")} == {
+        "aten.div.Tensor#0",
+        "proj/aten.addmm.default#0",
+        "score/aten.addmm.default#0",
+    }
 
 
 @needs("lowering/eager")
