@@ -40,9 +40,10 @@ stage() {  # stage [--quick] NAME COMMAND...: a --quick stage runs under --quick
   stage_times+=("$name: $((SECONDS - started)) s")
 }
 
-# Stages that mostly wait (on Slurm's scheduler and its jobs' sleeps, on one model process at a
-# time, on the clock) run side by side: each one's output goes to a log, printed with its time
-# and status by finish_background_stages.
+# The stages after the Python tests run side by side: some mostly wait (on Slurm's scheduler and
+# its jobs' sleeps, on one model process at a time, on the clock), and the others' builds fill the
+# cores meanwhile (run one after another, they took 15 minutes of CI's 50). Each one's output goes
+# to a log, printed with its time and status by finish_background_stages.
 background_names=()
 background_pids=()
 background_logs=()
@@ -116,7 +117,38 @@ background_stage "Other torch versions (2.5.1, 2.14.1)" env DIAGNOSE_BIN="$ROOT/
 # A one-node Slurm cluster on 127.0.0.1 for the slurm runner's end-to-end tests.
 background_stage "Slurm runner (one-node cluster)" env DIAGNOSE_BIN="$ROOT/build/cli/diagnose" \
   tests/slurm/run.sh --junitxml="$RESULTS/pytest-slurm.xml"
-finish_background_stages
+
+# The wheel (pyproject.toml; its objects kept in build/wheel-*, so a second run compiles only what
+# changed) installed into a venv that holds torch alone (made once in ~/.cache/diagnose, emptied
+# of all else before each use); then, from an empty directory with no DIAGNOSE_PYTHON, `diagnose
+# check` on the bundled forgotten_eval must give that example's verdict.
+wheel() {
+  local venv=${XDG_CACHE_HOME:-$HOME/.cache}/diagnose/wheel-venv work status
+  if [[ "$(cat "$venv/installed" 2>/dev/null)" != torch==2.13.0 ]]; then
+    rm -rf "$venv"
+    python3 -m venv "$venv" && "$venv/bin/pip" install -q torch==2.13.0 || return 1
+    echo torch==2.13.0 >"$venv/installed"
+  fi
+  "$venv/bin/pip" uninstall -q -y diagnose numpy 2>/dev/null
+  rm -rf build/wheel-dist
+  .venv/bin/pip wheel -q --no-deps . -w build/wheel-dist && "$venv/bin/pip" install -q build/wheel-dist/*.whl ||
+    return 1
+  work=$(mktemp -d)
+  (cd "$work" && env -u DIAGNOSE_PYTHON PATH="$venv/bin:$PATH" OMP_NUM_THREADS=1 \
+    diagnose check "$venv/share/diagnose/examples/forgotten_eval/model.py" -q)
+  status=$?
+  "$venv/bin/python" - "$work" "$status" <<'EOF'
+import json, pathlib, sys
+verdict = json.loads(next(pathlib.Path(sys.argv[1]).glob("runs/*/report.json")).read_text())["verdict"]
+print("wheel: diagnose check forgotten_eval:", verdict["category"], verdict["culprit"], "exit", sys.argv[2])
+sys.exit((verdict["category"], verdict["culprit"], sys.argv[2]) != ("known_cause", "training_mode_dropout", "1"))
+EOF
+  status=$?
+  "$venv/bin/pip" uninstall -q -y diagnose numpy
+  rm -rf "$work"
+  return $status
+}
+background_stage "Wheel: pip wheel, install beside torch alone, diagnose check" wheel
 
 # One clang build serves both: the C++ tests under AddressSanitizer + UndefinedBehaviorSanitizer,
 # and the libFuzzer targets (the comparison core built with coverage and the same sanitizers).
@@ -156,37 +188,6 @@ fuzz() {
 }
 background_stage "Fuzz targets (${FUZZ_SECONDS}s each)" fuzz
 
-# The wheel (pyproject.toml; its objects kept in build/wheel-*, so a second run compiles only what
-# changed) installed into a venv that holds torch alone (made once in ~/.cache/diagnose, emptied
-# of all else before each use); then, from an empty directory with no DIAGNOSE_PYTHON, `diagnose
-# check` on the bundled forgotten_eval must give that example's verdict.
-wheel() {
-  local venv=${XDG_CACHE_HOME:-$HOME/.cache}/diagnose/wheel-venv work status
-  if [[ "$(cat "$venv/installed" 2>/dev/null)" != torch==2.13.0 ]]; then
-    rm -rf "$venv"
-    python3 -m venv "$venv" && "$venv/bin/pip" install -q torch==2.13.0 || return 1
-    echo torch==2.13.0 >"$venv/installed"
-  fi
-  "$venv/bin/pip" uninstall -q -y diagnose numpy 2>/dev/null
-  rm -rf build/wheel-dist
-  .venv/bin/pip wheel -q --no-deps . -w build/wheel-dist && "$venv/bin/pip" install -q build/wheel-dist/*.whl ||
-    return 1
-  work=$(mktemp -d)
-  (cd "$work" && env -u DIAGNOSE_PYTHON PATH="$venv/bin:$PATH" OMP_NUM_THREADS=1 \
-    diagnose check "$venv/share/diagnose/examples/forgotten_eval/model.py" -q)
-  status=$?
-  "$venv/bin/python" - "$work" "$status" <<'EOF'
-import json, pathlib, sys
-verdict = json.loads(next(pathlib.Path(sys.argv[1]).glob("runs/*/report.json")).read_text())["verdict"]
-print("wheel: diagnose check forgotten_eval:", verdict["category"], verdict["culprit"], "exit", sys.argv[2])
-sys.exit((verdict["category"], verdict["culprit"], sys.argv[2]) != ("known_cause", "training_mode_dropout", "1"))
-EOF
-  status=$?
-  "$venv/bin/pip" uninstall -q -y diagnose numpy
-  rm -rf "$work"
-  return $status
-}
-stage "Wheel: pip wheel, install beside torch alone, diagnose check" wheel
 finish_background_stages
 
 printf 'stage time: %s\n' "${stage_times[@]}"
