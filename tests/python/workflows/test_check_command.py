@@ -74,7 +74,8 @@ def test_check_help_and_bad_input(diagnose_bin, tmp_path, inductor_cache):
 def test_check_runs_the_scripts_own_backend(diagnose_bin, tmp_path, inductor_cache):
     """A script that passes its own backend object to torch.compile (examples/fusion_rules,
     unchanged) is checked with that backend, named as its workflow.yaml names it: the same
-    verdict, no YAML written."""
+    verdict, no YAML written. The standard workflow's test on the example is this one (the same
+    workflow, run once)."""
     script = ROOT / "examples" / "fusion_rules" / "model.py"
     checked = diagnose(diagnose_bin, ["check", str(script), "--output-dir", "check"], tmp_path, inductor_cache)
     assert checked.returncode == 1 and "backend fusion_backend:backend (the script's own)" in checked.stderr
@@ -82,3 +83,5 @@ def test_check_runs_the_scripts_own_backend(diagnose_bin, tmp_path, inductor_cac
     assert "backend: fusion_backend:backend" in (run / "workflow.yaml").read_text()
     verdict = json.loads((run / "report.json").read_text())["verdict"]
     assert verdict["category"] == "fusion_defect" and "GeluFusionPass" in verdict["culprit"], verdict
+    assert any("GeluFusionPass" in finding["message"] for finding in verdict["findings"]), verdict["findings"]
+    assert verdict["reproduce"], "a verdict without the commands that reproduce it"

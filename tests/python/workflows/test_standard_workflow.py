@@ -35,7 +35,8 @@ EXPECTED = [
     ("custom_op_mutation", "dynamo_meta_defect", ("diagnose_example.scaled_gate.default",)),
     # no __main__ guard: argparse (a required --case), the custom op and the backend at top level
     ("unguarded_script", "single_op_graph_defect", ("unguarded_example.soft_clip.default",)),
-    ("fusion_rules", "fusion_defect", ("GeluFusionPass",)),
+    # fusion_rules (fusion_defect, GeluFusionPass) runs once, through `diagnose check`, which writes
+    # exactly its workflow.yaml: tests/python/workflows/test_check_command.py
     # backend torchair: the real torchair over the CANN stand-in, its GeluFusionPass planted faulty
     ("torchair_fusion", "fusion_defect", ("GeluFusionPass",)),
     ("torchair_fusion/workflow_rule_right", "no_precision_problem", None),
