@@ -49,7 +49,9 @@ def test_non_contiguous_tensor_is_stored_in_logical_order(tmp_path):
     x = torch.arange(12.0).reshape(3, 4).t()
     (record,) = write(tmp_path, [x]).tensors
     assert record["stride"] == [1, 4]
-    np.testing.assert_array_equal(np.load(tmp_path / record["file"]), x.numpy())
+    stored = np.load(tmp_path / record["file"])
+    np.testing.assert_array_equal(stored, x.numpy())
+    assert stored.flags.c_contiguous  # C order, as readers of the format expect
 
 
 def test_statistics_only_writes_no_tensor_file(tmp_path):

@@ -35,8 +35,9 @@ def to_numpy(tensor: torch.Tensor) -> np.ndarray:
     host = tensor.detach()
     if host.device.type != "cpu":
         host = host.cpu()
-    # widened and made contiguous in one copy
-    host = host.to(torch.float32 if host.dtype in _WIDENED else host.dtype, memory_format=torch.contiguous_format)
+    host = host.contiguous()
+    if host.dtype in _WIDENED:
+        host = host.to(torch.float32)
     if host.is_conj():
         host = host.resolve_conj()
     if host.is_neg():
