@@ -489,10 +489,13 @@ class SearchState {
     const std::vector<std::string> all_on = active_, all_off;
     int baseline_runs = 1 + options_.baseline_repeats;
     std::vector<ConfigVerdict> sanity = judge({{all_on, baseline_runs}, {all_off, 1}}, Phase::Sanity);
-    // Stopping here ends the whole diagnosis with one or two runs behind it: be sure first.
-    if (sanity[0] == ConfigVerdict::Passes || sanity[1] == ConfigVerdict::Fails)
-      sanity =
-          judge({{all_on, std::max(baseline_runs, options_.max_votes)}, {all_off, options_.max_votes}}, Phase::Sanity);
+    // Stopping here ends the whole diagnosis with one or two runs behind it: be sure first. Where
+    // the all-on runs agreed bit for bit, a second run of each side confirms it (a disagreement
+    // turns every verdict into a vote); else a vote of `max_votes` runs.
+    if (sanity[0] == ConfigVerdict::Passes || sanity[1] == ConfigVerdict::Fails) {
+      const int votes = deterministic_ ? 2 : options_.max_votes;
+      sanity = judge({{all_on, std::max(baseline_runs, votes)}, {all_off, votes}}, Phase::Sanity);
+    }
     if (sanity[0] == ConfigVerdict::Fails && sanity[1] == ConfigVerdict::Passes) return std::nullopt;
     found_.clear();  // a set found before all off ran is no culprit of a bisection that stops here
     unresolved_.clear();

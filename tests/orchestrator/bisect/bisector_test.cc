@@ -244,7 +244,16 @@ TEST(Bisector, NoFailureWhenAllOnPasses) {
   EXPECT_NE(result.summary.find("no failure to bisect"), std::string::npos);
   EXPECT_EQ(result.confidence, Confidence::High);
   EXPECT_EQ(result.trials_by_phase[Phase::Search], 0);
-  EXPECT_EQ(model.trials, 10);  // a stopping answer is confirmed first: five runs of all on and of all off
+  // A stopping answer is confirmed first; the all-on runs agree bit for bit: two runs of each side.
+  EXPECT_EQ(model.trials, 4);
+}
+
+TEST(Bisector, NoFailureIsConfirmedByVotesWhereTheNumbersVary) {
+  SimulatedModel model{rules(16), {}};
+  model.numbers_vary = true;
+  Result result = run_bisect(model);
+  EXPECT_EQ(result.conclusion, Conclusion::NoFailure);
+  EXPECT_EQ(model.trials, 10);  // five runs of all on and of all off
 }
 
 TEST(Bisector, NotAFusionProblemWhenAllOffStillFails) {
@@ -253,8 +262,17 @@ TEST(Bisector, NotAFusionProblemWhenAllOffStillFails) {
   EXPECT_EQ(result.conclusion, Conclusion::NotFusion);
   EXPECT_NE(result.summary.find("not a fusion problem"), std::string::npos) << result.summary;
   EXPECT_EQ(result.confidence, Confidence::High);
-  EXPECT_EQ(trials_of(result, model.candidates, {}, Phase::Sanity), 5);  // confirmed before stopping
+  // confirmed before stopping: all off twice, the all-on runs having agreed bit for bit
+  EXPECT_EQ(trials_of(result, model.candidates, {}, Phase::Sanity), 2);
   EXPECT_TRUE(result.culprit_sets.empty());
+}
+
+TEST(Bisector, NotAFusionProblemIsConfirmedByVotesWhereTheNumbersVary) {
+  SimulatedModel model{rules(16), {RuleSet{}}};
+  model.numbers_vary = true;
+  Result result = run_bisect(model);
+  EXPECT_EQ(result.conclusion, Conclusion::NotFusion);
+  EXPECT_EQ(trials_of(result, model.candidates, {}, Phase::Sanity), 5);
 }
 
 // Rule102 on while Rule108 is off crashes the compiler; Rule111 breaks precision.

@@ -49,7 +49,9 @@ def test_non_contiguous_tensor_is_stored_in_logical_order(tmp_path):
     x = torch.arange(12.0).reshape(3, 4).t()
     (record,) = write(tmp_path, [x]).tensors
     assert record["stride"] == [1, 4]
-    np.testing.assert_array_equal(np.load(tmp_path / record["file"]), x.numpy())
+    stored = np.load(tmp_path / record["file"])
+    np.testing.assert_array_equal(stored, x.numpy())
+    assert stored.flags.c_contiguous  # C order, as readers of the format expect
 
 
 def test_statistics_only_writes_no_tensor_file(tmp_path):
@@ -122,3 +124,37 @@ def test_equal_contents_share_one_file_that_costs_the_budget_once(tmp_path):
     assert len({first["file"], reshaped["file"], as_int["file"], other["file"]}) == 4
     assert dump.budget is None and len(list((tmp_path / "tensors").iterdir())) == 4
     np.testing.assert_array_equal(dump.load(again), x.numpy())
+
+
+def test_large_tensors_walked_in_pieces_give_the_records_of_one_piece(tmp_path, monkeypatch):
+    """Statistics, hash and truth of a tensor larger than a piece (stats.PIECE_ELEMENTS) are
+    computed piece by piece, so a large weight is never held in float64 whole: the records are
+    those of one piece (statistics equal to rounding), a transposed view and NaN included."""
+    from diagnose_pytorch.dump import stats
+
+    generator = torch.Generator().manual_seed(3)
+    value = torch.randn(1, 40, 30, generator=generator).to(torch.bfloat16)
+    value[0, 7, 3] = float("nan")
+    truth = value.double() + 1e-4 * torch.randn(1, 40, 30, generator=generator, dtype=torch.float64)
+    weight = torch.randn(30, 50, generator=generator).to(torch.bfloat16).t()  # a transposed view
+    dumps = {}
+    for name, elements in (("whole", 1 << 22), ("pieces", 64)):
+        monkeypatch.setattr(stats, "PIECE_ELEMENTS", elements)
+        writer = DumpWriter(tmp_path / name, {"mode": "eager"})
+        writer.write_tensor(value, {"seq": 0, "op_key": "op0", "io": "output", "index": 0}, truth=truth)
+        writer.write_tensor(weight, {"seq": 1, "op_key": "op1", "io": "input", "index": 0}, truth=weight.double())
+        writer.close()
+        dumps[name] = read_dump(tmp_path / name)
+    for whole, piecewise in zip(dumps["whole"].tensors, dumps["pieces"].tensors):
+        assert piecewise["stats"]["hash"] == whole["stats"]["hash"]
+        for key in ("min", "max", "nan", "inf"):
+            assert piecewise["stats"][key] == whole["stats"][key]
+        for key in ("mean", "l2"):
+            assert piecewise["stats"][key] == pytest.approx(whole["stats"][key], rel=1e-12)
+        assert piecewise.get("truth_delta_file") == whole.get("truth_delta_file")
+        assert piecewise.get("truth_file") == whole.get("truth_file")
+    (first, second) = dumps["pieces"].tensors
+    delta = np.load(tmp_path / "pieces" / first["truth_delta_file"])
+    expected = np.load(tmp_path / "whole" / first["truth_delta_file"])
+    np.testing.assert_array_equal(delta, expected)
+    assert second["truth_file"] == second["file"]  # a value cast up: its delta is zero, no file

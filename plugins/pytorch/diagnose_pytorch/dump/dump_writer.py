@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from ..compat import FakeTensor, pytree
-from .stats import content_hash, tensor_stats
+from .stats import content_hash, pieces, tensor_stats
 
 FORMAT = "diagnose-dump"
 VERSION = 1
@@ -67,18 +67,34 @@ def nonfinite_constant(args, kwargs=None) -> bool:
     return False
 
 
-def truth_delta(value: np.ndarray, truth: np.ndarray) -> np.ndarray | None:
+def truth_delta(value: np.ndarray, truth: torch.Tensor) -> np.ndarray | None:
     """The compact form of a float64 truth: truth - value in float32 (complex64), so that
     value + delta, added in float64, is the truth within 2^-24 of |truth - value|. None where
     that form would not give the truth back (a difference float32 cannot hold: a value that is
-    NaN or overflowed where the truth is finite, or the reverse; a truth of another shape)."""
-    if truth.shape != value.shape:
+    NaN or overflowed where the truth is finite, or the reverse; a truth of another shape).
+    Computed in pieces; a delta of zeros everywhere (a parameter cast up) is a read-only
+    broadcast zero that holds no memory."""
+    if tuple(truth.shape) != value.shape:
         return None
-    wide = value.astype(truth.dtype)
-    with np.errstate(invalid="ignore", over="ignore"):  # equal infinities and NaN in both differ by 0
-        delta = np.where((truth == wide) | (np.isnan(truth) & np.isnan(wide)), 0, truth - wide)
-    compact = delta.astype(np.complex64 if np.iscomplexobj(delta) else np.float32)
-    return compact if np.isfinite(compact).all() else None
+    compact_dtype = np.complex64 if truth.is_complex() else np.float32
+    compact = None
+    done = 0
+    for value_piece, truth_piece in zip(pieces(value), pieces(truth)):
+        exact = to_numpy(truth_piece)
+        wide = value_piece.astype(exact.dtype)
+        with np.errstate(invalid="ignore", over="ignore"):  # equal infinities and NaN in both differ by 0
+            delta = np.where((exact == wide) | (np.isnan(exact) & np.isnan(wide)), 0, exact - wide)
+        piece = delta.astype(compact_dtype).reshape(-1)
+        if not np.isfinite(piece).all():
+            return None
+        if compact is None and piece.any():
+            compact = np.zeros(value.size, compact_dtype)
+        if compact is not None:
+            compact[done : done + piece.size] = piece
+        done += piece.size
+    if compact is None:
+        return np.broadcast_to(np.zeros((), compact_dtype), value.shape)
+    return compact.reshape(value.shape)
 
 
 class DumpWriter:
@@ -133,14 +149,13 @@ class DumpWriter:
         call, for the single-op check) may use the whole budget, the reserved part included, and
         is kept whenever it fits, even after an ordinary record was left out."""
         array = to_numpy(tensor)
-        data = array.tobytes()
         full = {
             "type": "tensor",
             **record,
             "dtype": str(tensor.dtype),
             "shape": list(tensor.shape),
             "stride": list(tensor.stride()),
-            "stats": tensor_stats(tensor, data),
+            "stats": tensor_stats(tensor, array),
         }
         if precision is not None:
             full["precision"] = str(precision)
@@ -151,14 +166,14 @@ class DumpWriter:
             files = [("file", name, array, full["stats"]["hash"])]
             truth_is_value = False
             if truth is not None:
-                truth_array = to_numpy(truth)
-                delta = truth_delta(array, truth_array)
+                delta = truth_delta(array, truth)
                 stem = name[: -len(".npy")]
                 truth_is_value = delta is not None and not delta.any()
                 if delta is None:
-                    files.append(("truth_file", stem + ".truth.npy", truth_array, content_hash(truth_array.tobytes())))
+                    truth_array = to_numpy(truth)
+                    files.append(("truth_file", stem + ".truth.npy", truth_array, content_hash(truth_array)))
                 elif not truth_is_value:
-                    files.append(("truth_delta_file", stem + ".truth_delta.npy", delta, content_hash(delta.tobytes())))
+                    files.append(("truth_delta_file", stem + ".truth_delta.npy", delta, content_hash(delta)))
             reason = self._store(files, full, needed)
             if reason is None and truth_is_value:  # a parameter or input cast up: its file read as float64
                 full["truth_file"] = full["file"]
