@@ -173,13 +173,14 @@ wheel() {
     return 1
   work=$(mktemp -d)
   (cd "$work" && env -u DIAGNOSE_PYTHON PATH="$venv/bin:$PATH" OMP_NUM_THREADS=1 \
-    diagnose check "$venv/share/diagnose/examples/forgotten_eval/model.py" -q)
+    diagnose check "$venv/share/diagnose/examples/fusion_rules/model.py" -q)
   status=$?
+  # a script passing its own backend object: the verdict of its workflow.yaml, no YAML written
   "$venv/bin/python" - "$work" "$status" <<'EOF'
 import json, pathlib, sys
 verdict = json.loads(next(pathlib.Path(sys.argv[1]).glob("runs/*/report.json")).read_text())["verdict"]
-print("wheel: diagnose check forgotten_eval:", verdict["category"], verdict["culprit"], "exit", sys.argv[2])
-sys.exit((verdict["category"], verdict["culprit"], sys.argv[2]) != ("known_cause", "training_mode_dropout", "1"))
+print("wheel: diagnose check fusion_rules:", verdict["category"], verdict["culprit"], "exit", sys.argv[2])
+sys.exit(not (verdict["category"] == "fusion_defect" and "GeluFusionPass" in verdict["culprit"] and sys.argv[2] == "1"))
 EOF
   status=$?
   "$venv/bin/pip" uninstall -q -y diagnose numpy
