@@ -121,7 +121,7 @@ background_stage "Slurm runner (one-node cluster)" env DIAGNOSE_BIN="$ROOT/build
 # The wheel (pyproject.toml; its objects kept in build/wheel-*, so a second run compiles only what
 # changed) installed into a venv that holds torch alone (made once in ~/.cache/diagnose, emptied
 # of all else before each use); then, from an empty directory with no DIAGNOSE_PYTHON, `diagnose
-# check` on the bundled forgotten_eval must give that example's verdict.
+# check` on the bundled fusion_rules must give that example's verdict.
 wheel() {
   local venv=${XDG_CACHE_HOME:-$HOME/.cache}/diagnose/wheel-venv work status
   if [[ "$(cat "$venv/installed" 2>/dev/null)" != torch==2.13.0 ]]; then
@@ -135,13 +135,14 @@ wheel() {
     return 1
   work=$(mktemp -d)
   (cd "$work" && env -u DIAGNOSE_PYTHON PATH="$venv/bin:$PATH" OMP_NUM_THREADS=1 \
-    diagnose check "$venv/share/diagnose/examples/forgotten_eval/model.py" -q)
+    diagnose check "$venv/share/diagnose/examples/fusion_rules/model.py" -q)
   status=$?
+  # a script passing its own backend object: the verdict of its workflow.yaml, no YAML written
   "$venv/bin/python" - "$work" "$status" <<'EOF'
 import json, pathlib, sys
 verdict = json.loads(next(pathlib.Path(sys.argv[1]).glob("runs/*/report.json")).read_text())["verdict"]
-print("wheel: diagnose check forgotten_eval:", verdict["category"], verdict["culprit"], "exit", sys.argv[2])
-sys.exit((verdict["category"], verdict["culprit"], sys.argv[2]) != ("known_cause", "training_mode_dropout", "1"))
+print("wheel: diagnose check fusion_rules:", verdict["category"], verdict["culprit"], "exit", sys.argv[2])
+sys.exit(not (verdict["category"] == "fusion_defect" and "GeluFusionPass" in verdict["culprit"] and sys.argv[2] == "1"))
 EOF
   status=$?
   "$venv/bin/pip" uninstall -q -y diagnose numpy

@@ -24,12 +24,12 @@ VOCAB = 256
 def build() -> torch.nn.Module:
     config = transformers.Qwen2Config(
         vocab_size=VOCAB,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
         num_attention_heads=4,
         num_key_value_heads=2,
-        max_position_embeddings=64,
+        max_position_embeddings=32,
         attn_implementation="sdpa",
     )
     return transformers.Qwen2ForCausalLM(config).eval()

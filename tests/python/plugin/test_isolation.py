@@ -1,8 +1,9 @@
 """Subgraph isolation (the trial process of `subgraph_isolate`): real runs of a tiny two-graph model
 (data/isolation/tiny_model.py) under a backend with a planted graph-only defect
 (data/isolation/fma_backend.py: an add that reads a multiply of its own graph is off by 0.05)
-and under Inductor, each split as `isolation.eager_nodes` says; and the repro.py a run writes,
-run on its own."""
+and under Inductor, each split as `isolation.eager_nodes` says; a dynamic=True graph whose
+`.item()` scalar is read on both sides of a split (data/isolation/scaled_model.py); and the
+repro.py a run writes, run on its own."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from fixtures.plugin_runs import Run, RunPool
 
 DATA = Path(__file__).resolve().parent / "data" / "isolation"
 SCRIPT = str(DATA / "tiny_model.py")
+SCALED = str(DATA / "scaled_model.py")
 FMA = "fma_backend:fma_backend"
 WRAPPING = "wrapping_backend:wrapping_backend"  # a user pass, then compile_fx
 NODES = [  # id, op, module
@@ -62,6 +64,9 @@ CATALOG = {
     "inductor-dumped": RunConfig(SCRIPT, {"backend": "inductor", "dump": {"level": "compiled"}}, cost=6),
     "wrapping-dumped": RunConfig(SCRIPT, {"backend": WRAPPING, "dump": {"level": "compiled"}}, cost=6),
     "wrapping-half": RunConfig(SCRIPT, isolated(HALF, WRAPPING), cost=6),
+    # dynamic=True: the linear eager splits the readers of the scaling's .item() in two pieces
+    "scaled-split": RunConfig(SCALED, isolated(["g0.linear"], "inductor"), cost=4),
+    "scaled-eager": RunConfig(SCALED, {"mode": "eager", "dump": {"level": "none"}}),
 }
 
 
@@ -196,6 +201,23 @@ def test_graph_nodes_run_eagerly_through_a_user_backend_built_on_inductor(runs):
         p["nodes"] for p in ok(runs, "inductor-half").status["isolation"]["pieces"]
     ]
     np.testing.assert_allclose(outputs(runs, "wrapping-half")[0], outputs(runs, "eager")[0], rtol=1e-5, atol=1e-6)
+
+
+def test_a_dynamic_graph_splits_where_a_scalar_read_from_a_tensor_is_used_on_both_sides(runs):
+    """Each piece that reads the `.item()` reads it itself (no scalar crosses pieces), every piece
+    compiled once on Dynamo's symbolic inputs: one split graph serves both batch sizes."""
+    report = ok(runs, "scaled-split").status["isolation"]
+    assert report["graphs"] == 1
+    assert [(p["nodes"], p["compiled"]) for p in report["pieces"]] == [
+        (["g0.cos", "g0.item", "g0.h"], True),
+        (["g0.linear"], False),
+        (["g0.item", "g0.y", "g0.mul_1", "g0.sum_1", "g0.add"], True),
+    ]
+    assert report["compiled"] == ["g0.cos", "g0.h", "g0.y", "g0.mul_1", "g0.sum_1", "g0.add"]
+    split, eager = outputs(runs, "scaled-split"), outputs(runs, "scaled-eager")
+    assert [a.shape for a in split] == [(2, 8), (3, 8)]
+    for got, want in zip(split, eager, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize(

@@ -60,8 +60,8 @@ EXPECTED = [
     ("kv_cache_decode/workflow-clean", "no_precision_problem", None),
     # two ranks (runner.ranks): rank 1's compiled bias-GELU is wrong, the all_reduce carries it to rank 0
     ("tensor_parallel", "localized_op_defect", ("bias_gelu-diagnose_example.bias_gelu.default",)),
-    # generate() through a user backend wrapping compile_fx, dynamic=True: its pass shifts AOT's
-    # names and folds the decode graphs' attention scale twice; the dump aligned by provenance
+    # generate() through a user backend wrapping compile_fx, dynamic=True, defect off; the planted
+    # workflow (the decode attention, confirmed) costs too much for this suite (example's README)
     ("user_backend_decode/workflow-clean", "no_precision_problem", None),
 ]
 

@@ -7,13 +7,21 @@ plain FX code; every maximal contiguous run of the others (in graph order) is co
 real backend as a subgraph of its own ("piece"). Nothing is split when the whole graph is
 compiled (the backend gets Dynamo's graph and inputs, as in a plain run) or runs eagerly.
 
-A piece's inputs are intermediate values, which exist only once the graph runs: a split piece is
-compiled on the real inputs of its first call (again for inputs of another shape, dtype or
-layout). Pieces pass tensors: a getitem that selects an element of a multi-output node's tuple
-(listed with `follows`: that node) stays in its producer's piece, whatever eager_nodes says, and
-is left out of `compiled` (selecting computes nothing). status.json's `isolation` says which
-nodes exist, which were compiled and how the graphs were split; with `isolation.repro` the
-compiled pieces' first inputs are kept for the standalone repro (repro_writer.py)."""
+A split piece is compiled when Dynamo hands over its graph, inside Dynamo's tracing context, as
+Dynamo's own graph splitting (the DDP optimizer) compiles its submodules: on what Dynamo gave the
+backend for the graph's inputs, and on Dynamo's `example_value` (fake tensors and symbolic sizes
+of Dynamo's own FakeTensorMode and ShapeEnv) for the values earlier pieces make. So a piece is as
+dynamic as the whole graph (one compile serves every shape the graph's guards admit), and a
+scalar Dynamo reads from a tensor input (`.item()` of a float it wrapped, such as a rotary
+scaling under `dynamic=True`) keeps the symbol Dynamo gave it, where fake tensors made afresh
+from a first call's real inputs make it a data-dependent value AOT Autograd cannot trace.
+
+Pieces pass tensors: a getitem that selects an element of a multi-output node's tuple (listed
+with `follows`: that node) stays in its producer's piece, whatever eager_nodes says, and a node
+that computes scalars is computed again in each piece that reads it; neither is in `compiled`
+(they are no choice of their own). status.json's `isolation` says which nodes exist, which were
+compiled and how the graphs were split; with `isolation.repro` the compiled pieces' first inputs
+are kept for the standalone repro (repro_writer.py)."""
 
 from __future__ import annotations
 
@@ -96,27 +104,56 @@ def describe(graph: int, node: fx.Node) -> dict:
     return entry
 
 
+def computes_scalars(node: fx.Node) -> bool:
+    """A node whose value holds no tensor: a size, an `.item()`, arithmetic on them."""
+    value = node.meta.get("example_value")
+    return value is not None and not any(isinstance(v, torch.Tensor) for v in pytree.tree_leaves(value))
+
+
 def plan(graph: int, candidates: list[fx.Node], eager_ids: set[str]) -> list[Piece]:
     """Maximal contiguous runs of candidates alike (compiled or eager); each selection joins the
-    piece of the node it selects from (placed after it: a valid order, it reads nothing else)."""
-    sources = {n: selection_source(n) for n in candidates}
-    own = [n for n in candidates if sources[n] is None]
+    piece of the node it selects from (placed after it: a valid order, it reads nothing else).
+    A node that computes scalars is no choice either: each piece that reads one computes it again
+    (with the scalars it reads in turn), so only tensors and the graph's own inputs cross pieces,
+    never a scalar a piece read from a tensor (compiled, that is a data-dependent output; the
+    graph's output reads its scalars from the last piece)."""
+    scalars = {n for n in candidates if computes_scalars(n)}
+    sources = {n: selection_source(n) for n in candidates if n not in scalars}
+    own = [n for n, source in sources.items() if source is None]
     pieces = [
         Piece(graph, list(run), compiled)
         for compiled, run in itertools.groupby(own, key=lambda n: node_id(graph, n) not in eager_ids)
     ]
+    if not pieces:
+        return pieces
     piece_of = {n: p for p in pieces for n in p.nodes}
     order = {n: i for i, n in enumerate(candidates)}
     for node, source in sources.items():
         if source is not None:
             piece_of[source].nodes.append(node)
+    pieces[-1].nodes.extend(n for n in scalars if any(u.op == "output" for u in n.users))
     for piece in pieces:
+        piece.nodes.extend(_scalars_read(piece.nodes, scalars))
         piece.nodes.sort(key=order.__getitem__)
         members = set(piece.nodes)
         inputs = {a: None for n in piece.nodes for a in n.all_input_nodes if a not in members and a.op != "get_attr"}
         piece.inputs = list(inputs)
-        piece.outputs = [n for n in piece.nodes if any(u not in members for u in n.users)]
+        piece.outputs = [
+            n for n in piece.nodes if any(u not in members and (n not in scalars or u.op == "output") for u in n.users)
+        ]
     return pieces
+
+
+def _scalars_read(nodes: list[fx.Node], scalars: set[fx.Node]) -> set[fx.Node]:
+    """The scalar nodes `nodes` read, directly or through other scalar nodes, not among them."""
+    found: set[fx.Node] = set()
+    pending = list(nodes)
+    while pending:
+        for value in pending.pop().all_input_nodes:
+            if value in scalars and value not in found:
+                found.add(value)
+                pending.append(value)
+    return found - set(nodes)
 
 
 def extract(gm: fx.GraphModule, piece: Piece) -> fx.GraphModule:
@@ -139,12 +176,6 @@ def extract(gm: fx.GraphModule, piece: Piece) -> fx.GraphModule:
     return fx.GraphModule(gm, graph, class_name="Piece")
 
 
-def _signature(args) -> tuple:
-    return tuple(
-        (tuple(a.shape), a.dtype, a.device, a.stride()) if isinstance(a, torch.Tensor) else repr(a) for a in args
-    )
-
-
 class Isolation:
     def __init__(self, session):
         self.session = session
@@ -164,8 +195,24 @@ class Isolation:
         return backend_fn
 
     def _split(self, gm: fx.GraphModule, example_inputs, backend):
-        graph = self.graphs
+        """A compile that raises (Dynamo restarting its analysis, or failing) leaves no trace: the
+        graph that replaces it takes its index, as in the dump (provenance.Snapshots)."""
+        kept = (len(self.report["nodes"]), len(self.pieces), set(self.compiled))
+        try:
+            compiled = self._compile(self.graphs, gm, example_inputs, backend)
+        except BaseException:
+            nodes, pieces, self.compiled = kept
+            for entry in self.report["nodes"][nodes:]:
+                del self.order[entry["id"]]
+            del self.report["nodes"][nodes:]
+            del self.pieces[pieces:]
+            self._update_report()
+            raise
         self.graphs += 1
+        self._update_report()
+        return compiled
+
+    def _compile(self, graph: int, gm: fx.GraphModule, example_inputs, backend):
         candidates = [n for n in gm.graph.nodes if n.op in CANDIDATE_OPS]
         for node in candidates:
             self.order[node_id(graph, node)] = len(self.order)
@@ -180,7 +227,8 @@ class Isolation:
             return self._whole(gm, example_inputs, backend, pieces)
         if len(pieces) == 1:  # every node eager
             return gm.forward
-        return SplitGraph(gm, [self._runner(gm, p, backend) for p in pieces], pieces)
+        given = dict(zip((n for n in gm.graph.nodes if n.op == "placeholder"), example_inputs))
+        return SplitGraph(gm, [self._runner(gm, p, backend, given) for p in pieces], pieces)
 
     def _whole(self, gm, example_inputs, backend, pieces):
         """Every node compiled: the backend gets Dynamo's graph, as without isolation."""
@@ -200,12 +248,15 @@ class Isolation:
 
         return recording
 
-    def _runner(self, gm, piece: Piece, backend):
-        return LazyPiece(self, gm, piece, backend) if piece.compiled else extract(gm, piece)
+    def _runner(self, gm, piece: Piece, backend, given: dict):
+        return CompiledPiece(self, gm, piece, backend, given) if piece.compiled else extract(gm, piece)
 
     def note_compiled(self, piece: Piece) -> None:
-        # a selection goes where its producer goes: not a choice of its own, so not reported
-        self.compiled.update(node_id(piece.graph, n) for n in piece.nodes if selection_source(n) is None)
+        # a selection goes where its producer goes, a scalar where it is read: no choices of their
+        # own, so not reported
+        self.compiled.update(
+            node_id(piece.graph, n) for n in piece.nodes if selection_source(n) is None and not computes_scalars(n)
+        )
         self._update_report()
 
     def _update_report(self) -> None:
@@ -231,27 +282,22 @@ class Isolation:
         self.report["repro"] = str(path.relative_to(self.session.spec.run_dir))
 
 
-class LazyPiece:
-    """A compiled piece: compiled with the backend on the real inputs of its first call, and
-    again for inputs of another signature (a compiled graph is specialised to its inputs)."""
+class CompiledPiece:
+    """A compiled piece: compiled with the backend on what Dynamo gave the graph for the graph's
+    inputs and on Dynamo's example values for the others (the module docstring says why); its
+    first call's inputs are kept for the repro."""
 
-    def __init__(self, isolation: Isolation, gm: fx.GraphModule, piece: Piece, backend):
+    def __init__(self, isolation: Isolation, gm: fx.GraphModule, piece: Piece, backend, given: dict):
         self.isolation = isolation
-        self.gm = gm
         self.piece = piece
-        self.backend = backend
-        self.compiled: dict[tuple, object] = {}
+        example_inputs = [given[v] if v in given else v.meta["example_value"] for v in piece.inputs]
+        self.compiled = backend(extract(gm, piece), example_inputs)
+        isolation.note_compiled(piece)
 
     def __call__(self, *args):
-        key = _signature(args)
-        compiled = self.compiled.get(key)
-        if compiled is None:
-            if self.isolation.spec.repro and self.piece.recorded is None:
-                self.piece.record(args)
-            # a fresh copy each time: a backend's passes may rewrite the graph it is given
-            compiled = self.compiled[key] = self.backend(extract(self.gm, self.piece), list(args))
-            self.isolation.note_compiled(self.piece)
-        return compiled(*args)
+        if self.isolation.spec.repro and self.piece.recorded is None:
+            self.piece.record(args)
+        return self.compiled(*args)
 
 
 class SplitGraph:

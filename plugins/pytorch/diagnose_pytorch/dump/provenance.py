@@ -96,11 +96,14 @@ class Snapshots:
         compat.feature("provenance")
         saved = self.current
         self.current = DynamoGraph.snapshot(self.count, gm)
-        self.count += 1
         try:
             yield self.current
         finally:
             self.current = saved
+        # only a compile that returns takes an index: one Dynamo abandons (the backend raised: its
+        # analysis restarts, as a float it cannot keep symbolic makes it) leaves it to the graph
+        # that replaces it, so whichever compiles restart, one run's ids name another's graphs
+        self.count += 1
 
     def graph_nodes(self, nodes) -> list[str]:
         return self.current.graph_nodes(nodes) if self.current is not None else []
