@@ -10,7 +10,6 @@
 #include "compare/divergence.h"
 #include "compare/report.h"
 #include "orchestrator/exec/command_line.h"
-#include "orchestrator/workflow/validate.h"
 #include "orchestrator/workflow/workflow_schema.h"
 #include "steps/call_judgement.h"
 #include "steps/cross_rank.h"

@@ -14,7 +14,6 @@
 #include "orchestrator/bisect/subgraph.h"
 #include "orchestrator/engine/step.h"
 #include "orchestrator/exec/command_line.h"
-#include "orchestrator/workflow/validate.h"
 #include "orchestrator/workflow/workflow_schema.h"
 #include "steps/bisection_knobs.h"
 #include "steps/bisection_steps.h"

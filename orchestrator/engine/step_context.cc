@@ -4,10 +4,8 @@
 #include "orchestrator/engine/engine.h"
 #include "orchestrator/engine/result_lookup.h"
 #include "orchestrator/engine/step.h"
-#include "orchestrator/engine/step_registry.h"
 #include "orchestrator/exec/subprocess.h"
 #include "orchestrator/workflow/template.h"
-#include "orchestrator/workflow/workflow_loader.h"
 
 namespace diagnose {
 
