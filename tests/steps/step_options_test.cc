@@ -86,5 +86,19 @@ TEST(StepOptions, ABadToleranceStopsTheLoadWhereItIsWritten) {
   }
 }
 
+TEST(StepOptions, EveryComparingKindChecksItsPresetAtLoad) {
+  for (const char* kind : {"compare", "gate", "subgraph_isolate"}) {
+    const std::string key = std::string(kind) == "compare" ? "golden: g, target: t, " : "";
+    std::string yaml =
+        std::string("model: {script: m.py}\nsteps:\n  - {id: a, kind: ") + kind + ", " + key + "preset: fp61}\n";
+    Diagnostics diagnostics("wf.yaml");
+    EXPECT_FALSE(load_workflow_text(yaml, "wf.yaml", diagnostics)) << kind;
+    ASSERT_FALSE(diagnostics.empty()) << kind;
+    EXPECT_NE(diagnostics.list()[0].message.find("unknown tolerance preset 'fp61' (did you mean 'fp64'?)"),
+              std::string::npos)
+        << kind << ": " << format_diagnostic(diagnostics.list()[0]);
+  }
+}
+
 }  // namespace
 }  // namespace diagnose
