@@ -17,20 +17,19 @@ class AssertStep : public StepKind {
             optional("message", string_schema("What a failure means, shown as the finding; ${...} is expanded."))};
   }
 
-  // The step's keys.
-  struct Options {
+  struct Options : StepOptions {
     std::string fail_if;
     std::optional<std::string> message;
-
-    static Options parse(const YAML::Node& node) {
-      Options o{node["fail_if"].Scalar(), std::nullopt};
-      if (node["message"]) o.message = node["message"].Scalar();
-      return o;
-    }
   };
+  std::shared_ptr<const StepOptions> parse(const StepSpec& step, const CheckContext&, Diagnostics&) const override {
+    auto o = std::make_shared<Options>();
+    o->fail_if = step.node["fail_if"].Scalar();
+    if (step.node["message"]) o->message = step.node["message"].Scalar();
+    return o;
+  }
 
   StepResult evaluate(const StepContext& context) const override {
-    const Options o = Options::parse(context.step().node);
+    const Options& o = context.options<Options>();
     const std::string& text = o.fail_if;
     Condition condition = Condition::parse(text);
     auto lookup = [&](const std::string& name) { return result_value(context.state(), context.run_dir(), name); };

@@ -1,5 +1,6 @@
 #include "steps/bisection_steps.h"
 
+#include "orchestrator/workflow/workflow_loader.h"
 #include "orchestrator/workflow/workflow_schema.h"
 #include "steps/dump_judgement.h"
 #include "steps/plugin_run.h"
@@ -38,14 +39,20 @@ BisectionPlan resumable_plan(const std::string& dir, const nlohmann::json& finge
   return plan;
 }
 
-BisectionPlan bisection_plan(const StepContext& context) {
+bisect::Options bisection_options(const StepSpec& step, const Workflow& workflow) {
+  const YAML::Node& node = step.node;
+  bisect::Options options;
+  options.slots = node["slots"] ? node["slots"].as<int>() : workflow.defaults.slots;
+  if (node["max_trials"]) options.max_trials = node["max_trials"].as<int>();
+  if (node["crash_is_failure"]) options.crash_is_failure = node["crash_is_failure"].as<bool>();
+  if (node["baseline_repeats"]) options.baseline_repeats = node["baseline_repeats"].as<int>();
+  if (node["confirmations"]) options.confirmations = node["confirmations"].as<int>();
+  return options;
+}
+
+BisectionPlan bisection_plan(const StepContext& context, const bisect::Options& options) {
   BisectionPlan plan = resumable_plan(context.step_dir(), context.fingerprint());
-  const YAML::Node& node = context.step().node;
-  plan.options.slots = node["slots"] ? node["slots"].as<int>() : context.workflow().defaults.slots;
-  plan.options.max_trials = context.option<int>("max_trials");
-  plan.options.crash_is_failure = context.option<bool>("crash_is_failure");
-  plan.options.baseline_repeats = context.option<int>("baseline_repeats");
-  plan.options.confirmations = context.option<int>("confirmations");
+  plan.options = options;
   plan.on_trials = [&context](size_t done, size_t about) { context.search_progress(done, about); };
   return plan;
 }
@@ -73,9 +80,7 @@ std::string judge_against_golden(const StepContext& context, const YAML::Node& g
                                  const std::vector<std::string>& judge_ops, TrialSetup& setup, BisectionPlan& plan) {
   bool plugin = !context.workflow().model.script.empty();
   setup.judge.kind = JudgeKind::Compare;
-  std::string tolerance_error;
-  setup.judge.tolerances = step_tolerances(context, &tolerance_error);
-  if (!tolerance_error.empty()) return "bad tolerances: " + tolerance_error;
+  setup.judge.tolerances = comparison_settings(context).tolerances;
   setup.judge.ops = judge_ops;
   std::string compared = judge_ops.empty() ? "outputs" : "dump";
   if (golden && golden.IsScalar()) {
@@ -84,7 +89,7 @@ std::string judge_against_golden(const StepContext& context, const YAML::Node& g
     plan.alongside.push_back(plugin_run(context, "golden", golden_spec(context, golden, judge_ops), golden));
     setup.judge.golden = plan.alongside.back().dir + "/" + compared;
   } else {
-    plan.alongside.push_back(context.model_run("golden", golden));
+    plan.alongside.push_back(context.model_run("golden", parse_command(golden)));
     setup.judge.golden =
         golden["dump"] ? context.path(golden["dump"].Scalar(), "golden") : plan.alongside.back().dump_dir;
   }

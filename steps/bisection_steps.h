@@ -22,9 +22,11 @@ std::vector<Property> bisection_properties();
 
 // A plan kept in `dir`, resuming the trial log saved there when it has this `fingerprint`.
 bisect::BisectionPlan resumable_plan(const std::string& dir, const nlohmann::json& fingerprint);
-// A plan in the step's directory under the step's fingerprint, the search options from the
-// step's keys, resuming the saved trial log of an earlier invocation of this same step.
-bisect::BisectionPlan bisection_plan(const StepContext& context);
+// The search options under the step's keys bisection_properties() declares, at load.
+bisect::Options bisection_options(const StepSpec& step, const Workflow& workflow);
+// A plan in the step's directory under the step's fingerprint with the search `options`, resuming
+// the saved trial log of an earlier invocation of this same step.
+bisect::BisectionPlan bisection_plan(const StepContext& context, const bisect::Options& options);
 
 // Trials judged by the comparison core against a golden: `golden` a dump path, a plugin run (an
 // eager run whose final outputs, or `judge_ops`' records, carry their float64 truth) or a

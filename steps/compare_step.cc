@@ -3,10 +3,10 @@
 #include "orchestrator/engine/step.h"
 #include "orchestrator/exec/command_line.h"
 #include "orchestrator/workflow/validate.h"
+#include "orchestrator/workflow/workflow_loader.h"
 #include "orchestrator/workflow/workflow_schema.h"
 #include "steps/dump_judgement.h"
 #include "steps/nan_origin.h"
-#include "steps/side_option.h"
 
 namespace diagnose {
 
@@ -46,32 +46,48 @@ class CompareStep : public StepKind {
       YAML::Node node = step.node[side];
       if (node && node.IsMap()) check_command_form(node, "steps." + step.id + "." + side, false, diagnostics);
     }
-    check_comparison_keys(step, diagnostics);
   }
 
-  // The step's sides (golden, target, referee when given), the comparison keys aside (dump_judgement.h).
-  using Options = std::map<std::string, SideOption>;
-  static Options parse(const YAML::Node& node) {
-    Options o;
-    for (const char* side : kSides)
-      if (node[side]) o.emplace(side, SideOption::parse(node[side]));
+  // A side: the path of a dump, or a run of the model and where it leaves its dump.
+  struct Side {
+    std::optional<std::string> path;  // as written; StepContext::path expands it
+    CommandSpec run;
+    std::string dump = "${run.dump_dir}";
+  };
+  // The sides given (golden, target, referee when given) and the comparison settings.
+  struct Options : ComparingOptions {
+    std::map<std::string, Side> sides;
+  };
+  std::shared_ptr<const StepOptions> parse(const StepSpec& step, const CheckContext& context,
+                                           Diagnostics& diagnostics) const override {
+    auto o = std::make_shared<Options>();
+    o->comparison = parse_comparison_settings(step, context.workflow, diagnostics);
+    for (const char* name : kSides) {
+      const YAML::Node node = step.node[name];
+      if (!node) continue;
+      Side& side = o->sides[name];
+      if (node.IsScalar()) {
+        side.path = node.Scalar();
+      } else {
+        side.run = parse_command(node);
+        if (node["dump"]) side.dump = node["dump"].Scalar();
+      }
+    }
     return o;
   }
 
   StepResult evaluate(const StepContext& context) const override {
-    const Options sides = parse(context.step().node);
+    const std::map<std::string, Side>& sides = context.options<Options>().sides;
     std::vector<RunRequest> requests;
     for (const char* side : kSides) {
       auto it = sides.find(side);
-      if (it != sides.end() && !it->second.path) requests.push_back(context.model_run(side, it->second.overrides));
+      if (it != sides.end() && !it->second.path) requests.push_back(context.model_run(side, it->second.run));
     }
     std::vector<RunRecord> runs = context.run(requests);
     if (std::optional<StepResult> error = error_from_runs(runs)) return *error;
     auto side_path = [&](const char* side) -> std::string {
-      const SideOption& given = sides.at(side);
-      if (given.path) return context.path(*given.path);
-      const YAML::Node dump = given.overrides["dump"];
-      return context.path(dump ? dump.Scalar() : "${run.dump_dir}", side);
+      const Side& given = sides.at(side);
+      return given.path ? context.path(*given.path) : context.path(given.dump, side);
     };
 
     std::optional<std::string> referee;

@@ -139,8 +139,7 @@ std::vector<CulpritCandidate> culprit_candidates(const compare::CompareResult& c
 
 void confirm_culprit(const StepContext& context, const std::vector<CulpritCandidate>& candidates,
                      const ConfirmationSides& sides, const InterventionRun& intervention, StepResult& result) {
-  std::string tolerance_error;
-  const compare::Tolerances tolerances = step_tolerances(context, &tolerance_error);
+  const compare::Tolerances& tolerances = comparison_settings(context).tolerances;
   const std::string dir = context.step_dir() + "/confirm";
   const RecordedComparison before_record =
       compare_and_record(context, sides.golden_outputs, sides.before_outputs, sides.referee_outputs, dir + "/before");

@@ -10,7 +10,6 @@
 #include "compare/divergence.h"
 #include "compare/report.h"
 #include "orchestrator/exec/command_line.h"
-#include "orchestrator/workflow/validate.h"
 #include "orchestrator/workflow/workflow_schema.h"
 #include "steps/call_judgement.h"
 #include "steps/cross_rank.h"
@@ -24,11 +23,11 @@ namespace diagnose {
 namespace fs = boost::filesystem;
 
 std::vector<Property> comparison_properties() {
-  return {optional("tolerances",
-                   map_schema("Tolerance overrides for this step, by preset name.", tolerance_preset_schema())),
+  return {tolerances_property("Tolerance overrides for this step, by preset name."),
           optional("preset", string_schema("Use this tolerance preset for every row instead of choosing by dtype.")),
           optional("rank", integer_schema("Compare only this rank (and not the ranks with each other).", 0)),
-          optional("worst_rows", defaulted(integer_schema("How many failing rows the evidence table lists.", 0), 5)),
+          optional("worst_rows",
+                   defaulted(integer_schema("How many failing rows the evidence table lists.", 0), kDefaultWorstRows)),
           optional("min_judged_share",
                    defaulted(number_schema("The share of rows that must be judged (not \"not comparable\"); "
                                            "below it the step errors instead of passing.",
@@ -36,16 +35,39 @@ std::vector<Property> comparison_properties() {
                              kDefaultMinJudgedShare))};
 }
 
-void check_comparison_keys(const StepSpec& step, Diagnostics& diagnostics) {
-  check_tolerances(step.node["tolerances"], diagnostics);
-  if (YAML::Node preset = step.node["preset"]) {
-    compare::Tolerances defaults = compare::Tolerances::defaults();
+ComparisonSettings parse_comparison_settings(const StepSpec& step, const Workflow& workflow, Diagnostics& diagnostics) {
+  const YAML::Node& node = step.node;
+  ComparisonSettings settings;
+  settings.overrides = workflow.defaults.tolerance_overrides;
+  for (compare::ToleranceOverride& o : tolerance_overrides(node["tolerances"], &diagnostics))
+    settings.overrides.push_back(std::move(o));
+  settings.tolerances = compare::Tolerances::defaults();
+  // tolerance_overrides kept only what the presets accept: applying cannot fail.
+  for (const compare::ToleranceOverride& o : settings.overrides) settings.tolerances.apply(o);
+  if (YAML::Node preset = node["preset"]) {
     std::vector<std::string> names;
-    for (const auto& [name, p] : defaults.presets) names.push_back(name);
-    if (!defaults.presets.count(preset.Scalar()))
+    for (const auto& [name, p] : settings.tolerances.presets) names.push_back(name);
+    if (!settings.tolerances.presets.count(preset.Scalar()))
       diagnostics.error(preset.Mark(), "steps." + step.id + ".preset: unknown tolerance preset '" + preset.Scalar() +
                                            "'" + did_you_mean(preset.Scalar(), names));
+    settings.tolerances.forced_preset = preset.Scalar();
   }
+  if (node["rank"]) settings.rank = node["rank"].as<int>();
+  if (node["worst_rows"]) settings.worst_rows = node["worst_rows"].as<size_t>();
+  if (node["min_judged_share"]) settings.min_judged_share = node["min_judged_share"].as<double>();
+  return settings;
+}
+
+std::string ComparisonSettings::compare_options() const {
+  std::string text;
+  if (rank) text += " -r " + std::to_string(*rank);
+  if (tolerances.forced_preset) text += " --preset " + shell_quote(*tolerances.forced_preset);
+  for (const compare::ToleranceOverride& o : overrides) text += " --tol " + shell_quote(o.assignment());
+  return text;
+}
+
+const ComparisonSettings& comparison_settings(const StepContext& context) {
+  return context.options<ComparingOptions>().comparison;
 }
 
 namespace {
@@ -150,8 +172,7 @@ std::string origin_text(const compare::CompareResult& compared, const std::strin
 // the state as its culprit.
 void judge_state(const StepContext& context, const compare::CompareResult& finals, const std::string& golden,
                  const std::string& golden_side, StepResult& f) {
-  std::string ignored;
-  CallJudgement calls = judge_calls(finals, step_tolerances(context, &ignored));
+  CallJudgement calls = judge_calls(finals, comparison_settings(context).tolerances);
   attribute_state_writers(calls, final_outputs_of(golden), golden);
   const std::vector<std::string> state = calls.state_texts(golden_side);
   for (const std::string& text : state) f.findings.push_back({text, ""});
@@ -209,43 +230,21 @@ nlohmann::json worst_rows(const compare::CompareResult& result, size_t limit, co
   return table;
 }
 
-ComparisonOptions comparison_options(const StepContext& context) {
-  const YAML::Node& node = context.step().node;
-  ComparisonOptions options;
-  options.tolerances = tolerance_overrides(node["tolerances"]);
-  if (node["preset"]) options.preset = node["preset"].Scalar();
-  if (node["rank"]) options.rank = node["rank"].as<int>();
-  return options;
-}
-
-compare::Tolerances step_tolerances(const StepContext& context, std::string* error) {
-  const ComparisonOptions keys = comparison_options(context);
-  compare::Tolerances tolerances = context.tolerances(keys.tolerances, error);
-  tolerances.forced_preset = keys.preset;
-  return tolerances;
-}
-
 RecordedComparison compare_and_record(const StepContext& context, const std::string& golden, const std::string& target,
                                       const std::optional<std::string>& referee, const std::string& out_dir,
                                       const std::string& what) {
-  const ComparisonOptions keys = comparison_options(context);
+  const ComparisonSettings& settings = comparison_settings(context);
   RecordedComparison record;
   compare::CompareOptions& options = record.options;
   options.golden_path = golden;
   options.my_path = target;
   options.referee_path = referee;
-  options.rank = keys.rank;
-  options.tolerances = context.tolerances(keys.tolerances, &record.tolerance_error);
-  options.tolerances.forced_preset = keys.preset;
+  options.rank = settings.rank;
+  options.tolerances = settings.tolerances;
 
   record.reproduce = "diagnose compare -gp " + shell_quote(golden) + " -mp " + shell_quote(target);
   if (referee) record.reproduce += " --referee " + shell_quote(*referee);
-  if (options.rank) record.reproduce += " -r " + std::to_string(*options.rank);
-  if (keys.preset) record.reproduce += " --preset " + shell_quote(*keys.preset);
-  std::vector<compare::ToleranceOverride> all_overrides = context.workflow().defaults.tolerance_overrides;
-  all_overrides.insert(all_overrides.end(), keys.tolerances.begin(), keys.tolerances.end());
-  for (const compare::ToleranceOverride& o : all_overrides) record.reproduce += " --tol " + shell_quote(o.assignment());
-  if (!record.tolerance_error.empty()) return record;
+  record.reproduce += settings.compare_options();
 
   compare::CompareResult compared = compare::run_compare(options);
   if (!compared.fatal_error.empty()) {
@@ -291,10 +290,6 @@ DumpJudgement judge_recorded(const StepContext& context, RecordedComparison reco
   StepResult& result = judgement.result;
   result.reproduce.push_back(record.reproduce);
   std::string prefix = what.empty() ? "" : what + ": ";
-  if (!record.tolerance_error.empty()) {
-    result = error_result("bad tolerances: " + record.tolerance_error, std::move(result));
-    return judgement;
-  }
   if (!record.error.empty()) {
     result = error_result(prefix + "cannot compare: " + record.error, std::move(result));
     return judgement;
@@ -377,8 +372,7 @@ DumpJudgement judge_recorded(const StepContext& context, RecordedComparison reco
     result.findings.push_back({prefix + std::to_string(s.unmatched.size()) +
                                    " record(s) of one side not matched (listed in " + out_dir + "/result.json)",
                                ""});
-  size_t limit = context.option<size_t>("worst_rows");
-  nlohmann::json worst = worst_rows(compared, limit);
+  nlohmann::json worst = worst_rows(compared, comparison_settings(context).worst_rows);
   if (!worst.empty()) result.evidence.push_back({"table", prefix + "worst rows", "", worst});
 
   std::string coverage = compare::coverage_text(s);
@@ -403,7 +397,7 @@ DumpJudgement judge_recorded(const StepContext& context, RecordedComparison reco
   result.metrics["not_comparable_reasons"] = s.not_comparable_reasons;
   result.metrics["judged_by"] = s.judged_by;
   const std::string unjudged = unjudged_groups(compared);
-  const double min_share = context.option<double>("min_judged_share");
+  const double min_share = comparison_settings(context).min_judged_share;
   const uint64_t to_judge = s.rows - s.not_judged;
   const uint64_t judged_elementwise = s.compared - passed_on_statistics;
   const double share = to_judge == 0 ? 0.0 : static_cast<double>(judged_elementwise) / static_cast<double>(to_judge);

@@ -20,31 +20,39 @@ struct CulpritCandidate;
 
 // Below this share of judged rows a comparing step errors rather than pass (min_judged_share).
 constexpr double kDefaultMinJudgedShare = 0.9;
+// How many failing rows the evidence lists (worst_rows).
+constexpr size_t kDefaultWorstRows = 5;
 
 // tolerances, preset, rank, worst_rows, min_judged_share.
 std::vector<Property> comparison_properties();
-void check_comparison_keys(const StepSpec& step, Diagnostics& diagnostics);
 
-// The comparison keys of a step, parsed from its YAML (the defaulted worst_rows and
-// min_judged_share are read where they are used, through StepContext::option).
-struct ComparisonOptions {
-  std::vector<compare::ToleranceOverride> tolerances;  // tolerances:
-  std::optional<std::string> preset;
+// The comparison keys of a step (those comparison_properties() declares, or the tolerances and
+// preset of a kind that declares fewer), parsed, checked and resolved once, at load.
+struct ComparisonSettings {
+  // The workflow's defaults.tolerances, then the step's tolerances:, as written.
+  std::vector<compare::ToleranceOverride> overrides;
+  compare::Tolerances tolerances;  // the presets under `overrides`, preset: forced on every row
   std::optional<int> rank;
+  size_t worst_rows = kDefaultWorstRows;
+  double min_judged_share = kDefaultMinJudgedShare;
+
+  // What `diagnose compare` needs to judge so: -r, --preset and --tol options.
+  std::string compare_options() const;
 };
-ComparisonOptions comparison_options(const StepContext& context);
+ComparisonSettings parse_comparison_settings(const StepSpec& step, const Workflow& workflow, Diagnostics& diagnostics);
 
-// The tolerances under the step's tolerances: and preset: keys (and the workflow's); an error
-// message in *error when an override is rejected.
-compare::Tolerances step_tolerances(const StepContext& context, std::string* error);
+// The options of a kind that compares dumps: its own keys in a struct derived from this one.
+struct ComparingOptions : StepOptions {
+  ComparisonSettings comparison;
+};
+// The settings of the step `context` evaluates, of a kind whose options are ComparingOptions.
+const ComparisonSettings& comparison_settings(const StepContext& context);
 
-// One comparison as a step records it: options from the step's keys (tolerances, preset,
-// rank), the CSV tables and result.json written into out_dir and named as evidence, and the
-// `diagnose compare` command that reproduces it with the same tolerances.
+// One comparison as a step records it: options from the step's comparison settings, the CSV
+// tables and result.json written into out_dir and named as evidence, and the `diagnose compare`
+// command that reproduces it with the same tolerances.
 struct RecordedComparison {
-  // Either is set when nothing was compared (and nothing written).
-  std::string tolerance_error;  // an override the presets reject
-  std::string error;            // the comparison could not start (compare::CompareResult::fatal_error)
+  std::string error;  // the comparison could not start (compare::CompareResult::fatal_error); nothing written
   compare::CompareOptions options;
   std::optional<compare::CompareResult> compared;
   nlohmann::json document;  // result.json

@@ -11,6 +11,7 @@
 #include "steps/dump_judgement.h"
 #include "steps/dynamo_findings.h"
 #include "steps/plugin_run.h"
+#include "steps/side_option.h"
 
 namespace diagnose {
 
@@ -18,20 +19,12 @@ namespace {
 
 const std::vector<std::string> kDefaultBackends = {"eager", "aot_eager", "aot_eager_decomp_partition"};
 
-// The step's keys, the comparison keys aside (dump_judgement.h).
-struct DynamoMetaCheckOptions {
+// The step's keys.
+struct DynamoMetaCheckOptions : ComparingOptions {
   YAML::Node eager, compiled;  // overrides of the eager run, and of every compiled run
   std::vector<std::string> backends = kDefaultBackends;
   bool meta_check = true;
   bool fail_on_graph_breaks = false;
-
-  static DynamoMetaCheckOptions parse(const StepContext& context) {
-    const YAML::Node& node = context.step().node;
-    return {node["eager"], node["compiled"],
-            node["backends"] ? node["backends"].as<std::vector<std::string>>() : kDefaultBackends,
-            context.option<bool>("meta_check"),
-            node["fail_on_graph_breaks"] && node["fail_on_graph_breaks"].as<bool>()};
-  }
 };
 
 // The eager run, which also runs the meta check: that rides on the ATen-level dump, whose
@@ -73,17 +66,26 @@ class DynamoMetaCheckStep : public StepKind {
             "schema_violations", "schema_violating_ops", "failed_backends", "culprit"};
   }
   std::string default_category() const override { return "dynamo_meta_defect"; }
-  void check(const StepSpec& step, const CheckContext&, Diagnostics& diagnostics) const override {
-    check_comparison_keys(step, diagnostics);
+  std::shared_ptr<const StepOptions> parse(const StepSpec& step, const CheckContext& context,
+                                           Diagnostics& diagnostics) const override {
+    const YAML::Node& node = step.node;
+    auto o = std::make_shared<DynamoMetaCheckOptions>();
+    o->comparison = parse_comparison_settings(step, context.workflow, diagnostics);
+    o->eager = option_node(node, "eager");
+    o->compiled = option_node(node, "compiled");
+    if (node["backends"]) o->backends = node["backends"].as<std::vector<std::string>>();
+    o->meta_check = option<bool>(step, "meta_check");
+    o->fail_on_graph_breaks = node["fail_on_graph_breaks"] && node["fail_on_graph_breaks"].as<bool>();
+    return o;
   }
 
   std::vector<PlannedRun> planned_runs(const StepContext& context) const override {
-    const DynamoMetaCheckOptions o = DynamoMetaCheckOptions::parse(context);
+    const DynamoMetaCheckOptions& o = context.options<DynamoMetaCheckOptions>();
     return {planned_plugin_run(context, "eager", meta_eager_spec(context, o), o.eager)};
   }
 
   StepResult evaluate(const StepContext& context) const override {
-    const DynamoMetaCheckOptions o = DynamoMetaCheckOptions::parse(context);
+    const DynamoMetaCheckOptions& o = context.options<DynamoMetaCheckOptions>();
     const bool meta = o.meta_check;
     const std::vector<std::string>& backends = o.backends;
 

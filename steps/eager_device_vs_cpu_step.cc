@@ -7,6 +7,7 @@
 #include "orchestrator/exec/command_line.h"
 #include "steps/dump_judgement.h"
 #include "steps/plugin_run.h"
+#include "steps/side_option.h"
 
 namespace diagnose {
 
@@ -23,22 +24,16 @@ struct ComparedRun {
   YAML::Node overrides;
 };
 
-// The step's keys, the comparison keys aside (dump_judgement.h).
-struct EagerDeviceVsCpuOptions {
+// The step's keys.
+struct EagerDeviceVsCpuOptions : ComparingOptions {
   YAML::Node golden, target;   // overrides of the CPU run and of the run under test
   bool truth_referee = false;  // referee: true, the golden run computes every op's float64 truth
   YAML::Node referee_run;      // overrides of a separate float64 CPU run; undefined when there is none
-
-  static EagerDeviceVsCpuOptions parse(const YAML::Node& node) {
-    const YAML::Node referee = node["referee"];
-    return {node["golden"], node["target"], referee && !referee.IsMap() && yaml_to_json(referee) == true,
-            referee && referee.IsMap() ? referee : YAML::Node(YAML::NodeType::Undefined)};
-  }
 };
 
 // golden, target and, when the referee is a run of its own, referee.
 std::vector<ComparedRun> compared_runs(const StepContext& context) {
-  const EagerDeviceVsCpuOptions o = EagerDeviceVsCpuOptions::parse(context.step().node);
+  const EagerDeviceVsCpuOptions& o = context.options<EagerDeviceVsCpuOptions>();
   nlohmann::json target_spec = side_spec(context, o.target, kEagerAtenRun);
   nlohmann::json cpu = with(kEagerAtenRun, {{"device", "cpu"}});
   if (target_spec.contains("dtype")) cpu["dtype"] = target_spec["dtype"];
@@ -80,8 +75,17 @@ class EagerDeviceVsCpuStep : public StepKind {
     return {"rows", "compared", "passed", "failed", "first_failing_op", "source_ops", "culprit", "nan_origin"};
   }
   std::string default_category() const override { return "eager_device_defect"; }
-  void check(const StepSpec& step, const CheckContext&, Diagnostics& diagnostics) const override {
-    check_comparison_keys(step, diagnostics);
+  std::shared_ptr<const StepOptions> parse(const StepSpec& step, const CheckContext& context,
+                                           Diagnostics& diagnostics) const override {
+    const YAML::Node& node = step.node;
+    auto o = std::make_shared<EagerDeviceVsCpuOptions>();
+    o->comparison = parse_comparison_settings(step, context.workflow, diagnostics);
+    o->golden = option_node(node, "golden");
+    o->target = option_node(node, "target");
+    const YAML::Node referee = node["referee"];
+    o->truth_referee = referee && !referee.IsMap() && yaml_to_json(referee) == true;
+    o->referee_run = referee && referee.IsMap() ? referee : YAML::Node(YAML::NodeType::Undefined);
+    return o;
   }
 
   std::vector<PlannedRun> planned_runs(const StepContext& context) const override {

@@ -9,11 +9,14 @@
 #include "orchestrator/engine/step.h"
 #include "orchestrator/exec/command_line.h"
 #include "orchestrator/workflow/validate.h"
+#include "orchestrator/workflow/workflow_loader.h"
 #include "orchestrator/workflow/workflow_schema.h"
 #include "steps/bisection_knobs.h"
 #include "steps/bisection_steps.h"
+#include "steps/dump_judgement.h"
 #include "steps/feature_notes.h"
 #include "steps/plugin_run.h"
+#include "steps/side_option.h"
 
 namespace diagnose {
 
@@ -103,28 +106,13 @@ class CommandSwitchFileKnob : public RuleKnob {
   void apply(const bisect::Trial&, nlohmann::json&) const override {}
 };
 
-// The step's keys, read once; the schema below declares them.
-struct FusionBisectOptions {
+// The step's keys; the schema below declares them.
+struct FusionBisectOptions : ComparingOptions {
   std::optional<std::string> knob, fired_report, switch_env;  // as written; absent: chosen from the model
   bool exit_code = false;                                     // judge: exit_code
   YAML::Node golden, target;                                  // a dump's path or run overrides
   std::vector<std::string> judge_ops, candidates, include, exclude;
-
-  static FusionBisectOptions parse(const YAML::Node& node) {
-    auto text = [&](const char* key) {
-      return node[key] ? std::optional<std::string>(node[key].Scalar()) : std::nullopt;
-    };
-    return {text("knob"),
-            text("fired_report"),
-            text("switch_env"),
-            text("judge") == std::optional<std::string>("exit_code"),
-            node["golden"],
-            node["target"],
-            strings(node["judge_ops"]),
-            strings(node["candidates"]),
-            strings(node["include"]),
-            strings(node["exclude"])};
-  }
+  bisect::Options search;
 };
 
 class FusionBisectStep : public StepKind {
@@ -167,7 +155,7 @@ class FusionBisectStep : public StepKind {
                                         {"compare", "exit_code"})),
         optional("judge_ops", array_schema("Compare these ops (regexes on op names) instead of the final outputs.",
                                            plain_string_schema("regex"))),
-        optional("tolerances", map_schema("Tolerance overrides by preset name.", any_schema("preset fields"))),
+        tolerances_property("Tolerance overrides by preset name.", any_schema("preset fields")),
         optional("preset", string_schema("Tolerance preset for every row.")),
     };
     for (const Property& p : bisection_properties()) properties.push_back(p);
@@ -206,15 +194,35 @@ class FusionBisectStep : public StepKind {
       check_command_form(node["target"], where + ".target", false, diagnostics);
     if (node["golden"] && node["golden"].IsMap())
       check_command_form(node["golden"], where + ".golden", false, diagnostics);
-    check_tolerances(node["tolerances"], diagnostics);
     check_regexes(node["judge_ops"], where + ".judge_ops", diagnostics);
+  }
+  std::shared_ptr<const StepOptions> parse(const StepSpec& step, const CheckContext& context,
+                                           Diagnostics& diagnostics) const override {
+    const YAML::Node& node = step.node;
+    auto text = [&](const char* key) {
+      return node[key] ? std::optional<std::string>(node[key].Scalar()) : std::nullopt;
+    };
+    auto o = std::make_shared<FusionBisectOptions>();
+    o->comparison = parse_comparison_settings(step, context.workflow, diagnostics);
+    o->knob = text("knob");
+    o->fired_report = text("fired_report");
+    o->switch_env = text("switch_env");
+    o->exit_code = text("judge") == std::optional<std::string>("exit_code");
+    o->golden = option_node(node, "golden");
+    o->target = option_node(node, "target");
+    o->judge_ops = strings(node["judge_ops"]);
+    o->candidates = strings(node["candidates"]);
+    o->include = strings(node["include"]);
+    o->exclude = strings(node["exclude"]);
+    o->search = bisection_options(step, context.workflow);
+    return o;
   }
 
   // The golden run and the all-on trial and its first repeat, which earlier steps' runs can be:
   // graph_dump_compare's target lists the candidates (its dump only observes the same compiled
   // run), known_causes' experiments run it twice too (shared_runs.h).
   std::vector<PlannedRun> planned_runs(const StepContext& context) const override {
-    const FusionBisectOptions o = FusionBisectOptions::parse(context.step().node);
+    const FusionBisectOptions& o = context.options<FusionBisectOptions>();
     std::vector<PlannedRun> planned;
     if (!o.exit_code) planned = planned_golden(context, o.golden, o.judge_ops);
     // a switch_env set on the request afterwards would make it another run
@@ -222,7 +230,7 @@ class FusionBisectStep : public StepKind {
     const nlohmann::json spec = target_spec(context, o);
     const std::shared_ptr<RuleKnob> knob = FusionBisectStep::knob(context, o, spec);
     const nlohmann::json all_on = all_on_spec(*knob, spec);
-    const int runs = 1 + std::min(context.option<int>("baseline_repeats"), 1);
+    const int runs = 1 + std::min(o.search.baseline_repeats, 1);
     for (int repeat = 0; repeat < runs; ++repeat)
       planned.push_back(
           planned_plugin_run(context, bisect::trial_name({}, repeat), all_on, trial_side(o, *knob, all_on), repeat));
@@ -230,7 +238,7 @@ class FusionBisectStep : public StepKind {
   }
 
   StepResult evaluate(const StepContext& context) const override {
-    const FusionBisectOptions o = FusionBisectOptions::parse(context.step().node);
+    const FusionBisectOptions& o = context.options<FusionBisectOptions>();
     const Workflow& workflow = context.workflow();
     bool plugin = !workflow.model.script.empty();
     YAML::Node target = o.target;
@@ -276,7 +284,7 @@ class FusionBisectStep : public StepKind {
         for (auto& [key, value] : command.env) put_switch_file(value, trial.switch_file);
         StepContext trial_context(own, context.step(), context.state(), context.run_dir(),
                                   [&](const std::vector<RunRequest>& r) { return context.run(r); });
-        request = trial_context.model_run(trial.name, with_switch_file(target, trial.switch_file));
+        request = trial_context.model_run(trial.name, parse_command(with_switch_file(target, trial.switch_file)));
       }
       if (!switch_env.empty()) request.env[switch_env] = trial.switch_file;
       if (!plugin) request.cwd = trial.dir;  // GE writes fusion_result.json into the working directory
@@ -285,7 +293,7 @@ class FusionBisectStep : public StepKind {
     };
 
     // The golden side; candidates listed, or what fired in the all-on run.
-    bisect::BisectionPlan plan = bisection_plan(context);
+    bisect::BisectionPlan plan = bisection_plan(context, o.search);
     if (o.exit_code) {
       setup.judge.kind = bisect::JudgeKind::ExitCode;
     } else {

@@ -70,28 +70,14 @@ std::string gate_junit(const std::string& suite, const json& outputs, double sec
   return out.str();
 }
 
-// The step's keys, read once; the schema below declares them.
-struct GateOptions {
+// The step's keys; the schema below declares them.
+struct GateOptions : ComparingOptions {
   std::vector<std::string> layers;               // regexes of the ops dumped and compared; empty: outputs only
   std::string model_version, baseline;           // templates, expanded when the step runs
   SideOption target;                             // a dump's path or overrides of the compiled run
   std::optional<SideOption> referee;             // a float64 dump's path or run overrides; absent: none
   std::optional<std::string> diagnose_workflow;  // run on a regression
-
-  static GateOptions parse(const YAML::Node& node) {
-    auto text = [&](const char* key, const char* otherwise) {
-      return node[key] ? node[key].Scalar() : std::string(otherwise);
-    };
-    std::vector<std::string> layers;
-    if (node["layers"])
-      for (const auto& layer : node["layers"]) layers.push_back(layer.Scalar());
-    return {layers,
-            text("model_version", "${env.DIAGNOSE_MODEL_VERSION}"),
-            text("baseline", "${env.DIAGNOSE_BASELINE}"),
-            SideOption::parse(node["target"]),
-            node["referee"] ? std::optional<SideOption>(SideOption::parse(node["referee"])) : std::nullopt,
-            node["diagnose_workflow"] ? std::optional<std::string>(node["diagnose_workflow"].Scalar()) : std::nullopt};
-  }
+  bool history = true;
 };
 
 class GateStep : public StepKind {
@@ -116,8 +102,8 @@ class GateStep : public StepKind {
         optional("layers", array_schema("Also gate the op records whose op_key matches one of these regular "
                                         "expressions (needs an op dump in the baseline).",
                                         string_schema("regular expression"))),
-        optional("tolerances", map_schema("Tolerance overrides for this gate, by preset name (fp32, fp16...).",
-                                          any_schema("fields of one preset: atol, rtol, min_cosine..."))),
+        tolerances_property("Tolerance overrides for this gate, by preset name (fp32, fp16...).",
+                            any_schema("fields of one preset: atol, rtol, min_cosine...")),
         optional("preset", string_schema("Use this tolerance preset for every output instead of choosing by dtype.")),
         optional("model_version", string_schema("The version under test, recorded in the history. Default: "
                                                 "${env.DIAGNOSE_MODEL_VERSION}, else unknown.")),
@@ -139,12 +125,29 @@ class GateStep : public StepKind {
   std::string default_category() const override { return "precision_problem"; }
 
   void check(const StepSpec& step, const CheckContext&, Diagnostics& diagnostics) const override {
-    check_tolerances(step.node["tolerances"], diagnostics);
     check_regexes(step.node["layers"], "steps." + step.id + ".layers", diagnostics);
+  }
+  std::shared_ptr<const StepOptions> parse(const StepSpec& step, const CheckContext& context,
+                                           Diagnostics& diagnostics) const override {
+    const YAML::Node& node = step.node;
+    auto text = [&](const char* key, const char* otherwise) {
+      return node[key] ? node[key].Scalar() : std::string(otherwise);
+    };
+    auto o = std::make_shared<GateOptions>();
+    o->comparison = parse_comparison_settings(step, context.workflow, diagnostics);
+    if (node["layers"])
+      for (const auto& layer : node["layers"]) o->layers.push_back(layer.Scalar());
+    o->model_version = text("model_version", "${env.DIAGNOSE_MODEL_VERSION}");
+    o->baseline = text("baseline", "${env.DIAGNOSE_BASELINE}");
+    o->target = SideOption::parse(node["target"]);
+    if (node["referee"]) o->referee = SideOption::parse(node["referee"]);
+    if (node["diagnose_workflow"]) o->diagnose_workflow = node["diagnose_workflow"].Scalar();
+    o->history = option<bool>(step, "history");
+    return o;
   }
 
   StepResult evaluate(const StepContext& context) const override {
-    const GateOptions o = GateOptions::parse(context.step().node);
+    const GateOptions& o = context.options<GateOptions>();
     const std::vector<std::string>& layers = o.layers;
 
     StepResult result;
@@ -205,16 +208,12 @@ class GateStep : public StepKind {
       return fs::is_directory(dir + "/outputs") ? dir + "/outputs" : dir;
     };
     json outputs = json::array();
-    std::string compare_error, tolerance_error;
+    std::string compare_error;
     auto gate = [&](const std::string& golden, const std::string& mine, const std::string& referee,
                     const std::string& label, bool final_outputs) {
       RecordedComparison record = compare_and_record(
           context, golden, mine, referee.empty() ? std::nullopt : std::optional<std::string>(referee),
           out_dir + "/" + label, label);
-      if (!record.tolerance_error.empty()) {
-        tolerance_error = record.tolerance_error;
-        return;
-      }
       if (!record.error.empty()) {
         compare_error = label + ": " + record.error;
         return;
@@ -260,7 +259,6 @@ class GateStep : public StepKind {
              false);
       }
     }
-    if (!tolerance_error.empty()) return error_result("bad tolerances: " + tolerance_error, std::move(result));
     if (!compare_error.empty()) {
       return error_result("cannot compare with the baseline: " + compare_error, std::move(result));
     }
@@ -311,7 +309,7 @@ class GateStep : public StepKind {
           std::to_string(failed) + " of " + std::to_string(outputs.size()) + " output(s) regressed (" + versions + ")";
     }
     if (!layers.empty()) report_nan_origins(baseline.dump_dir(), target_dir + "/dump", result, "baseline");
-    if (context.option<bool>("history")) record_trend(context, result, out_dir);
+    if (o.history) record_trend(context, result, out_dir);
     if (failed && o.diagnose_workflow)
       diagnose(context, *o.diagnose_workflow, result, model_version, target_dir, baseline.dir);
     return result;

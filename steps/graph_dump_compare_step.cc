@@ -26,19 +26,11 @@ const nlohmann::json kTarget = {{"mode", "compiled"}, {"dump", {{"level", "auto"
 // The compiled run as the user runs it: final outputs only (known_causes' compiled run, shared).
 const nlohmann::json kUndumpedTarget = {{"mode", "compiled"}, {"dump", {{"level", "none"}}}};
 
-// The step's keys, the comparison keys aside (dump_judgement.h).
-struct GraphDumpCompareOptions {
+// The step's keys.
+struct GraphDumpCompareOptions : ComparingOptions {
   SideOption golden, target;
   bool truth_referee = false;         // referee: true, the golden run computes every node's float64 truth
   std::optional<SideOption> referee;  // a float64 dump, or a separate float64 run
-
-  static GraphDumpCompareOptions parse(const YAML::Node& node) {
-    const YAML::Node referee = node["referee"];
-    const bool truth = referee && yaml_to_json(referee) == true;
-    const bool separate = referee && !truth && yaml_to_json(referee) != false;
-    return {SideOption::parse(node["golden"]), SideOption::parse(node["target"]), truth,
-            separate ? std::optional<SideOption>(SideOption::parse(referee)) : std::nullopt};
-  }
 };
 
 Schema side_or_path(const std::string& description) {
@@ -71,14 +63,23 @@ class GraphDumpCompareStep : public StepKind {
             "source_ops", "culprit",  "localized", "nan_origin", "category"};
   }
   std::string default_category() const override { return "localized_op_defect"; }
-  void check(const StepSpec& step, const CheckContext&, Diagnostics& diagnostics) const override {
-    check_comparison_keys(step, diagnostics);
+  std::shared_ptr<const StepOptions> parse(const StepSpec& step, const CheckContext& context,
+                                           Diagnostics& diagnostics) const override {
+    const YAML::Node& node = step.node;
+    auto o = std::make_shared<GraphDumpCompareOptions>();
+    o->comparison = parse_comparison_settings(step, context.workflow, diagnostics);
+    o->golden = SideOption::parse(node["golden"]);
+    o->target = SideOption::parse(node["target"]);
+    const YAML::Node referee = node["referee"];
+    o->truth_referee = referee && yaml_to_json(referee) == true;
+    if (referee && !o->truth_referee && yaml_to_json(referee) != false) o->referee = SideOption::parse(referee);
+    return o;
   }
 
   // The target run, which fusion_bisect's all-on trial can be (shared_runs.h), and the golden run:
   // both keep tensors, within the diagnosis's dump budget (dump_budget.h).
   std::vector<PlannedRun> planned_runs(const StepContext& context) const override {
-    const GraphDumpCompareOptions o = GraphDumpCompareOptions::parse(context.step().node);
+    const GraphDumpCompareOptions& o = context.options<GraphDumpCompareOptions>();
     std::vector<PlannedRun> planned;
     if (!o.target.path)
       planned.push_back(planned_plugin_run(context, "target", target_spec(context, o), target_side(context, o)));
@@ -92,7 +93,7 @@ class GraphDumpCompareStep : public StepKind {
   }
 
   StepResult evaluate(const StepContext& context) const override {
-    const GraphDumpCompareOptions o = GraphDumpCompareOptions::parse(context.step().node);
+    const GraphDumpCompareOptions& o = context.options<GraphDumpCompareOptions>();
     std::vector<RunRequest> requests;
     // A side is an existing dump (a path) or a run of the model, whose dump is used.
     auto side = [&](const char* name, const SideOption& given, const nlohmann::json& defaults) -> std::string {

@@ -17,6 +17,7 @@
 #include "steps/json_text.h"
 #include "steps/known_causes.h"
 #include "steps/plugin_run.h"
+#include "steps/side_option.h"
 
 namespace diagnose {
 
@@ -99,17 +100,11 @@ std::string run_failure_text(const StepResult& failed) {
   return failed.summary;
 }
 
-// The step's keys, the comparison keys aside (dump_judgement.h).
-struct KnownCausesOptions {
+// The step's keys.
+struct KnownCausesOptions : ComparingOptions {
   bool experiments = false;
   YAML::Node eager, target, golden;  // overrides of those runs; golden may be a dump's path
   std::vector<KnownCause> causes;    // the workflow's own, as experiments
-
-  static KnownCausesOptions parse(const StepContext& context) {
-    const YAML::Node& node = context.step().node;
-    return {context.option<bool>("experiments"), node["eager"], node["target"], node["golden"],
-            user_causes(node["causes"], "steps." + context.step().id, nullptr)};
-  }
 };
 
 class KnownCausesStep : public StepKind {
@@ -150,9 +145,19 @@ class KnownCausesStep : public StepKind {
   }
   std::vector<std::string> result_fields() const override { return {"culprit", "cause_op", "checked", "found"}; }
   std::string default_category() const override { return "known_cause"; }
+  std::shared_ptr<const StepOptions> parse(const StepSpec& step, const CheckContext& context,
+                                           Diagnostics& diagnostics) const override {
+    const YAML::Node& node = step.node;
+    auto o = std::make_shared<KnownCausesOptions>();
+    o->comparison = parse_comparison_settings(step, context.workflow, diagnostics);
+    o->experiments = option<bool>(step, "experiments");
+    o->eager = option_node(node, "eager");
+    o->target = option_node(node, "target");
+    o->golden = option_node(node, "golden");
+    o->causes = user_causes(node["causes"], "steps." + step.id, &diagnostics);
+    return o;
+  }
   void check(const StepSpec& step, const CheckContext&, Diagnostics& diagnostics) const override {
-    check_comparison_keys(step, diagnostics);
-    user_causes(step.node["causes"], "steps." + step.id, &diagnostics);
     if (step.node["causes"] && !(step.node["experiments"] && step.node["experiments"].as<bool>(false)))
       diagnostics.error(step.node["causes"].Mark(),
                         "steps." + step.id + ".causes: a workflow's causes are A/B experiments: set experiments: true");
@@ -162,7 +167,7 @@ class KnownCausesStep : public StepKind {
   // experiments' golden (when graph_dump_compare made none) and their compiled run and its repeat:
   // graph_dump_compare's target and fusion_bisect's all-on trials can be them.
   std::vector<PlannedRun> planned_runs(const StepContext& context) const override {
-    const KnownCausesOptions o = KnownCausesOptions::parse(context);
+    const KnownCausesOptions& o = context.options<KnownCausesOptions>();
     if (!o.experiments)
       return {planned_plugin_run(context, "eager", side_spec(context, o.eager, kEagerAtenRun), o.eager)};
     std::vector<PlannedRun> planned = planned_golden(context, o.golden, {});
@@ -174,7 +179,7 @@ class KnownCausesStep : public StepKind {
   }
 
   StepResult evaluate(const StepContext& context) const override {
-    const KnownCausesOptions o = KnownCausesOptions::parse(context);
+    const KnownCausesOptions& o = context.options<KnownCausesOptions>();
     return o.experiments ? experiments(context, o) : detectors(context, o);
   }
 

@@ -10,6 +10,7 @@
 #include "orchestrator/engine/run_dir.h"
 #include "orchestrator/engine/shared_runs.h"
 #include "orchestrator/engine/state.h"
+#include "orchestrator/workflow/workflow_loader.h"
 #include "orchestrator/workflow/workflow_schema.h"
 
 namespace diagnose {
@@ -133,7 +134,7 @@ PlannedRun planned_plugin_run(const StepContext& context, const std::string& run
   if (side && side.IsMap())
     for (const char* key : kPluginRunKeys)
       if (side[key]) command[key] = YAML::Clone(side[key]);
-  RunRequest request = context.model_run(run_name, command);
+  RunRequest request = context.model_run(run_name, parse_command(command));
   request.repeat = repeat;
   if (repeat > 0) request.never_forked = kRepeatNeverForked;
   return {context.step().id, run_name, std::move(spec), std::move(request)};
@@ -177,7 +178,7 @@ RunRequest plugin_command(const StepContext& context, const std::string& run_nam
   std::vector<std::string> argv = {context.model_python(), "-m", "diagnose_pytorch"};
   argv.insert(argv.end(), args.begin(), args.end());
   for (const std::string& arg : argv) command["argv"].push_back(arg);
-  RunRequest request = context.model_run(run_name, command);
+  RunRequest request = context.model_run(run_name, parse_command(command));
   request.argv = argv;  // model_run expands templates; these arguments are literal
   return request;
 }

@@ -5,6 +5,7 @@
 #include "orchestrator/engine/step.h"
 #include "orchestrator/exec/command_line.h"
 #include "orchestrator/workflow/validate.h"
+#include "orchestrator/workflow/workflow_loader.h"
 #include "orchestrator/workflow/workflow_schema.h"
 
 namespace diagnose {
@@ -69,28 +70,28 @@ class RunStep : public StepKind {
     }
   }
 
-  // The step's keys beside its command's (which model_run reads).
-  struct Options {
-    YAML::Node runs;  // named runs, each overriding the step's command keys; null for one run
+  // The step's commands: one per named run, else the step's own.
+  struct Options : StepOptions {
+    std::vector<std::pair<std::string, CommandSpec>> runs;
     std::optional<int> fail_exit_code;
-
-    static Options parse(const YAML::Node& node) {
-      Options o{node["runs"], std::nullopt};
-      if (YAML::Node code = node["fail_exit_code"]) o.fail_exit_code = code.as<int>();
-      return o;
-    }
   };
+  std::shared_ptr<const StepOptions> parse(const StepSpec& step, const CheckContext&, Diagnostics&) const override {
+    const YAML::Node& node = step.node;
+    auto o = std::make_shared<Options>();
+    if (YAML::Node runs = node["runs"]) {
+      for (const auto& run : runs)
+        o->runs.emplace_back(run.first.Scalar(), parse_command(merged_command(node, run.second)));
+    } else {
+      o->runs.emplace_back("main", parse_command(merged_command(node, YAML::Node())));
+    }
+    if (YAML::Node code = node["fail_exit_code"]) o->fail_exit_code = code.as<int>();
+    return o;
+  }
 
   StepResult evaluate(const StepContext& context) const override {
-    const YAML::Node& node = context.step().node;
-    const Options o = Options::parse(node);
+    const Options& o = context.options<Options>();
     std::vector<RunRequest> requests;
-    if (o.runs) {
-      for (const auto& run : o.runs)
-        requests.push_back(context.model_run(run.first.Scalar(), merged_command(node, run.second)));
-    } else {
-      requests.push_back(context.model_run("main", merged_command(node, YAML::Node())));
-    }
+    for (const auto& [name, command] : o.runs) requests.push_back(context.model_run(name, command));
     std::vector<RunRecord> runs = context.run(requests);
 
     const std::optional<int>& fail_exit_code = o.fail_exit_code;

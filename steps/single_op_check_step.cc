@@ -17,6 +17,7 @@
 #include "orchestrator/util/log_tail.h"
 #include "steps/dump_judgement.h"
 #include "steps/plugin_run.h"
+#include "steps/side_option.h"
 #include "steps/single_op_batches.h"
 #include "steps/single_op_rules.h"
 
@@ -76,21 +77,13 @@ std::string cost_clause(const std::map<std::string, OpCost>& costs) {
          seconds_text(running) + " running (slowest: " + joined(named, ", ") + ")";
 }
 
-// The step's keys read here (the rule search reads its own: single_op_rules.h), the comparison keys
-// aside (dump_judgement.h).
-struct SingleOpCheckOptions {
+// The step's keys.
+struct SingleOpCheckOptions : ComparingOptions {
   std::optional<std::string> from;  // an eager run directory, instead of running the model
   YAML::Node eager, target;         // overrides of the eager run and of the configuration under test
   size_t batches = 1;
   bool attribute_rules = true;
-
-  static SingleOpCheckOptions parse(const StepContext& context) {
-    const YAML::Node& node = context.step().node;
-    return {node["from"] ? std::optional<std::string>(node["from"].Scalar()) : std::nullopt, node["eager"],
-            node["target"],
-            node["batches"] ? node["batches"].as<size_t>() : static_cast<size_t>(context.workflow().defaults.slots),
-            context.option<bool>("attribute_rules")};
-  }
+  RuleSearchOptions rule_search;
 };
 
 // The eager run the ops and their inputs are taken from.
@@ -133,19 +126,31 @@ class SingleOpCheckStep : public StepKind {
   }
   std::string default_category() const override { return "single_op_graph_defect"; }
   void check(const StepSpec& step, const CheckContext&, Diagnostics& diagnostics) const override {
-    check_comparison_keys(step, diagnostics);
     if (step.node["from"] && step.node["eager"])
       diagnostics.error(step.node["eager"].Mark(), "steps." + step.id + ": give either from or eager, not both");
   }
+  std::shared_ptr<const StepOptions> parse(const StepSpec& step, const CheckContext& context,
+                                           Diagnostics& diagnostics) const override {
+    const YAML::Node& node = step.node;
+    auto o = std::make_shared<SingleOpCheckOptions>();
+    o->comparison = parse_comparison_settings(step, context.workflow, diagnostics);
+    if (node["from"]) o->from = node["from"].Scalar();
+    o->eager = option_node(node, "eager");
+    o->target = option_node(node, "target");
+    o->batches = node["batches"] ? node["batches"].as<size_t>() : static_cast<size_t>(context.workflow.defaults.slots);
+    o->attribute_rules = option<bool>(step, "attribute_rules");
+    o->rule_search = {option<int>(step, "max_trials"), option<int>(step, "confirmations")};
+    return o;
+  }
 
   std::vector<PlannedRun> planned_runs(const StepContext& context) const override {
-    const SingleOpCheckOptions o = SingleOpCheckOptions::parse(context);
+    const SingleOpCheckOptions& o = context.options<SingleOpCheckOptions>();
     if (o.from) return {};
     return {planned_plugin_run(context, "eager", ops_source_spec(context, o), o.eager)};
   }
 
   StepResult evaluate(const StepContext& context) const override {
-    const SingleOpCheckOptions o = SingleOpCheckOptions::parse(context);
+    const SingleOpCheckOptions& o = context.options<SingleOpCheckOptions>();
     StepResult result;
 
     std::string eager_dir;
@@ -267,7 +272,7 @@ class SingleOpCheckStep : public StepKind {
     }
 
     nlohmann::json failed_ops = nlohmann::json::array();
-    size_t worst_limit = context.option<size_t>("worst_rows");
+    size_t worst_limit = o.comparison.worst_rows;
     std::vector<std::string> in_order = ops;  // inventory order, then rows named otherwise
     for (const auto& [op, count] : failing_rows)
       if (std::find(ops.begin(), ops.end(), op) == ops.end()) in_order.push_back(op);
@@ -314,7 +319,7 @@ class SingleOpCheckStep : public StepKind {
     // checked (no recorded inputs, a compile error) is.
     const size_t checkable = ops.size() - skipped.size();
     const double checked_share = checkable == 0 ? 0.0 : static_cast<double>(checked) / static_cast<double>(checkable);
-    const double min_share = context.option<double>("min_judged_share");
+    const double min_share = o.comparison.min_judged_share;
     result.metrics = {
         {"ops", ops.size()},
         {"compiles", compile_count(costs)},
@@ -354,7 +359,7 @@ class SingleOpCheckStep : public StepKind {
       for (const auto& op : failed_ops) names.push_back(op.get<std::string>());
       result.summary = counts + "; wrong in graph mode: " + joined(names, ", ");
       if (!wrong_ops.empty() && o.attribute_rules)
-        result.summary += "; " + attribute_to_rules(context, {eager_dir, target}, wrong_ops, result);
+        result.summary += "; " + attribute_to_rules(context, {eager_dir, target}, o.rule_search, wrong_ops, result);
     }
     if (!costs.empty()) result.summary += "; " + cost_clause(costs);
     return result;

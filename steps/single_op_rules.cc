@@ -40,14 +40,15 @@ RunRequest trial_request(const StepContext& context, const SingleOpTarget& targe
   return request;
 }
 
-bisect::BisectionPlan rule_plan(const StepContext& context, const std::vector<std::string>& ops) {
+bisect::BisectionPlan rule_plan(const StepContext& context, const RuleSearchOptions& search,
+                                const std::vector<std::string>& ops) {
   bisect::BisectionPlan plan =
       resumable_plan(context.step_dir() + "/rules", {{"step", context.fingerprint()}, {"ops", ops}});
   plan.options.slots = context.workflow().defaults.slots;
-  plan.options.max_trials = context.option<int>("max_trials");
+  plan.options.max_trials = search.max_trials;
   // A one-op graph on fixed recorded inputs compiles to the same code every time; the repeated
   // all-on trial still catches a nondeterministic backend.
-  plan.options.confirmations = plan.options.max_votes = context.option<int>("confirmations");
+  plan.options.confirmations = plan.options.max_votes = search.confirmations;
   return plan;
 }
 
@@ -75,7 +76,8 @@ std::string culprits_clause(const bisect::Result& bisection, const bisect::Confi
 }  // namespace
 
 std::string attribute_to_rules(const StepContext& context, const SingleOpTarget& target,
-                               const std::vector<std::string>& failing_ops, StepResult& result) {
+                               const RuleSearchOptions& search, const std::vector<std::string>& failing_ops,
+                               StepResult& result) {
   bool inductor = target.spec.value("backend", "inductor") == "inductor";
   std::string ops = joined(failing_ops);
   bisect::TrialSetup setup;
@@ -88,12 +90,10 @@ std::string attribute_to_rules(const StepContext& context, const SingleOpTarget&
   setup.judge.kind = bisect::JudgeKind::Compare;
   setup.judge.golden = "out/eager";  // each trial's own eager results
   setup.judge.dump = "out/graph";
-  std::string tolerance_error;
-  setup.judge.tolerances = step_tolerances(context, &tolerance_error);
+  setup.judge.tolerances = comparison_settings(context).tolerances;
   result.metrics["rules"] = nlohmann::json::array();
-  if (!tolerance_error.empty()) return "no rule search: bad tolerances: " + tolerance_error;
 
-  bisect::BisectionPlan plan = rule_plan(context, failing_ops);
+  bisect::BisectionPlan plan = rule_plan(context, search, failing_ops);
   std::vector<std::string> candidates;
   plan.on_candidates = [&](const std::vector<std::string>& rules) { candidates = rules; };
   bisect::Bisection driver(setup);

@@ -24,6 +24,12 @@ struct SingleOpTarget {
   nlohmann::json spec;
 };
 
+// The rule search's keys of a single_op_check step (max_trials, confirmations).
+struct RuleSearchOptions {
+  int max_trials = 0;
+  int confirmations = 0;
+};
+
 // Bisects the rules on `failing_ops` (trials in the step's directory, the log and bisection.json
 // in its rules/; resumed after an interruption) and adds to `result` the findings, evidence
 // (trial table, bisection, workaround switch file), reproduce lines and the metrics rules,
@@ -31,6 +37,7 @@ struct SingleOpTarget {
 // "caused by fusion rule X: switching it off fixes it, switch file P", or why no switchable
 // rule explains it.
 std::string attribute_to_rules(const StepContext& context, const SingleOpTarget& target,
-                               const std::vector<std::string>& failing_ops, StepResult& result);
+                               const RuleSearchOptions& search, const std::vector<std::string>& failing_ops,
+                               StepResult& result);
 
 }  // namespace diagnose

@@ -14,12 +14,13 @@
 #include "orchestrator/bisect/subgraph.h"
 #include "orchestrator/engine/step.h"
 #include "orchestrator/exec/command_line.h"
-#include "orchestrator/workflow/validate.h"
 #include "orchestrator/workflow/workflow_schema.h"
 #include "steps/bisection_knobs.h"
 #include "steps/bisection_steps.h"
+#include "steps/dump_judgement.h"
 #include "steps/json_text.h"
 #include "steps/plugin_run.h"
+#include "steps/side_option.h"
 
 namespace diagnose {
 
@@ -64,11 +65,10 @@ struct Subgraph {
   std::string repro() const { return request.dir + "/repro/repro.py"; }
 };
 
-// The step's keys that are not the bisection's own (bisection_plan reads those), read once.
-struct SubgraphIsolateOptions {
+// The step's keys.
+struct SubgraphIsolateOptions : ComparingOptions {
   YAML::Node golden, target;  // a dump's path or run overrides
-
-  static SubgraphIsolateOptions parse(const YAML::Node& node) { return {node["golden"], node["target"]}; }
+  bisect::Options search;
 };
 
 class SubgraphIsolateStep : public StepKind {
@@ -86,7 +86,7 @@ class SubgraphIsolateStep : public StepKind {
                                          {string_schema("path of an existing dump"), side_run})),
         optional("target", plugin_side_schema("The side under suspicion (default: the model compiled, final outputs "
                                               "only); a trial runs some of its nodes eagerly.")),
-        optional("tolerances", map_schema("Tolerance overrides by preset name.", any_schema("preset fields"))),
+        tolerances_property("Tolerance overrides by preset name.", any_schema("preset fields")),
         optional("preset", string_schema("Tolerance preset for every row.")),
     };
     for (const Property& p : bisection_properties()) properties.push_back(p);
@@ -108,16 +108,24 @@ class SubgraphIsolateStep : public StepKind {
       diagnostics.error(dump["level"].Mark(), "steps." + step.id +
                                                   ".target.dump.level: must be none (a trial is judged on its final "
                                                   "outputs; the plugin splits graphs only without a per-op dump)");
-    check_tolerances(step.node["tolerances"], diagnostics);
+  }
+  std::shared_ptr<const StepOptions> parse(const StepSpec& step, const CheckContext& context,
+                                           Diagnostics& diagnostics) const override {
+    auto o = std::make_shared<SubgraphIsolateOptions>();
+    o->comparison = parse_comparison_settings(step, context.workflow, diagnostics);
+    o->golden = option_node(step.node, "golden");
+    o->target = option_node(step.node, "target");
+    o->search = bisection_options(step, context.workflow);
+    return o;
   }
 
   // The golden run, which an earlier step's run can be (shared_runs.h).
   std::vector<PlannedRun> planned_runs(const StepContext& context) const override {
-    return planned_golden(context, SubgraphIsolateOptions::parse(context.step().node).golden, {});
+    return planned_golden(context, context.options<SubgraphIsolateOptions>().golden, {});
   }
 
   StepResult evaluate(const StepContext& context) const override {
-    const SubgraphIsolateOptions o = SubgraphIsolateOptions::parse(context.step().node);
+    const SubgraphIsolateOptions& o = context.options<SubgraphIsolateOptions>();
     const YAML::Node& target = o.target;
     nlohmann::json target_spec = side_spec(context, target, {{"mode", "compiled"}, {"dump", {{"level", "none"}}}});
     std::string model_cwd = context.path(context.workflow().model.command.cwd.value_or("."));
@@ -138,7 +146,7 @@ class SubgraphIsolateStep : public StepKind {
     setup.knob =
         std::make_shared<FiredReportKnob>("status.json");  // isolation.compiled: the all-on run lists every node
 
-    bisect::BisectionPlan plan = bisection_plan(context);
+    bisect::BisectionPlan plan = bisection_plan(context, o.search);
     std::string problem = judge_against_golden(context, o.golden, target, {}, setup, plan);
     if (!problem.empty()) return error_result(problem);
 

@@ -77,25 +77,21 @@ class StepContext {
   std::string expand(const std::string& text, const std::string& run_name = "main") const;
   // A path from the workflow, expanded and made absolute against the workflow's directory.
   std::string path(const std::string& text, const std::string& run_name = "main") const;
-  // The model's command with the overrides written in `spec` (a mapping with
-  // argv/shell/args/env/cwd/timeout/retries/outputs keys, possibly absent).
-  RunRequest model_run(const std::string& run_name, const YAML::Node& spec) const;
-  // The workflow's tolerances (presets, then defaults.tolerances), then `overrides`.
-  // Returns an error message in *error when an override is rejected.
-  compare::Tolerances tolerances(const std::vector<compare::ToleranceOverride>& overrides, std::string* error) const;
+  // The model's command with the overrides in `own` (argv/shell/args/env/cwd/timeout/retries/outputs).
+  RunRequest model_run(const std::string& run_name, const CommandSpec& own) const;
   // The interpreter of the model's script: model_python(workflow).
   std::string model_python() const;
   // What the step's result depends on (its spec and the workflow's model); --resume keeps a
   // result only under the same fingerprint, and so may a step's own partial work.
   std::string fingerprint() const;
-  // The step's key `name`, or the default its kind's schema declares (schema.h's defaulted);
-  // throws std::logic_error for a key without a declared default.
+  // The step's options as its kind parsed them at load (StepKindDeclaration::parse); throws
+  // std::logic_error when the step holds none of that type.
   template <typename T>
-  T option(const std::string& name) const {
-    const YAML::Node value = step_.node[name];
-    return value ? value.as<T>() : option_default(name).get<T>();
+  const T& options() const {
+    const T* parsed = dynamic_cast<const T*>(step_.options.get());
+    if (!parsed) throw std::logic_error("step " + step_.id + " holds no options of the type its kind parses");
+    return *parsed;
   }
-  nlohmann::json option_default(const std::string& name) const;
 
  private:
   const Workflow& workflow_;

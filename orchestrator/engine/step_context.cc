@@ -4,10 +4,8 @@
 #include "orchestrator/engine/engine.h"
 #include "orchestrator/engine/result_lookup.h"
 #include "orchestrator/engine/step.h"
-#include "orchestrator/engine/step_registry.h"
 #include "orchestrator/exec/subprocess.h"
 #include "orchestrator/workflow/template.h"
-#include "orchestrator/workflow/workflow_loader.h"
 
 namespace diagnose {
 
@@ -23,13 +21,6 @@ StepContext::StepContext(const Workflow& workflow, const StepSpec& step, const S
       shared_runs_(shared_runs) {}
 
 std::string StepContext::step_dir() const { return run_dir_ + "/steps/" + step_.id; }
-
-nlohmann::json StepContext::option_default(const std::string& name) const {
-  if (const StepKind* kind = find_step_kind(step_.kind))
-    for (const Property& p : kind->parameters())
-      if (p.name == name && !p.schema.default_value.is_null()) return p.schema.default_value;
-  throw std::logic_error("step kind " + step_.kind + " declares no default for " + name);
-}
 
 std::string StepContext::fingerprint() const { return step_fingerprint(workflow_, step_); }
 
@@ -96,9 +87,8 @@ std::string StepContext::path(const std::string& text, const std::string& run_na
   return absolute_path(expand(text, run_name), workflow_.dir);
 }
 
-RunRequest StepContext::model_run(const std::string& run_name, const YAML::Node& spec) const {
+RunRequest StepContext::model_run(const std::string& run_name, const CommandSpec& own) const {
   const CommandSpec& model = workflow_.model.command;
-  CommandSpec own = parse_command(spec);
   RunRequest r;
   r.name = run_name;
   r.dir = run_dir_of(run_name);
@@ -145,18 +135,6 @@ RunRequest StepContext::model_run(const std::string& run_name, const YAML::Node&
     r.outputs.push_back(absolute_path(expand(output, run_name), r.cwd));
   }
   return r;
-}
-
-compare::Tolerances StepContext::tolerances(const std::vector<compare::ToleranceOverride>& overrides,
-                                            std::string* error) const {
-  compare::Tolerances t = compare::Tolerances::defaults();
-  std::vector<compare::ToleranceOverride> all = workflow_.defaults.tolerance_overrides;
-  all.insert(all.end(), overrides.begin(), overrides.end());
-  for (const compare::ToleranceOverride& o : all) {
-    std::string e = t.apply(o);
-    if (!e.empty() && error && error->empty()) *error = e;
-  }
-  return t;
 }
 
 }  // namespace diagnose

@@ -13,6 +13,12 @@ std::vector<const StepKindDeclaration*>& declared() {
 
 }  // namespace
 
+nlohmann::json StepKindDeclaration::option_default(const std::string& name) const {
+  for (const Property& p : parameters())
+    if (p.name == name && !p.schema.default_value.is_null()) return p.schema.default_value;
+  throw std::logic_error("step kind " + name_ + " declares no default for " + name);
+}
+
 void declare_step_kind(const StepKindDeclaration& kind) {
   if (find_declared_step_kind(kind.name())) throw std::logic_error("step kind registered twice: " + kind.name());
   declared().push_back(&kind);

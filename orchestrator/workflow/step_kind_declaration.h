@@ -4,6 +4,7 @@
 // engine's registry (engine/step_registry.h) declares every kind it registers here.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,6 +34,19 @@ class StepKindDeclaration {
   virtual std::vector<std::string> result_fields() const { return {}; }
   // Checks the schema cannot express (argv and shell together, ...).
   virtual void check(const StepSpec&, const CheckContext&, Diagnostics&) const {}
+  // The step's keys parsed and checked once, at load, after check(): what is wrong goes to
+  // `diagnostics` with its position. Null: the kind keeps no options of its own.
+  virtual std::shared_ptr<const StepOptions> parse(const StepSpec&, const CheckContext&, Diagnostics&) const {
+    return nullptr;
+  }
+  // For parse(): the step's key `name`, or the default parameters() declares (schema.h's
+  // defaulted); throws std::logic_error for a key without a declared default.
+  template <typename T>
+  T option(const StepSpec& step, const std::string& name) const {
+    const YAML::Node value = step.node[name];
+    return value ? value.as<T>() : option_default(name).get<T>();
+  }
+  nlohmann::json option_default(const std::string& name) const;
 
  private:
   std::string name_, description_;

@@ -13,6 +13,7 @@
 #include "orchestrator/workflow/condition.h"
 #include "orchestrator/workflow/step_kind_declaration.h"
 #include "orchestrator/workflow/template.h"
+#include "orchestrator/workflow/workflow_schema.h"
 
 namespace diagnose {
 
@@ -251,50 +252,23 @@ void check_regexes(const YAML::Node& list, const std::string& where, Diagnostics
   }
 }
 
-std::vector<compare::ToleranceOverride> tolerance_overrides(const YAML::Node& node, Diagnostics* diagnostics) {
-  std::vector<compare::ToleranceOverride> out;
-  if (!node || !node.IsMap()) return out;
-  compare::Tolerances tolerances = compare::Tolerances::defaults();
-  std::vector<std::string> presets;
-  for (const auto& [name, preset] : tolerances.presets) presets.push_back(name);
-  for (const auto& preset : node) {
-    const std::string name = preset.first.Scalar();
-    if (!tolerances.presets.count(name)) {
-      if (diagnostics)
-        diagnostics->error(preset.first.Mark(),
-                           "tolerances: unknown preset '" + name + "'" + did_you_mean(name, presets));
-      continue;
-    }
-    if (!preset.second.IsMap()) continue;
-    for (const auto& field : preset.second) {
-      compare::ToleranceOverride o;
-      std::string error = compare::make_tolerance_override(name, field.first.Scalar(), field.second.Scalar(), &o);
-      if (error.empty()) error = tolerances.apply(o);
-      if (error.empty())
-        out.push_back(std::move(o));
-      else if (diagnostics)
-        diagnostics->error(field.second.Mark(), "tolerances: " + error);
-    }
-  }
-  return out;
-}
-
-void check_tolerances(const YAML::Node& node, Diagnostics& diagnostics) { tolerance_overrides(node, &diagnostics); }
-
-void validate_workflow(const Workflow& workflow, const std::vector<StringUse>& strings, Diagnostics& diagnostics) {
+void validate_workflow(Workflow& workflow, const std::vector<StringUse>& strings, Diagnostics& diagnostics) {
   check_model(workflow.root["model"], diagnostics);
-  if (YAML::Node defaults = workflow.root["defaults"]) check_tolerances(defaults["tolerances"], diagnostics);
+  if (YAML::Node defaults = workflow.root["defaults"]) tolerance_overrides(defaults["tolerances"], &diagnostics);
 
   std::set<std::string> ids;
   for (size_t i = 0; i < workflow.steps.size(); ++i) {
-    const StepSpec& step = workflow.steps[i];
+    StepSpec& step = workflow.steps[i];
     YAML::Node id = step.node["id"];
     if (!valid_id(step.id))
       diagnostics.error(id.Mark(), "step id '" + step.id + "' may only hold letters, digits, '_' and '-'");
     else if (!ids.insert(step.id).second)
       diagnostics.error(id.Mark(), "duplicate step id '" + step.id + "'");
-    if (const StepKindDeclaration* kind = find_declared_step_kind(step.kind))
-      kind->check(step, CheckContext{workflow, static_cast<int>(i)}, diagnostics);
+    if (const StepKindDeclaration* kind = find_declared_step_kind(step.kind)) {
+      const CheckContext context{workflow, static_cast<int>(i)};
+      kind->check(step, context, diagnostics);
+      step.options = kind->parse(step, context, diagnostics);
+    }
   }
   if (!diagnostics.empty()) return;  // references need unique, valid ids
 

@@ -1,5 +1,5 @@
 // The checks that need the whole workflow: step ids, references in templates and
-// conditions (unknown, later, cyclic), command forms, tolerances.
+// conditions (unknown, later, cyclic), command forms, the workflow's tolerances.
 #pragma once
 
 #include <string>
@@ -20,7 +20,8 @@ struct StringUse {
   bool condition = false;
 };
 
-void validate_workflow(const Workflow& workflow, const std::vector<StringUse>& strings, Diagnostics& diagnostics);
+// Also parses each step's keys (StepKindDeclaration::parse) into StepSpec::options.
+void validate_workflow(Workflow& workflow, const std::vector<StringUse>& strings, Diagnostics& diagnostics);
 
 // The model's script and working directory exist, resolved as a run resolves them (against the
 // workflow's directory; a cwd with templates only when its run starts). Not part of
@@ -36,11 +37,5 @@ void check_command_form(const YAML::Node& node, const std::string& where, bool n
 // Every entry of a list of regular expressions compiles (std::regex, ECMAScript); `where`
 // names the list in the messages ("steps.gate.layers").
 void check_regexes(const YAML::Node& list, const std::string& where, Diagnostics& diagnostics);
-
-// A tolerance mapping ({fp16: {rtol: 1e-2}}) as overrides; what compare::Tolerances rejects is
-// left out, and reported in `diagnostics` when given.
-std::vector<compare::ToleranceOverride> tolerance_overrides(const YAML::Node& node, Diagnostics* diagnostics = nullptr);
-// tolerance_overrides for its errors.
-void check_tolerances(const YAML::Node& node, Diagnostics& diagnostics);
 
 }  // namespace diagnose

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -48,13 +49,20 @@ struct Defaults {
 
 enum class OnFailure { Stop, Continue };
 
+// A step's kind-specific keys, parsed and checked once at load by its kind
+// (StepKindDeclaration::parse); each kind derives its own.
+struct StepOptions {
+  virtual ~StepOptions() = default;
+};
+
 struct StepSpec {
   std::string id;
   std::string kind;
   std::string when;  // empty: always
   OnFailure on_failure = OnFailure::Stop;
-  std::string diagnoses;  // verdict category when the step fails; empty: the kind's default
-  YAML::Node node;        // the whole step, for kind-specific parameters
+  std::string diagnoses;                       // verdict category when the step fails; empty: the kind's default
+  YAML::Node node;                             // the whole step as written: positions for diagnostics, the fingerprint
+  std::shared_ptr<const StepOptions> options;  // its kind's keys, parsed at load; null: the kind has none
 };
 
 struct VerdictSpec {

@@ -68,6 +68,38 @@ Schema tolerance_preset_schema() {
        optional("referee_multiplier", number_schema("three-way rule multiplier", 0))});
 }
 
+Property tolerances_property(const std::string& description, Schema fields) {
+  return optional("tolerances", map_schema(description, std::move(fields)));
+}
+
+std::vector<compare::ToleranceOverride> tolerance_overrides(const YAML::Node& node, Diagnostics* diagnostics) {
+  std::vector<compare::ToleranceOverride> out;
+  if (!node || !node.IsMap()) return out;
+  compare::Tolerances tolerances = compare::Tolerances::defaults();
+  std::vector<std::string> presets;
+  for (const auto& [name, preset] : tolerances.presets) presets.push_back(name);
+  for (const auto& preset : node) {
+    const std::string name = preset.first.Scalar();
+    if (!tolerances.presets.count(name)) {
+      if (diagnostics)
+        diagnostics->error(preset.first.Mark(),
+                           "tolerances: unknown preset '" + name + "'" + did_you_mean(name, presets));
+      continue;
+    }
+    if (!preset.second.IsMap()) continue;
+    for (const auto& field : preset.second) {
+      compare::ToleranceOverride o;
+      std::string error = compare::make_tolerance_override(name, field.first.Scalar(), field.second.Scalar(), &o);
+      if (error.empty()) error = tolerances.apply(o);
+      if (error.empty())
+        out.push_back(std::move(o));
+      else if (diagnostics)
+        diagnostics->error(field.second.Mark(), "tolerances: " + error);
+    }
+  }
+  return out;
+}
+
 Schema defaults_schema() {
   return object_schema(
       "Settings shared by every step.",
@@ -86,8 +118,7 @@ Schema defaults_schema() {
                                          "over them; past its share a dump keeps statistics only. 0: no limit.",
                                          0),
                           Defaults{}.dump_budget)),
-       optional("tolerances", map_schema("Tolerance overrides by preset name (fp32, fp16, bf16, fp8, exact...).",
-                                         tolerance_preset_schema()))});
+       tolerances_property("Tolerance overrides by preset name (fp32, fp16, bf16, fp8, exact...).")});
 }
 
 Schema verdict_schema() {

@@ -4,8 +4,10 @@
 #include <string>
 #include <vector>
 
+#include <yaml-cpp/yaml.h>
 #include <nlohmann/json.hpp>
 
+#include "compare/judge.h"
 #include "orchestrator/workflow/schema.h"
 
 namespace diagnose {
@@ -19,6 +21,12 @@ std::vector<std::string> diagnosable_categories();
 
 // The fields of one tolerance preset a workflow may override (compare/judge.h).
 Schema tolerance_preset_schema();
+// The `tolerances:` key (overrides by preset name) of the defaults and of every kind that compares;
+// `fields`: what one preset's mapping holds.
+Property tolerances_property(const std::string& description, Schema fields = tolerance_preset_schema());
+// A `tolerances:` mapping ({fp16: {rtol: 1e-2}}) as overrides, in the order written; what
+// compare::Tolerances rejects is left out, and reported in `diagnostics` when given.
+std::vector<compare::ToleranceOverride> tolerance_overrides(const YAML::Node& node, Diagnostics* diagnostics = nullptr);
 Schema model_schema();
 Schema defaults_schema();
 Schema verdict_schema();

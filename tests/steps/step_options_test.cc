@@ -1,17 +1,15 @@
 // Each option's default is declared once, in its kind's schema: `diagnose schema` prints it,
-// StepContext::option reads it, and the bisection's match bisect::Options.
+// StepKindDeclaration::option reads it at load, and the bisection's match bisect::Options.
 #include <gtest/gtest.h>
 
 #include "orchestrator/bisect/bisector.h"
 #include "orchestrator/engine/step_registry.h"
 #include "orchestrator/workflow/workflow_loader.h"
 #include "orchestrator/workflow/workflow_schema.h"
-#include "tests/support/files.h"
+#include "steps/dump_judgement.h"
 
 namespace diagnose {
 namespace {
-
-using testing_support::TempDir;
 
 nlohmann::json step_property(const std::string& kind, const std::string& key) {
   nlohmann::json schema = workflow_json_schema();
@@ -46,19 +44,60 @@ TEST(StepOptions, SchemaPrintsTheWorkflowDefaults) {
 }
 
 TEST(StepOptions, OptionIsTheKeyOrItsDeclaredDefault) {
-  TempDir dir;
   std::string yaml =
       "model: {argv: [\"true\"]}\nsteps:\n  - {id: a, kind: compare, golden: g, target: t, worst_rows: 7}\n"
       "  - {id: b, kind: compare, golden: g, target: t}\n";
   Diagnostics diagnostics("wf.yaml");
   std::optional<Workflow> workflow = load_workflow_text(yaml, "wf.yaml", diagnostics);
   ASSERT_TRUE(workflow) << (diagnostics.empty() ? "" : format_diagnostic(diagnostics.list()[0]));
-  State state;
-  StepContext given(*workflow, workflow->steps[0], state, dir.path(), nullptr);
-  StepContext absent(*workflow, workflow->steps[1], state, dir.path(), nullptr);
-  EXPECT_EQ(given.option<int>("worst_rows"), 7);
-  EXPECT_EQ(absent.option<int>("worst_rows"), 5);
-  EXPECT_THROW(absent.option<int>("rank"), std::logic_error);  // a key without a default
+  const StepKind& compare = *find_step_kind("compare");
+  EXPECT_EQ(compare.option<int>(workflow->steps[0], "worst_rows"), 7);
+  EXPECT_EQ(compare.option<int>(workflow->steps[1], "worst_rows"), 5);
+  EXPECT_THROW(compare.option<int>(workflow->steps[1], "rank"), std::logic_error);  // a key without a default
+}
+
+TEST(StepOptions, ComparisonSettingsAreResolvedAtLoad) {
+  std::string yaml =
+      "model: {argv: [\"true\"]}\ndefaults: {tolerances: {fp16: {rtol: 1e-2}}}\nsteps:\n"
+      "  - {id: a, kind: compare, golden: g, target: t, preset: fp32, rank: 1, worst_rows: 7,\n"
+      "     tolerances: {fp16: {atol: 1e-3}}}\n";
+  Diagnostics diagnostics("wf.yaml");
+  std::optional<Workflow> workflow = load_workflow_text(yaml, "wf.yaml", diagnostics);
+  ASSERT_TRUE(workflow) << (diagnostics.empty() ? "" : format_diagnostic(diagnostics.list()[0]));
+  const auto* options = dynamic_cast<const ComparingOptions*>(workflow->steps[0].options.get());
+  ASSERT_NE(options, nullptr);
+  const ComparisonSettings& settings = options->comparison;
+  EXPECT_EQ(settings.tolerances.presets.at("fp16").rtol, 1e-2);
+  EXPECT_EQ(settings.tolerances.presets.at("fp16").atol, 1e-3);
+  EXPECT_EQ(settings.tolerances.forced_preset, std::optional<std::string>("fp32"));
+  EXPECT_EQ(settings.worst_rows, 7u);
+  EXPECT_EQ(settings.compare_options(), " -r 1 --preset fp32 --tol fp16.rtol=1e-2 --tol fp16.atol=1e-3");
+}
+
+TEST(StepOptions, ABadToleranceStopsTheLoadWhereItIsWritten) {
+  for (const char* kind : {"compare", "gate", "fusion_bisect"}) {
+    const std::string side = std::string(kind) == "gate" ? "baseline: b" : "golden: g";
+    std::string yaml = std::string("model: {script: m.py}\nsteps:\n  - id: a\n    kind: ") + kind + "\n    " + side +
+                       "\n    tolerances: {fp16: {rtol: -1}}\n";
+    Diagnostics diagnostics("wf.yaml");
+    EXPECT_FALSE(load_workflow_text(yaml, "wf.yaml", diagnostics)) << kind;
+    ASSERT_FALSE(diagnostics.empty()) << kind;
+    EXPECT_EQ(diagnostics.list()[0].line, 6) << kind << ": " << format_diagnostic(diagnostics.list()[0]);
+  }
+}
+
+TEST(StepOptions, EveryComparingKindChecksItsPresetAtLoad) {
+  for (const char* kind : {"compare", "gate", "subgraph_isolate"}) {
+    const std::string key = std::string(kind) == "compare" ? "golden: g, target: t, " : "";
+    std::string yaml =
+        std::string("model: {script: m.py}\nsteps:\n  - {id: a, kind: ") + kind + ", " + key + "preset: fp61}\n";
+    Diagnostics diagnostics("wf.yaml");
+    EXPECT_FALSE(load_workflow_text(yaml, "wf.yaml", diagnostics)) << kind;
+    ASSERT_FALSE(diagnostics.empty()) << kind;
+    EXPECT_NE(diagnostics.list()[0].message.find("unknown tolerance preset 'fp61' (did you mean 'fp64'?)"),
+              std::string::npos)
+        << kind << ": " << format_diagnostic(diagnostics.list()[0]);
+  }
 }
 
 }  // namespace
