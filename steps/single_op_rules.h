@@ -21,7 +21,7 @@ namespace diagnose {
 // (backend, device, dtype, switches).
 struct SingleOpTarget {
   std::string eager_dir;
-  nlohmann::json spec;
+  RunSpec spec;
 };
 
 // Bisects the rules on `failing_ops` (trials in the step's directory, the log and bisection.json
