@@ -145,32 +145,4 @@ PluginStatus read_plugin_status(const std::string& run_dir, int rank) {
   return parse_plugin_status(nlohmann::json::parse(text.str(), nullptr, false));
 }
 
-const std::vector<std::string>& plugin_status_field_names() {
-  static const std::vector<std::string> names = {"format",
-                                                 "version",
-                                                 "state",
-                                                 "spec",
-                                                 "argv",
-                                                 "pid",
-                                                 "torch_version",
-                                                 "features",
-                                                 "ran",
-                                                 "graphs",
-                                                 "switches",
-                                                 "steps",
-                                                 "calls",
-                                                 "dump",
-                                                 "timings",
-                                                 "compile_calls",
-                                                 "errors",
-                                                 "exit_code",
-                                                 "configuration",
-                                                 "truth",
-                                                 "isolation",
-                                                 "inductor_rules",
-                                                 "inductor_buffers",
-                                                 "inductor_unmapped"};
-  return names;
-}
-
 }  // namespace diagnose

@@ -96,7 +96,4 @@ bool is_plugin_status(const nlohmann::json& doc);
 // field is not a list of strings.
 std::optional<std::vector<std::string>> fired_rules_in_status(const nlohmann::json& status, const std::string& path);
 
-// The top-level fields of status.json as docs/run-spec.md lists them, for its test.
-const std::vector<std::string>& plugin_status_field_names();
-
 }  // namespace diagnose

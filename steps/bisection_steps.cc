@@ -61,10 +61,10 @@ namespace {
 
 // Each golden record carries its float64 truth: a trial fails where it is further from it than
 // eager is, so precision loss inside the dtype's tolerances is bisected too.
-nlohmann::json golden_spec(const StepContext& context, const YAML::Node& golden,
-                           const std::vector<std::string>& judge_ops) {
-  nlohmann::json defaults = {{"mode", "eager"}, {"dump", {{"level", "none"}, {"truth", true}}}};
-  if (!judge_ops.empty()) defaults["dump"] = {{"level", "aten"}, {"include", judge_ops}, {"truth", true}};
+RunSpec golden_spec(const StepContext& context, const YAML::Node& golden, const std::vector<std::string>& judge_ops) {
+  RunSpec defaults = spec_of("eager", dump_at(judge_ops.empty() ? "none" : "aten"));
+  if (!judge_ops.empty()) defaults.dump->include = judge_ops;
+  defaults.dump->truth = true;
   return side_spec(context, golden, defaults);
 }
 

@@ -29,11 +29,12 @@ struct DynamoMetaCheckOptions : ComparingOptions {
 
 // The eager run, which also runs the meta check: that rides on the ATen-level dump, whose
 // statistics are enough.
-nlohmann::json meta_eager_spec(const StepContext& context, const DynamoMetaCheckOptions& o) {
-  nlohmann::json defaults = {{"mode", "eager"}, {"dump", {{"level", "none"}}}};
+RunSpec meta_eager_spec(const StepContext& context, const DynamoMetaCheckOptions& o) {
+  RunSpec defaults = spec_of("eager", dump_at("none"));
   if (o.meta_check) {
-    defaults["dump"] = {{"level", "aten"}, {"stats_only", true}};
-    defaults["checks"] = {{"meta", true}};
+    defaults.dump = dump_at("aten");
+    defaults.dump->stats_only = true;
+    defaults.checks.emplace().meta = true;
   }
   return side_spec(context, o.eager, defaults);
 }
@@ -91,8 +92,8 @@ class DynamoMetaCheckStep : public StepKind {
 
     std::vector<RunRequest> requests = {plugin_run(context, "eager", meta_eager_spec(context, o), o.eager)};
     for (const std::string& backend : backends) {
-      nlohmann::json spec = side_spec(context, o.compiled, {{"mode", "compiled"}, {"dump", {{"level", "none"}}}});
-      spec["backend"] = backend;
+      RunSpec spec = side_spec(context, o.compiled, spec_of("compiled", dump_at("none")));
+      spec.backend = backend;
       requests.push_back(plugin_run(context, "backend-" + backend, spec, o.compiled));
     }
     std::vector<RunRecord> runs = context.run(requests);

@@ -13,14 +13,9 @@ namespace diagnose {
 
 namespace {
 
-nlohmann::json with(nlohmann::json base, const nlohmann::json& patch) {
-  base.merge_patch(patch);
-  return base;
-}
-
 struct ComparedRun {
   std::string name;
-  nlohmann::json spec;
+  RunSpec spec;
   YAML::Node overrides;
 };
 
@@ -34,17 +29,18 @@ struct EagerDeviceVsCpuOptions : ComparingOptions {
 // golden, target and, when the referee is a run of its own, referee.
 std::vector<ComparedRun> compared_runs(const StepContext& context) {
   const EagerDeviceVsCpuOptions& o = context.options<EagerDeviceVsCpuOptions>();
-  nlohmann::json target_spec = side_spec(context, o.target, kEagerAtenRun);
-  nlohmann::json cpu = with(kEagerAtenRun, {{"device", "cpu"}});
-  if (target_spec.contains("dtype")) cpu["dtype"] = target_spec["dtype"];
-  if (target_spec.contains("autocast")) cpu["autocast"] = target_spec["autocast"];
-  if (o.truth_referee) cpu["dump"]["truth"] = true;
+  RunSpec target_spec = side_spec(context, o.target, kEagerAtenRun);
+  RunSpec cpu = kEagerAtenRun;
+  cpu.device = "cpu";
+  cpu.dtype = target_spec.dtype;
+  cpu.autocast = target_spec.autocast;
+  if (o.truth_referee) cpu.dump_request().truth = true;
+  RunSpec referee = cpu;
+  referee.dtype = "float64";
+  referee.autocast.reset();
   std::vector<ComparedRun> runs = {{"golden", side_spec(context, o.golden, cpu), o.golden},
                                    {"target", target_spec, o.target}};
-  if (o.referee_run)
-    runs.push_back({"referee",
-                    side_spec(context, o.referee_run, with(cpu, {{"dtype", "float64"}, {"autocast", nullptr}})),
-                    o.referee_run});
+  if (o.referee_run) runs.push_back({"referee", side_spec(context, o.referee_run, referee), o.referee_run});
   return runs;
 }
 

@@ -61,10 +61,10 @@ class RuleKnob : public FusionSwitchFileKnob {
   using FusionSwitchFileKnob::FusionSwitchFileKnob;
   // The knob's name in the step's options, metrics and bisection.json.
   virtual std::string name() const = 0;
-  // The run spec's switch the trials set, which the all-on run goes without.
-  virtual std::string spec_switch() const = 0;
+  // The run spec's switch the trials set, taken out for the all-on run.
+  virtual void clear(RunSwitches& switches) const = 0;
   // A plugin trial's run spec with `trial`'s configuration applied.
-  virtual void apply(const bisect::Trial& trial, nlohmann::json& spec) const = 0;
+  virtual void apply(const bisect::Trial& trial, RunSpec& spec) const = 0;
   // The torch features the knob's rules need: a torch without them leaves those rules out.
   virtual std::set<std::string> needed_features() const { return {}; }
   // The workaround's evidence besides the switch file.
@@ -76,10 +76,8 @@ class InductorKnob : public RuleKnob {
  public:
   using RuleKnob::RuleKnob;
   std::string name() const override { return "inductor"; }
-  std::string spec_switch() const override { return "inductor_off"; }
-  void apply(const bisect::Trial& trial, nlohmann::json& spec) const override {
-    spec["switches"]["inductor_off"] = trial.off;
-  }
+  void clear(RunSwitches& switches) const override { switches.inductor_off.reset(); }
+  void apply(const bisect::Trial& trial, RunSpec& spec) const override { spec.run_switches().inductor_off = trial.off; }
   std::set<std::string> needed_features() const override { return {"inductor_rules"}; }
   void add_workaround(const bisect::Config& culprits, StepResult& result) const override {
     result.evidence.push_back({"metric", "workaround: run spec switches.inductor_off", "", culprits});
@@ -91,9 +89,9 @@ class PluginSwitchFileKnob : public RuleKnob {
  public:
   using RuleKnob::RuleKnob;
   std::string name() const override { return "fusion_switch_file"; }
-  std::string spec_switch() const override { return "fusion_switch_file"; }
-  void apply(const bisect::Trial& trial, nlohmann::json& spec) const override {
-    spec["switches"]["fusion_switch_file"] = trial.switch_file;
+  void clear(RunSwitches& switches) const override { switches.fusion_switch_file.reset(); }
+  void apply(const bisect::Trial& trial, RunSpec& spec) const override {
+    spec.run_switches().fusion_switch_file = trial.switch_file;
   }
 };
 
@@ -102,8 +100,8 @@ class CommandSwitchFileKnob : public RuleKnob {
  public:
   using RuleKnob::RuleKnob;
   std::string name() const override { return "switch_file"; }
-  std::string spec_switch() const override { return "fusion_switch_file"; }
-  void apply(const bisect::Trial&, nlohmann::json&) const override {}
+  void clear(RunSwitches& switches) const override { switches.fusion_switch_file.reset(); }
+  void apply(const bisect::Trial&, RunSpec&) const override {}
 };
 
 // The step's keys; the schema below declares them.
@@ -227,9 +225,9 @@ class FusionBisectStep : public StepKind {
     if (!o.exit_code) planned = planned_golden(context, o.golden, o.judge_ops);
     // a switch_env set on the request afterwards would make it another run
     if (context.workflow().model.script.empty() || o.switch_env) return planned;
-    const nlohmann::json spec = target_spec(context, o);
+    const RunSpec spec = target_spec(context, o);
     const std::shared_ptr<RuleKnob> knob = FusionBisectStep::knob(context, o, spec);
-    const nlohmann::json all_on = all_on_spec(*knob, spec);
+    const RunSpec all_on = all_on_spec(*knob, spec);
     const int runs = 1 + std::min(o.search.baseline_repeats, 1);
     for (int repeat = 0; repeat < runs; ++repeat)
       planned.push_back(
@@ -242,9 +240,9 @@ class FusionBisectStep : public StepKind {
     const Workflow& workflow = context.workflow();
     bool plugin = !workflow.model.script.empty();
     YAML::Node target = o.target;
-    nlohmann::json target_spec = plugin ? FusionBisectStep::target_spec(context, o) : nlohmann::json();
+    RunSpec target_spec = plugin ? FusionBisectStep::target_spec(context, o) : RunSpec();
     const std::shared_ptr<RuleKnob> knob = FusionBisectStep::knob(context, o, target_spec);
-    const nlohmann::json all_on = plugin ? all_on_spec(*knob, target_spec) : nlohmann::json();
+    const RunSpec all_on = plugin ? all_on_spec(*knob, target_spec) : RunSpec();
     StepResult result;
     result.metrics["knob"] = knob->name();
 
@@ -271,7 +269,7 @@ class FusionBisectStep : public StepKind {
       if (plugin) {
         // An all-on run is the target with nothing switched off: the k-th may be another step's.
         const bool all_on_trial = trial.off.empty();
-        nlohmann::json spec = all_on_trial ? all_on : target_spec;
+        RunSpec spec = all_on_trial ? all_on : target_spec;
         if (!all_on_trial) knob->apply(trial, spec);
         request = plugin_run(context, trial.name, spec, trial_side(o, *knob, spec), trial.occurrence,
                              switch_env.empty() ? Sharing::Shareable : Sharing::OwnRun);
@@ -321,21 +319,21 @@ class FusionBisectStep : public StepKind {
   }
 
  private:
-  static nlohmann::json target_spec(const StepContext& context, const FusionBisectOptions& o) {
-    nlohmann::json defaults = {{"mode", "compiled"}, {"dump", {{"level", "none"}}}};
-    if (!o.judge_ops.empty()) defaults["dump"] = {{"level", "compiled"}, {"include", o.judge_ops}};
+  static RunSpec target_spec(const StepContext& context, const FusionBisectOptions& o) {
+    RunSpec defaults = spec_of("compiled", dump_at(o.judge_ops.empty() ? "none" : "compiled"));
+    if (!o.judge_ops.empty()) defaults.dump->include = o.judge_ops;
     return side_spec(context, o.target, defaults);
   }
 
   // The all-on trial: the target without the knob's own switch, which the other trials set.
-  static nlohmann::json all_on_spec(const RuleKnob& knob, nlohmann::json spec) {
-    if (spec.contains("switches") && spec["switches"].is_object()) spec["switches"].erase(knob.spec_switch());
+  static RunSpec all_on_spec(const RuleKnob& knob, RunSpec spec) {
+    if (spec.switches) knob.clear(*spec.switches);
     return spec;
   }
 
   // Each trial works in its own directory where files it writes there are read (a fired-rule
   // report other than status.json) or may clash (writes_into_cwd), else in the model's.
-  static YAML::Node trial_side(const FusionBisectOptions& o, const RuleKnob& knob, const nlohmann::json& spec) {
+  static YAML::Node trial_side(const FusionBisectOptions& o, const RuleKnob& knob, const RunSpec& spec) {
     bool own = writes_into_cwd(spec) || knob.fired_report() != "status.json";
     return own ? in_own_directory(o.target) : o.target;
   }
@@ -344,11 +342,11 @@ class FusionBisectStep : public StepKind {
   // report, relative to a trial's run directory: fired_report, else GE's fusion_result.json,
   // which it writes into its working directory, or for Inductor the plugin's status.json.
   static std::shared_ptr<RuleKnob> knob(const StepContext& context, const FusionBisectOptions& o,
-                                        const nlohmann::json& target_spec) {
-    std::string kind = o.knob                                           ? *o.knob
-                       : context.workflow().model.script.empty()        ? "switch_file"
-                       : target_spec.value("backend", "") == "inductor" ? "inductor"
-                                                                        : "fusion_switch_file";
+                                        const RunSpec& target_spec) {
+    std::string kind = o.knob                                    ? *o.knob
+                       : context.workflow().model.script.empty() ? "switch_file"
+                       : target_spec.backend == "inductor"       ? "inductor"
+                                                                 : "fusion_switch_file";
     auto report = [&](const char* otherwise) { return o.fired_report.value_or(otherwise); };
     if (kind == "inductor") return std::make_shared<InductorKnob>(report("status.json"));
     if (kind == "fusion_switch_file") return std::make_shared<PluginSwitchFileKnob>(report("fusion_result.json"));

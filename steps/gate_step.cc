@@ -172,19 +172,20 @@ class GateStep : public StepKind {
     }
 
     std::vector<RunRequest> requests;
-    auto side_dir = [&](const char* side, const SideOption& given, const json& defaults) -> std::string {
+    auto side_dir = [&](const char* side, const SideOption& given, const RunSpec& defaults) -> std::string {
       if (given.path) return context.path(*given.path);
       RunRequest request = plugin_run(context, side, side_spec(context, given.overrides, defaults), given.overrides);
       requests.push_back(request);
       return request.dir;
     };
-    json dump = {{"level", layers.empty() ? "none" : "auto"}};
-    if (!layers.empty()) dump["include"] = layers;
+    DumpRequest dump = dump_at(layers.empty() ? "none" : "auto");
+    if (!layers.empty()) dump.include = layers;
+    RunSpec referee = spec_of("eager", dump);
+    referee.dtype = "float64";
     std::string target_dir, referee_dir;
     try {
-      target_dir = side_dir("target", o.target, {{"mode", "compiled"}, {"dump", dump}});
-      if (o.referee)
-        referee_dir = side_dir("referee", *o.referee, {{"mode", "eager"}, {"dtype", "float64"}, {"dump", dump}});
+      target_dir = side_dir("target", o.target, spec_of("compiled", dump));
+      if (o.referee) referee_dir = side_dir("referee", *o.referee, referee);
     } catch (const std::exception& e) {
       return error_result(e.what(), std::move(result));
     }

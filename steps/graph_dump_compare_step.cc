@@ -21,10 +21,10 @@ namespace diagnose {
 
 namespace {
 
-const nlohmann::json kGolden = {{"mode", "compiled"}, {"dump", {{"level", "fx"}}}};
-const nlohmann::json kTarget = {{"mode", "compiled"}, {"dump", {{"level", "auto"}}}};
+const RunSpec kGolden = spec_of("compiled", dump_at("fx"));
+const RunSpec kTarget = spec_of("compiled", dump_at("auto"));
 // The compiled run as the user runs it: final outputs only (known_causes' compiled run, shared).
-const nlohmann::json kUndumpedTarget = {{"mode", "compiled"}, {"dump", {{"level", "none"}}}};
+const RunSpec kUndumpedTarget = spec_of("compiled", dump_at("none"));
 
 // The step's keys.
 struct GraphDumpCompareOptions : ComparingOptions {
@@ -96,14 +96,14 @@ class GraphDumpCompareStep : public StepKind {
     const GraphDumpCompareOptions& o = context.options<GraphDumpCompareOptions>();
     std::vector<RunRequest> requests;
     // A side is an existing dump (a path) or a run of the model, whose dump is used.
-    auto side = [&](const char* name, const SideOption& given, const nlohmann::json& defaults) -> std::string {
+    auto side = [&](const char* name, const SideOption& given, const RunSpec& defaults) -> std::string {
       if (given.path) return context.path(*given.path);
       requests.push_back(plugin_run(context, name, side_spec(context, given.overrides, defaults), given.overrides));
       return requests.back().dump_dir;
     };
     std::string golden = side("golden", o.golden, golden_defaults(context, o));
     // a compiled run may work in its own run directory: the model's relative paths anchored
-    auto compiled = [&](const char* name, const nlohmann::json& spec, const YAML::Node& overrides) {
+    auto compiled = [&](const char* name, const RunSpec& spec, const YAML::Node& overrides) {
       requests.push_back(plugin_run(context, name, spec, overrides));
       bisect::anchor_relative_paths(requests.back(), context.path(context.workflow().model.command.cwd.value_or(".")));
     };
@@ -119,9 +119,9 @@ class GraphDumpCompareStep : public StepKind {
       compiled("target-undumped", undumped_spec(context, o), undumped_side(context, o));
     std::optional<std::string> referee;
     if (o.referee) {
-      nlohmann::json fp64 = side_spec(context, o.golden.overrides, kGolden);
-      fp64["dtype"] = "float64";
-      fp64.erase("autocast");
+      RunSpec fp64 = side_spec(context, o.golden.overrides, kGolden);
+      fp64.dtype = "float64";
+      fp64.autocast.reset();
       referee = side("referee", *o.referee, fp64);
     }
     std::vector<RunRecord> runs = context.run(requests);
@@ -143,14 +143,14 @@ class GraphDumpCompareStep : public StepKind {
       ConfirmationSides sides{final_outputs_of(golden),
                               undumped ? undumped->dir + "/outputs" : final_outputs_of(target), std::nullopt};
       if (referee && !final_outputs_of(*referee).empty()) sides.referee_outputs = final_outputs_of(*referee);
-      const nlohmann::json spec = undumped_spec(context, o);
+      const RunSpec spec = undumped_spec(context, o);
       const YAML::Node side = undumped_side(context, o);
       const std::string model_cwd = context.path(context.workflow().model.command.cwd.value_or("."));
       confirm_culprit(
           context, candidates, sides,
           [&](const std::string& name, const std::vector<std::string>& eager_nodes) {
-            nlohmann::json isolated = spec;
-            isolated["isolation"] = {{"eager_nodes", eager_nodes}};
+            RunSpec isolated = spec;
+            isolated.isolation = RunIsolation{eager_nodes, std::nullopt};
             RunRequest request = plugin_run(context, name, isolated, side);
             request.cwd = request.dir;  // a backend's own files stay with its run
             bisect::anchor_relative_paths(request, model_cwd);
@@ -167,21 +167,21 @@ class GraphDumpCompareStep : public StepKind {
   // `referee: true` (not for TorchAir's FX golden: TorchAir's own dump computes none, its rows are
   // judged by the dtype presets). Against Inductor's buffers, which have no inputs to pair, its
   // inputs keep statistics only (the comparison reads their input scales and NaN counts).
-  static nlohmann::json golden_defaults(const StepContext& context, const GraphDumpCompareOptions& o) {
-    nlohmann::json defaults = kGolden;
-    if (o.truth_referee && side_spec(context, o.golden.overrides, kGolden)["backend"] != "torchair")
-      defaults["dump"]["truth"] = true;
-    const nlohmann::json target = target_spec(context, o);
-    if (!o.target.path && resolved_dump_level(target) == "compiled" && target["backend"] != "torchair")
-      defaults["dump"]["tensor_io"] = {"output"};
+  static RunSpec golden_defaults(const StepContext& context, const GraphDumpCompareOptions& o) {
+    RunSpec defaults = kGolden;
+    if (o.truth_referee && side_spec(context, o.golden.overrides, kGolden).backend != "torchair")
+      defaults.dump->truth = true;
+    const RunSpec target = target_spec(context, o);
+    if (!o.target.path && resolved_dump_level(target) == "compiled" && target.backend != "torchair")
+      defaults.dump->tensor_io = std::vector<std::string>{"output"};
     return defaults;
   }
 
-  static nlohmann::json target_spec(const StepContext& context, const GraphDumpCompareOptions& o) {
+  static RunSpec target_spec(const StepContext& context, const GraphDumpCompareOptions& o) {
     const YAML::Node& overrides = o.target.overrides;
-    nlohmann::json defaults = kTarget;
-    if (side_spec(context, overrides, kTarget)["backend"].get<std::string>().find(':') != std::string::npos)
-      defaults["dump"]["level"] = "compiled";  // a user backend: its Inductor buffers, if built on Inductor
+    RunSpec defaults = kTarget;
+    if (side_spec(context, overrides, kTarget).backend.value_or("").find(':') != std::string::npos)
+      defaults.dump->level = "compiled";  // a user backend: its Inductor buffers, if built on Inductor
     return side_spec(context, overrides, defaults);
   }
 
@@ -195,10 +195,10 @@ class GraphDumpCompareStep : public StepKind {
   // what it dumps, and the compiled run as the user runs it is judged too.
   static bool dumps_a_recompile(const StepContext& context, const GraphDumpCompareOptions& o) {
     if (o.target.path || o.golden.path) return false;
-    const nlohmann::json target = target_spec(context, o);
-    return resolved_dump_level(target) == "compiled" && target["backend"] != "torchair";
+    const RunSpec target = target_spec(context, o);
+    return resolved_dump_level(target) == "compiled" && target.backend != "torchair";
   }
-  static nlohmann::json undumped_spec(const StepContext& context, const GraphDumpCompareOptions& o) {
+  static RunSpec undumped_spec(const StepContext& context, const GraphDumpCompareOptions& o) {
     return side_spec(context, o.target.overrides, kUndumpedTarget);
   }
   static YAML::Node undumped_side(const StepContext& context, const GraphDumpCompareOptions& o) {

@@ -51,7 +51,15 @@ KnownCause experiment(std::string name, std::string checks, std::vector<std::str
 }
 
 CauseFlip inductor_switch(const std::string& key, bool value = true) {
-  return {{{"switches", {{"inductor", {{key, value}}}}}}, {}, {}};
+  CauseFlip flip;
+  flip.spec.run_switches().inductor = nlohmann::json{{key, value}};
+  return flip;
+}
+
+CauseFlip deterministic_algorithms() {
+  CauseFlip flip;
+  flip.spec.deterministic = true;
+  return flip;
 }
 
 }  // namespace
@@ -204,9 +212,10 @@ std::optional<Detection> detect_near_overflow(const RecordedRun& run) {
 namespace {
 
 // What a run computed: its spec but for what it dumps, checks on the side and where it writes.
-nlohmann::json computation(const RecordedRun& run) {
-  if (!run.status.spec.is_object()) return nullptr;
-  return spec_identity_fields(spec_computation(run.status.spec));
+std::optional<nlohmann::json> computation(const RecordedRun& run) {
+  const std::optional<RunSpec> spec = echoed_run_spec(run.status.spec);
+  if (!spec) return std::nullopt;
+  return spec_identity_fields(spec_computation(*spec));
 }
 
 const nlohmann::json& record_hash(const compare::ManifestRecord& record) { return field(record.stats, "hash"); }
@@ -256,8 +265,7 @@ bool final_outputs_differ(const compare::Manifest& dump, const std::map<std::str
 }  // namespace
 
 std::optional<Detection> detect_nondeterministic_op(const RecordedRun& run, const RecordedRun& repeat) {
-  if (run.dump_dir.empty() || repeat.dump_dir.empty() || computation(run).is_null() ||
-      computation(run) != computation(repeat))
+  if (run.dump_dir.empty() || repeat.dump_dir.empty() || !computation(run) || computation(run) != computation(repeat))
     return std::nullopt;
   const std::map<int, std::string> repeat_ranks = compare::manifest_ranks(repeat.dump_dir);
   for (const auto& [rank, dir] : compare::manifest_ranks(run.dump_dir)) {
@@ -290,8 +298,8 @@ bool records_random_ops(const std::vector<RecordedRun>& runs) {
 
 bool dumping_compile_differs(const std::vector<RecordedRun>& runs) {
   auto compiled_with_level = [](const RecordedRun& run, const std::string& level) {
-    const nlohmann::json& spec = run.status.spec;
-    return run_mode(run) == "compiled" && spec.is_object() && resolved_dump_level(spec) == level;
+    const std::optional<RunSpec> spec = echoed_run_spec(run.status.spec);
+    return run_mode(run) == "compiled" && spec && resolved_dump_level(*spec) == level;
   };
   for (const RecordedRun& dumped : runs) {
     if (!compiled_with_level(dumped, "compiled")) continue;
@@ -377,10 +385,10 @@ const std::vector<KnownCause>& known_causes() {
                    "torch._inductor.config.fx_graph_cache = False (TORCHINDUCTOR_FX_GRAPH_CACHE=0), and report the "
                    "graph whose cached entry is reused where it does not apply"),
         experiment("tf32_off", "the compiled run with TF32 off at the cuBLAS/cuDNN level", {}, {"cuda"}, {"float32"},
-                   CauseFlip{nlohmann::json::object(), {{"NVIDIA_TF32_OVERRIDE", "0"}}, {}},
+                   CauseFlip{RunSpec(), {{"NVIDIA_TF32_OVERRIDE", "0"}}, {}},
                    "torch.backends.cuda.matmul.allow_tf32 = False; torch.backends.cudnn.allow_tf32 = False"),
         experiment("deterministic", "the compiled run with deterministic algorithms", {}, {"cuda", "npu"}, {},
-                   CauseFlip{{{"deterministic", true}}, {}, {}}, "torch.use_deterministic_algorithms(True)"),
+                   deterministic_algorithms(), "torch.use_deterministic_algorithms(True)"),
     };
     for (KnownCause& cause : c) {
       if (cause.name == "fallback_random") cause.wanted = records_random_ops;
@@ -442,10 +450,15 @@ std::vector<KnownCause> user_causes(const YAML::Node& causes, const std::string&
         for (const auto& variable : flip["env"]) parsed.env[variable.first.Scalar()] = variable.second.Scalar();
       if (flip["args"] && flip["args"].IsSequence())
         for (const auto& arg : flip["args"]) parsed.args.push_back(arg.Scalar());
-      if (flip["switches"]) parsed.spec["switches"] = yaml_to_json(flip["switches"]);
-      if (flip["spec"]) parsed.spec.merge_patch(yaml_to_json(flip["spec"]));
+      try {
+        if (flip["switches"]) parsed.spec.switches = yaml_to_json(flip["switches"]).get<RunSwitches>();
+        if (flip["spec"]) parsed.spec = overlaid(parsed.spec, yaml_to_json(flip["spec"]).get<RunSpec>());
+      } catch (const std::invalid_argument& e) {
+        report(flip, at + ".flip: " + e.what());
+        continue;
+      }
     }
-    if (parsed.env.empty() && parsed.args.empty() && parsed.spec.empty()) {
+    if (parsed.env.empty() && parsed.args.empty() && parsed.spec == RunSpec()) {
       report(flip ? flip : entry, at + ".flip: give what the experiment changes (env, args, switches or spec)");
       continue;
     }

@@ -43,7 +43,7 @@ struct Detection {
 // What an A/B experiment changes in the compiled run: a merge patch on the run spec
 // (switches.inductor keys, deterministic...), environment variables, arguments appended.
 struct CauseFlip {
-  nlohmann::json spec = nlohmann::json::object();
+  RunSpec spec;
   std::map<std::string, std::string> env;
   std::vector<std::string> args;
 };

@@ -24,10 +24,14 @@ namespace diagnose {
 namespace {
 
 // The experiments' compiled runs: final outputs are what a trial is judged on.
-const nlohmann::json kCompiledOutputs = {{"mode", "compiled"}, {"dump", {{"level", "none"}}}};
+const RunSpec kCompiledOutputs = spec_of("compiled", dump_at("none"));
 
 // The detectors' second eager run: statistics (hashes) are all the run-to-run check reads.
-const nlohmann::json kStatsOnlyRepeat = {{"mode", "eager"}, {"dump", {{"level", "aten"}, {"stats_only", true}}}};
+const RunSpec kStatsOnlyRepeat = [] {
+  RunSpec spec = spec_of("eager", dump_at("aten"));
+  spec.dump->stats_only = true;
+  return spec;
+}();
 
 bool has_dump(const std::string& dir) { return !compare::manifest_ranks(dir).empty(); }
 
@@ -171,7 +175,7 @@ class KnownCausesStep : public StepKind {
     if (!o.experiments)
       return {planned_plugin_run(context, "eager", side_spec(context, o.eager, kEagerAtenRun), o.eager)};
     std::vector<PlannedRun> planned = planned_golden(context, o.golden, {});
-    const nlohmann::json spec = side_spec(context, o.target, kCompiledOutputs);
+    const RunSpec spec = side_spec(context, o.target, kCompiledOutputs);
     for (int repeat = 0; repeat < 2; ++repeat)
       planned.push_back(planned_plugin_run(context, bisect::trial_name({}, repeat), spec,
                                            compiled_side(context, o.target, spec), repeat));
@@ -287,7 +291,7 @@ class KnownCausesStep : public StepKind {
 
   static StepResult experiments(const StepContext& context, const KnownCausesOptions& o) {
     const YAML::Node& target = o.target;
-    const nlohmann::json target_spec = side_spec(context, target, kCompiledOutputs);
+    const RunSpec target_spec = side_spec(context, target, kCompiledOutputs);
     const std::string model_cwd = context.path(context.workflow().model.command.cwd.value_or("."));
     const std::vector<RecordedRun> runs = recorded_runs(context.state());
     std::vector<KnownCause> causes;
@@ -335,11 +339,11 @@ class KnownCausesStep : public StepKind {
       return trials;
     };
     setup.make_request = [&](const bisect::Trial& trial) {
-      nlohmann::json spec = target_spec;
+      RunSpec spec = target_spec;
       const KnownCause* flipped = nullptr;
       for (const KnownCause& cause : causes)
         if (!trial.off.empty() && cause.name == trial.off.front()) flipped = &cause;
-      if (flipped) spec.merge_patch(flipped->flip->spec);
+      if (flipped) spec = overlaid(spec, flipped->flip->spec);
       // the k-th run of a configuration: another step's k-th, never the first again (run to run);
       // a flip's env and args, set below, are not in the identity plugin_run sees: a run of its own
       RunRequest request = plugin_run(context, trial.name, spec, compiled_side(context, target, spec), trial.occurrence,

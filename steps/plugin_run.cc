@@ -19,19 +19,17 @@ namespace {
 
 namespace fs = boost::filesystem;
 
-const char* kSpecKeys[] = {"mode",      "backend", "device",        "dtype",    "autocast", "dynamic",
-                           "fullgraph", "seed",    "deterministic", "switches", "dump",     "checks"};
 const char* kPluginRunKeys[] = {"args", "env", "cwd", "timeout", "retries"};
 
 const std::vector<std::string> kDtypes = {"float32", "float64", "float16", "bfloat16"};
 
 // spec.json of the run in its directory (created), with output_dir set to it, and the
 // variables that hand it to the plugin.
-void write_run_spec(RunRequest& request, nlohmann::json spec) {
-  spec["output_dir"] = request.dir;
-  std::string text = spec.dump(2) + "\n";
+void write_run_spec(RunRequest& request, RunSpec spec) {
+  spec.output_dir = request.dir;
+  std::string text = run_spec_text(spec);
   fs::create_directories(request.dir);
-  std::string path = request.dir + "/spec.json";
+  std::string path = run_spec_path(request.dir);
   write_file_atomically(path, text);
   request.env["DIAGNOSE_RUN_SPEC"] = path;
   request.env["DIAGNOSE_RUN_SPEC_DIGEST"] = hex_digest(fnv1a(text));  // --resume reruns a changed spec
@@ -45,20 +43,20 @@ YAML::Node in_own_directory(const YAML::Node& side) {
   return own;
 }
 
-bool writes_into_cwd(const nlohmann::json& spec) {
-  const std::string backend = spec.value("backend", "");
+bool writes_into_cwd(const RunSpec& spec) {
+  const std::string backend = spec.backend.value_or("");
   return backend == "torchair" || backend.find(':') != std::string::npos;
 }
 
-bool works_in_own_directory(const StepContext& context, const YAML::Node& side, const nlohmann::json& spec) {
+bool works_in_own_directory(const StepContext& context, const YAML::Node& side, const RunSpec& spec) {
   return writes_into_cwd(spec) && !(side && side.IsMap() && side["cwd"]) && !context.workflow().model.command.cwd;
 }
 
-YAML::Node compiled_side(const StepContext& context, const YAML::Node& side, const nlohmann::json& spec) {
+YAML::Node compiled_side(const StepContext& context, const YAML::Node& side, const RunSpec& spec) {
   return works_in_own_directory(context, side, spec) ? in_own_directory(side) : side;
 }
 
-const nlohmann::json kEagerAtenRun = {{"mode", "eager"}, {"dump", {{"level", "aten"}}}};
+const RunSpec kEagerAtenRun = spec_of("eager", dump_at("aten"));
 
 std::vector<Property> plugin_side_properties() {
   Schema switches = object_schema(
@@ -107,24 +105,20 @@ Schema plugin_side_schema(const std::string& description) {
   return object_schema(description, plugin_side_properties());
 }
 
-nlohmann::json side_spec(const StepContext& context, const YAML::Node& side, const nlohmann::json& defaults) {
+RunSpec side_spec(const StepContext& context, const YAML::Node& side, const RunSpec& defaults) {
   const ModelSpec& model = context.workflow().model;
-  nlohmann::json spec = {{"backend", model.backend}, {"device", model.device}};
-  if (model.dtype) spec["dtype"] = *model.dtype;
-  spec.merge_patch(defaults);
-  if (side && side.IsMap()) {
-    nlohmann::json overrides = nlohmann::json::object();
-    for (const char* key : kSpecKeys)
-      if (side[key]) overrides[key] = yaml_to_json(side[key]);
-    spec.merge_patch(overrides);
-  }
-  if (spec.contains("switches") && spec["switches"].contains("fusion_switch_file") &&
-      spec["switches"]["fusion_switch_file"].is_string())
-    spec["switches"]["fusion_switch_file"] = context.path(spec["switches"]["fusion_switch_file"].get<std::string>());
+  RunSpec spec;
+  spec.backend = model.backend;
+  spec.device = model.device;
+  spec.dtype = model.dtype;
+  spec = overlaid(std::move(spec), defaults);
+  if (side && side.IsMap()) spec = overlaid_by_side(spec, yaml_to_json(side));
+  if (spec.switches && spec.switches->fusion_switch_file)
+    spec.switches->fusion_switch_file = context.path(*spec.switches->fusion_switch_file);
   return spec;
 }
 
-PlannedRun planned_plugin_run(const StepContext& context, const std::string& run_name, nlohmann::json spec,
+PlannedRun planned_plugin_run(const StepContext& context, const std::string& run_name, RunSpec spec,
                               const YAML::Node& side, int repeat) {
   if (context.workflow().model.script.empty())
     throw std::runtime_error("steps of kind " + context.step().kind +
@@ -140,8 +134,8 @@ PlannedRun planned_plugin_run(const StepContext& context, const std::string& run
   return {context.step().id, run_name, std::move(spec), std::move(request)};
 }
 
-RunRequest plugin_run(const StepContext& context, const std::string& run_name, nlohmann::json spec,
-                      const YAML::Node& side, int repeat, Sharing sharing) {
+RunRequest plugin_run(const StepContext& context, const std::string& run_name, RunSpec spec, const YAML::Node& side,
+                      int repeat, Sharing sharing) {
   PlannedRun planned = planned_plugin_run(context, run_name, std::move(spec), side, repeat);
   RunRequest request = planned.request;
   const SharedRuns* shared = sharing == Sharing::Shareable ? context.shared_runs() : nullptr;
@@ -158,7 +152,7 @@ RunRequest plugin_run(const StepContext& context, const std::string& run_name, n
 }
 
 RunRequest rerun_with_spec(const StepContext& context, const RunRequest& original, const std::string& run_name,
-                           nlohmann::json spec) {
+                           RunSpec spec) {
   RunRequest request = original;
   request.name = run_name;
   request.dir = context.run_dir_of(run_name);

@@ -34,14 +34,12 @@ std::optional<std::vector<OpCount>> parse_op_inventory(const std::string& text, 
   return ops;
 }
 
-std::vector<std::string> single_op_args(const std::string& eager_dir, const std::string& out,
-                                        const nlohmann::json& target, const std::string& switches_file,
-                                        const std::vector<std::string>& ops) {
+std::vector<std::string> single_op_args(const std::string& eager_dir, const std::string& out, const RunSpec& target,
+                                        const std::string& switches_file, const std::vector<std::string>& ops) {
   std::vector<std::string> args = {
-      "single-op", "--from", eager_dir, "--out", out, "--backend", target.value("backend", "inductor")};
-  for (const char* key : {"device", "dtype"})
-    if (target.contains(key) && target[key].is_string())
-      args.insert(args.end(), {std::string("--") + key, target[key]});
+      "single-op", "--from", eager_dir, "--out", out, "--backend", target.backend.value_or("inductor")};
+  if (target.device) args.insert(args.end(), {"--device", *target.device});
+  if (target.dtype) args.insert(args.end(), {"--dtype", *target.dtype});
   if (!switches_file.empty()) args.insert(args.end(), {"--switches", switches_file});
   args.insert(args.end(), {"--ops", joined(ops, ",")});
   return args;

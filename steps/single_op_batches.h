@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runspec/run_spec.h"
+
 namespace diagnose {
 
 struct OpCount {
@@ -27,9 +29,8 @@ std::optional<std::vector<OpCount>> parse_op_inventory(const std::string& text, 
 // The arguments of `python -m diagnose_pytorch single-op`: `ops` of the eager run in eager_dir,
 // compiled alone with the target's backend, device and dtype and the switches file (empty:
 // none), results into `out`.
-std::vector<std::string> single_op_args(const std::string& eager_dir, const std::string& out,
-                                        const nlohmann::json& target, const std::string& switches_file,
-                                        const std::vector<std::string>& ops);
+std::vector<std::string> single_op_args(const std::string& eager_dir, const std::string& out, const RunSpec& target,
+                                        const std::string& switches_file, const std::vector<std::string>& ops);
 
 // At most `count` batches of consecutive ops, sizes differing by one at most.
 std::vector<std::vector<std::string>> split_into_batches(const std::vector<std::string>& ops, size_t count);

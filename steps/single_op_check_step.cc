@@ -87,7 +87,7 @@ struct SingleOpCheckOptions : ComparingOptions {
 };
 
 // The eager run the ops and their inputs are taken from.
-nlohmann::json ops_source_spec(const StepContext& context, const SingleOpCheckOptions& o) {
+RunSpec ops_source_spec(const StepContext& context, const SingleOpCheckOptions& o) {
   return side_spec(context, o.eager, kEagerAtenRun);
 }
 
@@ -183,12 +183,12 @@ class SingleOpCheckStep : public StepKind {
       return error_result("the eager run recorded no ops", std::move(result));
     }
 
-    nlohmann::json target = side_spec(context, o.target, nlohmann::json::object());
+    RunSpec target = side_spec(context, o.target, RunSpec());
     std::string switches_file;
-    if (target.contains("switches") && !target["switches"].empty()) {
+    if (target.switches && !nlohmann::json(*target.switches).empty()) {
       switches_file = context.step_dir() + "/switches.json";
       fs::create_directories(context.step_dir());
-      std::ofstream(switches_file) << target["switches"].dump(2) << "\n";
+      std::ofstream(switches_file) << nlohmann::json(*target.switches).dump(2) << "\n";
     }
 
     const size_t batch_count = o.batches;

@@ -15,24 +15,24 @@ namespace diagnose {
 namespace {
 
 // The target's switches with the Inductor switches `off` off too (the user's own stay off).
-nlohmann::json with_inductor_off(const SingleOpTarget& target, const bisect::Config& off) {
-  nlohmann::json switches = target.spec.value("switches", nlohmann::json::object());
-  nlohmann::json all_off = switches.value("inductor_off", nlohmann::json::array());
-  for (const std::string& rule : off) all_off.push_back(rule);
-  switches["inductor_off"] = all_off;
+RunSwitches with_inductor_off(const SingleOpTarget& target, const bisect::Config& off) {
+  RunSwitches switches = target.spec.switches.value_or(RunSwitches{});
+  std::vector<std::string> all_off = switches.inductor_off.value_or(std::vector<std::string>{});
+  all_off.insert(all_off.end(), off.begin(), off.end());
+  switches.inductor_off = all_off;
   return switches;
 }
 
 // A trial's `single-op` process: the failing ops with `off` switched off, in the trial's directory.
 RunRequest trial_request(const StepContext& context, const SingleOpTarget& target, bool inductor,
                          const std::vector<std::string>& ops, const bisect::Trial& trial) {
-  nlohmann::json switches = target.spec.value("switches", nlohmann::json::object());
+  RunSwitches switches = target.spec.switches.value_or(RunSwitches{});
   if (inductor)
     switches = with_inductor_off(target, trial.off);
   else
-    switches["fusion_switch_file"] = trial.switch_file;
+    switches.fusion_switch_file = trial.switch_file;
   std::string switches_file = trial.dir + "/switches.json";
-  write_file_atomically(switches_file, switches.dump(2) + "\n");
+  write_file_atomically(switches_file, nlohmann::json(switches).dump(2) + "\n");
   RunRequest request = plugin_command(
       context, trial.name, single_op_args(target.eager_dir, trial.dir + "/out", target.spec, switches_file, ops),
       context.step().node["eager"]);
@@ -59,7 +59,7 @@ std::string workaround_file(const bisect::BisectionOutcome& outcome, const Singl
                             const bisect::Config& culprits, bool inductor, const std::string& dir) {
   if (!inductor) return outcome.workaround_path;
   std::string path = dir + "/switches.json";
-  write_file_atomically(path, with_inductor_off(target, culprits).dump(2) + "\n");
+  write_file_atomically(path, nlohmann::json(with_inductor_off(target, culprits)).dump(2) + "\n");
   return path;
 }
 
@@ -78,7 +78,7 @@ std::string culprits_clause(const bisect::Result& bisection, const bisect::Confi
 std::string attribute_to_rules(const StepContext& context, const SingleOpTarget& target,
                                const RuleSearchOptions& search, const std::vector<std::string>& failing_ops,
                                StepResult& result) {
-  bool inductor = target.spec.value("backend", "inductor") == "inductor";
+  bool inductor = target.spec.backend.value_or("inductor") == "inductor";
   std::string ops = joined(failing_ops);
   bisect::TrialSetup setup;
   setup.dir_of = [&](const std::string& name) { return context.run_dir_of(name); };

@@ -21,7 +21,7 @@ namespace diagnose {
 // (backend, device, dtype, switches).
 struct SingleOpTarget {
   std::string eager_dir;
-  nlohmann::json spec;
+  RunSpec spec;
 };
 
 // The rule search's keys of a single_op_check step (max_trials, confirmations).

@@ -127,12 +127,12 @@ class SubgraphIsolateStep : public StepKind {
   StepResult evaluate(const StepContext& context) const override {
     const SubgraphIsolateOptions& o = context.options<SubgraphIsolateOptions>();
     const YAML::Node& target = o.target;
-    nlohmann::json target_spec = side_spec(context, target, {{"mode", "compiled"}, {"dump", {{"level", "none"}}}});
+    RunSpec target_spec = side_spec(context, target, spec_of("compiled", dump_at("none")));
     std::string model_cwd = context.path(context.workflow().model.command.cwd.value_or("."));
     IsolatedRun isolated_run = [&, target_spec](const std::string& name, const Config& eager, bool repro) {
-      nlohmann::json spec = target_spec;
-      spec["isolation"] = {{"eager_nodes", eager}};
-      if (repro) spec["isolation"]["repro"] = true;
+      RunSpec spec = target_spec;
+      spec.isolation = RunIsolation{eager, std::nullopt};
+      if (repro) spec.isolation->repro = true;
       RunRequest request = plugin_run(context, name, spec, target);
       request.cwd = request.dir;  // a backend's own files (a fusion report) stay with its trial
       bisect::anchor_relative_paths(request, model_cwd);

@@ -62,12 +62,11 @@ std::optional<TargetedRerun> rerun_region(const StepContext& context, const std:
   for (const std::string& op_key : region) patterns.push_back(exact_op_key_pattern(op_key));
   for (const RunRequest& side : sides) {
     if (!read_plugin_status(side.dir).dump.budget_reached) continue;
-    std::optional<std::string> text = read_file(side.dir + "/spec.json");
-    nlohmann::json spec = text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
-    if (!spec.is_object()) continue;
-    spec["dump"]["include"] = patterns;  // the same budget (dump.max_bytes) bounds the re-run
+    std::optional<RunSpec> spec = read_run_spec(side.dir);
+    if (!spec) continue;
+    spec->dump_request().include = patterns;  // the same budget (dump.max_bytes) bounds the re-run
     originals.push_back(side);
-    reruns.push_back(rerun_with_spec(context, side, side.name + "_region", spec));
+    reruns.push_back(rerun_with_spec(context, side, side.name + "_region", *spec));
   }
   if (reruns.empty()) return std::nullopt;
 

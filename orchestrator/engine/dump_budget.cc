@@ -15,7 +15,7 @@ nlohmann::json plan_dump_budget(int64_t limit_bytes, const std::vector<PlannedRu
   if (limit_bytes <= 0) return nullptr;
   std::map<std::string, int> ranks_of_run;  // by run identity: a run shared by steps is one
   for (const PlannedRun& run : planned) {
-    nlohmann::json spec = shared.spec_for(run);
+    RunSpec spec = shared.spec_for(run);
     if (!takes_dump_share(spec)) continue;
     RunRequest request = run.request;
     request.spec_identity = spec_identity(spec);
@@ -33,9 +33,9 @@ nlohmann::json plan_dump_budget(int64_t limit_bytes, const std::vector<PlannedRu
   return budget;
 }
 
-void apply_dump_share(const State& state, nlohmann::json& spec) {
+void apply_dump_share(const State& state, RunSpec& spec) {
   if (state.dump_budget.is_object() && takes_dump_share(spec))
-    set_dump_max_bytes(spec, state.dump_budget.at("per_run_bytes"));
+    spec.dump_request().max_bytes = state.dump_budget.at("per_run_bytes").get<int64_t>();
 }
 
 void record_dump_outcome(State& state) {

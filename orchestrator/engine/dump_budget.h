@@ -28,7 +28,7 @@ nlohmann::json plan_dump_budget(int64_t limit_bytes, const std::vector<PlannedRu
                                 const std::map<std::string, int>& ranks_by_step = {});
 
 // Gives a run that takes a share its dump.max_bytes (no change without a planned budget).
-void apply_dump_share(const State& state, nlohmann::json& spec);
+void apply_dump_share(const State& state, RunSpec& spec);
 
 // Adds the outcome to state.dump_budget from each run's status.json (and each further rank's
 // status_rank{R}.json): written_bytes over the distinct runs, and left_out, one entry per run (per

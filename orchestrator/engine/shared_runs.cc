@@ -12,18 +12,18 @@ const char* kPerRunVariables[] = {"DIAGNOSE_STEP", "DIAGNOSE_DUMP_DIR", "DIAGNOS
                                   "DIAGNOSE_RUN_SPEC_DIGEST"};
 
 // The identity of `request` asked with `spec`.
-std::string identity_with(const nlohmann::json& spec, RunRequest request) {
+std::string identity_with(const RunSpec& spec, RunRequest request) {
   request.spec_identity = spec_identity(spec);
   return run_identity(request);
 }
 
-std::string base_identity(const nlohmann::json& spec, const RunRequest& request) {
+std::string base_identity(const RunSpec& spec, const RunRequest& request) {
   return identity_with(spec_computation(spec), request);
 }
 
 }  // namespace
 
-std::string spec_identity(const nlohmann::json& spec) { return hex_digest(fnv1a(spec_identity_fields(spec).dump())); }
+std::string spec_identity(const RunSpec& spec) { return hex_digest(fnv1a(spec_identity_fields(spec).dump())); }
 
 std::string run_identity(const RunRequest& request) {
   if (request.spec_identity.empty()) return "";
@@ -43,7 +43,7 @@ void SharedRuns::plan(const std::vector<PlannedRun>& runs) {
     size_t index = 0;
     for (; index < groups_.size(); ++index) {
       if (groups_[index].base != base) continue;
-      if (std::optional<nlohmann::json> merged = merged_needs(groups_[index].spec, run.spec)) {
+      if (std::optional<RunSpec> merged = merged_needs(groups_[index].spec, run.spec)) {
         groups_[index].spec = *merged;
         break;
       }
@@ -54,12 +54,12 @@ void SharedRuns::plan(const std::vector<PlannedRun>& runs) {
   for (const Group& group : groups_) planned_dirs_.emplace(identity_with(group.spec, group.request), group.request.dir);
 }
 
-nlohmann::json SharedRuns::spec_for(const PlannedRun& run) const {
+RunSpec SharedRuns::spec_for(const PlannedRun& run) const {
   auto member = group_of_.find({run.step, run.name});
   if (member == group_of_.end()) return run.spec;
   const Group& group = groups_[member->second];
   // A step may ask for other runs than it planned (its spec depends on an earlier result).
-  std::optional<nlohmann::json> covering = merged_needs(group.spec, run.spec);
+  std::optional<RunSpec> covering = merged_needs(group.spec, run.spec);
   bool covered = covering && *covering == group.spec && base_identity(run.spec, run.request) == group.base;
   return covered ? group.spec : run.spec;
 }

@@ -27,7 +27,7 @@ namespace diagnose {
 
 // What of a run spec decides the run's result (runspec/run_spec.h), as a digest
 // (RunRequest::spec_identity).
-std::string spec_identity(const nlohmann::json& spec);
+std::string spec_identity(const RunSpec& spec);
 // A digest of the run's identity, as the request will start it; empty for a request without a
 // spec identity (not a plugin run: never shared).
 std::string run_identity(const RunRequest& request);
@@ -44,7 +44,7 @@ class SharedRuns {
   void plan(const std::vector<PlannedRun>& runs);
   // The spec the planned run `run` is asked with: its group's merged spec, or its own when it was
   // not planned or is no longer what was planned.
-  nlohmann::json spec_for(const PlannedRun& run) const;
+  RunSpec spec_for(const PlannedRun& run) const;
   // The directory of a planned run with this identity: where it ran, else where its first
   // planned request will run it; nullopt when it was not planned (a request changed after
   // plugin_run, as a bisection trial's working directory is, must not land in another's).
@@ -57,7 +57,7 @@ class SharedRuns {
  private:
   struct Group {
     std::string base;  // the identity without dump and checks
-    nlohmann::json spec;
+    RunSpec spec;
     RunRequest request;  // its first member's
   };
   std::vector<Group> groups_;

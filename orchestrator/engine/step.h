@@ -20,13 +20,14 @@
 #include "orchestrator/workflow/schema.h"
 #include "orchestrator/workflow/step_kind_declaration.h"
 #include "orchestrator/workflow/workflow.h"
+#include "runspec/run_spec.h"
 
 namespace diagnose {
 
 // A plugin run a step will ask for, said before any step runs (StepKind::planned_runs).
 struct PlannedRun {
   std::string step, name;
-  nlohmann::json spec;
+  RunSpec spec;
   RunRequest request;  // as planned, in the step's own run directory
 };
 

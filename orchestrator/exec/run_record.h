@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "orchestrator/exec/run_request.h"
+
 namespace diagnose {
 
 enum class RunStatus {
@@ -27,25 +29,25 @@ RunStatus run_status_from_name(const std::string& name);
 // A finished run whose result stands (resume does not repeat it).
 bool run_complete(RunStatus s);
 
-struct RunRecord {
-  std::string name;
+// How a run ended, as the engine records it (RunRecord) and the report shows it (ReportedRun).
+struct RunEnding {
   RunStatus status = RunStatus::Pending;
-  std::vector<std::string> argv;  // as executed (a shell form is /bin/sh -c TEXT)
-  std::string cwd;
-  std::map<std::string, std::string> env;  // variables set on top of the engine's environment
-  std::string dir, dump_dir, stdout_path, stderr_path;
+  std::string stdout_path, stderr_path;
   std::optional<int> exit_code;
   std::optional<int> signal;
-  double started = 0, finished = 0;  // seconds since the epoch
   int attempts = 0;
-  std::string error;   // why it did not succeed, in words
-  std::string job_id;  // the Slurm job of the last attempt; empty for local runs
+  std::string error;  // why it did not succeed, in words
   // How a local run's last attempt started, "warm_fork" or "process" (warm_launcher.h), and why.
   std::string launch, launch_reason;
-  std::string identity;  // a plugin run's (shared_runs.h)
-  int ranks = 1;         // > 1: the run's processes, one per rank (runner.ranks), each with its logs
   // A run made for another request (shared_runs.h): the step and run that made it; empty otherwise.
   std::string from_step, from_run;
+};
+
+struct RunRecord : RunCommand, RunEnding {
+  double started = 0, finished = 0;  // seconds since the epoch
+  std::string job_id;                // the Slurm job of the last attempt; empty for local runs
+  std::string identity;              // a plugin run's (shared_runs.h)
+  int ranks = 1;                     // > 1: the run's processes, one per rank (runner.ranks), each with its logs
 };
 
 nlohmann::json to_json(const RunRecord& r);

@@ -7,16 +7,20 @@
 
 namespace diagnose {
 
-// A process a step needs, ready to start: templates expanded, paths absolute.
-struct RunRequest {
-  std::string name;  // unique within the step
-  std::vector<std::string> argv;
+// A run as a command: what a step asks to start (RunRequest) and what ran (RunRecord).
+struct RunCommand {
+  std::string name;               // unique within the step
+  std::vector<std::string> argv;  // as executed (a shell form is /bin/sh -c TEXT)
   std::string cwd;
-  std::map<std::string, std::string> env;
+  std::map<std::string, std::string> env;  // variables set on top of the engine's environment
+  std::string dir, dump_dir;               // the run's directory (a shared run's: its first requester's) and its dump
+};
+
+// A process a step needs, ready to start: templates expanded, paths absolute.
+struct RunRequest : RunCommand {
   double timeout_s = 0;
   int retries = 0;
   std::vector<std::string> outputs;  // must exist after the run
-  std::string dir, dump_dir;         // the run's directory (a shared run's: its first requester's) and its dump
   std::string spec_identity;         // a plugin run's spec (shared_runs.h); empty: never shared
   int repeat = 0;                    // earlier runs of this configuration the step asked for (shared_runs.h)
   std::string never_forked;          // why it starts as a process of its own even with runner.warm; "": may be forked

@@ -18,12 +18,7 @@ namespace fs = boost::filesystem;
 
 RunRecord record_for(const RunRequest& request) {
   RunRecord r;
-  r.name = request.name;
-  r.argv = request.argv;
-  r.cwd = request.cwd;
-  r.env = request.env;
-  r.dir = request.dir;
-  r.dump_dir = request.dump_dir;
+  static_cast<RunCommand&>(r) = request;
   r.stdout_path = request.dir + "/stdout.log";
   r.stderr_path = request.dir + "/stderr.log";
   return r;

@@ -134,28 +134,14 @@ std::vector<ReportSection> sections(const std::string& run_dir, const StepResult
 
 ReportedRun reported_run(const RunRecord& r) {
   ReportedRun run;
-  run.name = r.name;
-  run.status = r.status;
-  run.argv = r.argv;
-  run.cwd = r.cwd;
-  run.env = r.env;
-  run.exit_code = r.exit_code;
-  run.signal = r.signal;
-  run.attempts = r.attempts;
+  static_cast<RunCommand&>(run) = r;
+  static_cast<RunEnding&>(run) = r;
   run.started = iso_time(r.started);
   bool timed = r.started > 0 && r.finished >= r.started;
   run.finished = timed ? iso_time(r.finished) : json();
   run.duration_s = duration(r.started, r.finished);
-  run.stdout_path = r.stdout_path;
-  run.stderr_path = r.stderr_path;
-  run.dump_dir = r.dump_dir;
   boost::system::error_code ec;
   run.dump_kept = !r.dump_dir.empty() && fs::exists(r.dump_dir, ec);
-  run.error = r.error;
-  run.launch = r.launch;
-  run.launch_reason = r.launch_reason;
-  run.from_step = r.from_step;
-  run.from_run = r.from_run;
   if (r.status != RunStatus::Succeeded) run.stderr_tail = log_tail(r.stderr_path);
   if (r.status != RunStatus::Succeeded && r.status != RunStatus::Pending)
     run.log_tail = run.stderr_tail.empty() ? log_tail(r.stdout_path) : run.stderr_tail;

@@ -29,22 +29,13 @@ struct ReportSection {
 };
 std::string section_kind_name(ReportSection::Kind kind);
 
-struct ReportedRun {
-  std::string name;
-  RunStatus status = RunStatus::Pending;
-  std::vector<std::string> argv;
-  std::string cwd;
-  std::map<std::string, std::string> env;  // on top of the engine's environment
-  std::optional<int> exit_code, signal;
-  int attempts = 0;
+// A run as the report shows it: its command and how it ended as recorded, its times as text.
+struct ReportedRun : RunCommand, RunEnding {
   nlohmann::json started, finished;  // ISO 8601 UTC or null; finished is null until the duration is known
   double duration_s = 0;
-  std::string stdout_path, stderr_path, dump_dir;
-  bool dump_kept = false;  // the dump directory existed when the report was made
-  std::string error, launch, launch_reason;
-  std::string from_step, from_run;  // a run shared from another step
-  nlohmann::json log_tail;          // of a run that did not succeed: its stderr's end, else its stdout's
-  std::string stderr_tail;          // of a run that did not succeed (junit.xml)
+  bool dump_kept = false;   // the dump directory existed when the report was made
+  nlohmann::json log_tail;  // of a run that did not succeed: its stderr's end, else its stdout's
+  std::string stderr_tail;  // of a run that did not succeed (junit.xml)
 };
 
 struct StepReport : StepOutcome {

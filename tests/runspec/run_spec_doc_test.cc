@@ -1,10 +1,12 @@
-// docs/run-spec.md against the C++ side of the contract: its tables list exactly the fields the
-// unit knows (tests/python/docs/test_run_spec_doc.py holds them against the plugin's).
+// docs/run-spec.md against the C++ side of the contract: RunSpec reads and writes back every
+// field its spec.json table lists (tests/python/docs/test_run_spec_doc.py holds both tables to
+// the plugin's fields; status.json is written by the plugin alone, and PluginStatus reads what
+// the engine needs of it).
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 #include <regex>
-#include <set>
 #include <sstream>
 #include <string>
 
@@ -14,28 +16,42 @@
 namespace diagnose {
 namespace {
 
-// The first column of the table under the heading that starts with `heading`.
-std::set<std::string> documented_fields(const std::string& heading) {
+// The table under the heading that starts with `heading`: each field's type as written.
+std::map<std::string, std::string> documented_fields(const std::string& heading) {
   std::ifstream file(std::string(DIAGNOSE_SOURCE_DIR) + "/docs/run-spec.md");
-  std::set<std::string> fields;
+  std::map<std::string, std::string> fields;
   bool inside = false;
-  const std::regex row(R"(^\| `([a-z_.]+)` \|)");
+  const std::regex row(R"(^\| `([a-z_.]+)` \| ([^|]+) \|)");
   for (std::string line; std::getline(file, line);) {
     if (line.rfind("## ", 0) == 0) inside = line.rfind("## " + heading, 0) == 0;
     std::smatch match;
-    if (inside && std::regex_search(line, match, row)) fields.insert(match[1]);
+    if (inside && std::regex_search(line, match, row)) fields[match[1]] = match[2];
   }
   return fields;
 }
 
-std::set<std::string> as_set(const std::vector<std::string>& names) { return {names.begin(), names.end()}; }
-
-TEST(RunSpecDoc, ListsTheRunSpecFieldsTheUnitKnows) {
-  EXPECT_EQ(documented_fields("spec.json"), as_set(run_spec_field_names()));
+// A value of a documented type ("str or null", "list of int"...); an object that has documented
+// fields of its own is filled with those.
+nlohmann::json sample(const std::string& type, bool has_fields) {
+  if (type.rfind("str", 0) == 0) return "x";
+  if (type.rfind("bool", 0) == 0) return true;
+  if (type.rfind("int", 0) == 0) return 1;
+  if (type.rfind("list of str", 0) == 0) return nlohmann::json::array({"x"});
+  if (type.rfind("list of int", 0) == 0) return nlohmann::json::array({1});
+  return has_fields ? nlohmann::json::object() : nlohmann::json({{"key", 1}});
 }
 
-TEST(RunSpecDoc, ListsTheStatusFieldsTheUnitKnows) {
-  EXPECT_EQ(documented_fields("status.json"), as_set(plugin_status_field_names()));
+TEST(RunSpecDoc, EveryDocumentedFieldIsReadAndWrittenBack) {
+  const std::map<std::string, std::string> fields = documented_fields("spec.json");
+  ASSERT_GT(fields.size(), 30u);
+  nlohmann::json spec = nlohmann::json::object();
+  for (const auto& [name, type] : fields) {  // a field before its own fields
+    auto nested = fields.lower_bound(name + ".");
+    bool has_fields = nested != fields.end() && nested->first.rfind(name + ".", 0) == 0;
+    spec[nlohmann::json::json_pointer("/" + std::regex_replace(name, std::regex("\\."), "/"))] =
+        sample(type, has_fields);
+  }
+  EXPECT_EQ(nlohmann::json(spec.get<RunSpec>()), spec);
 }
 
 TEST(PluginStatus, AnyContentParsesWithoutThrowing) {

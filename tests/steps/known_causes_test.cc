@@ -333,7 +333,7 @@ TEST(KnownCauses, AWorkflowsOwnCausesAreValidated) {
   ASSERT_EQ(parsed.size(), 2u);
   EXPECT_EQ(parsed[0].flip->env.at("FAST_MATH"), "0");
   EXPECT_EQ(parsed[0].flip->args, std::vector<std::string>{"--exact"});
-  EXPECT_EQ(parsed[1].flip->spec["switches"]["inductor"]["max_autotune"], false);
+  EXPECT_EQ(parsed[1].flip->spec.switches->inductor->at("max_autotune"), false);
   ASSERT_EQ(diagnostics.list().size(), 3u);
   EXPECT_NE(diagnostics.list()[0].message.find("'fallback_random' is already a cause"), std::string::npos);
   EXPECT_EQ(diagnostics.list()[0].line, 4);  // the name's line, 1-based

@@ -58,7 +58,10 @@ args: [--extra]
 env: {B: "2"}
 timeout: 30
 )yaml");
-  nlohmann::json spec = side_spec(context, side, {{"mode", "compiled"}, {"dump", {{"level", "fx"}, {"final", true}}}});
+  RunSpec defaults = spec_of("compiled", dump_at("fx"));
+  defaults.dump->final = true;
+  RunSpec typed = side_spec(context, side, defaults);
+  nlohmann::json spec = typed;
   EXPECT_EQ(spec["mode"], "eager");
   EXPECT_EQ(spec["backend"], "aot_eager");
   EXPECT_EQ(spec["device"], "cuda");
@@ -67,7 +70,7 @@ timeout: 30
   EXPECT_EQ(spec["switches"]["inductor"]["fallback_random"], true);
   EXPECT_EQ(spec["switches"]["fusion_switch_file"], workflow.dir + "/rules.cfg");
 
-  RunRequest run = plugin_run(context, "target", spec, side);
+  RunRequest run = plugin_run(context, "target", typed, side);
   std::vector<std::string> argv = {
       "/opt/py/bin/python", "-m", "diagnose_pytorch", "run", workflow.dir + "/model.py", "--steps", "2", "--extra"};
   EXPECT_EQ(run.argv, argv);
@@ -83,8 +86,8 @@ timeout: 30
   EXPECT_EQ(plugin_status_path(run), run.dir + "/status.json");
 
   // A changed spec changes the command's environment, so --resume does not keep the old run.
-  spec["dump"]["level"] = "none";
-  RunRequest changed = plugin_run(context, "target", spec, side);
+  typed.dump->level = "none";
+  RunRequest changed = plugin_run(context, "target", typed, side);
   EXPECT_NE(changed.env["DIAGNOSE_RUN_SPEC_DIGEST"], run.env["DIAGNOSE_RUN_SPEC_DIGEST"]);
 }
 
@@ -93,7 +96,7 @@ TEST(PluginRun, ModelDefaultsWithoutSide) {
   Workflow workflow = load(dir, "model: {script: m.py}\nsteps: [{id: a, kind: run, argv: [true]}]\n");
   State state;
   StepContext context(workflow, workflow.steps[0], state, dir / "run", nullptr);
-  nlohmann::json spec = side_spec(context, YAML::Node(), nlohmann::json::object());
+  nlohmann::json spec = side_spec(context, YAML::Node(), RunSpec());
   EXPECT_EQ(spec, (nlohmann::json{{"backend", "inductor"}, {"device", "cpu"}}));
   unsetenv("DIAGNOSE_PYTHON");
   EXPECT_EQ(context.model_python(), "python3");

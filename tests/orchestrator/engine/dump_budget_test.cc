@@ -24,28 +24,31 @@ PlannedRun planned(const std::string& step, const std::string& name, const nlohm
   r.argv = {"python", "-m", "diagnose_pytorch", "run", "/w/model.py"};
   r.cwd = "/w";
   r.dir = "/runs/x/steps/" + step + "/" + name;
-  return {step, name, spec, r};
+  return {step, name, spec.get<RunSpec>(), r};
 }
 
+std::string level(const nlohmann::json& spec) { return resolved_dump_level(spec.get<RunSpec>()); }
+bool takes_share(const nlohmann::json& spec) { return takes_dump_share(spec.get<RunSpec>()); }
+
 TEST(DumpBudget, AutoLevelsResolveAsThePluginDoes) {
-  EXPECT_EQ(resolved_dump_level({{"mode", "eager"}}), "aten");
-  EXPECT_EQ(resolved_dump_level({{"mode", "compiled"}, {"backend", "inductor"}}), "compiled");
-  EXPECT_EQ(resolved_dump_level({{"mode", "compiled"}, {"backend", "aot_eager"}}), "fx");
-  EXPECT_EQ(resolved_dump_level({{"mode", "compiled"}, {"backend", "my.pkg:backend"}}), "none");
-  EXPECT_EQ(resolved_dump_level({{"mode", "compiled"}, {"isolation", {{"eager_nodes", nlohmann::json::array()}}}}),
+  EXPECT_EQ(level(nlohmann::json{{"mode", "eager"}}), "aten");
+  EXPECT_EQ(level(nlohmann::json{{"mode", "compiled"}, {"backend", "inductor"}}), "compiled");
+  EXPECT_EQ(level(nlohmann::json{{"mode", "compiled"}, {"backend", "aot_eager"}}), "fx");
+  EXPECT_EQ(level(nlohmann::json{{"mode", "compiled"}, {"backend", "my.pkg:backend"}}), "none");
+  EXPECT_EQ(level(nlohmann::json{{"mode", "compiled"}, {"isolation", {{"eager_nodes", nlohmann::json::array()}}}}),
             "none");
-  EXPECT_EQ(resolved_dump_level({{"mode", "compiled"}, {"dump", {{"level", "fx"}}}}), "fx");
+  EXPECT_EQ(level(nlohmann::json{{"mode", "compiled"}, {"dump", {{"level", "fx"}}}}), "fx");
   // as status.json echoes a spec: unset fields null
-  EXPECT_EQ(resolved_dump_level({{"mode", "compiled"}, {"backend", "inductor"}, {"isolation", nullptr}}), "compiled");
+  EXPECT_EQ(level(nlohmann::json{{"mode", "compiled"}, {"backend", "inductor"}, {"isolation", nullptr}}), "compiled");
 }
 
 TEST(DumpBudget, OnlyOpDumpsKeepingTensorsWithoutABudgetOfTheirOwnTakeAShare) {
-  EXPECT_TRUE(takes_dump_share(kEagerAten));
-  EXPECT_TRUE(takes_dump_share({{"mode", "compiled"}, {"backend", "inductor"}}));
-  EXPECT_FALSE(takes_dump_share(with(kEagerAten, {{"dump", {{"stats_only", true}}}})));
-  EXPECT_FALSE(takes_dump_share(with(kEagerAten, {{"dump", {{"max_bytes", 1000}}}})));
-  EXPECT_FALSE(takes_dump_share(with(kEagerAten, {{"dump", {{"level", "none"}}}})));
-  EXPECT_FALSE(takes_dump_share({{"mode", "compiled"}, {"backend", "torchair"}}));  // GE's own dump
+  EXPECT_TRUE(takes_share(kEagerAten));
+  EXPECT_TRUE(takes_share(nlohmann::json{{"mode", "compiled"}, {"backend", "inductor"}}));
+  EXPECT_FALSE(takes_share(with(kEagerAten, {{"dump", {{"stats_only", true}}}})));
+  EXPECT_FALSE(takes_share(with(kEagerAten, {{"dump", {{"max_bytes", 1000}}}})));
+  EXPECT_FALSE(takes_share(with(kEagerAten, {{"dump", {{"level", "none"}}}})));
+  EXPECT_FALSE(takes_share(nlohmann::json{{"mode", "compiled"}, {"backend", "torchair"}}));  // GE's own dump
 }
 
 TEST(DumpBudget, SplitsEvenlyOverTheDistinctPlannedRunsThatKeepTensors) {
@@ -62,15 +65,15 @@ TEST(DumpBudget, SplitsEvenlyOverTheDistinctPlannedRunsThatKeepTensors) {
 
   State state;
   state.dump_budget = budget;
-  nlohmann::json spec = target.spec;
+  RunSpec spec = target.spec;
   apply_dump_share(state, spec);
-  EXPECT_EQ(spec["dump"]["max_bytes"], 1500);
-  nlohmann::json own = with(kEagerAten, {{"dump", {{"max_bytes", 7}}}});
+  EXPECT_EQ(spec.dump->max_bytes, 1500);
+  RunSpec own = with(kEagerAten, {{"dump", {{"max_bytes", 7}}}}).get<RunSpec>();
   apply_dump_share(state, own);
-  EXPECT_EQ(own["dump"]["max_bytes"], 7);
-  nlohmann::json unbounded = kEagerAten;
+  EXPECT_EQ(own.dump->max_bytes, 7);
+  RunSpec unbounded = kEagerAten.get<RunSpec>();
   apply_dump_share(State{}, unbounded);
-  EXPECT_FALSE(unbounded["dump"].contains("max_bytes"));
+  EXPECT_FALSE(unbounded.dump->max_bytes);
 }
 
 TEST(DumpBudget, EachRankOfARunIsADumpSoAllRanksTogetherStayWithinTheLimit) {
@@ -87,9 +90,9 @@ TEST(DumpBudget, EachRankOfARunIsADumpSoAllRanksTogetherStayWithinTheLimit) {
             "op dump(s) keeping tensors (3 runs, each rank of a run dumping its own).");
   State state;
   state.dump_budget = budget;
-  nlohmann::json spec = target.spec;
+  RunSpec spec = target.spec;
   apply_dump_share(state, spec);
-  EXPECT_EQ(spec["dump"]["max_bytes"], 600);  // each rank's dump: 2 ranks x 600 of the run
+  EXPECT_EQ(spec.dump->max_bytes, 600);  // each rank's dump: 2 ranks x 600 of the run
   // the plugin's own tools run in a world of one rank
   PlannedRun tool = planned("graph", "ops", kEagerAten);
   tool.request.argv = {"python", "-m", "diagnose_pytorch", "ops", "/w/model.py"};

@@ -23,12 +23,18 @@ RunRequest request(const std::string& step, const std::string& name) {
 }
 
 std::string identity(const nlohmann::json& spec, RunRequest r) {
-  r.spec_identity = spec_identity(spec);
+  r.spec_identity = spec_identity(spec.get<RunSpec>());
   return run_identity(r);
 }
 
 PlannedRun planned(const std::string& step, const std::string& name, const nlohmann::json& spec) {
-  return {step, name, spec, request(step, name)};
+  return {step, name, spec.get<RunSpec>(), request(step, name)};
+}
+
+// merged_needs on specs written as JSON.
+std::optional<nlohmann::json> merged_specs(const nlohmann::json& a, const nlohmann::json& b) {
+  std::optional<RunSpec> spec = merged_needs(a.get<RunSpec>(), b.get<RunSpec>());
+  return spec ? std::optional<nlohmann::json>(*spec) : std::nullopt;
 }
 
 TEST(RunIdentity, IgnoresTheRunsOwnPlacesAndAnEmptySwitchList) {
@@ -81,25 +87,25 @@ TEST(MergedNeeds, AnOutputsOnlyRunIsCoveredByADumpThatOnlyObserves) {
   nlohmann::json compiled = with(kEager, {{"mode", "compiled"}});
   nlohmann::json outputs = with(compiled, {{"dump", {{"level", "none"}}}});
   nlohmann::json buffers = with(compiled, {{"dump", {{"level", "auto"}}}});
-  EXPECT_FALSE(merged_needs(buffers, outputs));
-  EXPECT_FALSE(merged_needs(outputs, buffers));
+  EXPECT_FALSE(merged_specs(buffers, outputs));
+  EXPECT_FALSE(merged_specs(outputs, buffers));
   nlohmann::json user = with(compiled, {{"backend", "fusion_backend:backend"}});
   EXPECT_FALSE(
-      merged_needs(with(user, {{"dump", {{"level", "none"}}}}), with(user, {{"dump", {{"level", "compiled"}}}})));
+      merged_specs(with(user, {{"dump", {{"level", "none"}}}}), with(user, {{"dump", {{"level", "compiled"}}}})));
   // the FX level replaces the backend; GE's dump is GE's
-  EXPECT_FALSE(merged_needs(outputs, with(compiled, {{"dump", {{"level", "fx"}}}})));
+  EXPECT_FALSE(merged_specs(outputs, with(compiled, {{"dump", {{"level", "fx"}}}})));
   nlohmann::json torchair = with(compiled, {{"backend", "torchair"}});
-  EXPECT_FALSE(merged_needs(with(torchair, {{"dump", {{"level", "none"}}}}),
+  EXPECT_FALSE(merged_specs(with(torchair, {{"dump", {{"level", "none"}}}}),
                             with(torchair, {{"dump", {{"level", "compiled"}}}})));
   // eager: the ATen dump covers the outputs only when it holds the truth they ask for
   nlohmann::json aten = with(kEager, {{"dump", {{"level", "aten"}}}});
   nlohmann::json outputs_truth = with(kEager, {{"dump", {{"level", "none"}, {"truth", true}}}});
-  EXPECT_FALSE(merged_needs(aten, outputs_truth));
+  EXPECT_FALSE(merged_specs(aten, outputs_truth));
   nlohmann::json aten_truth = with(aten, {{"dump", {{"truth", true}}}});
-  EXPECT_EQ(merged_needs(aten_truth, outputs_truth), aten_truth);
+  EXPECT_EQ(merged_specs(aten_truth, outputs_truth), aten_truth);
   // nor when it leaves the final outputs out, or shadows other steps than they ask for
-  EXPECT_FALSE(merged_needs(with(aten_truth, {{"dump", {{"final", false}}}}), outputs_truth));
-  EXPECT_FALSE(merged_needs(with(aten_truth, {{"dump", {{"steps", {0}}}}}), outputs_truth));
+  EXPECT_FALSE(merged_specs(with(aten_truth, {{"dump", {{"final", false}}}}), outputs_truth));
+  EXPECT_FALSE(merged_specs(with(aten_truth, {{"dump", {{"steps", {0}}}}}), outputs_truth));
 }
 
 TEST(MergedNeeds, CoversTruthStatisticsAndTheMetaCheck) {
@@ -107,22 +113,22 @@ TEST(MergedNeeds, CoversTruthStatisticsAndTheMetaCheck) {
   nlohmann::json truth = with(kEager, {{"dump", {{"level", "aten"}, {"truth", true}}}});
   nlohmann::json meta =
       with(kEager, {{"dump", {{"level", "aten"}, {"stats_only", true}}}, {"checks", {{"meta", true}}}});
-  std::optional<nlohmann::json> merged = merged_needs(aten, truth);
+  std::optional<nlohmann::json> merged = merged_specs(aten, truth);
   ASSERT_TRUE(merged);
-  merged = merged_needs(*merged, meta);
+  merged = merged_specs(*merged, meta);
   ASSERT_TRUE(merged);
   EXPECT_EQ((*merged)["dump"], (nlohmann::json{{"level", "aten"}, {"truth", true}}));  // full covers stats_only
   EXPECT_EQ((*merged)["checks"], (nlohmann::json{{"meta", true}}));
   nlohmann::json stats = with(kEager, {{"dump", {{"level", "aten"}, {"stats_only", true}}}});
-  EXPECT_EQ((*merged_needs(stats, stats))["dump"]["stats_only"], true);
+  EXPECT_EQ((*merged_specs(stats, stats))["dump"]["stats_only"], true);
 }
 
 TEST(MergedNeeds, KeepsApartOtherLevelsFiltersAndConfigurations) {
   nlohmann::json aten = with(kEager, {{"dump", {{"level", "aten"}}}});
-  EXPECT_FALSE(merged_needs(aten, with(kEager, {{"dump", {{"level", "fx"}}}})));
-  EXPECT_FALSE(merged_needs(aten, with(kEager, {{"dump", {{"level", "aten"}, {"include", {"add"}}}}})));
-  EXPECT_FALSE(merged_needs(aten, with(aten, {{"dtype", "float64"}})));
-  EXPECT_FALSE(merged_needs(aten, with(aten, {{"checks", {{"other", 1}}}})));
+  EXPECT_FALSE(merged_specs(aten, with(kEager, {{"dump", {{"level", "fx"}}}})));
+  EXPECT_FALSE(merged_specs(aten, with(kEager, {{"dump", {{"level", "aten"}, {"include", {"add"}}}}})));
+  EXPECT_FALSE(merged_specs(aten, with(aten, {{"dtype", "float64"}})));
+  EXPECT_THROW(merged_specs(aten, with(aten, {{"checks", {{"other", 1}}}})), std::invalid_argument);  // no check
 }
 
 TEST(SharedRuns, PlannedRunsOfOneIdentityGetOneSpecAndTheFirstDirectory) {
@@ -132,21 +138,21 @@ TEST(SharedRuns, PlannedRunsOfOneIdentityGetOneSpecAndTheFirstDirectory) {
   PlannedRun compiled = planned("graph", "target", with(kEager, {{"mode", "compiled"}}));
   shared.plan({eager, golden, compiled});
   nlohmann::json spec = shared.spec_for(eager);
-  EXPECT_EQ(spec, shared.spec_for(golden));
+  EXPECT_EQ(spec, nlohmann::json(shared.spec_for(golden)));
   EXPECT_EQ(spec["dump"]["truth"], true);
   EXPECT_EQ(shared.spec_for(compiled), compiled.spec);
   std::string merged = identity(spec, golden.request);
   EXPECT_EQ(merged, identity(spec, eager.request));
   EXPECT_EQ(shared.dir_for(merged), eager.request.dir);
-  EXPECT_EQ(shared.dir_for(identity(compiled.spec, compiled.request)), compiled.request.dir);
+  EXPECT_EQ(shared.dir_for(identity(nlohmann::json(compiled.spec), compiled.request)), compiled.request.dir);
   RunRequest elsewhere = golden.request;  // changed after planning: not planned, never redirected
   elsewhere.cwd = golden.request.dir;
   EXPECT_FALSE(shared.dir_for(identity(spec, elsewhere)));
 
   PlannedRun changed = golden;  // asked for otherwise than planned: its own spec
-  changed.spec["dtype"] = "float64";
+  changed.spec.dtype = "float64";
   EXPECT_EQ(shared.spec_for(changed), changed.spec);
-  EXPECT_FALSE(shared.dir_for(identity(changed.spec, changed.request)));
+  EXPECT_FALSE(shared.dir_for(identity(nlohmann::json(changed.spec), changed.request)));
 }
 
 TEST(SharedRuns, TheAllOnTrialIsTheGraphCompareUndumpedTarget) {
@@ -158,15 +164,15 @@ TEST(SharedRuns, TheAllOnTrialIsTheGraphCompareUndumpedTarget) {
   PlannedRun all_on = planned("fusion", "t811c9dc5-0", outputs);
   for (PlannedRun* run : {&target, &undumped, &all_on}) run->request.cwd = run->request.dir;
   shared.plan({target, undumped, all_on});
-  EXPECT_EQ(shared.spec_for(all_on), outputs);
+  EXPECT_EQ(nlohmann::json(shared.spec_for(all_on)), outputs);
   EXPECT_EQ(shared.dir_for(identity(outputs, all_on.request)), undumped.request.dir);
-  EXPECT_EQ(shared.dir_for(identity(target.spec, target.request)), target.request.dir);
+  EXPECT_EQ(shared.dir_for(identity(nlohmann::json(target.spec), target.request)), target.request.dir);
   // a repeat of the all-on configuration, not planned: its own spec, in its own directory
-  PlannedRun repeat = planned("fusion", "t811c9dc5-1", all_on.spec);
+  PlannedRun repeat = planned("fusion", "t811c9dc5-1", nlohmann::json(all_on.spec));
   repeat.request.cwd = repeat.request.dir;
   repeat.request.repeat = 1;
   EXPECT_EQ(shared.spec_for(repeat), repeat.spec);
-  EXPECT_FALSE(shared.dir_for(identity(repeat.spec, repeat.request)));
+  EXPECT_FALSE(shared.dir_for(identity(nlohmann::json(repeat.spec), repeat.request)));
 }
 
 TEST(SharedRuns, RepeatsAreSharedAcrossStepsInTheirOrder) {
@@ -187,7 +193,7 @@ TEST(SharedRuns, RepeatsAreSharedAcrossStepsInTheirOrder) {
   for (const PlannedRun* first : {&ab_first, &all_on_first})
     EXPECT_EQ(shared.dir_for(identity(outputs, first->request)), undumped.request.dir);
   for (const PlannedRun* second : {&ab_second, &all_on_second}) {
-    EXPECT_EQ(shared.spec_for(*second), outputs);
+    EXPECT_EQ(nlohmann::json(shared.spec_for(*second)), outputs);
     EXPECT_EQ(shared.dir_for(identity(outputs, second->request)), ab_second.request.dir);
   }
   // a third run, which no step planned, is nobody's

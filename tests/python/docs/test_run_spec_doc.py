@@ -1,7 +1,7 @@
 """docs/run-spec.md against the plugin's side of the contract: its spec.json table lists exactly
 the fields of spec.py's RunSpec (nested ones as `dump.level`...) with their types, and its
-status.json table exactly the fields status.py writes (the C++ test RunSpecDoc holds the same
-tables against runspec/)."""
+status.json table exactly the fields status.py writes (the C++ test RunSpecDoc holds the
+spec.json table against runspec/'s RunSpec)."""
 
 from __future__ import annotations
 

@@ -5,6 +5,7 @@ node it came from and named after the golden's node of the same provenance."""
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
 
 import pytest
 import torch
@@ -22,15 +23,24 @@ def _model(x, w):
     return torch.softmax(y * 2, dim=-1)
 
 
-def _insert_identity_after_relu(gm: fx.GraphModule) -> None:
-    """A user's pass: a new node (no meta) after relu, which shifts AOT's names after it."""
-    for node in list(gm.graph.nodes):
-        if node.op == "call_function" and node.target is torch.relu:
-            with gm.graph.inserting_after(node):
-                identity = gm.graph.call_function(operator.mul, (node, 1.0))
-            node.replace_all_uses_with(identity)
-            identity.args = (node, 1.0)
-    gm.recompile()
+def _identity_inserted_after(target) -> Callable[[fx.GraphModule], None]:
+    """A user's pass: a new node (no meta) after each call of `target`, which shifts AOT's names
+    after it."""
+
+    def insert(gm: fx.GraphModule) -> None:
+        for node in list(gm.graph.nodes):
+            if node.op == "call_function" and node.target is target:
+                with gm.graph.inserting_after(node):
+                    identity = gm.graph.call_function(operator.mul, (node, 1.0))
+                node.replace_all_uses_with(identity)
+                identity.args = (node, 1.0)
+        gm.recompile()
+
+    return insert
+
+
+_insert_identity_after_relu = _identity_inserted_after(torch.relu)
+_insert_identity_after_cat = _identity_inserted_after(torch.cat)
 
 
 class _Rewrite(fx.Transformer):
@@ -219,13 +229,3 @@ def test_alignment_with_dynamic_shapes_each_graph_its_own_golden():
         shifted = {t: g for t, g in alignment.names.items() if t != g}
         assert shifted and all(g in alignment.golden.values() for g in shifted.values())
         assert any("traced from no unchanged node" in why for why in alignment.reasons.values())
-
-
-def _insert_identity_after_cat(gm: fx.GraphModule) -> None:
-    for node in list(gm.graph.nodes):
-        if node.op == "call_function" and node.target is torch.cat:
-            with gm.graph.inserting_after(node):
-                identity = gm.graph.call_function(operator.mul, (node, 1.0))
-            node.replace_all_uses_with(identity)
-            identity.args = (node, 1.0)
-    gm.recompile()
