@@ -12,7 +12,7 @@
 #include "orchestrator/exec/interrupt.h"
 #include "orchestrator/exec/scheduler.h"
 #include "orchestrator/workflow/template.h"
-#include "steps/bisection_knobs.h"
+#include "steps/bisection/bisection_knobs.h"
 
 namespace diagnose {
 

@@ -5,7 +5,7 @@
 
 #include "cli/commands.h"
 #include "orchestrator/exec/warm_launcher.h"
-#include "steps/step_kinds.h"
+#include "steps/kinds/step_kinds.h"
 
 namespace {
 

@@ -3,7 +3,7 @@
 // search sees configurations only (the rules off); the knob readies a trial's configuration in
 // its directory, reads which rules a finished run reports fired, and writes the workaround that
 // turns only the culprits off. Its implementations, which know the file formats, live above the
-// engine (steps/bisection_knobs.h).
+// engine (steps/bisection/bisection_knobs.h).
 #pragma once
 
 #include <optional>

@@ -1,5 +1,5 @@
 // The interface every step kind implements. A kind is one file in steps/ plus one
-// line in steps/step_kinds.cc; the engine does the rest (conditions, scheduling,
+// line in steps/kinds/step_kinds.cc; the engine does the rest (conditions, scheduling,
 // state, resume, verdict, reports).
 #pragma once
 

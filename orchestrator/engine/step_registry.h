@@ -1,6 +1,6 @@
 // The step kinds the engine knows. The engine only declares the registry: the composition
 // root (the diagnose binary's main, a test's environment) fills it before a workflow is
-// loaded, with steps/step_kinds.h's register_step_kinds().
+// loaded, with steps/kinds/step_kinds.h's register_step_kinds().
 #pragma once
 
 #include <memory>

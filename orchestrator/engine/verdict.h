@@ -26,7 +26,7 @@ struct Verdict {
   std::string step;     // the step that decided, if any
   std::string culprit;  // the op or rule named, if any
   // How the deciding step confirmed its culprit by an intervention run (its metric `confirmation`,
-  // steps/culprit_confirmation.h); null when it ran none.
+  // steps/judgement/culprit_confirmation.h); null when it ran none.
   nlohmann::json confirmation;
   std::vector<Finding> findings;
   std::vector<Evidence> evidence;

@@ -28,7 +28,7 @@ struct CommandSpec {
 
 struct ModelSpec {
   CommandSpec command;  // argv or shell (or args for a script), cwd, env, timeout, retries
-  // A script run through the PyTorch plugin (steps/plugin_run.h); empty: the command form.
+  // A script run through the PyTorch plugin (steps/plugin_runs/plugin_run.h); empty: the command form.
   std::string script;  // relative to the workflow's directory
   std::string python;  // empty: StepContext::model_python's choice
   std::string backend = "inductor";

@@ -1,10 +1,10 @@
-// steps/bisection_knobs.h: the fired-rule reports (GE's fusion_result.json, the plugin's
+// steps/bisection/bisection_knobs.h: the fired-rule reports (GE's fusion_result.json, the plugin's
 // status.json), the switch file sections a knob learns and keeps in the trial log, and the
 // switch files it writes.
 #include <gtest/gtest.h>
 
 #include "orchestrator/bisect/driver.h"
-#include "steps/bisection_knobs.h"
+#include "steps/bisection/bisection_knobs.h"
 #include "tests/support/files.h"
 
 namespace diagnose {

@@ -1,7 +1,7 @@
 // Calls and state judged on small outputs/ dumps written here: a decoder whose cache buffer the
 // target never writes, one that writes it at the wrong position, and an input written in place
 // by the golden run only.
-#include "steps/call_judgement.h"
+#include "steps/judgement/call_judgement.h"
 
 #include <gtest/gtest.h>
 

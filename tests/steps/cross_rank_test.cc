@@ -1,4 +1,4 @@
-#include "steps/cross_rank.h"
+#include "steps/judgement/cross_rank.h"
 
 #include <gtest/gtest.h>
 

@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 #include <boost/filesystem.hpp>
 
-#include "steps/dynamo_findings.h"
-#include "steps/single_op_batches.h"
+#include "steps/judgement/dynamo_findings.h"
+#include "steps/single_op/single_op_batches.h"
 #include "tests/compare/test_files.h"
 #include "tests/support/e2e_helpers.h"
 

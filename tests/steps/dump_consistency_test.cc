@@ -2,12 +2,12 @@
 // final outputs pass (a suspected dump artifact), the same row when the outputs fail or carry
 // a trace of its error (a real defect, masked or not: still a candidate), and the candidates an
 // intervention run would confirm, in order.
-#include "steps/dump_consistency.h"
+#include "steps/judgement/dump_consistency.h"
 
 #include <gtest/gtest.h>
 
 #include "compare/match.h"
-#include "steps/culprit_confirmation.h"
+#include "steps/judgement/culprit_confirmation.h"
 #include "tests/compare/test_files.h"
 
 namespace diagnose {

@@ -1,8 +1,8 @@
-// steps/feature_notes.h: the features a run's status.json lists as unavailable become one
+// steps/plugin_runs/feature_notes.h: the features a run's status.json lists as unavailable become one
 // note each in the step's summary and findings.
 #include <gtest/gtest.h>
 
-#include "steps/feature_notes.h"
+#include "steps/plugin_runs/feature_notes.h"
 #include "tests/support/files.h"
 
 namespace diagnose {

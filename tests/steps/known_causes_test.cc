@@ -1,6 +1,6 @@
-// The known-cause detectors (steps/known_causes.h), each on the status.json or dump a run
+// The known-cause detectors (steps/causes/known_causes.h), each on the status.json or dump a run
 // would record, written here; the catalogue's scopes; a workflow's own causes.
-#include "steps/known_causes.h"
+#include "steps/causes/known_causes.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // NaN/Inf origins found in small diagnose dumps written here (statistics-only records: the
 // rule reads the recorded nan/inf counts).
-#include "steps/nan_origin.h"
+#include "steps/judgement/nan_origin.h"
 
 #include <gtest/gtest.h>
 

@@ -1,10 +1,10 @@
-// steps/plugin_run.h: a `model: {script: ...}` workflow turned into plugin runs with their
+// steps/plugin_runs/plugin_run.h: a `model: {script: ...}` workflow turned into plugin runs with their
 // run specs; the model section's validation.
 #include <gtest/gtest.h>
 
 #include "orchestrator/engine/run_dir.h"
 #include "orchestrator/workflow/workflow_loader.h"
-#include "steps/plugin_run.h"
+#include "steps/plugin_runs/plugin_run.h"
 #include "tests/support/e2e_helpers.h"
 
 namespace diagnose {

@@ -6,7 +6,7 @@
 #include "orchestrator/engine/step_registry.h"
 #include "orchestrator/workflow/workflow_loader.h"
 #include "orchestrator/workflow/workflow_schema.h"
-#include "steps/dump_judgement.h"
+#include "steps/judgement/dump_judgement.h"
 
 namespace diagnose {
 namespace {

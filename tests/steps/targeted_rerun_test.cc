@@ -1,4 +1,4 @@
-#include "steps/targeted_rerun.h"
+#include "steps/plugin_runs/targeted_rerun.h"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // registered with the engine, then every test.
 #include <gtest/gtest.h>
 
-#include "steps/step_kinds.h"
+#include "steps/kinds/step_kinds.h"
 
 int main(int argc, char** argv) {
   diagnose::register_step_kinds();

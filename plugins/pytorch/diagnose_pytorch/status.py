@@ -185,7 +185,7 @@ def _probed_features() -> dict:
 
 
 def configuration(root) -> dict:
-    """What the known-cause detectors read (steps/known_causes.h), as the script set it up when it
+    """What the known-cause detectors read (steps/causes/known_causes.h), as the script set it up when it
     compiled: the module's training mode with its active dropout, TF32 and determinism flags."""
     facts = {
         "float32_matmul_precision": torch.get_float32_matmul_precision(),

@@ -1,6 +1,6 @@
 """The run spec's keys held equal on both sides: every plugin side of a step in `diagnose schema`
 (`target:`, `golden:`, `referee:`, `eager:`, `compiled:`... of the diagnostic kinds, whose keys
-steps/plugin_run.cc copies into the run's spec.json) takes exactly the fields of the plugin's
+steps/plugin_runs/plugin_run.cc copies into the run's spec.json) takes exactly the fields of the plugin's
 RunSpec (plugins/pytorch/diagnose_pytorch/spec.py), `switches` and `dump` exactly those of
 Switches and DumpSpec, `checks` a map that can hold Checks' fields; the types agree, and so do
 the values both enumerate (mode, dtypes, dump levels, dump sides)."""

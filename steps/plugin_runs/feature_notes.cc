@@ -1,9 +1,9 @@
-#include "steps/feature_notes.h"
+#include "steps/plugin_runs/feature_notes.h"
 
 #include <set>
 
 #include "steps/json_text.h"
-#include "steps/plugin_run.h"
+#include "steps/plugin_runs/plugin_run.h"
 
 namespace diagnose {
 

@@ -20,7 +20,7 @@
 
 #include "compare/compare.h"
 #include "orchestrator/engine/step.h"
-#include "steps/dump_consistency.h"
+#include "steps/judgement/dump_consistency.h"
 
 namespace diagnose {
 

@@ -1,4 +1,4 @@
-#include "steps/targeted_rerun.h"
+#include "steps/plugin_runs/targeted_rerun.h"
 
 #include <algorithm>
 #include <cctype>
@@ -6,7 +6,7 @@
 
 #include "orchestrator/engine/dump_budget.h"
 #include "orchestrator/engine/state.h"
-#include "steps/plugin_run.h"
+#include "steps/plugin_runs/plugin_run.h"
 
 namespace diagnose {
 

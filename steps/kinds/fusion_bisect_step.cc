@@ -11,12 +11,12 @@
 #include "orchestrator/workflow/validate.h"
 #include "orchestrator/workflow/workflow_loader.h"
 #include "orchestrator/workflow/workflow_schema.h"
-#include "steps/bisection_knobs.h"
-#include "steps/bisection_steps.h"
-#include "steps/dump_judgement.h"
-#include "steps/feature_notes.h"
-#include "steps/plugin_run.h"
-#include "steps/side_option.h"
+#include "steps/bisection/bisection_knobs.h"
+#include "steps/bisection/bisection_steps.h"
+#include "steps/judgement/dump_judgement.h"
+#include "steps/plugin_runs/feature_notes.h"
+#include "steps/plugin_runs/plugin_run.h"
+#include "steps/plugin_runs/side_option.h"
 
 namespace diagnose {
 

@@ -1,4 +1,4 @@
-#include "steps/dump_judgement.h"
+#include "steps/judgement/dump_judgement.h"
 
 #include <algorithm>
 #include <boost/filesystem.hpp>
@@ -11,12 +11,12 @@
 #include "compare/report.h"
 #include "orchestrator/exec/command_line.h"
 #include "orchestrator/workflow/workflow_schema.h"
-#include "steps/call_judgement.h"
-#include "steps/cross_rank.h"
-#include "steps/culprit_confirmation.h"
-#include "steps/dump_consistency.h"
-#include "steps/nan_origin.h"
-#include "steps/targeted_rerun.h"
+#include "steps/judgement/call_judgement.h"
+#include "steps/judgement/cross_rank.h"
+#include "steps/judgement/culprit_confirmation.h"
+#include "steps/judgement/dump_consistency.h"
+#include "steps/judgement/nan_origin.h"
+#include "steps/plugin_runs/targeted_rerun.h"
 
 namespace diagnose {
 

@@ -11,11 +11,11 @@
 #include "orchestrator/engine/run_dir.h"
 #include "orchestrator/engine/step.h"
 #include "orchestrator/exec/command_line.h"
-#include "steps/culprit_confirmation.h"
-#include "steps/dump_judgement.h"
-#include "steps/feature_notes.h"
-#include "steps/plugin_run.h"
-#include "steps/side_option.h"
+#include "steps/judgement/culprit_confirmation.h"
+#include "steps/judgement/dump_judgement.h"
+#include "steps/plugin_runs/feature_notes.h"
+#include "steps/plugin_runs/plugin_run.h"
+#include "steps/plugin_runs/side_option.h"
 
 namespace diagnose {
 

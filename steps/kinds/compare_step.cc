@@ -5,8 +5,8 @@
 #include "orchestrator/workflow/validate.h"
 #include "orchestrator/workflow/workflow_loader.h"
 #include "orchestrator/workflow/workflow_schema.h"
-#include "steps/dump_judgement.h"
-#include "steps/nan_origin.h"
+#include "steps/judgement/dump_judgement.h"
+#include "steps/judgement/nan_origin.h"
 
 namespace diagnose {
 

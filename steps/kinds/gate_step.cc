@@ -23,10 +23,10 @@
 #include "orchestrator/report/markup.h"
 #include "orchestrator/workflow/validate.h"
 #include "orchestrator/workflow/workflow_schema.h"
-#include "steps/dump_judgement.h"
-#include "steps/nan_origin.h"
-#include "steps/plugin_run.h"
-#include "steps/side_option.h"
+#include "steps/judgement/dump_judgement.h"
+#include "steps/judgement/nan_origin.h"
+#include "steps/plugin_runs/plugin_run.h"
+#include "steps/plugin_runs/side_option.h"
 
 namespace diagnose {
 

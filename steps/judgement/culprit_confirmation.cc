@@ -1,4 +1,4 @@
-#include "steps/culprit_confirmation.h"
+#include "steps/judgement/culprit_confirmation.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,8 +9,8 @@
 #include "orchestrator/exec/command_line.h"
 #include "orchestrator/util/files.h"
 #include "runspec/plugin_status.h"
-#include "steps/call_judgement.h"
-#include "steps/dump_judgement.h"
+#include "steps/judgement/call_judgement.h"
+#include "steps/judgement/dump_judgement.h"
 
 namespace diagnose {
 

@@ -15,11 +15,11 @@
 #include "orchestrator/engine/step.h"
 #include "orchestrator/exec/command_line.h"
 #include "orchestrator/util/log_tail.h"
-#include "steps/dump_judgement.h"
-#include "steps/plugin_run.h"
-#include "steps/side_option.h"
-#include "steps/single_op_batches.h"
-#include "steps/single_op_rules.h"
+#include "steps/judgement/dump_judgement.h"
+#include "steps/plugin_runs/plugin_run.h"
+#include "steps/plugin_runs/side_option.h"
+#include "steps/single_op/single_op_batches.h"
+#include "steps/single_op/single_op_rules.h"
 
 namespace diagnose {
 

@@ -5,9 +5,9 @@
 #include "orchestrator/engine/run_dir.h"
 #include "orchestrator/engine/step.h"
 #include "orchestrator/exec/command_line.h"
-#include "steps/dump_judgement.h"
-#include "steps/plugin_run.h"
-#include "steps/side_option.h"
+#include "steps/judgement/dump_judgement.h"
+#include "steps/plugin_runs/plugin_run.h"
+#include "steps/plugin_runs/side_option.h"
 
 namespace diagnose {
 

@@ -1,14 +1,14 @@
-#include "steps/single_op_rules.h"
+#include "steps/single_op/single_op_rules.h"
 
 #include <boost/filesystem.hpp>
 
 #include "orchestrator/bisect/driver.h"
 #include "orchestrator/exec/command_line.h"
-#include "steps/bisection_knobs.h"
-#include "steps/bisection_steps.h"
-#include "steps/dump_judgement.h"
-#include "steps/plugin_run.h"
-#include "steps/single_op_batches.h"
+#include "steps/bisection/bisection_knobs.h"
+#include "steps/bisection/bisection_steps.h"
+#include "steps/judgement/dump_judgement.h"
+#include "steps/plugin_runs/plugin_run.h"
+#include "steps/single_op/single_op_batches.h"
 
 namespace diagnose {
 

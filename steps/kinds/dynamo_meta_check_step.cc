@@ -8,10 +8,10 @@
 #include "orchestrator/engine/step.h"
 #include "orchestrator/exec/command_line.h"
 #include "orchestrator/util/log_tail.h"
-#include "steps/dump_judgement.h"
-#include "steps/dynamo_findings.h"
-#include "steps/plugin_run.h"
-#include "steps/side_option.h"
+#include "steps/judgement/dump_judgement.h"
+#include "steps/judgement/dynamo_findings.h"
+#include "steps/plugin_runs/plugin_run.h"
+#include "steps/plugin_runs/side_option.h"
 
 namespace diagnose {
 

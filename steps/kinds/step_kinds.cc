@@ -1,4 +1,4 @@
-#include "steps/step_kinds.h"
+#include "steps/kinds/step_kinds.h"
 
 #include "orchestrator/engine/step_registry.h"
 

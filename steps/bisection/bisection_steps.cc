@@ -1,9 +1,9 @@
-#include "steps/bisection_steps.h"
+#include "steps/bisection/bisection_steps.h"
 
 #include "orchestrator/workflow/workflow_loader.h"
 #include "orchestrator/workflow/workflow_schema.h"
-#include "steps/dump_judgement.h"
-#include "steps/plugin_run.h"
+#include "steps/judgement/dump_judgement.h"
+#include "steps/plugin_runs/plugin_run.h"
 
 namespace diagnose {
 

@@ -1,4 +1,4 @@
-#include "steps/dynamo_findings.h"
+#include "steps/judgement/dynamo_findings.h"
 
 #include <algorithm>
 #include <stdexcept>

@@ -1,4 +1,4 @@
-#include "steps/single_op_batches.h"
+#include "steps/single_op/single_op_batches.h"
 
 #include <algorithm>
 #include <boost/filesystem.hpp>

@@ -1,4 +1,4 @@
-#include "steps/call_judgement.h"
+#include "steps/judgement/call_judgement.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "steps/bisection_knobs.h"
+#include "steps/bisection/bisection_knobs.h"
 
 #include <boost/filesystem.hpp>
 

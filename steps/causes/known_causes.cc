@@ -1,4 +1,4 @@
-#include "steps/known_causes.h"
+#include "steps/causes/known_causes.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,7 +10,7 @@
 #include "orchestrator/engine/run_dir.h"
 #include "orchestrator/engine/step.h"
 #include "steps/json_text.h"
-#include "steps/nan_origin.h"
+#include "steps/judgement/nan_origin.h"
 
 namespace diagnose {
 

@@ -1,5 +1,5 @@
 // `known_causes`: the flowchart's "engineers remove common problems by experience" as a step,
-// over the catalogue of steps/known_causes.h. Without `experiments` it runs the configuration
+// over the catalogue of steps/causes/known_causes.h. Without `experiments` it runs the configuration
 // and dump detectors on what this invocation's runs recorded (making the eager run the
 // single-op check makes, when no step ran before it); with `experiments: true` it runs the A/B
 // experiments: the compiled run twice (run-to-run differences) and once per applicable cause
@@ -12,12 +12,12 @@
 #include "orchestrator/engine/run_dir.h"
 #include "orchestrator/engine/step.h"
 #include "orchestrator/exec/command_line.h"
-#include "steps/bisection_steps.h"
-#include "steps/dump_judgement.h"
+#include "steps/bisection/bisection_steps.h"
+#include "steps/judgement/dump_judgement.h"
 #include "steps/json_text.h"
-#include "steps/known_causes.h"
-#include "steps/plugin_run.h"
-#include "steps/side_option.h"
+#include "steps/causes/known_causes.h"
+#include "steps/plugin_runs/plugin_run.h"
+#include "steps/plugin_runs/side_option.h"
 
 namespace diagnose {
 

@@ -1,4 +1,4 @@
-#include "steps/nan_origin.h"
+#include "steps/judgement/nan_origin.h"
 
 #include <algorithm>
 #include <cmath>

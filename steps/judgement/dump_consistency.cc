@@ -1,4 +1,4 @@
-#include "steps/dump_consistency.h"
+#include "steps/judgement/dump_consistency.h"
 
 #include <algorithm>
 #include <map>

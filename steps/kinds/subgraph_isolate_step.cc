@@ -15,12 +15,12 @@
 #include "orchestrator/engine/step.h"
 #include "orchestrator/exec/command_line.h"
 #include "orchestrator/workflow/workflow_schema.h"
-#include "steps/bisection_knobs.h"
-#include "steps/bisection_steps.h"
-#include "steps/dump_judgement.h"
+#include "steps/bisection/bisection_knobs.h"
+#include "steps/bisection/bisection_steps.h"
+#include "steps/judgement/dump_judgement.h"
 #include "steps/json_text.h"
-#include "steps/plugin_run.h"
-#include "steps/side_option.h"
+#include "steps/plugin_runs/plugin_run.h"
+#include "steps/plugin_runs/side_option.h"
 
 namespace diagnose {
 

@@ -1,4 +1,4 @@
-#include "steps/plugin_run.h"
+#include "steps/plugin_runs/plugin_run.h"
 
 #include <boost/filesystem.hpp>
 #include <cstdlib>
