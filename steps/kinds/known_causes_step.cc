@@ -13,9 +13,9 @@
 #include "orchestrator/engine/step.h"
 #include "orchestrator/exec/command_line.h"
 #include "steps/bisection/bisection_steps.h"
-#include "steps/judgement/dump_judgement.h"
-#include "steps/json_text.h"
 #include "steps/causes/known_causes.h"
+#include "steps/json_text.h"
+#include "steps/judgement/dump_judgement.h"
 #include "steps/plugin_runs/plugin_run.h"
 #include "steps/plugin_runs/side_option.h"
 

@@ -17,8 +17,8 @@
 #include "orchestrator/workflow/workflow_schema.h"
 #include "steps/bisection/bisection_knobs.h"
 #include "steps/bisection/bisection_steps.h"
-#include "steps/judgement/dump_judgement.h"
 #include "steps/json_text.h"
+#include "steps/judgement/dump_judgement.h"
 #include "steps/plugin_runs/plugin_run.h"
 #include "steps/plugin_runs/side_option.h"
 
