@@ -185,8 +185,8 @@ def check_the_stale_cache(steps: dict) -> None:
     # confirmed by forcing the lost writes: their nodes run eagerly, every call then matches eager
     confirmation = graph["metrics"]["confirmation"]
     assert confirmation["outcome"] == "confirmed" and confirmation["runs"] == 1, confirmation
-    assert confirmation["forced_writes"] == ["buffers.k_cache", "buffers.v_cache", "buffers.position"], confirmation
-    assert confirmation["graph_nodes"] == ["g0.index_copy_", "g0.index_copy__1", "g0.add_"], confirmation
+    assert confirmation["forced_writes"] == ["buffers.k_cache", "buffers.position", "buffers.v_cache"], confirmation
+    assert confirmation["graph_nodes"] == ["g0.index_copy_", "g0.add_", "g0.index_copy__1"], confirmation
     assert confirmation["after"]["failed"] == 0 and confirmation["before"]["failed"] > 0, confirmation
     assert findings[0].startswith("culprit confirmed: with the in-place writes of `buffers.k_cache`"), findings[0]
     assert "the outputs and state of calls 1–4 match eager" in findings[0], findings[0]
