@@ -150,6 +150,16 @@ def written_input(node: fx.Node) -> fx.Node | None:
     return target
 
 
+def _memory(value) -> tuple | None:
+    """The memory a real tensor lives in (call_state.storage_key); None for anything else."""
+    if not isinstance(value, torch.Tensor) or isinstance(value, compat.FakeTensor) or value.device.type == "meta":
+        return None
+    try:
+        return storage_key(value)
+    except (RuntimeError, NotImplementedError):  # a tensor without storage of its own
+        return None
+
+
 def computes_scalars(node: fx.Node) -> bool:
     """A node whose value holds no tensor: a size, an `.item()`, arithmetic on them."""
     value = node.meta.get("example_value")
@@ -287,15 +297,11 @@ class Isolation:
         """The nodes that write the state `eager_writes` names in place join the eager ones."""
         state = self.session.call_state
         tensors = state.tensors() if state is not None else []
-        paths = {storage_key(s.tensor): s.path for s in tensors if s.path in self.spec.eager_writes}
+        paths = {_memory(s.tensor): s.path for s in tensors if s.path in self.spec.eager_writes}
+        paths.pop(None, None)
         given = dict(zip((n for n in gm.graph.nodes if n.op == "placeholder"), example_inputs))
         for node in candidates:
-            value = given.get(written_input(node))
-            path = (
-                paths.get(storage_key(value))
-                if isinstance(value, torch.Tensor) and value.device.type != "meta"
-                else None
-            )
+            path = paths.get(_memory(given.get(written_input(node))))
             if path is not None:
                 self.eager_ids.add(node_id(graph, node))
                 self.report["forced_writes"][path].append(node_id(graph, node))
