@@ -63,6 +63,7 @@ def records(run_dir: Path) -> dict:
     return {(r["step"], r["path"]): outputs.load(r) for r in outputs.tensors + outputs.state if r.get("file")}
 
 
+@pytest.mark.e2e  # two runs of the model
 def test_forcing_the_lost_cache_write_makes_every_call_match_eager(tmp_path, cache_dir):
     isolation = {"eager_nodes": [], "eager_writes": STATE}
     forced = run("forced", {"backend": "cache_write_backend:backend", "isolation": isolation}, tmp_path, cache_dir)
