@@ -116,6 +116,7 @@ template <class Isolation, class Visit>
 void isolation_fields(Isolation& isolation, Visit&& visit) {
   visit("eager_nodes", isolation.eager_nodes);
   visit("repro", isolation.repro);
+  visit("eager_writes", isolation.eager_writes);
 }
 
 template <class Spec, class Visit>

@@ -40,6 +40,8 @@ struct RunChecks {
 struct RunIsolation {
   std::vector<std::string> eager_nodes;
   std::optional<bool> repro;
+  // state paths (buffers.k_cache): the nodes that write them in place run eagerly too
+  std::optional<std::vector<std::string>> eager_writes;
 };
 
 struct RunSpec {

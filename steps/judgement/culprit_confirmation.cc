@@ -93,6 +93,40 @@ std::string not_run_eagerly(const CulpritCandidate& candidate, const std::string
   return "";
 }
 
+// The nodes that wrote `candidate`'s forced_writes in place in the intervention run, put in
+// `nodes`; "" when each piece of state had at least one and all ran eagerly, else why not
+// (status.json's isolation: forced_writes, compiled).
+std::string forced_write_nodes(const CulpritCandidate& candidate, const std::string& run_dir,
+                               std::vector<std::string>& nodes) {
+  const std::string path = plugin_status_path(run_dir);
+  const std::optional<std::string> text = read_file(path);
+  const nlohmann::json status = text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
+  if (!status.is_object()) return "the run left no readable status.json";
+  const nlohmann::json isolation = status.value("isolation", nlohmann::json());
+  const nlohmann::json forced = isolation.is_object() ? isolation.value("forced_writes", nlohmann::json()) : nullptr;
+  if (!forced.is_object()) return "its status.json says nothing of the writes it forced (isolation.forced_writes)";
+  std::vector<std::string> compiled_list;
+  try {
+    compiled_list = fired_rules_in_status(status, path).value_or(std::vector<std::string>());
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  const std::set<std::string> compiled(compiled_list.begin(), compiled_list.end());
+  std::vector<std::string> unwritten, kept;
+  for (const std::string& state : candidate.forced_writes) {
+    const nlohmann::json writers = forced.value(state, nlohmann::json::array());
+    if (!writers.is_array() || writers.empty()) unwritten.push_back(state);
+    for (const nlohmann::json& node : writers.is_array() ? writers : nlohmann::json::array()) {
+      if (!node.is_string()) continue;
+      nodes.push_back(node.get<std::string>());
+      if (compiled.count(nodes.back())) kept.push_back(nodes.back());
+    }
+  }
+  if (!unwritten.empty()) return "no node of the run's graphs writes " + joined(unwritten) + " in place";
+  if (!kept.empty()) return "the run compiled " + joined(kept) + " even when asked to run it eagerly";
+  return "";
+}
+
 bool subset_of(const std::vector<std::string>& nodes, const std::vector<std::vector<std::string>>& rejected) {
   return std::any_of(rejected.begin(), rejected.end(), [&](const std::vector<std::string>& r) {
     return std::all_of(nodes.begin(), nodes.end(),
@@ -101,6 +135,12 @@ bool subset_of(const std::vector<std::string>& nodes, const std::vector<std::vec
 }
 
 std::string named(const CulpritCandidate& c) {
+  if (!c.forced_writes.empty()) {
+    std::vector<std::string> quoted;
+    for (const std::string& state : c.forced_writes) quoted.push_back("`" + state + "`");
+    return "the in-place writes of " + joined(quoted) +
+           (c.graph_nodes.empty() ? "" : " (graph nodes " + joined(c.graph_nodes) + ")");
+  }
   return "`" + c.op + "`" + (c.graph_nodes.empty() ? "" : " (graph nodes " + joined(c.graph_nodes) + ")");
 }
 
@@ -149,10 +189,11 @@ void confirm_culprit(const StepContext& context, const std::vector<CulpritCandid
   nlohmann::json attempts = nlohmann::json::array();
   std::vector<std::vector<std::string>> rejected;
   std::vector<std::string> texts;
-  const CulpritCandidate* confirmed = nullptr;
+  std::optional<CulpritCandidate> confirmed;
   size_t runs = 0;
   nlohmann::json shown;  // the attempt the confirmation reports: the confirmed one, else the last run
-  for (const CulpritCandidate& c : candidates) {
+  for (CulpritCandidate c : candidates) {
+    const bool state = !c.forced_writes.empty();
     nlohmann::json attempt = {{"candidate", c.op},  {"graph_nodes", c.graph_nodes},
                               {"call", c.step + 1}, {"rank", c.rank},
                               {"run", nullptr},     {"suspected_artifact", c.suspected_artifact}};
@@ -167,17 +208,18 @@ void confirm_culprit(const StepContext& context, const std::vector<CulpritCandid
       unconfirmable("the final outputs without intervention cannot be compared: " + before_record.error);
       continue;
     }
-    if (c.graph_nodes.empty()) {
+    if (state) attempt["forced_writes"] = c.forced_writes;
+    if (c.graph_nodes.empty() && !state) {
       unconfirmable("its dump record names no Dynamo-graph node (graph_nodes) that a run could execute eagerly");
       continue;
     }
-    if (subset_of(c.graph_nodes, rejected)) {
+    if (!state && subset_of(c.graph_nodes, rejected)) {
       unconfirmable("its graph nodes were run eagerly already, with a rejected candidate");
       continue;
     }
     if (runs >= kMaxConfirmationRuns) break;
     const std::string name = "confirm-" + std::to_string(++runs);
-    const RunRequest request = intervention(name, c.graph_nodes);
+    const RunRequest request = intervention(name, c);
     const RunRecord record = context.run({request}).front();
     attempt["run"] = name;
     result.reproduce.push_back(reproduce_command(record.cwd, record.env, record.argv));
@@ -186,14 +228,18 @@ void confirm_culprit(const StepContext& context, const std::vector<CulpritCandid
       shown = attempt;
       continue;
     }
-    if (const std::string why = not_run_eagerly(c, record.dir); !why.empty()) {
+    if (const std::string why =
+            state ? forced_write_nodes(c, record.dir, c.graph_nodes) : not_run_eagerly(c, record.dir);
+        !why.empty()) {
       unconfirmable("in intervention run " + name + ", " + why);
       shown = attempt;
       continue;
     }
-    RecordedComparison after_record =
-        compare_and_record(context, sides.golden_outputs, record.dir + "/outputs", sides.referee_outputs,
-                           dir + "/" + name, "final outputs with " + c.op + " run eagerly");
+    attempt["graph_nodes"] = c.graph_nodes;
+    RecordedComparison after_record = compare_and_record(
+        context, sides.golden_outputs, record.dir + "/outputs", sides.referee_outputs, dir + "/" + name,
+        "final outputs with " +
+            (state ? "the writes of " + joined(c.forced_writes) + " forced" : c.op + " run eagerly"));
     if (!after_record.compared) {
       unconfirmable("its final outputs cannot be compared: " + after_record.error);
       shown = attempt;
@@ -212,8 +258,9 @@ void confirm_culprit(const StepContext& context, const std::vector<CulpritCandid
     } else if (before->failed > 0) {
       ok = after.failed == 0;
       const std::string failing = before->failing_calls.empty() ? "the final outputs" : before->failing_calls;
-      text = "with " + named(c) + " run eagerly, the rest compiled, " + failing +
-             (ok ? " match eager" : " still diverge") + " (failing output rows " + std::to_string(before->failed) +
+      text = "with " + named(c) + (state ? " forced (run eagerly" : " run eagerly") + ", the rest compiled" +
+             (state ? "), the outputs and state of " : ", ") + failing + (ok ? " match eager" : " still diverge") +
+             (state ? " (failing output and state rows " : " (failing output rows ") + std::to_string(before->failed) +
              " → " + std::to_string(after.failed) + "; " + rmse_change(*before, after) + ")";
     } else {
       ok = before->rmse > 0 && after.rmse * kMaskedDrop <= before->rmse;
@@ -223,13 +270,16 @@ void confirm_culprit(const StepContext& context, const std::vector<CulpritCandid
     }
     attempt["outcome"] = ok ? "confirmed" : "rejected";
     text = (ok ? "confirmed: " : "rejected: ") + text;
-    if (!ok) text += (c.suspected_artifact ? ": a dump artifact, not the culprit" : ": not the culprit alone");
+    if (!ok)
+      text += (c.suspected_artifact ? ": a dump artifact, not the culprit"
+               : state              ? ": the lost writes do not explain the failure alone"
+                                    : ": not the culprit alone");
     attempt["text"] = text;
     texts.push_back(text);
     attempts.push_back(attempt);
     shown = attempt;
     if (ok) {
-      confirmed = &c;
+      confirmed = c;
       break;
     }
     rejected.push_back(c.graph_nodes);
@@ -244,14 +294,18 @@ void confirm_culprit(const StepContext& context, const std::vector<CulpritCandid
                                  {"after", nullptr},     {"text", joined(texts, "; ")},
                                  {"attempts", attempts}};
   if (shown.is_object())
-    for (const char* key : {"candidate", "graph_nodes", "run", "after"})
+    for (const char* key : {"candidate", "graph_nodes", "forced_writes", "run", "after"})
       if (shown.contains(key)) confirmation[key] = shown[key];
   result.metrics["confirmation"] = confirmation;
+  // a state culprit keeps what the state comparison said of it (localized: whether op rows localise it)
+  const bool state = !candidates.empty() && !candidates.front().forced_writes.empty();
   if (confirmed) {
     result.metrics["culprit"] = confirmed->op;
-    result.metrics["culprit_nodes"] = confirmed->fx_nodes;
-    result.metrics["culprit_sources"] = confirmed->sources;
-    result.metrics["localized"] = true;
+    if (!state) {
+      result.metrics["culprit_nodes"] = confirmed->fx_nodes;
+      result.metrics["culprit_sources"] = confirmed->sources;
+      result.metrics["localized"] = true;
+    }
     if (result.status == StepStatus::Error) result.status = StepStatus::Fail;
     texts.pop_back();
     const std::string text = "culprit " + attempts.back()["text"].get<std::string>() +
@@ -262,10 +316,10 @@ void confirm_culprit(const StepContext& context, const std::vector<CulpritCandid
   }
   // Withdrawn: the next steps (fusion_bisect, subgraph_isolate) search as for a failure no op explains.
   result.metrics["culprit"] = nullptr;
-  result.metrics["localized"] = false;
-  const std::string text = "no culprit confirmed by intervention (" +
-                           (texts.empty() ? std::string("no candidate") : joined(texts, "; ")) +
-                           "): the op rows localise no culprit";
+  if (!state) result.metrics["localized"] = false;
+  const std::string text =
+      "no culprit confirmed by intervention (" + (texts.empty() ? std::string("no candidate") : joined(texts, "; ")) +
+      (state ? "): the differing state is not shown to cause the failure" : "): the op rows localise no culprit");
   result.summary += "; " + text;
   result.findings.insert(result.findings.begin(), {text, ""});
 }

@@ -6,6 +6,10 @@
 // defect masked downstream), when they come at least kMaskedDrop times closer to their float64
 // truth (else to eager). At most kMaxConfirmationRuns runs; a candidate whose dump names no graph
 // node (a GE op) cannot be confirmed, and an unconfirmed culprit is never named.
+// A state culprit (state_defect: state differs after a call whose outputs match) is confirmed by
+// forcing the write: one run with every node that writes the differing state in place run eagerly
+// (run spec isolation.eager_writes), confirmed when the final outputs and the state of every call
+// then match.
 #pragma once
 
 #include "steps/layer.h"
@@ -37,6 +41,8 @@ struct CulpritCandidate {
   int rank = -1, graph = -1;
   int64_t step = 0;
   bool suspected_artifact = false;
+  // a state culprit: the state paths (buffers.k_cache) whose in-place writes the run forces
+  std::vector<std::string> forced_writes;
 };
 
 // The candidates of a comparison whose culprit is `culprit`, most likely first: the culprit, then
@@ -45,8 +51,9 @@ struct CulpritCandidate {
 std::vector<CulpritCandidate> culprit_candidates(const compare::CompareResult& compared, const std::string& culprit,
                                                  const std::vector<SuspectedArtifact>& artifacts);
 
-// A run of the compiled model with `eager_nodes` run eagerly, named `name`.
-using InterventionRun = std::function<RunRequest(const std::string& name, const std::vector<std::string>& eager_nodes)>;
+// A run of the compiled model with the candidate's graph_nodes (and the writers of its
+// forced_writes) run eagerly, named `name`.
+using InterventionRun = std::function<RunRequest(const std::string& name, const CulpritCandidate& candidate)>;
 
 struct ConfirmationSides {
   std::string golden_outputs;  // the golden run's outputs/

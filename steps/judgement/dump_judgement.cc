@@ -180,6 +180,9 @@ void judge_state(const StepContext& context, const compare::CompareResult& final
   if (!state_first || f.status != StepStatus::Fail) return;
   f.metrics["category"] = "state_defect";
   f.metrics["culprit"] = "state." + calls.state.front().path;
+  std::vector<std::string> paths;
+  for (const StateDifference& d : calls.state) paths.push_back(d.path);
+  f.metrics["differing_state"] = {{"step", *state_first}, {"paths", paths}};
   f.summary = "the compiled graph does not carry the state between calls: call " + std::to_string(*state_first + 1) +
               "'s outputs match, but " + state.front() + "; " + f.summary;
 }
@@ -512,7 +515,18 @@ StepResult judge_run_dumps(const StepContext& context, const std::vector<RunRequ
                                         : nullptr;
   result.metrics["culprit_nodes"] = culprit ? culprit->fx_nodes : std::vector<std::string>();
   result.metrics["culprit_sources"] = culprit ? source_places(*culprit) : std::vector<std::string>();
-  if (candidates && judgement.compared)
+  if (result.metrics.contains("differing_state")) {
+    // a state culprit: the state that differs, whose in-place writes its confirmation forces
+    const nlohmann::json state = result.metrics["differing_state"];
+    result.metrics.erase("differing_state");
+    if (candidates) {
+      CulpritCandidate c;
+      c.op = result.metrics["culprit"].get<std::string>();
+      c.forced_writes = state["paths"].get<std::vector<std::string>>();
+      c.step = state["step"].get<int64_t>();
+      *candidates = {c};
+    }
+  } else if (candidates && judgement.compared)
     *candidates = culprit_candidates(
         *judgement.compared, result.metrics["culprit"].is_string() ? result.metrics["culprit"].get<std::string>() : "",
         finals ? suspected_dump_artifacts(*judgement.compared, *finals) : std::vector<SuspectedArtifact>());
@@ -554,7 +568,7 @@ void judge_final_outputs(const StepContext& context, const std::string& golden, 
   if (f.status == StepStatus::Fail && f.metrics.contains("category")) {
     result.status = StepStatus::Fail;
     result.summary = f.summary + "; ops: " + result.summary;
-    for (const char* key : {"category", "culprit"}) result.metrics[key] = f.metrics[key];
+    for (const char* key : {"category", "culprit", "differing_state"}) result.metrics[key] = f.metrics[key];
   } else if (f.status == StepStatus::Fail) {
     const bool ops_failed = result.status == StepStatus::Fail;
     result.status = StepStatus::Fail;

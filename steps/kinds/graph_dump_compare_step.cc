@@ -148,9 +148,10 @@ class GraphDumpCompareStep : public StepKind {
       const std::string model_cwd = context.path(context.workflow().model.command.cwd.value_or("."));
       confirm_culprit(
           context, candidates, sides,
-          [&](const std::string& name, const std::vector<std::string>& eager_nodes) {
+          [&](const std::string& name, const CulpritCandidate& candidate) {
             RunSpec isolated = spec;
-            isolated.isolation = RunIsolation{eager_nodes, std::nullopt};
+            isolated.isolation = RunIsolation{candidate.graph_nodes, std::nullopt, std::nullopt};
+            if (!candidate.forced_writes.empty()) isolated.isolation->eager_writes = candidate.forced_writes;
             RunRequest request = plugin_run(context, name, isolated, side);
             request.cwd = request.dir;  // a backend's own files stay with its run
             bisect::anchor_relative_paths(request, model_cwd);
@@ -205,10 +206,11 @@ class GraphDumpCompareStep : public StepKind {
     return compiled_side(context, o.target.overrides, undumped_spec(context, o));
   }
 
-  // Whether the localised failure's culprit must be confirmed by an intervention run: the op rows
-  // localise it (not the state: state_defect), or fail only where the outputs contradict them.
+  // Whether the failure's culprit must be confirmed by an intervention run: the state that
+  // differs (state_defect), the op rows that localise it, or that fail only where the outputs
+  // contradict them.
   static bool needs_confirmation(const StepResult& result) {
-    if (result.metrics.contains("category")) return false;
+    if (result.metrics.contains("category")) return result.metrics["category"] == "state_defect";
     if (result.status == StepStatus::Fail) return result.metrics["localized"] == true;
     return result.status == StepStatus::Error && result.metrics.contains("suspected_artifacts");
   }

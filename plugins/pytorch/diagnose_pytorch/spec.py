@@ -62,6 +62,8 @@ class Isolation:
     compiled with the backend, each contiguous run of them as its own subgraph."""
 
     eager_nodes: list[str] = field(default_factory=list)  # node ids g<graph>.<node name>
+    # state paths (buffers.k_cache, inputs.args.1): the nodes that write them in place run eagerly
+    eager_writes: list[str] = field(default_factory=list)
     repro: bool = False  # write repro/ for the compiled pieces at the end of the run
 
 
@@ -160,6 +162,9 @@ class RunSpec:
         nodes = self.isolation.eager_nodes
         if not isinstance(nodes, list) or not all(isinstance(n, str) for n in nodes):
             raise SpecError("isolation.eager_nodes must be a list of node ids (strings like 'g0.mul_1')")
+        writes = self.isolation.eager_writes
+        if not isinstance(writes, list) or not all(isinstance(w, str) for w in writes):
+            raise SpecError("isolation.eager_writes must be a list of state paths (strings like 'buffers.k_cache')")
         if not isinstance(self.isolation.repro, bool):
             raise SpecError("isolation.repro must be true or false")
         if self.mode != "compiled":

@@ -182,6 +182,14 @@ def check_the_stale_cache(steps: dict) -> None:
     assert any("in 32 of 512 elements (dim 2 at 0)" in m for m in findings), findings
     assert steps["dynamo"]["status"] == "pass", steps["dynamo"]["summary"]
     assert "Inf first appears" not in steps["eager_device"]["summary"], steps["eager_device"]["summary"]
+    # confirmed by forcing the lost writes: their nodes run eagerly, every call then matches eager
+    confirmation = graph["metrics"]["confirmation"]
+    assert confirmation["outcome"] == "confirmed" and confirmation["runs"] == 1, confirmation
+    assert confirmation["forced_writes"] == ["buffers.k_cache", "buffers.position", "buffers.v_cache"], confirmation
+    assert confirmation["graph_nodes"] == ["g0.index_copy_", "g0.add_", "g0.index_copy__1"], confirmation
+    assert confirmation["after"]["failed"] == 0 and confirmation["before"]["failed"] > 0, confirmation
+    assert findings[0].startswith("culprit confirmed: with the in-place writes of `buffers.k_cache`"), findings[0]
+    assert "the outputs and state of calls 1–4 match eager" in findings[0], findings[0]
 
 
 def check_the_departing_rank(steps: dict) -> None:
@@ -266,7 +274,7 @@ def test_standard_workflow_finds_the_planted_cause(diagnose_bin, tmp_path, induc
         assert all(step["status"] in ("pass", "skipped") for step in report["steps"]), summary
         return
     assert any(text in verdict["culprit"] for text in culprit), (verdict["culprit"], summary)
-    if category == "localized_op_defect":  # named only once an intervention run confirmed it
+    if category in ("localized_op_defect", "state_defect"):  # named only once an intervention run confirmed it
         confirmation = verdict["confirmation"]
         assert confirmation["outcome"] == "confirmed" and 1 <= confirmation["runs"] <= 2, confirmation
         assert verdict["findings"][0]["message"].startswith("culprit confirmed: "), verdict["findings"][0]

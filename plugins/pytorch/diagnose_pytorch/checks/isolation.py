@@ -21,7 +21,15 @@ with `follows`: that node) stays in its producer's piece, whatever eager_nodes s
 that computes scalars is computed again in each piece that reads it; neither is in `compiled`
 (they are no choice of their own). status.json's `isolation` says which nodes exist, which were
 compiled and how the graphs were split; with `isolation.repro` the compiled pieces' first inputs
-are kept for the standalone repro (repro_writer.py)."""
+are kept for the standalone repro (repro_writer.py).
+
+`isolation.eager_writes` names state by its path in the state records (`buffers.k_cache`,
+`inputs.args.1`; call_state.py): every node that writes one of them in place (an in-place method
+such as `index_copy_` or `add_`, an item assignment, an op whose schema writes an argument, on
+the graph input or a view of it) runs eagerly too, so the write happens as in eager whatever the
+backend does with it; the culprit confirmation of a state defect forces the lost write so.
+Dynamo hands the backend the call's own tensors, so a graph input is that state when it shares
+its memory. `forced_writes` in the report lists each path's nodes."""
 
 from __future__ import annotations
 
@@ -35,6 +43,7 @@ from torch import fx
 
 from .. import compat
 from ..compat import pytree
+from ..dump.call_state import storage_key
 from ..dump.fx_dump import node_source
 from ..dump.provenance import CANDIDATE_OPS, node_id
 from .repro_writer import ReproError, write_repro
@@ -102,6 +111,53 @@ def describe(graph: int, node: fx.Node) -> dict:
     if source is not None:
         entry["follows"] = node_id(graph, source)
     return entry
+
+
+# ops whose result is a view of their first argument: a write into it writes that argument
+_VIEWS = frozenset(
+    {"view", "view_as", "reshape", "transpose", "permute", "select", "narrow", "unsqueeze", "squeeze", "expand"}
+    | {"flatten", "unflatten", "t", "diagonal", "as_strided", "movedim", "__getitem__", "getitem", "slice"}
+)
+
+
+def _name(node: fx.Node) -> str:
+    if node.op == "call_method":
+        return node.target
+    return getattr(node.target, "__name__", "") if node.op == "call_function" else ""
+
+
+def written_input(node: fx.Node) -> fx.Node | None:
+    """The graph input (placeholder) that `node` writes in place, directly or through views of it."""
+    if node.op not in ("call_method", "call_function") or not node.args:
+        return None
+    name = _name(node)
+    schema = getattr(node.target, "_schema", None)
+    if schema is not None:
+        written = [
+            value
+            for arg, value in zip(schema.arguments, node.args)
+            if arg.alias_info is not None and arg.alias_info.is_write
+        ]
+    elif node.target is operator.setitem or (name.endswith("_") and not name.startswith("_")):
+        written = [node.args[0]]
+    else:
+        return None
+    target = written[0] if written and isinstance(written[0], fx.Node) else None
+    while target is not None and target.op != "placeholder":
+        if _name(target) not in _VIEWS or not target.args or not isinstance(target.args[0], fx.Node):
+            return None
+        target = target.args[0]
+    return target
+
+
+def _memory(value) -> tuple | None:
+    """The memory a real tensor lives in (call_state.storage_key); None for anything else."""
+    if not isinstance(value, torch.Tensor) or isinstance(value, compat.FakeTensor) or value.device.type == "meta":
+        return None
+    try:
+        return storage_key(value)
+    except (RuntimeError, NotImplementedError):  # a tensor without storage of its own
+        return None
 
 
 def computes_scalars(node: fx.Node) -> bool:
@@ -186,6 +242,8 @@ class Isolation:
         self.pieces: list[Piece] = []
         self.compiled: set[str] = set()
         self.report = {"graphs": 0, "nodes": [], "compiled": [], "pieces": [], "unmatched": []}
+        if self.spec.eager_writes:
+            self.report["forced_writes"] = {path: [] for path in self.spec.eager_writes}
         session.status.record_isolation(self.report)
 
     def splitting_backend(self, backend):
@@ -197,11 +255,14 @@ class Isolation:
     def _split(self, gm: fx.GraphModule, example_inputs, backend):
         """A compile that raises (Dynamo restarting its analysis, or failing) leaves no trace: the
         graph that replaces it takes its index, as in the dump (provenance.Snapshots)."""
-        kept = (len(self.report["nodes"]), len(self.pieces), set(self.compiled))
+        kept = (len(self.report["nodes"]), len(self.pieces), set(self.compiled), set(self.eager_ids))
+        forced = {path: list(ids) for path, ids in self.report.get("forced_writes", {}).items()}
         try:
             compiled = self._compile(self.graphs, gm, example_inputs, backend)
         except BaseException:
-            nodes, pieces, self.compiled = kept
+            nodes, pieces, self.compiled, self.eager_ids = kept
+            if forced:
+                self.report["forced_writes"] = forced
             for entry in self.report["nodes"][nodes:]:
                 del self.order[entry["id"]]
             del self.report["nodes"][nodes:]
@@ -217,6 +278,8 @@ class Isolation:
         for node in candidates:
             self.order[node_id(graph, node)] = len(self.order)
             self.report["nodes"].append(describe(graph, node))
+        if self.spec.eager_writes:
+            self._force_writes(graph, gm, candidates, example_inputs)
         pieces = plan(graph, candidates, self.eager_ids)
         for piece in pieces:
             if piece.compiled and self.spec.repro:
@@ -229,6 +292,19 @@ class Isolation:
             return gm.forward
         given = dict(zip((n for n in gm.graph.nodes if n.op == "placeholder"), example_inputs))
         return SplitGraph(gm, [self._runner(gm, p, backend, given) for p in pieces], pieces)
+
+    def _force_writes(self, graph: int, gm: fx.GraphModule, candidates: list[fx.Node], example_inputs) -> None:
+        """The nodes that write the state `eager_writes` names in place join the eager ones."""
+        state = self.session.call_state
+        tensors = state.tensors() if state is not None else []
+        paths = {_memory(s.tensor): s.path for s in tensors if s.path in self.spec.eager_writes}
+        paths.pop(None, None)
+        given = dict(zip((n for n in gm.graph.nodes if n.op == "placeholder"), example_inputs))
+        for node in candidates:
+            path = paths.get(_memory(given.get(written_input(node))))
+            if path is not None:
+                self.eager_ids.add(node_id(graph, node))
+                self.report["forced_writes"][path].append(node_id(graph, node))
 
     def _whole(self, gm, example_inputs, backend, pieces):
         """Every node compiled: the backend gets Dynamo's graph, as without isolation."""

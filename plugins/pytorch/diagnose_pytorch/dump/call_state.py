@@ -50,6 +50,13 @@ class CallState:
             candidates += [(f"parameters.{name}", p) for name, p in self.root.named_parameters()]
         self._before = [(path, t, _version(t)) for path, t in candidates]
 
+    def tensors(self) -> list[StateTensor]:
+        """Every tensor of the running call that may carry state, by the path `after` names it."""
+        state = [StateTensor(path, t) for path, t, _ in self._before]
+        if self.root is not None:
+            state += [StateTensor(f"buffers.{name}", b) for name, b in self.root.named_buffers()]
+        return state
+
     def after(self) -> list[StateTensor]:
         """The state after the call: every buffer, and what the call wrote in place."""
         state = []

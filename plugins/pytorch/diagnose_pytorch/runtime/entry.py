@@ -76,6 +76,7 @@ class Boundary:
             return args, kwargs
         args, kwargs = _convert_inputs((args, kwargs), spec)
         self.state.begin(args, kwargs)
+        session.call_state = self.state
         if spec.autocast:
             stack.enter_context(torch.autocast(torch.device(spec.device).type, dtype=getattr(torch, spec.autocast)))
         if session.eager_dumper is not None:

@@ -85,6 +85,7 @@ class Session:
             else None
         )
         self.provenance = Snapshots()
+        self.call_state: CallState | None = None  # the outermost call's, while it runs
         self.isolation = None
         if spec.isolation is not None:
             self.isolation = Isolation(self)
