@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 
 APT_PACKAGES=(
-  build-essential cmake ninja-build pkg-config git
+  build-essential cmake ninja-build pkg-config git ccache
   libyaml-cpp-dev libboost-dev libboost-filesystem-dev nlohmann-json3-dev libcli11-dev
   libprotobuf-dev protobuf-compiler libgtest-dev libgmock-dev libsqlite3-dev
   clang libclang-rt-14-dev clang-format

@@ -118,8 +118,8 @@ background_stage "Other torch versions (2.5.1, 2.14.1)" env DIAGNOSE_BIN="$ROOT/
 background_stage "Slurm runner (one-node cluster)" env DIAGNOSE_BIN="$ROOT/build/cli/diagnose" \
   tests/slurm/run.sh --junitxml="$RESULTS/pytest-slurm.xml"
 
-# The wheel (pyproject.toml; its objects kept in build/wheel-*, so a second run compiles only what
-# changed) installed into a venv that holds torch alone (made once in ~/.cache/diagnose, emptied
+# The wheel (pyproject.toml; built in build-wheel, its objects from ccache when the test build made
+# them) installed into a venv that holds torch alone (made once in ~/.cache/diagnose, emptied
 # of all else before each use); then, from an empty directory with no DIAGNOSE_PYTHON, `diagnose
 # check` on the bundled fusion_rules must give that example's verdict.
 wheel() {
