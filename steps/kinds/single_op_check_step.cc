@@ -4,6 +4,8 @@
 // dies, the op it was on is reported as crashed and the rest of its batch runs again. Each
 // op's compile and run seconds, as the plugin measured them, go into the report, and each
 // batch's seconds beside its ops' (the rest is its process starting, setting up and ending).
+// With Inductor a process first compiles many one-op graphs at once, each as it compiles alone;
+// the summary says how many ops that settled and how many were compiled alone.
 #include <algorithm>
 #include <boost/filesystem.hpp>
 #include <fstream>
