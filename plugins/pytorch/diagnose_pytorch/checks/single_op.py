@@ -70,7 +70,7 @@ def _batch_faithful(backend: str, switches: Switches) -> bool:
     if backend != "inductor":
         return False
     overrides = inductor_overrides(switches)
-    return not any(overrides.get(name, getattr(compat.inductor_config, name)) for name in _COMBINING_OPTIONS)
+    return not any(overrides.get(name, getattr(compat.inductor_config, name, None)) for name in _COMBINING_OPTIONS)
 
 
 def make_backend(name: str, switches: Switches):
