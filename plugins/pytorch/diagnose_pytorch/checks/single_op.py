@@ -3,8 +3,8 @@ real recorded inputs, eagerly and as a one-op graph (torch.compile(fullgraph=Tru
 dynamic=False) with the run's backend and global switches), and both results are written as
 diagnose dumps with the same op_key, for `diagnose compare -gp OUT/eager -mp OUT/graph`.
 
-With Inductor, the ops go first through batches: one compile of up to --batch-graphs one-op
-graphs side by side, each on its own inputs (no buffer is shared, so Inductor fuses nothing
+With Inductor, the ops go first through batched compiles: one compile of about --batch-graphs
+one-op graphs side by side, each on its own inputs (no buffer is shared, so Inductor fuses nothing
 across them). An op whose every batched result is within one epsilon of eager (closer than any
 default tolerance) is settled by the batch; any other op, and every op of a batch that fails,
 is then checked alone as before, so that every failing op's evidence comes from it alone.
@@ -284,7 +284,8 @@ class Check:
 
     def run_ops(self, dump: Path, ops: dict[str, list[RecordedCall]]) -> None:
         """Every op, in order, into self.results (saved after each): the ops that can be batched
-        first through batches of at most batch_graphs one-op graphs, the rest alone."""
+        first through batched compiles, each closed once it holds batch_graphs one-op graphs or
+        more (an op's calls stay together), the rest alone."""
         names = list(ops)
         while names:
             batch, prepared = [], {}
