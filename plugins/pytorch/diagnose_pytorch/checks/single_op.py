@@ -293,7 +293,8 @@ class Check:
                 batch.append(names.pop(0))
                 if self.batch_graphs and (calls := self._prepare_for_batch(dump, batch[-1], ops[batch[-1]])):
                     prepared[batch[-1]] = calls
-            settled = self._compile_batch(prepared) if len(prepared) > 1 else None
+            graphs = sum(map(len, prepared.values()))
+            settled = self._compile_batch(prepared) if graphs > 1 else None
             for name in batch:
                 self.event(name, "start")
                 try:
