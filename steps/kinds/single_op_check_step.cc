@@ -4,6 +4,8 @@
 // dies, the op it was on is reported as crashed and the rest of its batch runs again. Each
 // op's compile and run seconds, as the plugin measured them, go into the report, and each
 // batch's seconds beside its ops' (the rest is its process starting, setting up and ending).
+// With Inductor a process first compiles many one-op graphs at once, each as it compiles alone;
+// the summary says how many ops that settled and how many were compiled alone.
 #include <algorithm>
 #include <boost/filesystem.hpp>
 #include <fstream>
@@ -46,7 +48,8 @@ long long compile_count(const std::map<std::string, OpCost>& costs) {
   return compiles;
 }
 
-// The measured ops in inventory order: [{"op", "compile_s", "run_s", "compiles", "shared_compiles"}].
+// The measured ops in inventory order: [{"op", "compile_s", "run_s", "compiles", "shared_compiles",
+// "settled_in_batched_compile"}].
 nlohmann::json op_times_table(const std::vector<std::string>& ops, const std::map<std::string, OpCost>& costs) {
   nlohmann::json table = nlohmann::json::array();
   for (const std::string& op : ops)
@@ -55,12 +58,14 @@ nlohmann::json op_times_table(const std::vector<std::string>& ops, const std::ma
                        {"compile_s", cost->second.compile_s},
                        {"run_s", cost->second.run_s},
                        {"compiles", cost->second.compiles},
-                       {"shared_compiles", cost->second.shared_compiles}});
+                       {"shared_compiles", cost->second.shared_compiles},
+                       {"settled_in_batched_compile", cost->second.settled_in_batched_compile}});
   return table;
 }
 
-// "14 compiles, 30.2s compiling, 0.3s running (slowest: aten.gelu.default 3.1s, ...)".
-std::string cost_clause(const std::map<std::string, OpCost>& costs) {
+// "14 compiles, 30.2s compiling, 0.3s running (slowest: aten.gelu.default 3.1s, ...)"; the
+// compiles count the batched ones, each op's compile seconds its share of them.
+std::string cost_clause(const std::map<std::string, OpCost>& costs, long long batched_compiles) {
   constexpr size_t kSlowest = 3;
   double compiling = 0, running = 0;
   std::vector<std::pair<double, std::string>> slowest;
@@ -73,8 +78,8 @@ std::string cost_clause(const std::map<std::string, OpCost>& costs) {
   slowest.resize(std::min(slowest.size(), kSlowest));
   std::vector<std::string> named;
   for (const auto& [seconds, op] : slowest) named.push_back(op + " " + seconds_text(seconds));
-  return std::to_string(compile_count(costs)) + " compiles, " + seconds_text(compiling) + " compiling, " +
-         seconds_text(running) + " running (slowest: " + joined(named, ", ") + ")";
+  return std::to_string(compile_count(costs) + batched_compiles) + " compiles, " + seconds_text(compiling) +
+         " compiling, " + seconds_text(running) + " running (slowest: " + joined(named, ", ") + ")";
 }
 
 // The step's keys.
@@ -201,14 +206,16 @@ class SingleOpCheckStep : public StepKind {
     std::map<std::string, OpCost> costs;
     nlohmann::json batch_times = nlohmann::json::array();
     int rounds = 0;
+    long long batched_compiles = 0;
+    bool batched = true;  // until a process dies in a batched compile: then each op only alone
     while (!pending.empty()) {
       ++rounds;
       std::vector<RunRequest> requests;
       for (size_t b = 0; b < pending.size(); ++b) {
         std::string run_name = "batch" + std::to_string(rounds) + "-" + std::to_string(b + 1);
         std::string out = context.run_dir_of(run_name) + "/out";
-        requests.push_back(plugin_command(context, run_name,
-                                          single_op_args(eager_dir, out, target, switches_file, pending[b]), o.eager));
+        requests.push_back(plugin_command(
+            context, run_name, single_op_args(eager_dir, out, target, switches_file, pending[b], batched), o.eager));
         // The batches compile at the same time (GE's fusion_result.json, written into the
         // working directory, must not be two batches' at once).
         if (works_in_own_directory(context, YAML::Node(), target)) requests.back().cwd = requests.back().dir;
@@ -221,7 +228,9 @@ class SingleOpCheckStep : public StepKind {
         bool ok = run.status == RunStatus::Succeeded;
         BatchOutcome outcome = read_batch_progress(read_file(out + "/progress.jsonl").value_or(""), pending[b], ok);
         double ops_s = 0;
-        for (auto& [op, cost] : read_op_costs(read_file(out + "/single_op.json").value_or(""))) {
+        const std::string results = read_file(out + "/single_op.json").value_or("");
+        batched_compiles += read_batched_compile_count(results);
+        for (auto& [op, cost] : read_op_costs(results)) {
           ops_s += cost.compile_s + cost.run_s;
           costs[op] = cost;
         }
@@ -234,8 +243,9 @@ class SingleOpCheckStep : public StepKind {
           crashed.push_back(*outcome.crashed);
           crash_logs[*outcome.crashed] = run.error + "\n" + log_tail(run.stderr_path, 40, 1500);
         }
-        bool progressed =
-            !outcome.done.empty() || !outcome.errors.empty() || !outcome.skipped.empty() || outcome.crashed;
+        if (outcome.died_in_batched_compile) batched = false;
+        bool progressed = !outcome.done.empty() || !outcome.errors.empty() || !outcome.skipped.empty() ||
+                          outcome.crashed || outcome.died_in_batched_compile;
         if (!outcome.not_started.empty() && !progressed) {
           // The process died before checking any op: not the ops' fault, nothing to learn by retrying.
           StepResult failed = *error_from_runs({run});
@@ -322,7 +332,8 @@ class SingleOpCheckStep : public StepKind {
     const double min_share = o.comparison.min_judged_share;
     result.metrics = {
         {"ops", ops.size()},
-        {"compiles", compile_count(costs)},
+        {"compiles", compile_count(costs) + batched_compiles},
+        {"batched_compiles", batched_compiles},
         {"op_times", op_times_table(ops, costs)},
         {"batch_times", batch_times},
         {"batch_costs_from", measured.report.empty() ? nlohmann::json() : nlohmann::json(measured.report)},
@@ -337,7 +348,13 @@ class SingleOpCheckStep : public StepKind {
         {"compared", compared},
         {"checked_share", checked_share},
         {"culprit", failed_ops.empty() ? nlohmann::json() : failed_ops[0]}};
-    std::string counts = std::to_string(checked) + " ops checked alone in " + std::to_string(rounds) + " round(s)";
+    const size_t settled = static_cast<size_t>(std::count_if(
+        costs.begin(), costs.end(), [](const auto& cost) { return cost.second.settled_in_batched_compile; }));
+    std::string counts = std::to_string(checked) + " ops checked " + (settled ? "as one-op graphs" : "alone") + " in " +
+                         std::to_string(rounds) + " round(s)";
+    if (settled)
+      counts += " (" + std::to_string(settled) + " settled by " + std::to_string(batched_compiles) +
+                " batched compile(s), " + std::to_string(checked - settled) + " compiled alone)";
     if (!skipped.empty()) counts += ", " + skipped_clause(skipped);
     if (!op_errors.empty()) counts += ", " + std::to_string(op_errors.size()) + " could not be checked";
     if (failed_ops.empty() && compared == 0) {
@@ -361,7 +378,7 @@ class SingleOpCheckStep : public StepKind {
       if (!wrong_ops.empty() && o.attribute_rules)
         result.summary += "; " + attribute_to_rules(context, {eager_dir, target}, o.rule_search, wrong_ops, result);
     }
-    if (!costs.empty()) result.summary += "; " + cost_clause(costs);
+    if (!costs.empty()) result.summary += "; " + cost_clause(costs, batched_compiles);
     return result;
   }
 };

@@ -35,13 +35,15 @@ std::optional<std::vector<OpCount>> parse_op_inventory(const std::string& text, 
 }
 
 std::vector<std::string> single_op_args(const std::string& eager_dir, const std::string& out, const RunSpec& target,
-                                        const std::string& switches_file, const std::vector<std::string>& ops) {
+                                        const std::string& switches_file, const std::vector<std::string>& ops,
+                                        bool batched) {
   std::vector<std::string> args = {
       "single-op", "--from", eager_dir, "--out", out, "--backend", target.backend.value_or("inductor")};
   if (target.device) args.insert(args.end(), {"--device", *target.device});
   if (target.dtype) args.insert(args.end(), {"--dtype", *target.dtype});
   if (!switches_file.empty()) args.insert(args.end(), {"--switches", switches_file});
   args.insert(args.end(), {"--ops", joined(ops, ",")});
+  if (!batched) args.insert(args.end(), {"--batch-graphs", "0"});
   return args;
 }
 
@@ -130,6 +132,7 @@ std::map<std::string, OpCost> op_costs(const nlohmann::json& entries) {
     if (entry.contains("compiles") && entry["compiles"].is_number_integer()) cost.compiles = entry["compiles"];
     if (entry.contains("shared_compiles") && entry["shared_compiles"].is_array())
       cost.shared_compiles = entry["shared_compiles"];
+    cost.settled_in_batched_compile = entry.value("settled_in_batched_compile", nlohmann::json()) == true;
     costs[entry["op"].get<std::string>()] = cost;
   }
   return costs;
@@ -140,6 +143,13 @@ std::map<std::string, OpCost> read_op_costs(const std::string& single_op_json) {
   return document.is_object() && document.contains("ops") ? op_costs(document["ops"]) : std::map<std::string, OpCost>();
 }
 
+long long read_batched_compile_count(const std::string& single_op_json) {
+  nlohmann::json document = nlohmann::json::parse(single_op_json, nullptr, false);
+  if (!document.is_object() || !document.contains("batched_compiles") || !document["batched_compiles"].is_array())
+    return 0;
+  return static_cast<long long>(document["batched_compiles"].size());
+}
+
 BatchOutcome read_batch_progress(const std::string& progress_text, const std::vector<std::string>& batch,
                                  bool process_ok) {
   std::map<std::string, std::string> last_event, message, reason;
@@ -147,22 +157,29 @@ BatchOutcome read_batch_progress(const std::string& progress_text, const std::ve
   std::istringstream lines(progress_text);
   std::string line;
   BatchOutcome outcome;
+  bool in_batched_compile = false;
   while (std::getline(lines, line)) {
     nlohmann::json event = nlohmann::json::parse(line, nullptr, false);
     if (event.is_object() && event.value("event", "") == "setup_failed") {
       outcome.setup_error = string_at(event, "message");
       continue;
     }
+    if (event.is_object() && event.value("event", "") == "batched_compile") {
+      in_batched_compile = true;
+      continue;
+    }
     if (event.is_discarded() || !event.is_object() || !event.contains("op") || !event["op"].is_string()) continue;
     std::string op = event["op"].get<std::string>();
     std::string kind = event.value("event", "");
     if (kind != "start" && kind != "done" && kind != "error" && kind != "skipped") continue;
+    in_batched_compile = false;
     last_event[op] = kind;
     if (kind == "start") last_started = op;
     message[op] = string_at(event, "message");
     reason[op] = string_at(event, "reason");
   }
 
+  outcome.died_in_batched_compile = !process_ok && in_batched_compile;
   for (const std::string& op : batch) {
     auto event = last_event.find(op);
     if (event == last_event.end()) {

@@ -28,9 +28,11 @@ std::optional<std::vector<OpCount>> parse_op_inventory(const std::string& text, 
 
 // The arguments of `python -m diagnose_pytorch single-op`: `ops` of the eager run in eager_dir,
 // compiled alone with the target's backend, device and dtype and the switches file (empty:
-// none), results into `out`.
+// none), results into `out`. `batched`: the plugin may first compile many one-op graphs
+// together (it checks alone every op that batch does not settle); false: each op only alone.
 std::vector<std::string> single_op_args(const std::string& eager_dir, const std::string& out, const RunSpec& target,
-                                        const std::string& switches_file, const std::vector<std::string>& ops);
+                                        const std::string& switches_file, const std::vector<std::string>& ops,
+                                        bool batched = true);
 
 // At most `count` batches of consecutive ops, sizes differing by one at most.
 std::vector<std::vector<std::string>> split_into_batches(const std::vector<std::string>& ops, size_t count);
@@ -52,11 +54,14 @@ struct MeasuredCosts {
 MeasuredCosts earlier_op_costs(const std::string& run_dir, const std::string& workflow, const std::string& step_id);
 
 // What one op cost in its single-op process: its one-op graphs' first calls through the backend
-// (compile_s, `compiles` of them) and its eager and compiled calls otherwise (run_s).
+// (compile_s, `compiles` of them, plus its graphs' share of a batched compile) and its eager
+// and compiled calls otherwise (run_s). settled_in_batched_compile: its results are those of
+// a batched compile (bitwise equal to eager), not of a compile alone.
 struct OpCost {
   double compile_s = 0, run_s = 0;
   long long compiles = 0;
   nlohmann::json shared_compiles = nlohmann::json::array();  // [{"op_key", "compiled_as"}]
+  bool settled_in_batched_compile = false;
 };
 
 // The costs in entries {"op", "compile_s", "run_s", "compiles", "shared_compiles"} (a
@@ -66,6 +71,9 @@ std::map<std::string, OpCost> op_costs(const nlohmann::json& entries);
 // The op_costs of a single-op process's single_op.json ({"ops": [...]}); text that is not such
 // a document gives none.
 std::map<std::string, OpCost> read_op_costs(const std::string& single_op_json);
+// How many batched compiles (many one-op graphs compiled at once) a single-op process ran: the
+// length of its single_op.json's "batched_compiles".
+long long read_batched_compile_count(const std::string& single_op_json);
 
 // An op the single-op run did not check, and why: `reason` is a short class ("random", "no
 // tensor output", "not registered"), `message` the plugin's words.
@@ -80,6 +88,7 @@ struct BatchOutcome {
   std::optional<std::string> crashed;                       // started, never finished, process died
   std::vector<std::string> not_started;                     // to run again in a new batch
   std::optional<std::string> setup_error;                   // why the process could not set up
+  bool died_in_batched_compile = false;                     // run the rest with each op only alone
 };
 
 // Reads progress.jsonl lines {"op", "event": "start"|"done"|"error"|"skipped", "message"[,
@@ -87,7 +96,9 @@ struct BatchOutcome {
 // "setup_failed", "message"} (the process could not set up: the model script did not reach
 // its first compiled call) gives setup_error. A torn or unreadable line is ignored. When the
 // process died, the op that started last without finishing crashed it; ops never started
-// are returned to run again. When it exited 0, ops without any event count as errors.
+// are returned to run again. When it exited 0, ops without any event count as errors. A line
+// {"event": "batched_compile"} starts a batched compile, before its ops' events: a process that
+// died after it and before any op event died in it (no op to blame).
 BatchOutcome read_batch_progress(const std::string& progress_text, const std::vector<std::string>& batch,
                                  bool process_ok);
 

@@ -87,6 +87,37 @@ TEST(SingleOpBatches, OpCostsAreReadFromTheResultsAndBadEntriesLeftOut) {
   EXPECT_TRUE(read_op_costs("not json").empty());
 }
 
+TEST(SingleOpBatches, BatchedCompilesAndTheOpsTheySettledAreRead) {
+  std::string results = R"({"ops": [
+    {"op": "a", "compile_s": 0.5, "run_s": 0.1, "compiles": 0, "settled_in_batched_compile": true},
+    {"op": "b", "compile_s": 1.5, "run_s": 0.1, "compiles": 1, "settled_in_batched_compile": false},
+    {"op": "c", "compile_s": 1.5, "run_s": 0.1, "compiles": 1}],
+    "batched_compiles": [{"ops": 2, "graphs": 2, "compile_s": 1.0, "settled": 1, "error": ""}]})";
+  std::map<std::string, OpCost> costs = read_op_costs(results);
+  EXPECT_TRUE(costs["a"].settled_in_batched_compile);
+  EXPECT_FALSE(costs["b"].settled_in_batched_compile);
+  EXPECT_FALSE(costs["c"].settled_in_batched_compile);
+  EXPECT_EQ(read_batched_compile_count(results), 1);
+  EXPECT_EQ(read_batched_compile_count(R"({"ops": []})"), 0);
+  EXPECT_EQ(read_batched_compile_count("not json"), 0);
+}
+
+TEST(SingleOpBatches, DeathInABatchedCompileBlamesNoOp) {
+  std::string progress = R"({"op": "a", "event": "start"}
+{"op": "a", "event": "done"}
+{"event": "batched_compile", "ops": ["b", "c"], "graphs": 2})";
+  BatchOutcome died = read_batch_progress(progress, {"a", "b", "c"}, false);
+  EXPECT_TRUE(died.died_in_batched_compile);
+  EXPECT_FALSE(died.crashed);
+  EXPECT_EQ(died.not_started, (std::vector<std::string>{"b", "c"}));
+  // after the batched compile, an op alone crashed: it is blamed
+  BatchOutcome blamed =
+      read_batch_progress(progress + "\n{\"op\": \"b\", \"event\": \"start\"}", {"a", "b", "c"}, false);
+  EXPECT_FALSE(blamed.died_in_batched_compile);
+  EXPECT_EQ(blamed.crashed, std::optional<std::string>("b"));
+  EXPECT_FALSE(read_batch_progress(progress, {"a", "b", "c"}, true).died_in_batched_compile);
+}
+
 TEST(SingleOpBatches, SkippedOpsAreNeitherDoneNorErrors) {
   std::string progress = R"({"op": "a", "event": "start"}
 {"op": "a", "event": "skipped", "message": "results depend on the RNG", "reason": "random"}
@@ -113,6 +144,7 @@ TEST(SingleOpBatches, CommandCarriesTheTargetAndTheSwitches) {
   EXPECT_EQ(
       single_op_args("/e", "/o", nlohmann::json::object(), "", {"x"}),
       (std::vector<std::string>{"single-op", "--from", "/e", "--out", "/o", "--backend", "inductor", "--ops", "x"}));
+  EXPECT_EQ(single_op_args("/e", "/o", nlohmann::json::object(), "", {"x"}, /*batched=*/false).back(), "0");
 }
 
 TEST(SingleOpBatches, CrashBlamesTheStartedOpAndReturnsTheRest) {
@@ -391,6 +423,26 @@ TEST(DiagnosticSteps, SingleOpCheckPassesWhenEveryOpMatches) {
   EXPECT_EQ(batches[0]["ops"].get<int>() + batches[1]["ops"].get<int>(), 3) << batches;
   for (const auto& batch : batches)
     EXPECT_TRUE(batch["seconds"].get<double>() > 0 && batch["ops_s"].is_number()) << batch;
+}
+
+TEST(DiagnosticSteps, SingleOpCheckSaysWhichOpsABatchedCompileSettled) {
+  TempDir dir;
+  write_text(dir / "wf.yaml", stand_in_model("STAND_IN_OPS: \"aten.a.default,aten.b.default,aten.c.default\", "
+                                             "STAND_IN_SETTLED_OPS: \"aten.a.default,aten.c.default\"") +
+                                  "steps:\n  - {id: single, kind: single_op_check, batches: 1}\n");
+  Finished r = run_diagnose({"wf.yaml"}, dir.path());
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  nlohmann::json step = report_of(dir)["steps"][0];
+  const std::string summary = step["summary"];
+  EXPECT_EQ(summary.rfind("3 ops checked as one-op graphs in 1 round(s) (2 settled by 1 batched compile(s), 1 "
+                          "compiled alone); every op matches eager; 2 compiles, ",
+                          0),
+            0u)
+      << summary;
+  EXPECT_EQ(step["metrics"]["batched_compiles"], 1);
+  EXPECT_EQ(step["metrics"]["compiles"], 2);  // b alone, and the batched compile
+  EXPECT_EQ(step["metrics"]["op_times"][0]["settled_in_batched_compile"], true);
+  EXPECT_EQ(step["metrics"]["op_times"][1]["settled_in_batched_compile"], false);
 }
 
 // No pass without looking: an op that could not be checked (here a compile error) counts

@@ -35,6 +35,13 @@ def main(argv: list[str] | None = None) -> int:
     single.add_argument("--switches", metavar="JSON_FILE", help="the run spec's `switches`")
     single.add_argument("--ops", metavar="NAME,...", help="only these ops")
     single.add_argument("--max-calls-per-signature", type=int, default=1, metavar="K")
+    single.add_argument(
+        "--batch-graphs",
+        type=int,
+        default=64,
+        metavar="N",
+        help="at most N one-op graphs compiled together first, with Inductor (0: each op only alone)",
+    )
     commands.add_parser("warm", help="fork a child for each run the engine asks for on stdin (warm.py)")
     backend = commands.add_parser(
         "script-backend", help="the backend object a script passes to torch.compile, as module:function (JSON)"

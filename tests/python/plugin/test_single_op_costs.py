@@ -20,7 +20,9 @@ def test_calls_with_one_signature_share_a_compile_and_are_each_judged(plugin_run
     out = tmp_path / "single"
     command = ["single-op", "--from", str(eager.run_dir), "--out", str(out), "--backend", "inductor"]
     proc = subprocess.run(
-        [PYTHON, "-m", "diagnose_pytorch", *command, "--ops", f"{GELU},{ADDMM}", "--max-calls-per-signature", "2"],
+        # each op compiled alone (--batch-graphs 0): a batched compile would settle addmm
+        [PYTHON, "-m", "diagnose_pytorch", *command, "--ops", f"{GELU},{ADDMM}", "--max-calls-per-signature", "2"]
+        + ["--batch-graphs", "0"],
         cwd=tmp_path,
         env=plugin_env(cache_dir),
         capture_output=True,
@@ -39,3 +41,14 @@ def test_calls_with_one_signature_share_a_compile_and_are_each_judged(plugin_run
     # both gelu calls are written and compared, each under its own op_key
     records = [json.loads(line) for line in (out / "graph" / "manifest.jsonl").read_text().splitlines()]
     assert {r["op_key"] for r in records if r.get("op") == GELU} == {first, second}
+
+
+def test_one_op_graphs_are_compiled_together_only_where_nothing_combines_independent_ops():
+    from diagnose_pytorch.checks.single_op import _batch_faithful
+    from diagnose_pytorch.spec import Switches
+
+    assert _batch_faithful("inductor", Switches(inductor={"max_autotune": False}))
+    assert not _batch_faithful("inductor", Switches(inductor={"aggressive_fusion": True}))
+    assert not _batch_faithful("inductor", Switches(inductor={"pre_grad_fusion_options": {"batch_linear": {}}}))
+    assert not _batch_faithful("inductor", Switches(inductor={"combo_kernels": True}))
+    assert not _batch_faithful("torchair", Switches())  # GE's fusion rules are not known to keep ops apart

@@ -3,9 +3,16 @@ real recorded inputs, eagerly and as a one-op graph (torch.compile(fullgraph=Tru
 dynamic=False) with the run's backend and global switches), and both results are written as
 diagnose dumps with the same op_key, for `diagnose compare -gp OUT/eager -mp OUT/graph`.
 
+With Inductor, the ops go first through batched compiles: one compile of about --batch-graphs
+one-op graphs side by side, each on its own inputs (no buffer is shared, so Inductor fuses nothing
+across them). An op whose every batched result is within one epsilon of eager (closer than any
+default tolerance) is settled by the batch; any other op, and every op of a batch that fails,
+is then checked alone as before, so that every failing op's evidence comes from it alone.
+
     python -m diagnose_pytorch ops --from EAGER_RUN_DIR
     python -m diagnose_pytorch single-op --from EAGER_RUN_DIR --out OUT --backend B
         [--device D] [--dtype T] [--switches SWITCHES.json] [--ops A,B] [--max-calls-per-signature K]
+        [--batch-graphs N]
 """
 
 from __future__ import annotations
@@ -48,6 +55,22 @@ def set_up_script(run_dir: Path) -> None:
     status_path = run_dir / "status.json"
     if status_path.is_file():
         run_until_first_compiled_call(json.loads(status_path.read_text()).get("ran", {}), "the single-op check")
+
+
+# Inductor options that combine nodes sharing no buffer (batch fusions of independent linears,
+# combo kernels, fusing pointwise nodes without shared data): off by default, and a batch is
+# compiled only while all are off, so that no one-op graph in it compiles otherwise than alone.
+_COMBINING_OPTIONS = ("pre_grad_fusion_options", "post_grad_fusion_options", "combo_kernels", "aggressive_fusion")
+
+
+def _batch_faithful(backend: str, switches: Switches) -> bool:
+    """Whether one-op graphs compiled together compile as each would alone: with Inductor, whose
+    scheduler fuses only nodes that share a buffer, while no combining option is on. Other
+    backends (a graph engine's fusion rules) are not known to keep independent ops apart."""
+    if backend != "inductor":
+        return False
+    overrides = inductor_overrides(switches)
+    return not any(overrides.get(name, getattr(compat.inductor_config, name, None)) for name in _COMBINING_OPTIONS)
 
 
 def make_backend(name: str, switches: Switches):
@@ -185,6 +208,35 @@ def _bitwise_equal(a, b) -> bool:
     return structure_a == structure_b and all(map(_same_bits, leaves_a, leaves_b))
 
 
+def _within_an_epsilon(x, y) -> bool:
+    """x and y the same dtype and shape, y's non-finite values exactly x's, and every other element
+    within one epsilon of the dtype, absolute and relative to x: |y - x| <= eps + eps * |x|;
+    integers and bool equal. Stricter than the allclose of every default tolerance preset of the
+    comparison (compare/judge.cc: atol and rtol each above one epsilon of their dtype)."""
+    if not (isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor)):
+        return _same_bits(x, y)
+    if x.dtype != y.dtype or x.shape != y.shape:
+        return False
+    if not x.is_floating_point():
+        return _same_bits(x, y)
+    eps = torch.finfo(x.dtype).eps
+    x, y = x.detach().cpu().double(), y.detach().cpu().double()
+    finite = torch.isfinite(x)
+    if not torch.equal(finite, torch.isfinite(y)) or not torch.equal(x[~finite].isnan(), y[~finite].isnan()):
+        return False
+    if not torch.equal(x[~finite].nan_to_num(), y[~finite].nan_to_num()):  # the same infinities
+        return False
+    return bool(((y - x).abs()[finite] <= eps + eps * x.abs()[finite]).all())
+
+
+def _settled_by_batch(eager_out, graph_out) -> bool:
+    """Whether a batched one-op graph's result is close enough to eager to be kept without
+    compiling the op alone: the same structure, every tensor _within_an_epsilon of eager's."""
+    leaves_e, structure_e = compat.pytree.tree_flatten(eager_out)
+    leaves_g, structure_g = compat.pytree.tree_flatten(graph_out)
+    return structure_e == structure_g and all(map(_within_an_epsilon, leaves_e, leaves_g))
+
+
 class Check:
     def __init__(self, options):
         self.switches = _read_switches(options.switches)
@@ -194,7 +246,10 @@ class Check:
         self.dtype = getattr(torch, options.dtype) if options.dtype else None
         self.backend_name = options.backend
         self.per_signature = options.max_calls_per_signature
+        self.batch_graphs = options.batch_graphs if _batch_faithful(options.backend, self.switches) else 0
         self.results: list[dict] = []
+        self.batched: list[dict] = []  # each batched compile: {"ops", "graphs", "compile_s", "settled", "error"}
+        self.extra: dict = {}  # what single_op.json says besides
         header = {
             "backend": options.backend,
             "device": options.device,
@@ -226,6 +281,137 @@ class Check:
         self.progress.write(json.dumps(record) + "\n")
         self.progress.flush()
         os.fsync(self.progress.fileno())
+
+    def run_ops(self, dump: Path, ops: dict[str, list[RecordedCall]]) -> None:
+        """Every op, in order, into self.results (saved after each): the ops that can be batched
+        first through batched compiles, each closed once it holds batch_graphs one-op graphs or
+        more (an op's calls stay together), the rest alone."""
+        names = list(ops)
+        while names:
+            batch, prepared = [], {}
+            while names and (not batch or sum(map(len, prepared.values())) < self.batch_graphs):
+                batch.append(names.pop(0))
+                if self.batch_graphs and (calls := self._prepare_for_batch(dump, batch[-1], ops[batch[-1]])):
+                    prepared[batch[-1]] = calls
+            graphs = sum(map(len, prepared.values()))
+            settled = self._compile_batch(prepared) if graphs > 1 else None
+            for name in batch:
+                self.event(name, "start")
+                try:
+                    if settled and name in settled:
+                        result = self._settle(name, prepared[name], settled[name])
+                    else:
+                        result = self.run_op(dump, name, ops[name])
+                    if settled is not None and name in prepared and name not in settled:
+                        result = self._batch_costs({**result, "settled_in_batched_compile": False}, prepared[name])
+                except Exception as e:  # noqa: BLE001 — one op's failure must not stop the others
+                    result = {
+                        "op": name,
+                        "calls": 0,
+                        "status": "runtime_error",
+                        "message": f"{type(e).__name__}: {_first_line(e)}",
+                        "op_keys": [],
+                    }
+                self.results.append(result)
+                self.event(name, _event_of(result["status"]), result["message"], result.get("reason", ""))
+                self.save()
+
+    def _prepare_for_batch(self, dump: Path, name: str, calls: list[RecordedCall]) -> list[tuple] | None:
+        """The op's calls to check, each (call, eager result, eager seconds, one-op graph, its
+        inputs), or None when the op keeps today's path alone: skipped kinds, seeded ops, a
+        call that cannot be replayed or fails eagerly, no tensor output."""
+        if is_uninitialized_op(name) or is_collective(name):
+            return None
+        try:
+            op = resolve_op(name)
+            if torch.Tag.nondeterministic_seeded in op.tags:
+                return None
+            chosen, unreplayable = _calls_to_check(calls, self.per_signature)
+            if unreplayable:
+                return None
+            prepared = []
+            for call in chosen:
+                inputs = _prepared_inputs(dump, call, self.device, self.dtype)
+                args, kwargs = decode_call(call.call, inputs, self.device if self.device else None)
+                eager_out, seconds = _timed(_run_seeded, op, args, kwargs, None)
+                if not any(isinstance(v, torch.Tensor) for v in compat.pytree.tree_leaves(eager_out)):
+                    return None
+                prepared.append((call, eager_out, seconds, *_one_op_graph(op, *_clone((args, kwargs)))))
+            return prepared
+        except Exception:  # noqa: BLE001 — the op alone says what is wrong
+            return None
+
+    def _compile_batch(self, prepared: dict[str, list[tuple]]) -> dict[str, dict]:
+        """One compile of every prepared call's one-op graph, each on its own inputs: the graph
+        results of the ops the batch settles (_settled_by_batch for every call), by op; none when
+        the batch fails to compile or run."""
+        graphs = [(fn, len(tensors)) for calls in prepared.values() for (_, _, _, fn, tensors) in calls]
+        inputs = [t for calls in prepared.values() for (_, _, _, _, tensors) in calls for t in tensors]
+
+        def batch(*tensors):
+            outs, start = [], 0
+            for fn, count in graphs:
+                outs.append(fn(*tensors[start : start + count]))
+                start += count
+            return outs
+
+        record = {"ops": len(prepared), "graphs": len(graphs), "compile_s": 0.0, "settled": 0, "error": ""}
+        self.batched.append(record)
+        self._progress({"event": "batched_compile", "ops": list(prepared), "graphs": len(graphs)})
+        compat.dynamo_reset()
+        backend = make_backend(self.backend_name, self.switches)
+        compiled = torch.compile(batch, backend=backend, fullgraph=True, dynamic=False)
+        started = time.perf_counter()
+        try:
+            outs = compiled(*inputs)
+        except Exception as e:  # noqa: BLE001 — every op is then checked alone
+            record["error"] = f"{type(e).__name__}: {_first_line(e)}"
+            outs = None
+        finally:
+            record["compile_s"] = round(time.perf_counter() - started, 3)
+            compat.dynamo_reset()
+        if outs is None:
+            return {}
+        settled, position = {}, 0
+        for name, calls in prepared.items():
+            graph_outs = outs[position : position + len(calls)]
+            position += len(calls)
+            if all(_settled_by_batch(eager_out, out) for (_, eager_out, *_), out in zip(calls, graph_outs)):
+                settled[name] = graph_outs
+        record["settled"] = len(settled)
+        return settled
+
+    def _settle(self, name: str, calls: list[tuple], graph_outs: list) -> dict:
+        """Writes the dumps of an op the batch settled and returns its result."""
+        for (call, eager_out, *_), out in zip(calls, graph_outs):
+            self._write(call, eager_out, out)
+        result = {
+            "op": name,
+            "calls": len(calls),
+            "status": "ok",
+            "message": "",
+            "op_keys": [call.op_key for call, *_ in calls],
+            "compile_s": 0.0,
+            "run_s": 0.0,
+            "compiles": 0,
+            "shared_compiles": [],
+            "signatures_not_checked": 0,
+            "settled_in_batched_compile": True,
+        }
+        return self._batch_costs(result, calls)
+
+    def _batch_costs(self, result: dict, calls: list[tuple]) -> dict:
+        """The result with its op's part of the last batch added: its share of the batch's
+        compile (its graphs' part of it, failed or not) and its eager calls there."""
+        batch = self.batched[-1]
+        share = batch["compile_s"] * len(calls) / batch["graphs"]
+        eager_s = sum(seconds for _, _, seconds, *_ in calls)
+        return {
+            **result,
+            "compile_s": round(result["compile_s"] + share, 3),
+            "run_s": round(result["run_s"] + eager_s, 3),
+            "batched_compile": len(self.batched),
+        }
 
     def run_op(self, dump: Path, name: str, calls: list[RecordedCall]) -> dict:
         """compile_s: the one-op graphs' first calls through the backend; run_s: the eager calls
@@ -347,10 +533,10 @@ class Check:
                         record["item"] = item
                     writer.write_tensor(tensor, record)
 
-    def save(self, extra: dict) -> None:
+    def save(self) -> None:
         path = self.out / "single_op.json"
         tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps({"ops": self.results, **extra}, indent=1))
+        tmp.write_text(json.dumps({"ops": self.results, "batched_compiles": self.batched, **self.extra}, indent=1))
         os.replace(tmp, path)
         if self.backend_name == "inductor":
             self.status.record_inductor_rules(report(self.switches.inductor_off))
@@ -416,7 +602,7 @@ def run_single_op(options) -> int:
         options.device = _recorded_device(dump)
     ops = selected_ops(calls, options.ops)
     check = Check(options)
-    extra = {"from": str(run_dir), "backend": options.backend, "device": options.device, "dtype": options.dtype}
+    check.extra = {"from": str(run_dir), "backend": options.backend, "device": options.device, "dtype": options.dtype}
     try:
         set_up_script(run_dir)
     except ScriptSetupError as e:
@@ -424,23 +610,9 @@ def run_single_op(options) -> int:
         check.close()
         raise SingleOpError(str(e)) from None
     try:
-        for name, op_calls in ops.items():
-            check.event(name, "start")
-            try:
-                result = check.run_op(dump, name, op_calls)
-            except Exception as e:  # noqa: BLE001 — one op's failure must not stop the others
-                result = {
-                    "op": name,
-                    "calls": 0,
-                    "status": "runtime_error",
-                    "message": f"{type(e).__name__}: {_first_line(e)}",
-                    "op_keys": [],
-                }
-            check.results.append(result)
-            check.event(name, _event_of(result["status"]), result["message"], result.get("reason", ""))
-            check.save(extra)
+        check.run_ops(dump, ops)
     finally:
         check.close()
-    check.save(extra)
+    check.save()
     check.status.finish("ok")
     return 0

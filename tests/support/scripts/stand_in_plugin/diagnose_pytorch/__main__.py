@@ -198,10 +198,15 @@ def single_op(args):
         eager.write(op, op + "#0", value())
         wrong = op in env_list("STAND_IN_WRONG_OPS") or op in broken_by_rule
         graph.write(op, op + "#0", value(1.25 if wrong else 1.0))
-        results.append({"op": op, "status": "ok", "compile_s": 0.5, "run_s": 0.01, "compiles": 1})
+        settled = op in env_list("STAND_IN_SETTLED_OPS")  # as if by a batched compile
+        results.append(
+            {"op": op, "status": "ok", "compile_s": 0.5, "run_s": 0.01, "compiles": 0 if settled else 1}
+            | {"settled_in_batched_compile": settled}
+        )
         event(op, "done")
+    batched = [{"graphs": 2}] if any(r.get("settled_in_batched_compile") for r in results) else []
     with open(os.path.join(out, "single_op.json"), "w") as f:
-        json.dump({"ops": results}, f)
+        json.dump({"ops": results, "batched_compiles": batched}, f)
     return 0
 
 
