@@ -11,7 +11,7 @@
 #include "steps/judgement/dump_judgement.h"
 #include "steps/judgement/dynamo_findings.h"
 #include "steps/plugin_runs/plugin_run.h"
-#include "steps/plugin_runs/side_option.h"
+#include "steps/plugin_runs/side.h"
 
 namespace diagnose {
 
@@ -21,7 +21,7 @@ const std::vector<std::string> kDefaultBackends = {"eager", "aot_eager", "aot_ea
 
 // The step's keys.
 struct DynamoMetaCheckOptions : ComparingOptions {
-  YAML::Node eager, compiled;  // overrides of the eager run, and of every compiled run
+  RunOverrides eager, compiled;  // of the eager run, and of every compiled run
   std::vector<std::string> backends = kDefaultBackends;
   bool meta_check = true;
   bool fail_on_graph_breaks = false;
@@ -72,8 +72,8 @@ class DynamoMetaCheckStep : public StepKind {
     const YAML::Node& node = step.node;
     auto o = std::make_shared<DynamoMetaCheckOptions>();
     o->comparison = parse_comparison_settings(step, context.workflow, diagnostics);
-    o->eager = option_node(node, "eager");
-    o->compiled = option_node(node, "compiled");
+    o->eager = RunOverrides::parse(node["eager"]);
+    o->compiled = RunOverrides::parse(node["compiled"]);
     if (node["backends"]) o->backends = node["backends"].as<std::vector<std::string>>();
     o->meta_check = option<bool>(step, "meta_check");
     o->fail_on_graph_breaks = node["fail_on_graph_breaks"] && node["fail_on_graph_breaks"].as<bool>();

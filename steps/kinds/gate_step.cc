@@ -26,7 +26,7 @@
 #include "steps/judgement/dump_judgement.h"
 #include "steps/judgement/nan_origin.h"
 #include "steps/plugin_runs/plugin_run.h"
-#include "steps/plugin_runs/side_option.h"
+#include "steps/plugin_runs/side.h"
 
 namespace diagnose {
 
@@ -74,8 +74,8 @@ std::string gate_junit(const std::string& suite, const json& outputs, double sec
 struct GateOptions : ComparingOptions {
   std::vector<std::string> layers;               // regexes of the ops dumped and compared; empty: outputs only
   std::string model_version, baseline;           // templates, expanded when the step runs
-  SideOption target;                             // a dump's path or overrides of the compiled run
-  std::optional<SideOption> referee;             // a float64 dump's path or run overrides; absent: none
+  Side target;                                   // a dump's path or overrides of the compiled run
+  std::optional<Side> referee;                   // a float64 dump's path or run overrides; absent: none
   std::optional<std::string> diagnose_workflow;  // run on a regression
   bool history = true;
 };
@@ -139,8 +139,8 @@ class GateStep : public StepKind {
       for (const auto& layer : node["layers"]) o->layers.push_back(layer.Scalar());
     o->model_version = text("model_version", "${env.DIAGNOSE_MODEL_VERSION}");
     o->baseline = text("baseline", "${env.DIAGNOSE_BASELINE}");
-    o->target = SideOption::parse(node["target"]);
-    if (node["referee"]) o->referee = SideOption::parse(node["referee"]);
+    o->target = Side::parse(node["target"]);
+    if (node["referee"]) o->referee = Side::parse(node["referee"]);
     if (node["diagnose_workflow"]) o->diagnose_workflow = node["diagnose_workflow"].Scalar();
     o->history = option<bool>(step, "history");
     return o;
@@ -172,9 +172,9 @@ class GateStep : public StepKind {
     }
 
     std::vector<RunRequest> requests;
-    auto side_dir = [&](const char* side, const SideOption& given, const RunSpec& defaults) -> std::string {
+    auto side_dir = [&](const char* side, const Side& given, const RunSpec& defaults) -> std::string {
       if (given.path) return context.path(*given.path);
-      RunRequest request = plugin_run(context, side, side_spec(context, given.overrides, defaults), given.overrides);
+      RunRequest request = plugin_run(context, side, side_spec(context, given.run, defaults), given.run);
       requests.push_back(request);
       return request.dir;
     };
