@@ -28,12 +28,10 @@ class CompareStep : public StepKind {
                  "Compare a golden dump with a target dump using the comparison core; fails when any compared row "
                  "is out of tolerance.") {}
   std::vector<Property> parameters() const override {
-    std::vector<Property> properties = {
-        required("golden", side_schema("The reference side: a dump path, or a run of the model.")),
-        required("target", side_schema("The side under suspicion: a dump path, or a run of the model.")),
-        optional("referee", side_schema("A float64 dump of the golden run, for three-way judgement."))};
-    for (Property& p : comparison_properties()) properties.push_back(std::move(p));
-    return properties;
+    return with_comparison_properties(
+        {required("golden", side_schema("The reference side: a dump path, or a run of the model.")),
+         required("target", side_schema("The side under suspicion: a dump path, or a run of the model.")),
+         optional("referee", side_schema("A float64 dump of the golden run, for three-way judgement."))});
   }
   std::vector<std::string> result_fields() const override {
     return {"rows",       "compared",  "passed",    "failed", "not_comparable", "first_failing_op",

@@ -48,7 +48,7 @@ class DynamoMetaCheckStep : public StepKind {
                  "and stride, and each custom op's schema check (undeclared mutation or aliasing of its inputs); fails "
                  "naming the op whose meta, schema or decomposition is wrong, or the backend that diverges.") {}
   std::vector<Property> parameters() const override {
-    std::vector<Property> properties = {
+    return with_comparison_properties({
         optional("eager", plugin_side_schema("Overrides of the eager run (which also runs the meta check).")),
         optional("compiled",
                  plugin_side_schema("Overrides shared by the compiled runs (their backend is set per run).")),
@@ -58,9 +58,7 @@ class DynamoMetaCheckStep : public StepKind {
                               string_schema("backend", {"eager", "aot_eager", "aot_eager_decomp_partition"}))),
         optional("meta_check", defaulted(boolean_schema("Run the per-op meta check."), true)),
         optional("fail_on_graph_breaks", boolean_schema("Graph breaks make the step fail (default: only reported).")),
-    };
-    for (Property& p : comparison_properties()) properties.push_back(std::move(p));
-    return properties;
+    });
   }
   std::vector<std::string> result_fields() const override {
     return {"graph_breaks",      "meta_mismatches",      "meta_errors",     "meta_checked", "custom_ops_checked",

@@ -53,7 +53,7 @@ class EagerDeviceVsCpuStep : public StepKind {
                  "true`; fails when the kernels under test are further from it than the CPU's, naming the first "
                  "divergence and the ops where the error starts.") {}
   std::vector<Property> parameters() const override {
-    std::vector<Property> properties = {
+    return with_comparison_properties({
         optional("golden", plugin_side_schema("Overrides of the reference run (default: eager on cpu in the "
                                               "target's dtype; golden: {dtype: float32} for a float32 reference).")),
         optional("target", plugin_side_schema("Overrides of the run under test (default: eager on the model's device "
@@ -63,9 +63,7 @@ class EagerDeviceVsCpuStep : public StepKind {
                                                           "(shadow execution, same records)"),
                                            plugin_side_schema("overrides of a separate float64 CPU run, paired by "
                                                               "record identity")})),
-    };
-    for (Property& p : comparison_properties()) properties.push_back(std::move(p));
-    return properties;
+    });
   }
   std::vector<std::string> result_fields() const override {
     return {"rows", "compared", "passed", "failed", "first_failing_op", "source_ops", "culprit", "nan_origin"};

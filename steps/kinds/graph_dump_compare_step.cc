@@ -46,7 +46,7 @@ class GraphDumpCompareStep : public StepKind {
                  "in eager (golden, FX level), or dumps made elsewhere; first divergence and the ops where the error "
                  "starts, judged against each record's float64 truth with `referee: true`.") {}
   std::vector<Property> parameters() const override {
-    std::vector<Property> properties = {
+    return with_comparison_properties({
         optional("golden", side_or_path("The eager side: a dump path, or overrides of the FX-level run.")),
         optional("target", side_or_path("The graph side: a dump path, or overrides of the compiled run.")),
         optional("referee", any_of_schema("The float64 truth of the golden side.",
@@ -54,9 +54,7 @@ class GraphDumpCompareStep : public StepKind {
                                                          "(shadow execution, same records); or the path of a "
                                                          "float64 dump, paired by record identity"),
                                            plugin_side_schema("overrides of a separate float64 run")})),
-    };
-    for (Property& p : comparison_properties()) properties.push_back(std::move(p));
-    return properties;
+    });
   }
   std::vector<std::string> result_fields() const override {
     return {"rows",       "compared", "passed",    "failed",     "not_comparable", "first_failing_op",

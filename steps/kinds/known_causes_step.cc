@@ -132,7 +132,7 @@ class KnownCausesStep : public StepKind {
         {required("name", plain_string_schema("The cause's name (the verdict's culprit).")), required("flip", flip),
          optional("expect", plain_string_schema("What flipping it should change, in words.")),
          optional("fix", plain_string_schema("The fix to report."))});
-    std::vector<Property> properties = {
+    return with_comparison_properties({
         optional("experiments",
                  defaulted(boolean_schema("false: the detectors on what the runs recorded; true: the A/B experiments "
                                           "(compiled runs with one cause flipped)."),
@@ -144,9 +144,7 @@ class KnownCausesStep : public StepKind {
                                          {string_schema("path of an existing dump"),
                                           plugin_side_schema("overrides of the golden run")})),
         optional("causes", array_schema("Causes of the workflow's own, as experiments.", cause)),
-    };
-    for (Property& p : comparison_properties()) properties.push_back(std::move(p));
-    return properties;
+    });
   }
   std::vector<std::string> result_fields() const override { return {"culprit", "cause_op", "checked", "found"}; }
   std::string default_category() const override { return "known_cause"; }

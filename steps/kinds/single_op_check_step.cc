@@ -99,7 +99,7 @@ class SingleOpCheckStep : public StepKind {
                  "switches, and compare it with the eager op on the same recorded inputs; fails naming the ops whose "
                  "graph-mode result is wrong (or whose process crashed).") {}
   std::vector<Property> parameters() const override {
-    std::vector<Property> properties = {
+    return with_comparison_properties({
         optional("from", string_schema("An existing eager run directory (aten dump with inputs) to take the ops and "
                                        "their inputs from, instead of running the model.")),
         optional("eager", plugin_side_schema("Overrides of the eager run the ops are taken from.")),
@@ -115,9 +115,7 @@ class SingleOpCheckStep : public StepKind {
         optional(
             "confirmations",
             defaulted(integer_schema("Agreeing trials behind each confirmation of the rule search's answer.", 1), 2)),
-    };
-    for (Property& p : comparison_properties()) properties.push_back(std::move(p));
-    return properties;
+    });
   }
   std::vector<std::string> result_fields() const override {
     return {"ops",         "checked",   "skipped",  "skipped_ops", "failed", "failed_ops",

@@ -22,14 +22,11 @@ namespace fs = boost::filesystem;
 const char* kPluginRunKeys[] = {"args", "env", "cwd", "timeout", "retries"};
 
 // What of a side's command applies to a run of the model's script: kPluginRunKeys.
-CommandSpec plugin_run_command(const CommandSpec& side) {
-  CommandSpec command;
-  command.args = side.args;
-  command.env = side.env;
-  command.cwd = side.cwd;
-  command.timeout_s = side.timeout_s;
-  command.retries = side.retries;
-  return command;
+CommandSpec plugin_run_command(CommandSpec side) {
+  side.argv.clear();
+  side.shell.clear();
+  side.outputs.clear();
+  return side;
 }
 
 const std::vector<std::string> kDtypes = {"float32", "float64", "float16", "bfloat16"};
