@@ -61,39 +61,39 @@ namespace {
 
 // Each golden record carries its float64 truth: a trial fails where it is further from it than
 // eager is, so precision loss inside the dtype's tolerances is bisected too.
-RunSpec golden_spec(const StepContext& context, const YAML::Node& golden, const std::vector<std::string>& judge_ops) {
+RunSpec golden_spec(const StepContext& context, const Side& golden, const std::vector<std::string>& judge_ops) {
   RunSpec defaults = spec_of("eager", dump_at(judge_ops.empty() ? "none" : "aten"));
   if (!judge_ops.empty()) defaults.dump->include = judge_ops;
   defaults.dump->truth = true;
-  return side_spec(context, golden, defaults);
+  return side_spec(context, golden.run, defaults);
 }
 
 }  // namespace
 
-std::vector<PlannedRun> planned_golden(const StepContext& context, const YAML::Node& golden,
+std::vector<PlannedRun> planned_golden(const StepContext& context, const Side& golden,
                                        const std::vector<std::string>& judge_ops) {
-  if ((golden && golden.IsScalar()) || context.workflow().model.script.empty()) return {};
-  return {planned_plugin_run(context, "golden", golden_spec(context, golden, judge_ops), golden)};
+  if (golden.path || context.workflow().model.script.empty()) return {};
+  return {planned_plugin_run(context, "golden", golden_spec(context, golden, judge_ops), golden.run)};
 }
 
-std::string judge_against_golden(const StepContext& context, const YAML::Node& golden, const YAML::Node& target,
+std::string judge_against_golden(const StepContext& context, const Side& golden, const RunOverrides& target,
                                  const std::vector<std::string>& judge_ops, TrialSetup& setup, BisectionPlan& plan) {
   bool plugin = !context.workflow().model.script.empty();
   setup.judge.kind = JudgeKind::Compare;
   setup.judge.tolerances = comparison_settings(context).tolerances;
   setup.judge.ops = judge_ops;
   std::string compared = judge_ops.empty() ? "outputs" : "dump";
-  if (golden && golden.IsScalar()) {
-    setup.judge.golden = context.path(golden.Scalar());
+  if (golden.path) {
+    setup.judge.golden = context.path(*golden.path);
   } else if (plugin) {
-    plan.alongside.push_back(plugin_run(context, "golden", golden_spec(context, golden, judge_ops), golden));
+    plan.alongside.push_back(plugin_run(context, "golden", golden_spec(context, golden, judge_ops), golden.run));
     setup.judge.golden = plan.alongside.back().dir + "/" + compared;
   } else {
-    plan.alongside.push_back(context.model_run("golden", parse_command(golden)));
+    plan.alongside.push_back(context.model_run("golden", golden.run.command));
     setup.judge.golden =
-        golden["dump"] ? context.path(golden["dump"].Scalar(), "golden") : plan.alongside.back().dump_dir;
+        golden.run.dump_path ? context.path(*golden.run.dump_path, "golden") : plan.alongside.back().dump_dir;
   }
-  setup.judge.dump = plugin ? compared : (target && target["dump"] ? target["dump"].Scalar() : "dump");
+  setup.judge.dump = plugin ? compared : target.dump_path.value_or("dump");
   plan.check_alongside = [](const std::vector<RunRecord>& records) {
     std::optional<StepResult> golden_error = error_from_runs(records);
     return golden_error ? golden_error->summary : std::string();

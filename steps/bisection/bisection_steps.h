@@ -14,6 +14,7 @@
 #include "orchestrator/bisect/driver.h"
 #include "orchestrator/engine/step.h"
 #include "orchestrator/workflow/schema.h"
+#include "steps/plugin_runs/side.h"
 
 namespace diagnose {
 
@@ -33,13 +34,13 @@ bisect::BisectionPlan bisection_plan(const StepContext& context, const bisect::O
 // command run of a command model, which joins the plan's first round. Sets setup.judge; a
 // golden run that fails stops the bisection (error_from_runs(outcome.alongside) says why).
 // Returns an error message ("" when set up).
-std::string judge_against_golden(const StepContext& context, const YAML::Node& golden, const YAML::Node& target,
+std::string judge_against_golden(const StepContext& context, const Side& golden, const RunOverrides& target,
                                  const std::vector<std::string>& judge_ops, bisect::TrialSetup& setup,
                                  bisect::BisectionPlan& plan);
 
 // The golden run judge_against_golden asks for, for StepKind::planned_runs: none when `golden`
 // is a dump path or the model a command.
-std::vector<PlannedRun> planned_golden(const StepContext& context, const YAML::Node& golden,
+std::vector<PlannedRun> planned_golden(const StepContext& context, const Side& golden,
                                        const std::vector<std::string>& judge_ops);
 
 // conclusion, trials, new_trials, replayed_trials, rounds, verified, confidence; the summary.

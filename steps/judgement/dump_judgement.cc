@@ -22,17 +22,20 @@ namespace diagnose {
 
 namespace fs = boost::filesystem;
 
-std::vector<Property> comparison_properties() {
-  return {tolerances_property("Tolerance overrides for this step, by preset name."),
-          optional("preset", string_schema("Use this tolerance preset for every row instead of choosing by dtype.")),
-          optional("rank", integer_schema("Compare only this rank (and not the ranks with each other).", 0)),
-          optional("worst_rows",
-                   defaulted(integer_schema("How many failing rows the evidence table lists.", 0), kDefaultWorstRows)),
-          optional("min_judged_share",
-                   defaulted(number_schema("The share of rows that must be judged (not \"not comparable\"); "
-                                           "below it the step errors instead of passing.",
-                                           0, 1),
-                             kDefaultMinJudgedShare))};
+std::vector<Property> with_comparison_properties(std::vector<Property> own) {
+  std::vector<Property> comparison = {
+      tolerances_property("Tolerance overrides for this step, by preset name."),
+      optional("preset", string_schema("Use this tolerance preset for every row instead of choosing by dtype.")),
+      optional("rank", integer_schema("Compare only this rank (and not the ranks with each other).", 0)),
+      optional("worst_rows",
+               defaulted(integer_schema("How many failing rows the evidence table lists.", 0), kDefaultWorstRows)),
+      optional("min_judged_share",
+               defaulted(number_schema("The share of rows that must be judged (not \"not comparable\"); "
+                                       "below it the step errors instead of passing.",
+                                       0, 1),
+                         kDefaultMinJudgedShare))};
+  own.insert(own.end(), comparison.begin(), comparison.end());
+  return own;
 }
 
 ComparisonSettings parse_comparison_settings(const StepSpec& step, const Workflow& workflow, Diagnostics& diagnostics) {

@@ -23,10 +23,10 @@ constexpr double kDefaultMinJudgedShare = 0.9;
 // How many failing rows the evidence lists (worst_rows).
 constexpr size_t kDefaultWorstRows = 5;
 
-// tolerances, preset, rank, worst_rows, min_judged_share.
-std::vector<Property> comparison_properties();
+// A comparing kind's keys: `own`, then tolerances, preset, rank, worst_rows, min_judged_share.
+std::vector<Property> with_comparison_properties(std::vector<Property> own);
 
-// The comparison keys of a step (those comparison_properties() declares, or the tolerances and
+// The comparison keys of a step (those with_comparison_properties() declares, or the tolerances and
 // preset of a kind that declares fewer), parsed, checked and resolved once, at load.
 struct ComparisonSettings {
   // The workflow's defaults.tolerances, then the step's tolerances:, as written.

@@ -7,6 +7,7 @@
 #include "orchestrator/workflow/workflow_schema.h"
 #include "steps/judgement/dump_judgement.h"
 #include "steps/judgement/nan_origin.h"
+#include "steps/plugin_runs/side.h"
 
 namespace diagnose {
 
@@ -28,12 +29,10 @@ class CompareStep : public StepKind {
                  "Compare a golden dump with a target dump using the comparison core; fails when any compared row "
                  "is out of tolerance.") {}
   std::vector<Property> parameters() const override {
-    std::vector<Property> properties = {
-        required("golden", side_schema("The reference side: a dump path, or a run of the model.")),
-        required("target", side_schema("The side under suspicion: a dump path, or a run of the model.")),
-        optional("referee", side_schema("A float64 dump of the golden run, for three-way judgement."))};
-    for (Property& p : comparison_properties()) properties.push_back(std::move(p));
-    return properties;
+    return with_comparison_properties(
+        {required("golden", side_schema("The reference side: a dump path, or a run of the model.")),
+         required("target", side_schema("The side under suspicion: a dump path, or a run of the model.")),
+         optional("referee", side_schema("A float64 dump of the golden run, for three-way judgement."))});
   }
   std::vector<std::string> result_fields() const override {
     return {"rows",       "compared",  "passed",    "failed", "not_comparable", "first_failing_op",
@@ -48,13 +47,8 @@ class CompareStep : public StepKind {
     }
   }
 
-  // A side: the path of a dump, or a run of the model and where it leaves its dump.
-  struct Side {
-    std::optional<std::string> path;  // as written; StepContext::path expands it
-    CommandSpec run;
-    std::string dump = "${run.dump_dir}";
-  };
-  // The sides given (golden, target, referee when given) and the comparison settings.
+  // The sides given (golden, target, referee when given): the path of a dump, or a run of the
+  // model and where it leaves its dump; and the comparison settings.
   struct Options : ComparingOptions {
     std::map<std::string, Side> sides;
   };
@@ -64,14 +58,7 @@ class CompareStep : public StepKind {
     o->comparison = parse_comparison_settings(step, context.workflow, diagnostics);
     for (const char* name : kSides) {
       const YAML::Node node = step.node[name];
-      if (!node) continue;
-      Side& side = o->sides[name];
-      if (node.IsScalar()) {
-        side.path = node.Scalar();
-      } else {
-        side.run = parse_command(node);
-        if (node["dump"]) side.dump = node["dump"].Scalar();
-      }
+      if (node) o->sides[name] = Side::parse(node);
     }
     return o;
   }
@@ -81,13 +68,14 @@ class CompareStep : public StepKind {
     std::vector<RunRequest> requests;
     for (const char* side : kSides) {
       auto it = sides.find(side);
-      if (it != sides.end() && !it->second.path) requests.push_back(context.model_run(side, it->second.run));
+      if (it != sides.end() && !it->second.path) requests.push_back(context.model_run(side, it->second.run.command));
     }
     std::vector<RunRecord> runs = context.run(requests);
     if (std::optional<StepResult> error = error_from_runs(runs)) return *error;
     auto side_path = [&](const char* side) -> std::string {
       const Side& given = sides.at(side);
-      return given.path ? context.path(*given.path) : context.path(given.dump, side);
+      return given.path ? context.path(*given.path)
+                        : context.path(given.run.dump_path.value_or("${run.dump_dir}"), side);
     };
 
     std::optional<std::string> referee;

@@ -11,7 +11,7 @@
 #include "steps/judgement/dump_judgement.h"
 #include "steps/judgement/dynamo_findings.h"
 #include "steps/plugin_runs/plugin_run.h"
-#include "steps/plugin_runs/side_option.h"
+#include "steps/plugin_runs/side.h"
 
 namespace diagnose {
 
@@ -21,7 +21,7 @@ const std::vector<std::string> kDefaultBackends = {"eager", "aot_eager", "aot_ea
 
 // The step's keys.
 struct DynamoMetaCheckOptions : ComparingOptions {
-  YAML::Node eager, compiled;  // overrides of the eager run, and of every compiled run
+  RunOverrides eager, compiled;  // of the eager run, and of every compiled run
   std::vector<std::string> backends = kDefaultBackends;
   bool meta_check = true;
   bool fail_on_graph_breaks = false;
@@ -48,7 +48,7 @@ class DynamoMetaCheckStep : public StepKind {
                  "and stride, and each custom op's schema check (undeclared mutation or aliasing of its inputs); fails "
                  "naming the op whose meta, schema or decomposition is wrong, or the backend that diverges.") {}
   std::vector<Property> parameters() const override {
-    std::vector<Property> properties = {
+    return with_comparison_properties({
         optional("eager", plugin_side_schema("Overrides of the eager run (which also runs the meta check).")),
         optional("compiled",
                  plugin_side_schema("Overrides shared by the compiled runs (their backend is set per run).")),
@@ -58,9 +58,7 @@ class DynamoMetaCheckStep : public StepKind {
                               string_schema("backend", {"eager", "aot_eager", "aot_eager_decomp_partition"}))),
         optional("meta_check", defaulted(boolean_schema("Run the per-op meta check."), true)),
         optional("fail_on_graph_breaks", boolean_schema("Graph breaks make the step fail (default: only reported).")),
-    };
-    for (Property& p : comparison_properties()) properties.push_back(std::move(p));
-    return properties;
+    });
   }
   std::vector<std::string> result_fields() const override {
     return {"graph_breaks",      "meta_mismatches",      "meta_errors",     "meta_checked", "custom_ops_checked",
@@ -72,8 +70,8 @@ class DynamoMetaCheckStep : public StepKind {
     const YAML::Node& node = step.node;
     auto o = std::make_shared<DynamoMetaCheckOptions>();
     o->comparison = parse_comparison_settings(step, context.workflow, diagnostics);
-    o->eager = option_node(node, "eager");
-    o->compiled = option_node(node, "compiled");
+    o->eager = RunOverrides::parse(node["eager"]);
+    o->compiled = RunOverrides::parse(node["compiled"]);
     if (node["backends"]) o->backends = node["backends"].as<std::vector<std::string>>();
     o->meta_check = option<bool>(step, "meta_check");
     o->fail_on_graph_breaks = node["fail_on_graph_breaks"] && node["fail_on_graph_breaks"].as<bool>();

@@ -7,7 +7,7 @@
 #include "orchestrator/exec/command_line.h"
 #include "steps/judgement/dump_judgement.h"
 #include "steps/plugin_runs/plugin_run.h"
-#include "steps/plugin_runs/side_option.h"
+#include "steps/plugin_runs/side.h"
 
 namespace diagnose {
 
@@ -16,14 +16,14 @@ namespace {
 struct ComparedRun {
   std::string name;
   RunSpec spec;
-  YAML::Node overrides;
+  RunOverrides overrides;
 };
 
 // The step's keys.
 struct EagerDeviceVsCpuOptions : ComparingOptions {
-  YAML::Node golden, target;   // overrides of the CPU run and of the run under test
-  bool truth_referee = false;  // referee: true, the golden run computes every op's float64 truth
-  YAML::Node referee_run;      // overrides of a separate float64 CPU run; undefined when there is none
+  RunOverrides golden, target;              // of the CPU run and of the run under test
+  bool truth_referee = false;               // referee: true, the golden run computes every op's float64 truth
+  std::optional<RunOverrides> referee_run;  // of a separate float64 CPU run; absent when there is none
 };
 
 // golden, target and, when the referee is a run of its own, referee.
@@ -40,7 +40,7 @@ std::vector<ComparedRun> compared_runs(const StepContext& context) {
   referee.autocast.reset();
   std::vector<ComparedRun> runs = {{"golden", side_spec(context, o.golden, cpu), o.golden},
                                    {"target", target_spec, o.target}};
-  if (o.referee_run) runs.push_back({"referee", side_spec(context, o.referee_run, referee), o.referee_run});
+  if (o.referee_run) runs.push_back({"referee", side_spec(context, *o.referee_run, referee), *o.referee_run});
   return runs;
 }
 
@@ -53,7 +53,7 @@ class EagerDeviceVsCpuStep : public StepKind {
                  "true`; fails when the kernels under test are further from it than the CPU's, naming the first "
                  "divergence and the ops where the error starts.") {}
   std::vector<Property> parameters() const override {
-    std::vector<Property> properties = {
+    return with_comparison_properties({
         optional("golden", plugin_side_schema("Overrides of the reference run (default: eager on cpu in the "
                                               "target's dtype; golden: {dtype: float32} for a float32 reference).")),
         optional("target", plugin_side_schema("Overrides of the run under test (default: eager on the model's device "
@@ -63,9 +63,7 @@ class EagerDeviceVsCpuStep : public StepKind {
                                                           "(shadow execution, same records)"),
                                            plugin_side_schema("overrides of a separate float64 CPU run, paired by "
                                                               "record identity")})),
-    };
-    for (Property& p : comparison_properties()) properties.push_back(std::move(p));
-    return properties;
+    });
   }
   std::vector<std::string> result_fields() const override {
     return {"rows", "compared", "passed", "failed", "first_failing_op", "source_ops", "culprit", "nan_origin"};
@@ -76,11 +74,11 @@ class EagerDeviceVsCpuStep : public StepKind {
     const YAML::Node& node = step.node;
     auto o = std::make_shared<EagerDeviceVsCpuOptions>();
     o->comparison = parse_comparison_settings(step, context.workflow, diagnostics);
-    o->golden = option_node(node, "golden");
-    o->target = option_node(node, "target");
+    o->golden = RunOverrides::parse(node["golden"]);
+    o->target = RunOverrides::parse(node["target"]);
     const YAML::Node referee = node["referee"];
     o->truth_referee = referee && !referee.IsMap() && yaml_to_json(referee) == true;
-    o->referee_run = referee && referee.IsMap() ? referee : YAML::Node(YAML::NodeType::Undefined);
+    if (referee && referee.IsMap()) o->referee_run = RunOverrides::parse(referee);
     return o;
   }
 

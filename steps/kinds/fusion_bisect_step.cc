@@ -16,7 +16,7 @@
 #include "steps/judgement/dump_judgement.h"
 #include "steps/plugin_runs/feature_notes.h"
 #include "steps/plugin_runs/plugin_run.h"
-#include "steps/plugin_runs/side_option.h"
+#include "steps/plugin_runs/side.h"
 
 namespace diagnose {
 
@@ -38,20 +38,21 @@ void put_switch_file(std::string& text, const std::string& path) {
     text.replace(at, 14, escaped);
 }
 
-YAML::Node with_switch_file(const YAML::Node& node, const std::string& path) {
-  if (!node) return node;
-  if (node.IsScalar()) {
-    std::string text = node.Scalar();
-    put_switch_file(text, path);
-    return YAML::Node(text);
-  }
-  YAML::Node copy = YAML::Clone(node);
-  if (node.IsSequence()) {
-    for (size_t i = 0; i < node.size(); ++i) copy[i] = with_switch_file(node[i], path);
-  } else if (node.IsMap()) {
-    for (const auto& entry : node) copy[entry.first.Scalar()] = with_switch_file(entry.second, path);
-  }
-  return copy;
+// The model's command with "${switch_file}" replaced in its argv, args, shell and env values.
+CommandSpec with_switch_file(CommandSpec command, const std::string& path) {
+  for (std::string& arg : command.argv) put_switch_file(arg, path);
+  for (std::string& arg : command.args) put_switch_file(arg, path);
+  put_switch_file(command.shell, path);
+  for (auto& [key, value] : command.env) put_switch_file(value, path);
+  return command;
+}
+
+// A side's command with "${switch_file}" replaced in every string of it.
+CommandSpec side_with_switch_file(const CommandSpec& side, const std::string& path) {
+  CommandSpec command = with_switch_file(side, path);
+  if (command.cwd) put_switch_file(*command.cwd, path);
+  for (std::string& output : command.outputs) put_switch_file(output, path);
+  return command;
 }
 
 // A fusion_bisect knob: each trial gets the fusion switch file turning its configuration off;
@@ -108,7 +109,8 @@ class CommandSwitchFileKnob : public RuleKnob {
 struct FusionBisectOptions : ComparingOptions {
   std::optional<std::string> knob, fired_report, switch_env;  // as written; absent: chosen from the model
   bool exit_code = false;                                     // judge: exit_code
-  YAML::Node golden, target;                                  // a dump's path or run overrides
+  Side golden;                                                // a dump's path or a run
+  RunOverrides target;                                        // overrides of the run under test
   std::vector<std::string> judge_ops, candidates, include, exclude;
   bisect::Options search;
 };
@@ -206,8 +208,8 @@ class FusionBisectStep : public StepKind {
     o->fired_report = text("fired_report");
     o->switch_env = text("switch_env");
     o->exit_code = text("judge") == std::optional<std::string>("exit_code");
-    o->golden = option_node(node, "golden");
-    o->target = option_node(node, "target");
+    o->golden = Side::parse(node["golden"]);
+    o->target = RunOverrides::parse(node["target"]);
     o->judge_ops = strings(node["judge_ops"]);
     o->candidates = strings(node["candidates"]);
     o->include = strings(node["include"]);
@@ -239,7 +241,6 @@ class FusionBisectStep : public StepKind {
     const FusionBisectOptions& o = context.options<FusionBisectOptions>();
     const Workflow& workflow = context.workflow();
     bool plugin = !workflow.model.script.empty();
-    YAML::Node target = o.target;
     RunSpec target_spec = plugin ? FusionBisectStep::target_spec(context, o) : RunSpec();
     const std::shared_ptr<RuleKnob> knob = FusionBisectStep::knob(context, o, target_spec);
     const RunSpec all_on = plugin ? all_on_spec(*knob, target_spec) : RunSpec();
@@ -263,7 +264,7 @@ class FusionBisectStep : public StepKind {
     };
     std::string model_cwd = context.path(workflow.model.command.cwd.value_or("."));
     std::string switch_env = o.switch_env.value_or("");
-    setup.make_request = [&context, o, knob, plugin, all_on, target_spec, target, switch_env,
+    setup.make_request = [&context, o, knob, plugin, all_on, target_spec, switch_env,
                           model_cwd](const bisect::Trial& trial) {
       RunRequest request;
       if (plugin) {
@@ -275,14 +276,10 @@ class FusionBisectStep : public StepKind {
                              switch_env.empty() ? Sharing::Shareable : Sharing::OwnRun);
       } else {
         Workflow own = context.workflow();
-        CommandSpec& command = own.model.command;
-        for (std::string& arg : command.argv) put_switch_file(arg, trial.switch_file);
-        for (std::string& arg : command.args) put_switch_file(arg, trial.switch_file);
-        put_switch_file(command.shell, trial.switch_file);
-        for (auto& [key, value] : command.env) put_switch_file(value, trial.switch_file);
+        own.model.command = with_switch_file(own.model.command, trial.switch_file);
         StepContext trial_context(own, context.step(), context.state(), context.run_dir(),
                                   [&](const std::vector<RunRequest>& r) { return context.run(r); });
-        request = trial_context.model_run(trial.name, parse_command(with_switch_file(target, trial.switch_file)));
+        request = trial_context.model_run(trial.name, side_with_switch_file(o.target.command, trial.switch_file));
       }
       if (!switch_env.empty()) request.env[switch_env] = trial.switch_file;
       if (!plugin) request.cwd = trial.dir;  // GE writes fusion_result.json into the working directory
@@ -295,7 +292,7 @@ class FusionBisectStep : public StepKind {
     if (o.exit_code) {
       setup.judge.kind = bisect::JudgeKind::ExitCode;
     } else {
-      std::string problem = judge_against_golden(context, o.golden, target, o.judge_ops, setup, plan);
+      std::string problem = judge_against_golden(context, o.golden, o.target, o.judge_ops, setup, plan);
       if (!problem.empty()) return error_result(problem);
     }
     plan.candidates = o.candidates;
@@ -333,7 +330,7 @@ class FusionBisectStep : public StepKind {
 
   // Each trial works in its own directory where files it writes there are read (a fired-rule
   // report other than status.json) or may clash (writes_into_cwd), else in the model's.
-  static YAML::Node trial_side(const FusionBisectOptions& o, const RuleKnob& knob, const RunSpec& spec) {
+  static RunOverrides trial_side(const FusionBisectOptions& o, const RuleKnob& knob, const RunSpec& spec) {
     bool own = writes_into_cwd(spec) || knob.fired_report() != "status.json";
     return own ? in_own_directory(o.target) : o.target;
   }

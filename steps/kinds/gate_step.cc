@@ -26,7 +26,7 @@
 #include "steps/judgement/dump_judgement.h"
 #include "steps/judgement/nan_origin.h"
 #include "steps/plugin_runs/plugin_run.h"
-#include "steps/plugin_runs/side_option.h"
+#include "steps/plugin_runs/side.h"
 
 namespace diagnose {
 
@@ -74,8 +74,8 @@ std::string gate_junit(const std::string& suite, const json& outputs, double sec
 struct GateOptions : ComparingOptions {
   std::vector<std::string> layers;               // regexes of the ops dumped and compared; empty: outputs only
   std::string model_version, baseline;           // templates, expanded when the step runs
-  SideOption target;                             // a dump's path or overrides of the compiled run
-  std::optional<SideOption> referee;             // a float64 dump's path or run overrides; absent: none
+  Side target;                                   // a dump's path or overrides of the compiled run
+  std::optional<Side> referee;                   // a float64 dump's path or run overrides; absent: none
   std::optional<std::string> diagnose_workflow;  // run on a regression
   bool history = true;
 };
@@ -139,8 +139,8 @@ class GateStep : public StepKind {
       for (const auto& layer : node["layers"]) o->layers.push_back(layer.Scalar());
     o->model_version = text("model_version", "${env.DIAGNOSE_MODEL_VERSION}");
     o->baseline = text("baseline", "${env.DIAGNOSE_BASELINE}");
-    o->target = SideOption::parse(node["target"]);
-    if (node["referee"]) o->referee = SideOption::parse(node["referee"]);
+    o->target = Side::parse(node["target"]);
+    if (node["referee"]) o->referee = Side::parse(node["referee"]);
     if (node["diagnose_workflow"]) o->diagnose_workflow = node["diagnose_workflow"].Scalar();
     o->history = option<bool>(step, "history");
     return o;
@@ -172,9 +172,9 @@ class GateStep : public StepKind {
     }
 
     std::vector<RunRequest> requests;
-    auto side_dir = [&](const char* side, const SideOption& given, const RunSpec& defaults) -> std::string {
+    auto side_dir = [&](const char* side, const Side& given, const RunSpec& defaults) -> std::string {
       if (given.path) return context.path(*given.path);
-      RunRequest request = plugin_run(context, side, side_spec(context, given.overrides, defaults), given.overrides);
+      RunRequest request = plugin_run(context, side, side_spec(context, given.run, defaults), given.run);
       requests.push_back(request);
       return request.dir;
     };
@@ -221,34 +221,7 @@ class GateStep : public StepKind {
       }
       for (Evidence& e : record.evidence) result.evidence.push_back(std::move(e));
       result.reproduce.push_back(record.reproduce);
-      const json& document = record.document;
-      for (const json& group : document.value("groups", json::array()))
-        for (const json& row : group.value("rows", json::array())) {
-          std::string op = row.value("op_key", std::string());
-          if (!final_outputs) {
-            bool chosen = false;
-            for (const std::string& layer : layers) chosen = chosen || std::regex_search(op, std::regex(layer));
-            if (!chosen) continue;
-          }
-          std::string verdict = row.value("verdict", std::string());
-          if (verdict == compare::verdict_name(compare::Verdict::NotJudged)) continue;  // uninitialised memory
-          std::string reason = row.value("cmp_fail_reason", std::string());
-          if (verdict == "not_comparable" && reason.empty()) reason = "not comparable";
-          outputs.push_back(
-              {{"output", row_name(row, final_outputs)},
-               {"dtype", row.value("my_dtype", json())},
-               {"cosine_similarity",
-                compare::json_number_or_null(compare::number_from_json(row.value("cosine_unrounded", json())))},
-               {"relative_l2", compare::json_number_or_null(
-                                   compare::number_from_json(row.value("relative_euclidean_distance", json())))},
-               {"max_relative_error",
-                compare::json_number_or_null(compare::number_from_json(row.value("max_relative_error", json())))},
-               {"max_absolute_error",
-                compare::json_number_or_null(compare::number_from_json(row.value("max_absolute_error", json())))},
-               {"judged_by", row.value("judged_by", json())},
-               {"reason", reason},
-               {"passed", verdict == "pass"}});
-        }
+      add_output_rows(record.document, layers, final_outputs, outputs);
     };
     gate(baseline.outputs_dir(), outputs_of(target_dir), referee_dir.empty() ? "" : outputs_of(referee_dir), "outputs",
          true);
@@ -264,6 +237,66 @@ class GateStep : public StepKind {
       return error_result("cannot compare with the baseline: " + compare_error, std::move(result));
     }
 
+    const size_t failed = record_outputs(outputs, result);
+    write_file_atomically(out_dir + "/junit.xml", gate_junit("gate." + context.workflow().name, outputs, 0));
+    result.evidence.push_back({"file", "gate JUnit (one test case per output)", out_dir + "/junit.xml", nullptr});
+    result.evidence.push_back({"file", "baseline", baseline.dir + "/baseline.json", nullptr});
+
+    std::string versions =
+        "model " + model_version + " against baseline " + result.metrics["baseline_model_version"].get<std::string>();
+    if (failed == 0) {
+      result.status = StepStatus::Pass;
+      result.summary =
+          std::to_string(outputs.size()) + " output(s) within tolerance of the baseline (" + versions + ")";
+    } else {
+      result.status = StepStatus::Fail;
+      result.summary =
+          std::to_string(failed) + " of " + std::to_string(outputs.size()) + " output(s) regressed (" + versions + ")";
+    }
+    if (!layers.empty()) report_nan_origins(baseline.dump_dir(), target_dir + "/dump", result, "baseline");
+    if (o.history) record_trend(context, result, out_dir);
+    if (failed && o.diagnose_workflow)
+      diagnose(context, *o.diagnose_workflow, result, model_version, target_dir, baseline.dir);
+    return result;
+  }
+
+ private:
+  // The compared rows of `document` as the gate's outputs (op rows: only the layers'), with the
+  // rows the comparison could not judge (uninitialised memory) left out.
+  static void add_output_rows(const json& document, const std::vector<std::string>& layers, bool final_outputs,
+                              json& outputs) {
+    for (const json& group : document.value("groups", json::array()))
+      for (const json& row : group.value("rows", json::array())) {
+        std::string op = row.value("op_key", std::string());
+        if (!final_outputs) {
+          bool chosen = false;
+          for (const std::string& layer : layers) chosen = chosen || std::regex_search(op, std::regex(layer));
+          if (!chosen) continue;
+        }
+        std::string verdict = row.value("verdict", std::string());
+        if (verdict == compare::verdict_name(compare::Verdict::NotJudged)) continue;  // uninitialised memory
+        std::string reason = row.value("cmp_fail_reason", std::string());
+        if (verdict == "not_comparable" && reason.empty()) reason = "not comparable";
+        outputs.push_back(
+            {{"output", row_name(row, final_outputs)},
+             {"dtype", row.value("my_dtype", json())},
+             {"cosine_similarity",
+              compare::json_number_or_null(compare::number_from_json(row.value("cosine_unrounded", json())))},
+             {"relative_l2", compare::json_number_or_null(
+                                 compare::number_from_json(row.value("relative_euclidean_distance", json())))},
+             {"max_relative_error",
+              compare::json_number_or_null(compare::number_from_json(row.value("max_relative_error", json())))},
+             {"max_absolute_error",
+              compare::json_number_or_null(compare::number_from_json(row.value("max_absolute_error", json())))},
+             {"judged_by", row.value("judged_by", json())},
+             {"reason", reason},
+             {"passed", verdict == "pass"}});
+      }
+  }
+
+  // The outputs' metrics (outputs, passed, failed, worst_relative_l2), a finding for each that
+  // regressed and their table; returns how many regressed.
+  static size_t record_outputs(const json& outputs, StepResult& result) {
     size_t failed = 0;
     double worst = 0;
     for (const json& o : outputs) {
@@ -294,29 +327,9 @@ class GateStep : public StepKind {
                        {"max abs", o["max_absolute_error"]},
                        {"judged by", o["judged_by"]}});
     result.evidence.push_back({"table", "outputs against the baseline", "", table});
-    write_file_atomically(out_dir + "/junit.xml", gate_junit("gate." + context.workflow().name, outputs, 0));
-    result.evidence.push_back({"file", "gate JUnit (one test case per output)", out_dir + "/junit.xml", nullptr});
-    result.evidence.push_back({"file", "baseline", baseline.dir + "/baseline.json", nullptr});
-
-    std::string versions =
-        "model " + model_version + " against baseline " + result.metrics["baseline_model_version"].get<std::string>();
-    if (failed == 0) {
-      result.status = StepStatus::Pass;
-      result.summary =
-          std::to_string(outputs.size()) + " output(s) within tolerance of the baseline (" + versions + ")";
-    } else {
-      result.status = StepStatus::Fail;
-      result.summary =
-          std::to_string(failed) + " of " + std::to_string(outputs.size()) + " output(s) regressed (" + versions + ")";
-    }
-    if (!layers.empty()) report_nan_origins(baseline.dump_dir(), target_dir + "/dump", result, "baseline");
-    if (o.history) record_trend(context, result, out_dir);
-    if (failed && o.diagnose_workflow)
-      diagnose(context, *o.diagnose_workflow, result, model_version, target_dir, baseline.dir);
-    return result;
+    return failed;
   }
 
- private:
   static StepResult baseline_problem(StepResult& result, const std::string& message) {
     result.metrics["baseline_problem"] = message;
     return error_result(message, std::move(result));

@@ -15,7 +15,7 @@
 #include "steps/judgement/dump_judgement.h"
 #include "steps/plugin_runs/feature_notes.h"
 #include "steps/plugin_runs/plugin_run.h"
-#include "steps/plugin_runs/side_option.h"
+#include "steps/plugin_runs/side.h"
 
 namespace diagnose {
 
@@ -28,9 +28,9 @@ const RunSpec kUndumpedTarget = spec_of("compiled", dump_at("none"));
 
 // The step's keys.
 struct GraphDumpCompareOptions : ComparingOptions {
-  SideOption golden, target;
-  bool truth_referee = false;         // referee: true, the golden run computes every node's float64 truth
-  std::optional<SideOption> referee;  // a float64 dump, or a separate float64 run
+  Side golden, target;
+  bool truth_referee = false;   // referee: true, the golden run computes every node's float64 truth
+  std::optional<Side> referee;  // a float64 dump, or a separate float64 run
 };
 
 Schema side_or_path(const std::string& description) {
@@ -46,7 +46,7 @@ class GraphDumpCompareStep : public StepKind {
                  "in eager (golden, FX level), or dumps made elsewhere; first divergence and the ops where the error "
                  "starts, judged against each record's float64 truth with `referee: true`.") {}
   std::vector<Property> parameters() const override {
-    std::vector<Property> properties = {
+    return with_comparison_properties({
         optional("golden", side_or_path("The eager side: a dump path, or overrides of the FX-level run.")),
         optional("target", side_or_path("The graph side: a dump path, or overrides of the compiled run.")),
         optional("referee", any_of_schema("The float64 truth of the golden side.",
@@ -54,9 +54,7 @@ class GraphDumpCompareStep : public StepKind {
                                                          "(shadow execution, same records); or the path of a "
                                                          "float64 dump, paired by record identity"),
                                            plugin_side_schema("overrides of a separate float64 run")})),
-    };
-    for (Property& p : comparison_properties()) properties.push_back(std::move(p));
-    return properties;
+    });
   }
   std::vector<std::string> result_fields() const override {
     return {"rows",       "compared", "passed",    "failed",     "not_comparable", "first_failing_op",
@@ -68,11 +66,11 @@ class GraphDumpCompareStep : public StepKind {
     const YAML::Node& node = step.node;
     auto o = std::make_shared<GraphDumpCompareOptions>();
     o->comparison = parse_comparison_settings(step, context.workflow, diagnostics);
-    o->golden = SideOption::parse(node["golden"]);
-    o->target = SideOption::parse(node["target"]);
+    o->golden = Side::parse(node["golden"]);
+    o->target = Side::parse(node["target"]);
     const YAML::Node referee = node["referee"];
     o->truth_referee = referee && yaml_to_json(referee) == true;
-    if (referee && !o->truth_referee && yaml_to_json(referee) != false) o->referee = SideOption::parse(referee);
+    if (referee && !o->truth_referee && yaml_to_json(referee) != false) o->referee = Side::parse(referee);
     return o;
   }
 
@@ -88,7 +86,7 @@ class GraphDumpCompareStep : public StepKind {
           planned_plugin_run(context, "target-undumped", undumped_spec(context, o), undumped_side(context, o)));
     if (!o.golden.path)
       planned.push_back(planned_plugin_run(
-          context, "golden", side_spec(context, o.golden.overrides, golden_defaults(context, o)), o.golden.overrides));
+          context, "golden", side_spec(context, o.golden.run, golden_defaults(context, o)), o.golden.run));
     return planned;
   }
 
@@ -96,14 +94,14 @@ class GraphDumpCompareStep : public StepKind {
     const GraphDumpCompareOptions& o = context.options<GraphDumpCompareOptions>();
     std::vector<RunRequest> requests;
     // A side is an existing dump (a path) or a run of the model, whose dump is used.
-    auto side = [&](const char* name, const SideOption& given, const RunSpec& defaults) -> std::string {
+    auto side = [&](const char* name, const Side& given, const RunSpec& defaults) -> std::string {
       if (given.path) return context.path(*given.path);
-      requests.push_back(plugin_run(context, name, side_spec(context, given.overrides, defaults), given.overrides));
+      requests.push_back(plugin_run(context, name, side_spec(context, given.run, defaults), given.run));
       return requests.back().dump_dir;
     };
     std::string golden = side("golden", o.golden, golden_defaults(context, o));
     // a compiled run may work in its own run directory: the model's relative paths anchored
-    auto compiled = [&](const char* name, const RunSpec& spec, const YAML::Node& overrides) {
+    auto compiled = [&](const char* name, const RunSpec& spec, const RunOverrides& overrides) {
       requests.push_back(plugin_run(context, name, spec, overrides));
       bisect::anchor_relative_paths(requests.back(), context.path(context.workflow().model.command.cwd.value_or(".")));
     };
@@ -119,7 +117,7 @@ class GraphDumpCompareStep : public StepKind {
       compiled("target-undumped", undumped_spec(context, o), undumped_side(context, o));
     std::optional<std::string> referee;
     if (o.referee) {
-      RunSpec fp64 = side_spec(context, o.golden.overrides, kGolden);
+      RunSpec fp64 = side_spec(context, o.golden.run, kGolden);
       fp64.dtype = "float64";
       fp64.autocast.reset();
       referee = side("referee", *o.referee, fp64);
@@ -144,7 +142,7 @@ class GraphDumpCompareStep : public StepKind {
                               undumped ? undumped->dir + "/outputs" : final_outputs_of(target), std::nullopt};
       if (referee && !final_outputs_of(*referee).empty()) sides.referee_outputs = final_outputs_of(*referee);
       const RunSpec spec = undumped_spec(context, o);
-      const YAML::Node side = undumped_side(context, o);
+      const RunOverrides side = undumped_side(context, o);
       const std::string model_cwd = context.path(context.workflow().model.command.cwd.value_or("."));
       confirm_culprit(
           context, candidates, sides,
@@ -170,8 +168,7 @@ class GraphDumpCompareStep : public StepKind {
   // inputs keep statistics only (the comparison reads their input scales and NaN counts).
   static RunSpec golden_defaults(const StepContext& context, const GraphDumpCompareOptions& o) {
     RunSpec defaults = kGolden;
-    if (o.truth_referee && side_spec(context, o.golden.overrides, kGolden).backend != "torchair")
-      defaults.dump->truth = true;
+    if (o.truth_referee && side_spec(context, o.golden.run, kGolden).backend != "torchair") defaults.dump->truth = true;
     const RunSpec target = target_spec(context, o);
     if (!o.target.path && resolved_dump_level(target) == "compiled" && target.backend != "torchair")
       defaults.dump->tensor_io = std::vector<std::string>{"output"};
@@ -179,15 +176,15 @@ class GraphDumpCompareStep : public StepKind {
   }
 
   static RunSpec target_spec(const StepContext& context, const GraphDumpCompareOptions& o) {
-    const YAML::Node& overrides = o.target.overrides;
+    const RunOverrides& overrides = o.target.run;
     RunSpec defaults = kTarget;
     if (side_spec(context, overrides, kTarget).backend.value_or("").find(':') != std::string::npos)
       defaults.dump->level = "compiled";  // a user backend: its Inductor buffers, if built on Inductor
     return side_spec(context, overrides, defaults);
   }
 
-  static YAML::Node target_side(const StepContext& context, const GraphDumpCompareOptions& o) {
-    return compiled_side(context, o.target.overrides, target_spec(context, o));
+  static RunOverrides target_side(const StepContext& context, const GraphDumpCompareOptions& o) {
+    return compiled_side(context, o.target.run, target_spec(context, o));
   }
 
   // Whether the target run is a compile of its own: Inductor dumping its buffers compiles with
@@ -200,10 +197,10 @@ class GraphDumpCompareStep : public StepKind {
     return resolved_dump_level(target) == "compiled" && target.backend != "torchair";
   }
   static RunSpec undumped_spec(const StepContext& context, const GraphDumpCompareOptions& o) {
-    return side_spec(context, o.target.overrides, kUndumpedTarget);
+    return side_spec(context, o.target.run, kUndumpedTarget);
   }
-  static YAML::Node undumped_side(const StepContext& context, const GraphDumpCompareOptions& o) {
-    return compiled_side(context, o.target.overrides, undumped_spec(context, o));
+  static RunOverrides undumped_side(const StepContext& context, const GraphDumpCompareOptions& o) {
+    return compiled_side(context, o.target.run, undumped_spec(context, o));
   }
 
   // Whether the failure's culprit must be confirmed by an intervention run: the state that

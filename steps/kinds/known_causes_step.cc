@@ -17,7 +17,7 @@
 #include "steps/json_text.h"
 #include "steps/judgement/dump_judgement.h"
 #include "steps/plugin_runs/plugin_run.h"
-#include "steps/plugin_runs/side_option.h"
+#include "steps/plugin_runs/side.h"
 
 namespace diagnose {
 
@@ -107,8 +107,9 @@ std::string run_failure_text(const StepResult& failed) {
 // The step's keys.
 struct KnownCausesOptions : ComparingOptions {
   bool experiments = false;
-  YAML::Node eager, target, golden;  // overrides of those runs; golden may be a dump's path
-  std::vector<KnownCause> causes;    // the workflow's own, as experiments
+  RunOverrides eager, target;      // of those runs
+  Side golden;                     // a dump's path or a run
+  std::vector<KnownCause> causes;  // the workflow's own, as experiments
 };
 
 class KnownCausesStep : public StepKind {
@@ -131,7 +132,7 @@ class KnownCausesStep : public StepKind {
         {required("name", plain_string_schema("The cause's name (the verdict's culprit).")), required("flip", flip),
          optional("expect", plain_string_schema("What flipping it should change, in words.")),
          optional("fix", plain_string_schema("The fix to report."))});
-    std::vector<Property> properties = {
+    return with_comparison_properties({
         optional("experiments",
                  defaulted(boolean_schema("false: the detectors on what the runs recorded; true: the A/B experiments "
                                           "(compiled runs with one cause flipped)."),
@@ -143,9 +144,7 @@ class KnownCausesStep : public StepKind {
                                          {string_schema("path of an existing dump"),
                                           plugin_side_schema("overrides of the golden run")})),
         optional("causes", array_schema("Causes of the workflow's own, as experiments.", cause)),
-    };
-    for (Property& p : comparison_properties()) properties.push_back(std::move(p));
-    return properties;
+    });
   }
   std::vector<std::string> result_fields() const override { return {"culprit", "cause_op", "checked", "found"}; }
   std::string default_category() const override { return "known_cause"; }
@@ -155,9 +154,9 @@ class KnownCausesStep : public StepKind {
     auto o = std::make_shared<KnownCausesOptions>();
     o->comparison = parse_comparison_settings(step, context.workflow, diagnostics);
     o->experiments = option<bool>(step, "experiments");
-    o->eager = option_node(node, "eager");
-    o->target = option_node(node, "target");
-    o->golden = option_node(node, "golden");
+    o->eager = RunOverrides::parse(node["eager"]);
+    o->target = RunOverrides::parse(node["target"]);
+    o->golden = Side::parse(node["golden"]);
     o->causes = user_causes(node["causes"], "steps." + step.id, &diagnostics);
     return o;
   }
@@ -279,18 +278,18 @@ class KnownCausesStep : public StepKind {
   }
 
   // graph_dump_compare's golden outputs, which carry their float64 truth: no golden run of our own.
-  static YAML::Node graph_compare_golden(const State& state) {
+  static Side graph_compare_golden(const State& state) {
     for (const StepResult& step : state.steps) {
       if (step.kind != "graph_dump_compare") continue;
       for (const RunRecord& record : step.runs)
         if (record.name == "golden" && record.status == RunStatus::Succeeded && has_dump(record.dir + "/outputs"))
-          return YAML::Node(record.dir + "/outputs");
+          return Side{true, record.dir + "/outputs", {}};
     }
-    return YAML::Node();
+    return Side();
   }
 
   static StepResult experiments(const StepContext& context, const KnownCausesOptions& o) {
-    const YAML::Node& target = o.target;
+    const RunOverrides& target = o.target;
     const RunSpec target_spec = side_spec(context, target, kCompiledOutputs);
     const std::string model_cwd = context.path(context.workflow().model.command.cwd.value_or("."));
     const std::vector<RecordedRun> runs = recorded_runs(context.state());
@@ -355,7 +354,7 @@ class KnownCausesStep : public StepKind {
       bisect::anchor_relative_paths(request, model_cwd);
       return request;
     };
-    YAML::Node golden = o.golden ? o.golden : graph_compare_golden(context.state());
+    const Side golden = o.golden.given ? o.golden : graph_compare_golden(context.state());
     std::string problem = judge_against_golden(context, golden, target, {}, setup, plan);
     if (!problem.empty()) return error_result(problem);
 

@@ -19,7 +19,7 @@
 #include "orchestrator/util/log_tail.h"
 #include "steps/judgement/dump_judgement.h"
 #include "steps/plugin_runs/plugin_run.h"
-#include "steps/plugin_runs/side_option.h"
+#include "steps/plugin_runs/side.h"
 #include "steps/single_op/single_op_batches.h"
 #include "steps/single_op/single_op_rules.h"
 
@@ -85,7 +85,7 @@ std::string cost_clause(const std::map<std::string, OpCost>& costs, long long ba
 // The step's keys.
 struct SingleOpCheckOptions : ComparingOptions {
   std::optional<std::string> from;  // an eager run directory, instead of running the model
-  YAML::Node eager, target;         // overrides of the eager run and of the configuration under test
+  RunOverrides eager, target;       // of the eager run and of the configuration under test
   size_t batches = 1;
   bool attribute_rules = true;
   RuleSearchOptions rule_search;
@@ -104,7 +104,7 @@ class SingleOpCheckStep : public StepKind {
                  "switches, and compare it with the eager op on the same recorded inputs; fails naming the ops whose "
                  "graph-mode result is wrong (or whose process crashed).") {}
   std::vector<Property> parameters() const override {
-    std::vector<Property> properties = {
+    return with_comparison_properties({
         optional("from", string_schema("An existing eager run directory (aten dump with inputs) to take the ops and "
                                        "their inputs from, instead of running the model.")),
         optional("eager", plugin_side_schema("Overrides of the eager run the ops are taken from.")),
@@ -120,9 +120,7 @@ class SingleOpCheckStep : public StepKind {
         optional(
             "confirmations",
             defaulted(integer_schema("Agreeing trials behind each confirmation of the rule search's answer.", 1), 2)),
-    };
-    for (Property& p : comparison_properties()) properties.push_back(std::move(p));
-    return properties;
+    });
   }
   std::vector<std::string> result_fields() const override {
     return {"ops",         "checked",   "skipped",  "skipped_ops", "failed", "failed_ops",
@@ -140,8 +138,8 @@ class SingleOpCheckStep : public StepKind {
     auto o = std::make_shared<SingleOpCheckOptions>();
     o->comparison = parse_comparison_settings(step, context.workflow, diagnostics);
     if (node["from"]) o->from = node["from"].Scalar();
-    o->eager = option_node(node, "eager");
-    o->target = option_node(node, "target");
+    o->eager = RunOverrides::parse(node["eager"]);
+    o->target = RunOverrides::parse(node["target"]);
     o->batches = node["batches"] ? node["batches"].as<size_t>() : static_cast<size_t>(context.workflow.defaults.slots);
     o->attribute_rules = option<bool>(step, "attribute_rules");
     o->rule_search = {option<int>(step, "max_trials"), option<int>(step, "confirmations")};
@@ -218,7 +216,7 @@ class SingleOpCheckStep : public StepKind {
             context, run_name, single_op_args(eager_dir, out, target, switches_file, pending[b], batched), o.eager));
         // The batches compile at the same time (GE's fusion_result.json, written into the
         // working directory, must not be two batches' at once).
-        if (works_in_own_directory(context, YAML::Node(), target)) requests.back().cwd = requests.back().dir;
+        if (works_in_own_directory(context, RunOverrides(), target)) requests.back().cwd = requests.back().dir;
       }
       std::vector<RunRecord> runs = context.run(requests);
       std::vector<std::string> again;
@@ -376,7 +374,8 @@ class SingleOpCheckStep : public StepKind {
       for (const auto& op : failed_ops) names.push_back(op.get<std::string>());
       result.summary = counts + "; wrong in graph mode: " + joined(names, ", ");
       if (!wrong_ops.empty() && o.attribute_rules)
-        result.summary += "; " + attribute_to_rules(context, {eager_dir, target}, o.rule_search, wrong_ops, result);
+        result.summary +=
+            "; " + attribute_to_rules(context, {eager_dir, target, o.eager}, o.rule_search, wrong_ops, result);
     }
     if (!costs.empty()) result.summary += "; " + cost_clause(costs, batched_compiles);
     return result;

@@ -20,7 +20,7 @@
 #include "steps/json_text.h"
 #include "steps/judgement/dump_judgement.h"
 #include "steps/plugin_runs/plugin_run.h"
-#include "steps/plugin_runs/side_option.h"
+#include "steps/plugin_runs/side.h"
 
 namespace diagnose {
 
@@ -67,7 +67,8 @@ struct Subgraph {
 
 // The step's keys.
 struct SubgraphIsolateOptions : ComparingOptions {
-  YAML::Node golden, target;  // a dump's path or run overrides
+  Side golden;          // a dump's path or a run
+  RunOverrides target;  // overrides of the compiled run
   bisect::Options search;
 };
 
@@ -113,8 +114,8 @@ class SubgraphIsolateStep : public StepKind {
                                            Diagnostics& diagnostics) const override {
     auto o = std::make_shared<SubgraphIsolateOptions>();
     o->comparison = parse_comparison_settings(step, context.workflow, diagnostics);
-    o->golden = option_node(step.node, "golden");
-    o->target = option_node(step.node, "target");
+    o->golden = Side::parse(step.node["golden"]);
+    o->target = RunOverrides::parse(step.node["target"]);
     o->search = bisection_options(step, context.workflow);
     return o;
   }
@@ -126,7 +127,7 @@ class SubgraphIsolateStep : public StepKind {
 
   StepResult evaluate(const StepContext& context) const override {
     const SubgraphIsolateOptions& o = context.options<SubgraphIsolateOptions>();
-    const YAML::Node& target = o.target;
+    const RunOverrides& target = o.target;
     RunSpec target_spec = side_spec(context, target, spec_of("compiled", dump_at("none")));
     std::string model_cwd = context.path(context.workflow().model.command.cwd.value_or("."));
     IsolatedRun isolated_run = [&, target_spec](const std::string& name, const Config& eager, bool repro) {

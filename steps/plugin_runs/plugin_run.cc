@@ -21,6 +21,14 @@ namespace fs = boost::filesystem;
 
 const char* kPluginRunKeys[] = {"args", "env", "cwd", "timeout", "retries"};
 
+// What of a side's command applies to a run of the model's script: kPluginRunKeys.
+CommandSpec plugin_run_command(CommandSpec side) {
+  side.argv.clear();
+  side.shell.clear();
+  side.outputs.clear();
+  return side;
+}
+
 const std::vector<std::string> kDtypes = {"float32", "float64", "float16", "bfloat16"};
 
 // spec.json of the run in its directory (created), with output_dir set to it, and the
@@ -37,10 +45,9 @@ void write_run_spec(RunRequest& request, RunSpec spec) {
 
 }  // namespace
 
-YAML::Node in_own_directory(const YAML::Node& side) {
-  YAML::Node own = side && side.IsMap() ? YAML::Clone(side) : YAML::Node(YAML::NodeType::Map);
-  own["cwd"] = "${run.dir}";
-  return own;
+RunOverrides in_own_directory(RunOverrides side) {
+  side.command.cwd = "${run.dir}";
+  return side;
 }
 
 bool writes_into_cwd(const RunSpec& spec) {
@@ -48,11 +55,11 @@ bool writes_into_cwd(const RunSpec& spec) {
   return backend == "torchair" || backend.find(':') != std::string::npos;
 }
 
-bool works_in_own_directory(const StepContext& context, const YAML::Node& side, const RunSpec& spec) {
-  return writes_into_cwd(spec) && !(side && side.IsMap() && side["cwd"]) && !context.workflow().model.command.cwd;
+bool works_in_own_directory(const StepContext& context, const RunOverrides& side, const RunSpec& spec) {
+  return writes_into_cwd(spec) && !side.command.cwd && !context.workflow().model.command.cwd;
 }
 
-YAML::Node compiled_side(const StepContext& context, const YAML::Node& side, const RunSpec& spec) {
+RunOverrides compiled_side(const StepContext& context, const RunOverrides& side, const RunSpec& spec) {
   return works_in_own_directory(context, side, spec) ? in_own_directory(side) : side;
 }
 
@@ -105,36 +112,32 @@ Schema plugin_side_schema(const std::string& description) {
   return object_schema(description, plugin_side_properties());
 }
 
-RunSpec side_spec(const StepContext& context, const YAML::Node& side, const RunSpec& defaults) {
+RunSpec side_spec(const StepContext& context, const RunOverrides& side, const RunSpec& defaults) {
   const ModelSpec& model = context.workflow().model;
   RunSpec spec;
   spec.backend = model.backend;
   spec.device = model.device;
   spec.dtype = model.dtype;
   spec = overlaid(std::move(spec), defaults);
-  if (side && side.IsMap()) spec = overlaid_by_side(spec, yaml_to_json(side));
+  if (!side.spec.empty()) spec = overlaid_by_side(spec, side.spec);
   if (spec.switches && spec.switches->fusion_switch_file)
     spec.switches->fusion_switch_file = context.path(*spec.switches->fusion_switch_file);
   return spec;
 }
 
 PlannedRun planned_plugin_run(const StepContext& context, const std::string& run_name, RunSpec spec,
-                              const YAML::Node& side, int repeat) {
+                              const RunOverrides& side, int repeat) {
   if (context.workflow().model.script.empty())
     throw std::runtime_error("steps of kind " + context.step().kind +
                              " run the model through the PyTorch plugin: give model.script (and args) "
                              "instead of argv/shell");
-  YAML::Node command(YAML::NodeType::Map);
-  if (side && side.IsMap())
-    for (const char* key : kPluginRunKeys)
-      if (side[key]) command[key] = YAML::Clone(side[key]);
-  RunRequest request = context.model_run(run_name, parse_command(command));
+  RunRequest request = context.model_run(run_name, plugin_run_command(side.command));
   request.repeat = repeat;
   if (repeat > 0) request.never_forked = kRepeatNeverForked;
   return {context.step().id, run_name, std::move(spec), std::move(request)};
 }
 
-RunRequest plugin_run(const StepContext& context, const std::string& run_name, RunSpec spec, const YAML::Node& side,
+RunRequest plugin_run(const StepContext& context, const std::string& run_name, RunSpec spec, const RunOverrides& side,
                       int repeat, Sharing sharing) {
   PlannedRun planned = planned_plugin_run(context, run_name, std::move(spec), side, repeat);
   RunRequest request = planned.request;
@@ -166,13 +169,13 @@ RunRequest rerun_with_spec(const StepContext& context, const RunRequest& origina
 }
 
 RunRequest plugin_command(const StepContext& context, const std::string& run_name, const std::vector<std::string>& args,
-                          const YAML::Node& side) {
-  YAML::Node command(YAML::NodeType::Map);
-  if (side && side.IsMap() && side["env"]) command["env"] = YAML::Clone(side["env"]);
+                          const RunOverrides& side) {
+  CommandSpec command;
+  command.env = side.command.env;
   std::vector<std::string> argv = {context.model_python(), "-m", "diagnose_pytorch"};
   argv.insert(argv.end(), args.begin(), args.end());
-  for (const std::string& arg : argv) command["argv"].push_back(arg);
-  RunRequest request = context.model_run(run_name, parse_command(command));
+  command.argv = argv;
+  RunRequest request = context.model_run(run_name, command);
   request.argv = argv;  // model_run expands templates; these arguments are literal
   return request;
 }

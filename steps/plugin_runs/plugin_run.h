@@ -11,9 +11,9 @@
 //      mode, backend, device, dtype, autocast, dynamic, fullgraph, seed, deterministic,
 //      switches, dump, checks, plus the command keys args (appended to the model's), env,
 //      cwd, timeout, retries.
-// Typical use inside StepKind::evaluate:
-//   RunSpec spec = side_spec(context, node["target"], spec_of("compiled", dump_at("none")));
-//   RunRequest run = plugin_run(context, "target", spec, node["target"]);
+// The side reaches evaluate parsed at load (side.h). Typical use inside StepKind::evaluate:
+//   RunSpec spec = side_spec(context, o.target.run, spec_of("compiled", dump_at("none")));
+//   RunRequest run = plugin_run(context, "target", spec, o.target.run);
 //   std::vector<RunRecord> records = context.run({run});
 //   // run.dump_dir holds the dump, plugin_status_path(run) the plugin's status.json.
 #pragma once
@@ -23,12 +23,12 @@
 #include <string>
 #include <vector>
 
-#include <yaml-cpp/yaml.h>
 #include <nlohmann/json.hpp>
 
 #include "orchestrator/engine/step.h"
 #include "orchestrator/workflow/schema.h"
 #include "runspec/plugin_status.h"
+#include "steps/plugin_runs/side.h"
 
 namespace diagnose {
 
@@ -42,9 +42,9 @@ std::vector<Property> plugin_side_properties();
 Schema plugin_side_schema(const std::string& description);
 
 // The run spec of one side: model defaults, then `defaults`, then the side's overrides
-// (`side` may be null; std::invalid_argument when its keys are no run spec's). Relative paths in
+// (std::invalid_argument when its keys are no run spec's). Relative paths in
 // switches.fusion_switch_file are made absolute against the workflow's directory. output_dir is left for plugin_run.
-RunSpec side_spec(const StepContext& context, const YAML::Node& side, const RunSpec& defaults);
+RunSpec side_spec(const StepContext& context, const RunOverrides& side, const RunSpec& defaults);
 
 // Shareable: another request of this invocation with the same identity may be this run (or this
 // run that one); OwnRun: a run of its own whatever its identity (a request the step changes after
@@ -60,7 +60,7 @@ enum class Sharing { Shareable, OwnRun };
 // keeps working in the shared run's. `repeat`: the earlier runs of this configuration the step
 // asked for (RunRequest::repeat); a repeat never forks from the warm process. Throws
 // std::runtime_error when the model has no `script` (the step's result is then an error saying so).
-RunRequest plugin_run(const StepContext& context, const std::string& run_name, RunSpec spec, const YAML::Node& side,
+RunRequest plugin_run(const StepContext& context, const std::string& run_name, RunSpec spec, const RunOverrides& side,
                       int repeat = 0, Sharing sharing = Sharing::Shareable);
 
 // `original` made again as a run of its own named `run_name`, in its own directory, with `spec`
@@ -71,7 +71,7 @@ RunRequest rerun_with_spec(const StepContext& context, const RunRequest& origina
 
 // `side` with the run's own directory as its working directory (GE writes fusion_result.json
 // there): runs made so are the same run wherever each one's directory is (shared_runs.h).
-YAML::Node in_own_directory(const YAML::Node& side);
+RunOverrides in_own_directory(RunOverrides side);
 
 // Whether a compiled run of `spec` may write files into its working directory: TorchAir's GE
 // writes fusion_result.json there, and a user backend (module:function) may.
@@ -79,15 +79,15 @@ bool writes_into_cwd(const RunSpec& spec);
 // Whether a compiled run of `spec` works in its run's own directory: where writes_into_cwd(spec)
 // and neither the side nor the model names a working directory (two such runs at once must not
 // write the same files).
-bool works_in_own_directory(const StepContext& context, const YAML::Node& side, const RunSpec& spec);
+bool works_in_own_directory(const StepContext& context, const RunOverrides& side, const RunSpec& spec);
 // The side of a compiled run that others may share (graph_dump_compare's target, known_causes'
 // experiments): in its own directory where works_in_own_directory, else in the model's, where a
 // script finds what it reads.
-YAML::Node compiled_side(const StepContext& context, const YAML::Node& side, const RunSpec& spec);
+RunOverrides compiled_side(const StepContext& context, const RunOverrides& side, const RunSpec& spec);
 
 // What plugin_run would ask for, for StepKind::planned_runs: nothing written, nothing shared yet.
 PlannedRun planned_plugin_run(const StepContext& context, const std::string& run_name, RunSpec spec,
-                              const YAML::Node& side, int repeat = 0);
+                              const RunOverrides& side, int repeat = 0);
 
 // The plugin's status.json of a run (read it with runspec/plugin_status.h's read_plugin_status).
 std::string plugin_status_path(const RunRequest& run);
@@ -97,6 +97,6 @@ std::string plugin_status_path(const RunRequest& run);
 // sets up from a run of the script (single-op runs it to its first compiled call) gets that
 // run's side's env too, as the script had it there.
 RunRequest plugin_command(const StepContext& context, const std::string& run_name, const std::vector<std::string>& args,
-                          const YAML::Node& side = YAML::Node());
+                          const RunOverrides& side = {});
 
 }  // namespace diagnose

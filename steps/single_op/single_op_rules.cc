@@ -35,7 +35,7 @@ RunRequest trial_request(const StepContext& context, const SingleOpTarget& targe
   write_file_atomically(switches_file, nlohmann::json(switches).dump(2) + "\n");
   RunRequest request = plugin_command(
       context, trial.name, single_op_args(target.eager_dir, trial.dir + "/out", target.spec, switches_file, ops),
-      context.step().node["eager"]);
+      target.eager);
   request.cwd = trial.dir;  // the backend writes fusion_result.json into its working directory
   return request;
 }

@@ -14,14 +14,16 @@
 #include <nlohmann/json.hpp>
 
 #include "orchestrator/engine/step.h"
+#include "steps/plugin_runs/side.h"
 
 namespace diagnose {
 
-// What the single-op check ran: the eager run the ops come from and the target side's spec
-// (backend, device, dtype, switches).
+// What the single-op check ran: the eager run the ops come from, the target side's spec
+// (backend, device, dtype, switches) and the eager side's overrides (its env applies to a trial).
 struct SingleOpTarget {
   std::string eager_dir;
   RunSpec spec;
+  RunOverrides eager;
 };
 
 // The rule search's keys of a single_op_check step (max_trials, confirmations).

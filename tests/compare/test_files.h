@@ -39,6 +39,25 @@ inline void write_npy_f32(const std::string& path, const std::vector<float>& val
                               values.size() * 4));
 }
 
+// A diagnose dump in `dir` (docs/dump-format.md) of (2, 4) float32 output tensors, one a record:
+// `fields` the record's identity as manifest members ("kind": "final", "op_key": ..., "step": 0).
+struct F32Record {
+  std::string fields;
+  std::vector<float> values;
+};
+inline void write_f32_dump(const std::string& dir, const std::vector<F32Record>& records) {
+  std::string lines = R"({"type": "header", "format": "diagnose-dump", "version": 1})"
+                      "\n";
+  int seq = 0;
+  for (const F32Record& r : records) {
+    const std::string file = "tensors/" + std::to_string(seq) + ".npy";
+    write_npy_f32(dir + "/" + file, r.values, "(2, 4)");
+    lines += R"({"type": "tensor", "seq": )" + std::to_string(seq++) + ", " + r.fields +
+             R"(, "io": "output", "index": 0, "dtype": "torch.float32", "shape": [2, 4], "file": ")" + file + "\"}\n";
+  }
+  write_bytes(dir + "/manifest.jsonl", lines + R"({"type": "end", "records": 0})" + "\n");
+}
+
 // The header GE's dump recorder writes for its default statistics (compare/ge_stats.h).
 inline const std::string kStatsHeader =
     "Input/Output,Index,Data Size,Data Type,Format,Shape,Max Value,Min Value,Avg Value,Count,Nan Count,"

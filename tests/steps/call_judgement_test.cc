@@ -12,8 +12,6 @@ namespace diagnose {
 namespace {
 
 using testing::TempDir;
-using testing::write_npy_f32;
-using testing_support::write_text;
 
 struct Record {
   int64_t step;
@@ -25,18 +23,12 @@ struct Record {
 
 // An outputs/ dump: each record's tensor as a (2, 4) float32 file.
 void write_outputs(const std::string& dir, const std::vector<Record>& records) {
-  std::string lines = R"({"type": "header", "format": "diagnose-dump", "version": 1})"
-                      "\n";
-  int seq = 0;
-  for (const Record& r : records) {
-    const std::string file = "tensors/" + std::to_string(seq) + ".npy";
-    write_npy_f32(dir + "/" + file, r.values, "(2, 4)");
-    lines += R"({"type": "tensor", "seq": )" + std::to_string(seq++) + R"(, "kind": ")" + r.kind + R"(", "op_key": ")" +
-             (r.kind == "final" ? "output" : "state") + R"(", "io": "output", "index": 0, "path": ")" + r.path +
-             R"(", "step": )" + std::to_string(r.step) + R"(, "dtype": "torch.float32", "shape": [2, 4], "file": ")" +
-             file + "\"" + r.extra + "}\n";
-  }
-  write_text(dir + "/manifest.jsonl", lines + R"({"type": "end", "records": 0})" + "\n");
+  std::vector<testing::F32Record> written;
+  for (const Record& r : records)
+    written.push_back({R"("kind": ")" + r.kind + R"(", "op_key": ")" + (r.kind == "final" ? "output" : "state") +
+                           R"(", "path": ")" + r.path + R"(", "step": )" + std::to_string(r.step) + r.extra,
+                       r.values});
+  testing::write_f32_dump(dir, written);
 }
 
 CallJudgement judged(const std::string& golden, const std::string& target) {

@@ -48,7 +48,7 @@ TEST(PluginRun, ScriptRunsThroughThePluginWithItsSpec) {
   Workflow workflow = load(dir, kWorkflow);
   State state;
   StepContext context(workflow, workflow.steps[0], state, dir / "run", nullptr);
-  YAML::Node side = YAML::Load(R"yaml(
+  RunOverrides side = RunOverrides::parse(YAML::Load(R"yaml(
 mode: eager
 device: cuda
 dtype: null
@@ -57,7 +57,7 @@ switches: {inductor: {fallback_random: true}, fusion_switch_file: rules.cfg}
 args: [--extra]
 env: {B: "2"}
 timeout: 30
-)yaml");
+)yaml"));
   RunSpec defaults = spec_of("compiled", dump_at("fx"));
   defaults.dump->final = true;
   RunSpec typed = side_spec(context, side, defaults);
@@ -91,12 +91,28 @@ timeout: 30
   EXPECT_NE(changed.env["DIAGNOSE_RUN_SPEC_DIGEST"], run.env["DIAGNOSE_RUN_SPEC_DIGEST"]);
 }
 
+TEST(PluginRun, SideIsADumpPathOrARun) {
+  Side absent = Side::parse(YAML::Node(YAML::NodeType::Undefined));
+  EXPECT_FALSE(absent.given);
+  EXPECT_TRUE(absent.run.spec.empty());
+  Side dump = Side::parse(YAML::Node("runs/golden/dump"));
+  EXPECT_TRUE(dump.given);
+  EXPECT_EQ(dump.path, std::optional<std::string>("runs/golden/dump"));
+  Side run = Side::parse(YAML::Load("{argv: [python, m.py, '${switch_file}'], cwd: w, dump: out, dtype: float16}"));
+  EXPECT_FALSE(run.path);
+  EXPECT_EQ(run.run.command.argv, (std::vector<std::string>{"python", "m.py", "${switch_file}"}));
+  EXPECT_EQ(run.run.command.cwd, std::optional<std::string>("w"));
+  EXPECT_EQ(run.run.dump_path, std::optional<std::string>("out"));
+  EXPECT_EQ(run.run.spec["dtype"], "float16");
+  EXPECT_FALSE(RunOverrides::parse(YAML::Load("{dump: {level: aten}}")).dump_path);  // a plugin run's dump spec
+}
+
 TEST(PluginRun, ModelDefaultsWithoutSide) {
   TempDir dir;
   Workflow workflow = load(dir, "model: {script: m.py}\nsteps: [{id: a, kind: run, argv: [true]}]\n");
   State state;
   StepContext context(workflow, workflow.steps[0], state, dir / "run", nullptr);
-  nlohmann::json spec = side_spec(context, YAML::Node(), RunSpec());
+  nlohmann::json spec = side_spec(context, RunOverrides(), RunSpec());
   EXPECT_EQ(spec, (nlohmann::json{{"backend", "inductor"}, {"device", "cpu"}}));
   unsetenv("DIAGNOSE_PYTHON");
   EXPECT_EQ(context.model_python(), "python3");
@@ -111,7 +127,7 @@ TEST(PluginRun, ModelWithoutScriptIsAClearError) {
   State state;
   StepContext context(workflow, workflow.steps[0], state, dir / "run", nullptr);
   try {
-    plugin_run(context, "main", nlohmann::json::object(), YAML::Node());
+    plugin_run(context, "main", nlohmann::json::object(), RunOverrides());
     FAIL() << "no error";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("give model.script"), std::string::npos) << e.what();
