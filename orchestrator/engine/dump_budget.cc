@@ -38,7 +38,7 @@ void apply_dump_share(const State& state, RunSpec& spec) {
     spec.dump_request().max_bytes = state.dump_budget.at("per_run_bytes").get<int64_t>();
 }
 
-void record_dump_outcome(State& state) {
+void record_dump_outcome(State& state, const EqualTensorFiles::Linked& linked) {
   if (!state.dump_budget.is_object()) return;
   int64_t written = 0;
   nlohmann::json left_out = nlohmann::json::array();
@@ -59,6 +59,10 @@ void record_dump_outcome(State& state) {
       }
   state.dump_budget["written_bytes"] = written;
   state.dump_budget["left_out"] = left_out;
+  const DirectoryUsage usage = directory_usage(state.run_dir);
+  state.dump_budget["run_directory"] = {{"bytes", usage.total()},         {"dumps_bytes", usage.dumps},
+                                        {"outputs_bytes", usage.outputs}, {"other_bytes", usage.other},
+                                        {"linked_files", linked.files},   {"linked_bytes", linked.bytes}};
 }
 
 namespace {
@@ -69,6 +73,22 @@ std::string size_text(const nlohmann::json& bytes) {
   char text[32];
   std::snprintf(text, sizeof text, "%.1f MiB", bytes.get<double>() / (1 << 20));
   return text;
+}
+
+// The whole run directory against the budget: the final outputs each run keeps whole (the steps
+// judge them) and the rest are outside the op dumps' shares.
+std::string run_directory_text(const nlohmann::json& usage, const nlohmann::json& limit) {
+  if (!usage.is_object() || !usage["bytes"].is_number() || !limit.is_number()) return "";
+  std::string text = " The run directory holds " + size_text(usage["bytes"]) + " (op dumps " +
+                     size_text(usage["dumps_bytes"]) + ", final outputs " + size_text(usage["outputs_bytes"]) +
+                     ", the rest " + size_text(usage["other_bytes"]);
+  if (usage.value("linked_files", 0) > 0)
+    text += "; " + usage["linked_files"].dump() + " tensor files equal to one kept before are stored once, " +
+            size_text(usage["linked_bytes"]) + " saved";
+  const int64_t over = usage["bytes"].get<int64_t>() - limit.get<int64_t>();
+  if (over <= 0) return text + "): within the budget.";
+  return text + "): " + size_text(over) +
+         " over the budget, the final outputs of every run being kept whole outside the op dumps' shares.";
 }
 
 }  // namespace
@@ -83,9 +103,10 @@ std::string dump_budget_text(const nlohmann::json& budget) {
                                      : ".");
   if (budget.contains("written_bytes")) text += " The dumps wrote " + size_text(budget["written_bytes"]) + ".";
   if (!budget.contains("left_out")) return text;
-  return text + (budget["left_out"].empty() ? " Every record kept its tensor."
-                                            : " The budget was reached: past it these dumps kept statistics only, "
-                                              "and their rows were compared on statistics.");
+  text += budget["left_out"].empty() ? " Every record kept its tensor."
+                                     : " The budget was reached: past it these dumps kept statistics only, "
+                                       "and their rows were compared on statistics.";
+  return text + run_directory_text(budget.value("run_directory", nlohmann::json()), budget["limit_bytes"]);
 }
 
 }  // namespace diagnose

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "orchestrator/engine/equal_tensor_files.h"
 #include "orchestrator/engine/state.h"
 #include "orchestrator/engine/step.h"
 #include "runspec/run_spec.h"
@@ -33,8 +34,11 @@ void apply_dump_share(const State& state, RunSpec& spec);
 // Adds the outcome to state.dump_budget from each run's status.json (and each further rank's
 // status_rank{R}.json): written_bytes over the distinct runs, and left_out, one entry per run (per
 // rank of a multi-rank run, with its `rank`) whose budget was reached
-// ({step, run, limit_bytes, written_bytes, records}: records kept as statistics only).
-void record_dump_outcome(State& state);
+// ({step, run, limit_bytes, written_bytes, records}: records kept as statistics only); and
+// run_directory, what the whole run directory holds (directory_usage, each file once: {bytes,
+// dumps_bytes, outputs_bytes, other_bytes}) and what `linked` stored once ({linked_files,
+// linked_bytes}), the final outputs and the rest being outside the op dumps' shares.
+void record_dump_outcome(State& state, const EqualTensorFiles::Linked& linked = {});
 
 // State::dump_budget in words, for the reports (beside a table of its left_out); empty for null.
 std::string dump_budget_text(const nlohmann::json& budget);

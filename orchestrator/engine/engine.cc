@@ -2,6 +2,7 @@
 
 #include "orchestrator/engine/digest.h"
 #include "orchestrator/engine/dump_budget.h"
+#include "orchestrator/engine/equal_tensor_files.h"
 
 #include <algorithm>
 #include <boost/filesystem.hpp>
@@ -78,6 +79,7 @@ class Engine {
       if (result.fingerprint == fingerprint && stopped_by.empty() &&
           (result.status == StepStatus::Pass || result.status == StepStatus::Fail)) {
         progress_.step_kept(result);
+        equal_files_.share(step_dir_of(run_dir_, step.id));
         if (result.status == StepStatus::Fail && step.on_failure == OnFailure::Stop)
           stopped_by = "not run: step '" + step.id + "' failed and has on_failure: stop";
         continue;
@@ -88,6 +90,7 @@ class Engine {
         continue;
       }
       run_step(i, step, result);
+      equal_files_.share(step_dir_of(run_dir_, step.id));
       if (interrupt_count() > 0) {
         state_.interrupted = true;
         save();
@@ -100,7 +103,7 @@ class Engine {
         stopped_by = "not run: step '" + step.id + "' " + (result.status == StepStatus::Fail ? "failed" : "errored") +
                      " and has on_failure: stop";
     }
-    record_dump_outcome(state_);
+    record_dump_outcome(state_, equal_files_.total());
     if (!outcome.interrupted) state_.finished = now_seconds();
     save();
     outcome.run_dir = run_dir_;
@@ -314,6 +317,7 @@ class Engine {
   std::string run_dir_;
   State state_;
   SharedRuns shared_;
+  EqualTensorFiles equal_files_;  // the steps' tensor files, each content stored once
   bool save_failed_ = false;
 };
 

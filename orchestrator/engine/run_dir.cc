@@ -41,6 +41,10 @@ std::string create_run_directory(const std::string& output_dir, const std::strin
 std::string state_path(const std::string& run_dir) { return run_dir + "/state.json"; }
 std::string workflow_copy_path(const std::string& run_dir) { return run_dir + "/workflow.yaml"; }
 
+std::string step_dir_of(const std::string& run_dir, const std::string& step_id) {
+  return run_dir + "/steps/" + step_id;
+}
+
 nlohmann::json yaml_to_json(const YAML::Node& node) {
   switch (node.Type()) {
     case YAML::NodeType::Sequence: {

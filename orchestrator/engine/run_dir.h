@@ -16,6 +16,8 @@ std::string create_run_directory(const std::string& output_dir, const std::strin
 
 std::string state_path(const std::string& run_dir);
 std::string workflow_copy_path(const std::string& run_dir);
+// steps/<id>/: the folder of a step's runs.
+std::string step_dir_of(const std::string& run_dir, const std::string& step_id);
 
 // workflow.yaml (the file as written) and resolved.json (defaults filled in, paths absolute).
 void write_workflow_files(const Workflow& workflow, const std::string& run_dir);

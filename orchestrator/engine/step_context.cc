@@ -3,6 +3,7 @@
 
 #include "orchestrator/engine/engine.h"
 #include "orchestrator/engine/result_lookup.h"
+#include "orchestrator/engine/run_dir.h"
 #include "orchestrator/engine/step.h"
 #include "orchestrator/exec/subprocess.h"
 #include "orchestrator/workflow/template.h"
@@ -20,7 +21,7 @@ StepContext::StepContext(const Workflow& workflow, const StepSpec& step, const S
       executor_(std::move(executor)),
       shared_runs_(shared_runs) {}
 
-std::string StepContext::step_dir() const { return run_dir_ + "/steps/" + step_.id; }
+std::string StepContext::step_dir() const { return step_dir_of(run_dir_, step_.id); }
 
 std::string StepContext::fingerprint() const { return step_fingerprint(workflow_, step_); }
 

@@ -176,6 +176,38 @@ TEST(DumpBudget, TheOutcomeSaysWhatTheDumpsWroteAndWhatTheBudgetLeftOut) {
   EXPECT_EQ(dump_budget_text(nullptr), "");
 }
 
+TEST(DumpBudget, TheOutcomeSaysWhatTheWholeRunDirectoryHoldsAgainstTheBudget) {
+  namespace fs = boost::filesystem;
+  const fs::path root = fs::temp_directory_path() / fs::unique_path("dump-budget-%%%%%%%%");
+  fs::create_directories(root / "steps/graph/golden/dump/tensors");
+  fs::create_directories(root / "steps/graph/golden/outputs/tensors");
+  write_file_atomically((root / "steps/graph/golden/dump/tensors/0.npy").string(), std::string(1000, 'd'));
+  write_file_atomically((root / "steps/graph/golden/outputs/tensors/0.npy").string(), std::string(300, 'o'));
+  fs::create_hard_link(root / "steps/graph/golden/outputs/tensors/0.npy", root / "steps/graph/golden/outputs/1.npy");
+  write_file_atomically((root / "state.json").string(), std::string(50, 's'));
+  State state;
+  state.run_dir = root.string();
+  state.dump_budget = {{"limit_bytes", 1200}, {"runs", 1}, {"per_run_bytes", 1200}};
+  record_dump_outcome(state, {1, 300});
+  EXPECT_EQ(state.dump_budget["run_directory"], nlohmann::json({{"bytes", 1350},
+                                                                {"dumps_bytes", 1000},
+                                                                {"outputs_bytes", 300},
+                                                                {"other_bytes", 50},
+                                                                {"linked_files", 1},
+                                                                {"linked_bytes", 300}}));
+  const std::string text = dump_budget_text(state.dump_budget);
+  EXPECT_EQ(text.substr(text.find(" The run directory")),
+            " The run directory holds 1350 bytes (op dumps 1000 bytes, final outputs 300 bytes, the rest 50 bytes; 1 "
+            "tensor files equal to one kept before are stored once, 300 bytes saved): 150 bytes over the budget, the "
+            "final outputs of every run being kept whole outside the op dumps' shares.");
+  state.dump_budget["limit_bytes"] = 2000;
+  EXPECT_NE(dump_budget_text(state.dump_budget)
+                .find("the rest 50 bytes; 1 tensor files equal to one kept before are "
+                      "stored once, 300 bytes saved): within the budget."),
+            std::string::npos);
+  fs::remove_all(root);
+}
+
 TEST(DumpBudget, ABudgetReachedIsReadFromAnyStatusWithoutThrowing) {
   EXPECT_TRUE(parse_plugin_status({{"dump", {{"budget_reached", true}}}}).dump.budget_reached);
   EXPECT_FALSE(parse_plugin_status({{"dump", {{"budget_reached", false}}}}).dump.budget_reached);

@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+import os
 
 import numpy as np
 import pytest
@@ -158,3 +159,15 @@ def test_large_tensors_walked_in_pieces_give_the_records_of_one_piece(tmp_path, 
     expected = np.load(tmp_path / "whole" / first["truth_delta_file"])
     np.testing.assert_array_equal(delta, expected)
     assert second["truth_file"] == second["file"]  # a value cast up: its delta is zero, no file
+
+
+def test_a_run_written_again_in_its_folder_replaces_its_files_never_writes_into_them(tmp_path):
+    """The engine links equal tensor files of a diagnosis's runs (docs/workflow.md): a run done
+    again in its folder (--resume) must leave the other links' contents as they were."""
+    write(tmp_path, [torch.ones(4)])
+    (first,) = (tmp_path / "tensors").iterdir()
+    linked = tmp_path / "elsewhere.npy"
+    os.link(first, linked)
+    write(tmp_path, [torch.zeros(4)])
+    assert np.load(linked).tolist() == [1.0] * 4
+    assert np.load(first).tolist() == [0.0] * 4

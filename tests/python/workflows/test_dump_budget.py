@@ -4,7 +4,8 @@ dump keeps statistics only, and the verdict, report.json, report.md and report.h
 left out. The same workflow within the default budget keeps every tensor and passes; under a budget
 that leaves most rows to statistics it does not pass (rows passing on statistics alone are no
 element-wise test). graph_dump_compare's golden keeps its inputs' statistics only against
-Inductor's buffers."""
+Inductor's buffers. The whole run directory is measured against the budget, equal tensor files of
+the runs (the target's final outputs, dumped and undumped) stored once as hard links."""
 
 from __future__ import annotations
 
@@ -59,6 +60,22 @@ def test_a_budget_reached_is_said_and_statistics_alone_are_no_pass(diagnose_bin,
     golden = read_dump(run_dir / "steps/graph_compare/golden/dump")
     inputs = [r for r in golden.tensors if r["io"] == "input"]
     assert inputs and all(r["not_kept"] == "stats_only" and "stats" in r for r in inputs)
+    # the whole run directory against the budget, equal tensor files stored once
+    usage = budget["run_directory"]
+    assert usage["bytes"] == usage["dumps_bytes"] + usage["outputs_bytes"] + usage["other_bytes"]
+    assert 0 < usage["bytes"] <= budget["limit_bytes"] and usage["outputs_bytes"] > 0
+    assert "): within the budget." in (run_dir / "report.md").read_text()
+    files_by_content = {}
+    for manifest in sorted(run_dir.glob("steps/*/*/*/manifest.jsonl")):
+        for record in read_dump(manifest.parent).tensors:
+            if "file" in record:
+                content = (record["dtype"], tuple(record["shape"]), record["stats"]["hash"])
+                files_by_content.setdefault(content, set()).add(manifest.parent / record["file"])
+    shared = [files for files in files_by_content.values() if len(files) > 1]
+    assert shared and usage["linked_files"] > 0  # the target's outputs, dumped and undumped, at least
+    for files in shared:
+        first = min(files)
+        assert all(os.path.samefile(first, other) for other in files), files
 
     small = "defaults: {dump_budget: 16384}"
     done, run_dir, bounded = diagnose(diagnose_bin, tmp_path / "bounded", inductor_cache, small)
@@ -83,6 +100,9 @@ def test_a_budget_reached_is_said_and_statistics_alone_are_no_pass(diagnose_bin,
     markdown = (run_dir / "report.md").read_text()
     assert "## Dump budget" in markdown and "The budget was reached" in markdown
     assert "At most 16384 bytes of tensor files for this diagnosis" in markdown
+    # the final outputs, kept whole, are outside the op dumps' shares: said, not hidden
+    assert bounded["dump_budget"]["run_directory"]["bytes"] > 16384
+    assert "over the budget, the final outputs of every run being kept whole outside" in markdown
     assert "| golden | graph_compare |" in markdown
     assert 'id="dump-budget"' in (run_dir / "report.html").read_text()
 

@@ -206,7 +206,11 @@ class DumpWriter:
             return "budget"
         for (field_name, name, array, _), key in zip(files, keys):
             if key not in self._files:
-                with open(self.directory / "tensors" / name, "wb") as f:
+                path = self.directory / "tensors" / name
+                # a new file, never the old one written into: the engine links equal tensor files
+                # of a diagnosis's runs to one another (a run done again in its folder on --resume)
+                path.unlink(missing_ok=True)
+                with open(path, "wb") as f:
                     np.lib.format.write_array(f, array, allow_pickle=False)
                 self._files[key] = name
             record[field_name] = f"tensors/{self._files[key]}"
