@@ -123,7 +123,7 @@ background_stage "Slurm runner (one-node cluster)" env DIAGNOSE_BIN="$ROOT/build
 # of all else before each use); then, from an empty directory with no DIAGNOSE_PYTHON, `diagnose
 # check` on the bundled fusion_rules must give that example's verdict.
 wheel() {
-  local venv=${XDG_CACHE_HOME:-$HOME/.cache}/diagnose/wheel-venv work status
+  local venv=${XDG_CACHE_HOME:-$HOME/.cache}/diagnose/wheel-venv work status compiler
   if [[ "$(cat "$venv/installed" 2>/dev/null)" != torch==2.13.0 ]]; then
     rm -rf "$venv"
     python3 -m venv "$venv" && "$venv/bin/pip" install -q torch==2.13.0 || return 1
@@ -131,8 +131,11 @@ wheel() {
   fi
   "$venv/bin/pip" uninstall -q -y diagnose numpy 2>/dev/null
   rm -rf build/wheel-dist
-  .venv/bin/pip wheel -q --no-deps . -w build/wheel-dist && "$venv/bin/pip" install -q build/wheel-dist/*.whl ||
-    return 1
+  # the test build's compiler, by the same name, which ccache hashes (scikit-build-core would take
+  # Python's, g++, where CMake found c++)
+  compiler=$(sed -n 's/^CMAKE_CXX_COMPILER:FILEPATH=//p' build/CMakeCache.txt)
+  CMAKE_ARGS="-DCMAKE_CXX_COMPILER=$compiler" .venv/bin/pip wheel -q --no-deps . -w build/wheel-dist &&
+    "$venv/bin/pip" install -q build/wheel-dist/*.whl || return 1
   work=$(mktemp -d)
   (cd "$work" && env -u DIAGNOSE_PYTHON PATH="$venv/bin:$PATH" OMP_NUM_THREADS=1 \
     diagnose check "$venv/share/diagnose/examples/fusion_rules/model.py" -q)
