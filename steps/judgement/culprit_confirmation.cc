@@ -67,22 +67,40 @@ std::string rmse_change(const OutputsDistance& before, const OutputsDistance& af
          " → " + number(after.rmse);
 }
 
+// The intervention run's status.json and the graph nodes it compiled; `error` says why they
+// cannot be read.
+struct InterventionStatus {
+  nlohmann::json status;
+  std::set<std::string> compiled;
+  std::string error;
+};
+
+InterventionStatus read_intervention_status(const std::string& run_dir) {
+  const std::string path = plugin_status_path(run_dir);
+  const std::optional<std::string> text = read_file(path);
+  InterventionStatus run;
+  run.status = text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
+  if (!run.status.is_object()) {
+    run.error = "the run left no readable status.json";
+    return run;
+  }
+  try {
+    for (std::string& node : fired_rules_in_status(run.status, path).value_or(std::vector<std::string>()))
+      run.compiled.insert(std::move(node));
+  } catch (const std::runtime_error& e) {
+    run.error = e.what();
+  }
+  return run;
+}
+
 // The nodes of `candidate` that the intervention run did not run eagerly, with why; "" when
 // it ran every one of them eagerly (status.json's isolation: nodes, compiled).
 std::string not_run_eagerly(const CulpritCandidate& candidate, const std::string& run_dir) {
-  const std::string path = plugin_status_path(run_dir);
-  const std::optional<std::string> text = read_file(path);
-  const nlohmann::json status = text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
-  if (!status.is_object()) return "the run left no readable status.json";
+  const InterventionStatus run = read_intervention_status(run_dir);
+  if (!run.error.empty()) return run.error;
   std::set<std::string> known;
-  for (const IsolatedNode& node : parse_plugin_status(status).isolated_nodes) known.insert(node.id);
-  std::vector<std::string> compiled_list;
-  try {
-    compiled_list = fired_rules_in_status(status, path).value_or(std::vector<std::string>());
-  } catch (const std::runtime_error& e) {
-    return e.what();
-  }
-  const std::set<std::string> compiled(compiled_list.begin(), compiled_list.end());
+  for (const IsolatedNode& node : parse_plugin_status(run.status).isolated_nodes) known.insert(node.id);
+  const std::set<std::string>& compiled = run.compiled;
   std::vector<std::string> missing, kept;
   for (const std::string& node : candidate.graph_nodes) {
     if (!known.count(node)) missing.push_back(node);
@@ -98,20 +116,12 @@ std::string not_run_eagerly(const CulpritCandidate& candidate, const std::string
 // (status.json's isolation: forced_writes, compiled).
 std::string forced_write_nodes(const CulpritCandidate& candidate, const std::string& run_dir,
                                std::vector<std::string>& nodes) {
-  const std::string path = plugin_status_path(run_dir);
-  const std::optional<std::string> text = read_file(path);
-  const nlohmann::json status = text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
-  if (!status.is_object()) return "the run left no readable status.json";
-  const nlohmann::json isolation = status.value("isolation", nlohmann::json());
+  const InterventionStatus run = read_intervention_status(run_dir);
+  if (!run.error.empty()) return run.error;
+  const nlohmann::json isolation = run.status.value("isolation", nlohmann::json());
   const nlohmann::json forced = isolation.is_object() ? isolation.value("forced_writes", nlohmann::json()) : nullptr;
   if (!forced.is_object()) return "its status.json says nothing of the writes it forced (isolation.forced_writes)";
-  std::vector<std::string> compiled_list;
-  try {
-    compiled_list = fired_rules_in_status(status, path).value_or(std::vector<std::string>());
-  } catch (const std::runtime_error& e) {
-    return e.what();
-  }
-  const std::set<std::string> compiled(compiled_list.begin(), compiled_list.end());
+  const std::set<std::string>& compiled = run.compiled;
   std::vector<std::string> unwritten, kept;
   for (const std::string& state : candidate.forced_writes) {
     const nlohmann::json writers = forced.value(state, nlohmann::json::array());
@@ -158,8 +168,15 @@ std::vector<CulpritCandidate> culprit_candidates(const compare::CompareResult& c
   auto add = [](std::vector<CulpritCandidate>& list, const compare::Row& row, bool artifact) {
     for (const CulpritCandidate& c : list)
       if (c.op == row.spec.op_key) return;
-    list.push_back({row.spec.op_key, row.spec.graph_nodes, row.spec.fx_nodes, source_places(row.spec), row.spec.rank,
-                    row.spec.graph, row.spec.token_id, artifact});
+    list.push_back({row.spec.op_key,
+                    row.spec.graph_nodes,
+                    row.spec.fx_nodes,
+                    source_places(row.spec),
+                    row.spec.rank,
+                    row.spec.graph,
+                    row.spec.token_id,
+                    artifact,
+                    {}});
   };
   if (first) add(found, *first, false);
   for (const compare::RowGroup& group : compared.groups)
