@@ -156,6 +156,11 @@ std::string named(const CulpritCandidate& c) {
 
 }  // namespace
 
+const char* const kGeOpUnconfirmable =
+    "a TorchAir GE op, whose dump names no Dynamo-graph node that a run could execute eagerly: GE ties it "
+    "(_fx_tensor_name) only to a node of the ATen graph that TorchAir traces with AOT Autograd inside its own "
+    "backend, a graph the plugin never sees, with nothing that leads back to the graph Dynamo hands the backend";
+
 std::vector<CulpritCandidate> culprit_candidates(const compare::CompareResult& compared, const std::string& culprit,
                                                  const std::vector<SuspectedArtifact>& artifacts) {
   std::vector<CulpritCandidate> found, suspected;
@@ -165,18 +170,21 @@ std::vector<CulpritCandidate> culprit_candidates(const compare::CompareResult& c
       if (!first && row.verdict == compare::Verdict::Fail && row.spec.op_key == culprit &&
           !is_suspected_artifact(artifacts, row.spec))
         first = &row;
-  auto add = [](std::vector<CulpritCandidate>& list, const compare::Row& row, bool artifact) {
+  const bool ge_dump =
+      compared.my_kind == compare::DumpKind::GeDump || compared.my_kind == compare::DumpKind::GeDumpFile;
+  auto add = [ge_dump](std::vector<CulpritCandidate>& list, const compare::Row& row, bool artifact) {
     for (const CulpritCandidate& c : list)
       if (c.op == row.spec.op_key) return;
-    list.push_back({row.spec.op_key,
-                    row.spec.graph_nodes,
-                    row.spec.fx_nodes,
-                    source_places(row.spec),
-                    row.spec.rank,
-                    row.spec.graph,
-                    row.spec.token_id,
-                    artifact,
-                    {}});
+    CulpritCandidate& c = list.emplace_back();
+    c.op = row.spec.op_key;
+    c.graph_nodes = row.spec.graph_nodes;
+    c.fx_nodes = row.spec.fx_nodes;
+    c.sources = source_places(row.spec);
+    c.rank = row.spec.rank;
+    c.graph = row.spec.graph;
+    c.step = row.spec.token_id;
+    c.suspected_artifact = artifact;
+    c.ge_op = ge_dump;
   };
   if (first) add(found, *first, false);
   for (const compare::RowGroup& group : compared.groups)
@@ -211,9 +219,12 @@ void confirm_culprit(const StepContext& context, const std::vector<CulpritCandid
   nlohmann::json shown;  // the attempt the confirmation reports: the confirmed one, else the last run
   for (CulpritCandidate c : candidates) {
     const bool state = !c.forced_writes.empty();
-    nlohmann::json attempt = {{"candidate", c.op},  {"graph_nodes", c.graph_nodes},
-                              {"call", c.step + 1}, {"rank", c.rank},
-                              {"run", nullptr},     {"suspected_artifact", c.suspected_artifact}};
+    nlohmann::json attempt = {{"candidate", c.op},
+                              {"graph_nodes", c.graph_nodes},
+                              {"call", c.step + 1},
+                              {"run", nullptr},
+                              {"suspected_artifact", c.suspected_artifact}};
+    if (c.rank >= 0) attempt["rank"] = c.rank;
     auto unconfirmable = [&](const std::string& why) {
       attempt["outcome"] = "unconfirmable";
       attempt["reason"] = why;
@@ -227,7 +238,9 @@ void confirm_culprit(const StepContext& context, const std::vector<CulpritCandid
     }
     if (state) attempt["forced_writes"] = c.forced_writes;
     if (c.graph_nodes.empty() && !state) {
-      unconfirmable("its dump record names no Dynamo-graph node (graph_nodes) that a run could execute eagerly");
+      unconfirmable(c.ge_op
+                        ? kGeOpUnconfirmable
+                        : "its dump record names no Dynamo-graph node (graph_nodes) that a run could execute eagerly");
       continue;
     }
     if (!state && subset_of(c.graph_nodes, rejected)) {

@@ -5,7 +5,8 @@
 // final outputs failed, the candidate is confirmed when they now pass; where they passed (a
 // defect masked downstream), when they come at least kMaskedDrop times closer to their float64
 // truth (else to eager). At most kMaxConfirmationRuns runs; a candidate whose dump names no graph
-// node (a GE op) cannot be confirmed, and an unconfirmed culprit is never named.
+// node (a TorchAir GE op: kGeOpUnconfirmable) cannot be confirmed, and an unconfirmed culprit is
+// never named.
 // A state culprit (state_defect: state differs after a call whose outputs match) is confirmed by
 // forcing the write: one run with every node that writes the differing state in place run eagerly
 // (run spec isolation.eager_writes), confirmed when the final outputs and the state of every call
@@ -32,15 +33,19 @@ constexpr size_t kMaxConfirmationRuns = 2;
 // A masked defect is confirmed when taking it out brings the final outputs this many times closer.
 constexpr double kMaskedDrop = 10;
 
+// Why a TorchAir GE op cannot be confirmed (docs/workflow.md, How a culprit is confirmed).
+extern const char* const kGeOpUnconfirmable;
+
 // An op row that may be the culprit, with what an intervention needs.
 struct CulpritCandidate {
   std::string op;                        // its op key
   std::vector<std::string> graph_nodes;  // isolation ids of the Dynamo-graph nodes it was traced from
   std::vector<std::string> fx_nodes;
   std::vector<std::string> sources;  // where its nodes come from in the user's code
-  int rank = -1, graph = -1;
+  int rank = -1, graph = -1;         // -1: none (a dump without ranks; a state culprit, forced on every rank)
   int64_t step = 0;
   bool suspected_artifact = false;
+  bool ge_op = false;  // a TorchAir GE op (a GE dump's row): no run can take it out of the compiled graph
   // a state culprit: the state paths (buffers.k_cache) whose in-place writes the run forces
   std::vector<std::string> forced_writes;
 };

@@ -1,0 +1,192 @@
+// steps/judgement/culprit_confirmation.h decided on small outputs/ dumps and status.json files
+// written here, each intervention run a stand-in that writes what a real one would: a state culprit
+// whose forced writes leave a call failing (rejected), one whose state no node writes in place
+// (unconfirmable), one the forced writes fix (confirmed), and a TorchAir GE op (unconfirmable, why).
+#include "steps/judgement/culprit_confirmation.h"
+
+#include <gtest/gtest.h>
+
+#include "orchestrator/workflow/workflow_loader.h"
+#include "tests/compare/test_files.h"
+
+namespace diagnose {
+namespace culprit_confirmation_test {
+
+using testing::TempDir;
+
+struct Record {
+  int64_t step;
+  std::string kind;  // final or state
+  std::vector<float> values;
+};
+
+// An outputs/ dump: each record's tensor as a (2, 4) float32 file; state is buffers.k_cache.
+void write_outputs(const std::string& dir, const std::vector<Record>& records) {
+  std::vector<testing::F32Record> written;
+  for (const Record& r : records)
+    written.push_back({R"("kind": ")" + r.kind + R"(", "op_key": ")" + (r.kind == "final" ? "output" : "state") +
+                           R"(", "path": ")" + (r.kind == "final" ? "" : "buffers.k_cache") + R"(", "step": )" +
+                           std::to_string(r.step),
+                       r.values});
+  testing::write_f32_dump(dir, written);
+}
+
+const std::vector<float> kOut1 = {1, 2, 3, 4, 5, 6, 7, 8}, kOut2 = {2, 2, 2, 2, 2, 2, 2, 2};
+const std::vector<float> kCache1 = {1, 0, 0, 0, 5, 0, 0, 0}, kCache2 = {1, 3, 0, 0, 5, 7, 0, 0};
+const std::vector<float> kStale(8, 0), kWrong = {9, 9, 9, 9, 9, 9, 9, 9};
+
+// Two calls of a decoder: eager's, and the compiled run's that never writes its cache (call 1's
+// output matches, call 2's is computed from zeros).
+const std::vector<Record> kEager = {
+    {0, "final", kOut1}, {0, "state", kCache1}, {1, "final", kOut2}, {1, "state", kCache2}};
+const std::vector<Record> kLost = {
+    {0, "final", kOut1}, {0, "state", kStale}, {1, "final", kWrong}, {1, "state", kStale}};
+// the cache written, but call 2's output still wrong: the lost write is not all that is wrong
+const std::vector<Record> kStillWrong = {
+    {0, "final", kOut1}, {0, "state", kCache1}, {1, "final", kWrong}, {1, "state", kCache2}};
+
+struct Fixture {
+  TempDir dir;
+  Workflow workflow;
+  State state;
+  std::string golden, before;
+
+  Fixture() {
+    testing::write_bytes(dir / "model.py", "");
+    testing::write_bytes(dir / "wf.yaml",
+                         "model: {script: model.py}\nsteps:\n  - {id: graph, kind: graph_dump_compare}\n");
+    Diagnostics diagnostics(dir / "wf.yaml");
+    std::optional<Workflow> loaded = load_workflow(dir / "wf.yaml", diagnostics);
+    for (const Diagnostic& d : diagnostics.list()) ADD_FAILURE() << format_diagnostic(d);
+    workflow = *loaded;
+    golden = dir / "golden/outputs";
+    before = dir / "target/outputs";
+    write_outputs(golden, kEager);
+    write_outputs(before, kLost);
+  }
+
+  // Confirms `candidate` with intervention runs that write `outputs` and status.json `status`;
+  // returns the step's result, failing as state_defect with the state as its culprit.
+  StepResult confirm(const CulpritCandidate& candidate, const std::vector<Record>& outputs,
+                     const nlohmann::json& status) {
+    StepContext context(workflow, workflow.steps[0], state, dir / "run", [&](const std::vector<RunRequest>& requests) {
+      std::vector<RunRecord> records;
+      for (const RunRequest& request : requests) {
+        write_outputs(request.dir + "/outputs", outputs);
+        testing::write_bytes(request.dir + "/status.json", status.dump());
+        RunRecord record;
+        static_cast<RunCommand&>(record) = request;
+        record.status = RunStatus::Succeeded;
+        records.push_back(record);
+      }
+      return records;
+    });
+    StepResult result;
+    result.status = StepStatus::Fail;
+    result.summary = "the compiled graph does not carry the state between calls";
+    result.metrics = {{"category", "state_defect"}, {"culprit", candidate.op}, {"localized", false}};
+    confirm_culprit(
+        context, {candidate}, {golden, before, std::nullopt},
+        [&](const std::string& name, const CulpritCandidate&) {
+          RunRequest request;
+          request.name = name;
+          request.dir = context.run_dir_of(name);
+          return request;
+        },
+        result);
+    return result;
+  }
+};
+
+CulpritCandidate lost_cache_write() {
+  CulpritCandidate c;
+  c.op = "state.buffers.k_cache";
+  c.forced_writes = {"buffers.k_cache"};
+  return c;
+}
+
+// status.json of an intervention run that found `writers` writing the cache in place, and
+// compiled the graph's other node
+nlohmann::json forced(const nlohmann::json& writers) {
+  return {{"format", "diagnose-run-status"},
+          {"state", "ok"},
+          {"isolation",
+           {{"graphs", 1},
+            {"nodes", {{{"id", "g0.index_copy_"}, {"graph", 0}, {"op", "method index_copy_"}}}},
+            {"compiled", {"g0.mm"}},
+            {"pieces", nlohmann::json::array()},
+            {"unmatched", nlohmann::json::array()},
+            {"forced_writes", {{"buffers.k_cache", writers}}}}}};
+}
+
+TEST(CulpritConfirmation, AStateCulpritWhoseForcedWritesLeaveACallFailingIsRejected) {
+  Fixture f;
+  const StepResult result = f.confirm(lost_cache_write(), kStillWrong, forced({"g0.index_copy_"}));
+  const nlohmann::json& confirmation = result.metrics["confirmation"];
+  EXPECT_EQ(confirmation["outcome"], "rejected") << confirmation.dump(2);
+  EXPECT_EQ(confirmation["runs"], 1);
+  EXPECT_EQ(confirmation["forced_writes"], nlohmann::json{"buffers.k_cache"});
+  EXPECT_EQ(confirmation["graph_nodes"], nlohmann::json{"g0.index_copy_"});
+  EXPECT_EQ(confirmation["before"]["failed"], 3);  // call 1's state, call 2's output and state
+  EXPECT_EQ(confirmation["after"]["failed"], 1);
+  const nlohmann::json& attempt = confirmation["attempts"][0];
+  EXPECT_EQ(attempt["call"], 1);
+  EXPECT_FALSE(attempt.contains("rank")) << "forced on every rank: no rank of its own";
+  EXPECT_NE(attempt["text"].get<std::string>().find("still diverge (failing output and state rows 3 → 1"),
+            std::string::npos)
+      << attempt["text"];
+  EXPECT_NE(attempt["text"].get<std::string>().find("the lost writes do not explain the failure alone"),
+            std::string::npos);
+  // withdrawn: still a state_defect, no culprit; localized as the op rows said
+  EXPECT_EQ(result.status, StepStatus::Fail);
+  EXPECT_EQ(result.metrics["culprit"], nullptr);
+  EXPECT_EQ(result.metrics["localized"], false);
+  EXPECT_NE(result.summary.find("the differing state is not shown to cause the failure"), std::string::npos)
+      << result.summary;
+}
+
+TEST(CulpritConfirmation, AStateCulpritNoNodeWritesInPlaceIsUnconfirmable) {
+  Fixture f;
+  // a write outside the compiled graphs: the run found no node writing the cache
+  const StepResult result = f.confirm(lost_cache_write(), kEager, forced(nlohmann::json::array()));
+  const nlohmann::json& confirmation = result.metrics["confirmation"];
+  EXPECT_EQ(confirmation["outcome"], "unconfirmable") << confirmation.dump(2);
+  EXPECT_EQ(confirmation["runs"], 1);
+  EXPECT_EQ(confirmation["after"], nullptr);
+  EXPECT_EQ(confirmation["attempts"][0]["reason"],
+            "in intervention run confirm-1, no node of the run's graphs writes buffers.k_cache in place");
+  EXPECT_EQ(result.metrics["culprit"], nullptr);
+}
+
+TEST(CulpritConfirmation, AStateCulpritWhoseForcedWritesFixEveryCallIsConfirmed) {
+  Fixture f;
+  const StepResult result = f.confirm(lost_cache_write(), kEager, forced({"g0.index_copy_"}));
+  const nlohmann::json& confirmation = result.metrics["confirmation"];
+  EXPECT_EQ(confirmation["outcome"], "confirmed") << confirmation.dump(2);
+  EXPECT_EQ(result.metrics["culprit"], "state.buffers.k_cache");
+  EXPECT_NE(result.findings.front().message.find("the outputs and state of calls 1–2 match eager"), std::string::npos)
+      << result.findings.front().message;
+}
+
+TEST(CulpritConfirmation, ATorchAirGeOpSaysWhyNoRunCanTakeItOut) {
+  Fixture f;
+  compare::CompareResult compared;
+  compared.my_kind = compare::DumpKind::GeDump;
+  compare::Row row;
+  row.spec.op_key = "Gelu_1";
+  row.spec.rank = 0;
+  row.verdict = compare::Verdict::Fail;
+  compared.groups.push_back({});
+  compared.groups.back().rows.push_back(row);
+  const std::vector<CulpritCandidate> candidates = culprit_candidates(compared, "Gelu_1", {});
+  ASSERT_EQ(candidates.size(), 1u);
+  EXPECT_TRUE(candidates[0].ge_op);
+  const StepResult result = f.confirm(candidates[0], kEager, forced({"g0.index_copy_"}));
+  const nlohmann::json& attempt = result.metrics["confirmation"]["attempts"][0];
+  EXPECT_EQ(result.metrics["confirmation"]["runs"], 0);
+  EXPECT_EQ(attempt["rank"], 0);
+  EXPECT_NE(attempt["reason"].get<std::string>().find("a TorchAir GE op"), std::string::npos) << attempt["reason"];
+}
+
+}  // namespace culprit_confirmation_test
+}  // namespace diagnose
