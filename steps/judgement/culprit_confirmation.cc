@@ -158,8 +158,8 @@ std::string named(const CulpritCandidate& c) {
 
 const char* const kGeOpUnconfirmable =
     "a TorchAir GE op, whose dump names no Dynamo-graph node that a run could execute eagerly: GE ties it "
-    "(_fx_tensor_name) only to a node of the ATen graph that TorchAir traces with AOT Autograd inside its own "
-    "backend, a graph the plugin never sees, with nothing that leads back to the graph Dynamo hands the backend";
+    "(_fx_tensor_name) only to a node of the ATen graph TorchAir traces inside its own backend, and the run "
+    "records no map from that graph's nodes to the graph Dynamo hands the backend";
 
 std::vector<CulpritCandidate> culprit_candidates(const compare::CompareResult& compared, const std::string& culprit,
                                                  const std::vector<SuspectedArtifact>& artifacts) {
