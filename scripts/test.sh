@@ -87,6 +87,48 @@ stage_times+=("setup and build: $SECONDS s")
 rm -rf "$RESULTS"
 mkdir -p "$RESULTS"
 
+# One clang build serves both: the C++ tests under AddressSanitizer + UndefinedBehaviorSanitizer,
+# and the libFuzzer targets (the comparison core built with coverage and the same sanitizers).
+# It compiles one file at a time, as the Release build (a unity build) does not: the sources
+# must not rely on what another file of their batch brings in. Line tables are all the debug
+# information a sanitizer's stack trace needs.
+SANITIZED=build-sanitized
+FUZZ_TARGETS=(fuzz_ge_dump fuzz_graph_txt fuzz_npy)
+SANITIZED_TARGETS=(compare_tests orchestrator_tests steps_tests fusion_files_tests runspec_tests diagnose "${FUZZ_TARGETS[@]}")
+build_sanitized() {
+  CC=clang CXX=clang++ cmake -S . -B "$SANITIZED" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_UNITY_BUILD=OFF \
+    -DCMAKE_CXX_FLAGS_DEBUG=-gline-tables-only -DDIAGNOSE_SANITIZE=ON -DDIAGNOSE_FUZZ=ON >/dev/null &&
+    cmake --build "$SANITIZED" -j2 --target "$@"
+}
+
+# The sanitized build starts now, at the lowest CPU priority, beside the lint, the C++ tests and
+# the Python tests: it takes only the CPU time they leave idle, and it gets its normal priority back
+# when the Python tests end (where the user may raise a priority: as root). A session of its own,
+# its autogroup niced too: the kernel shares the CPU between sessions first (sched_autogroup), and
+# each model run forked from a warm process leads a session of its own, so that a nice value alone
+# would still have given the build as much CPU as a model run.
+if ! $QUICK; then
+  (
+    export SANITIZED
+    export -f build_sanitized
+    exec setsid -w bash -c '
+      renice -n 19 -p $$ >/dev/null
+      { echo 19 >/proc/$$/autogroup; } 2>/dev/null
+      build_sanitized "$@"
+      status=$?
+      echo "sanitized build: $SECONDS s, started before the lint"
+      exit $status' sanitized "${SANITIZED_TARGETS[@]}"
+  ) >"$RESULTS/sanitized-build.log" 2>&1 &
+  sanitized_build=$!
+fi
+descendants() {  # descendants PID: every process below PID
+  local child
+  for child in $(pgrep -P "$1"); do
+    echo "$child"
+    descendants "$child"
+  done
+}
+
 # Style (seconds): ruff.toml's lint rules and formatting over all of the project's Python, and
 # .clang-format over its C++; all run even when one fails, so one pass lists everything to fix.
 lint() {
@@ -108,6 +150,12 @@ stage --quick "Python tests" env DIAGNOSE_BIN="$ROOT/build/cli/diagnose" OMP_NUM
   DIAGNOSE_TEST_INDUCTOR_CACHE="$ROOT/build/test-inductor-cache" \
   .venv/bin/python -m pytest tests/python "${PYTEST_SELECTION[@]}" -q -p no:cacheprovider -n 2 --dist loadgroup \
   --junitxml="$RESULTS/pytest.xml"
+if ! $QUICK; then
+  for pid in "$sanitized_build" $(descendants "$sanitized_build"); do
+    renice -n 0 -p "$pid"
+    echo 0 >"/proc/$pid/autogroup"
+  done >/dev/null 2>&1
+fi
 
 # The plugin on the oldest and the newest supported torch (2.5.1, 2.14.1), each in a venv of its
 # own, kept in ~/.cache/diagnose/torch-venvs: test_compat.py and the standard workflow on a few examples.
@@ -154,21 +202,11 @@ EOF
 }
 background_stage "Wheel: pip wheel, install beside torch alone, diagnose check" wheel
 
-# One clang build serves both: the C++ tests under AddressSanitizer + UndefinedBehaviorSanitizer,
-# and the libFuzzer targets (the comparison core built with coverage and the same sanitizers).
-# It compiles one file at a time, as the Release build (a unity build) does not: the sources
-# must not rely on what another file of their batch brings in. Line tables are all the debug
-# information a sanitizer's stack trace needs.
-SANITIZED=build-sanitized
-FUZZ_TARGETS=(fuzz_ge_dump fuzz_graph_txt fuzz_npy)
-build_sanitized() {
-  CC=clang CXX=clang++ cmake -S . -B "$SANITIZED" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_UNITY_BUILD=OFF \
-    -DCMAKE_CXX_FLAGS_DEBUG=-gline-tables-only -DDIAGNOSE_SANITIZE=ON -DDIAGNOSE_FUZZ=ON >/dev/null &&
-    cmake --build "$SANITIZED" -j2 --target "$@"
-}
-
 sanitized() {
-  build_sanitized compare_tests orchestrator_tests steps_tests fusion_files_tests runspec_tests diagnose "${FUZZ_TARGETS[@]}" &&
+  wait "$sanitized_build"
+  local status=$?
+  cat "$RESULTS/sanitized-build.log"
+  ((status == 0)) &&
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
       ctest --test-dir "$SANITIZED" --output-on-failure -j2 --output-junit "$RESULTS/ctest-asan.xml"
 }

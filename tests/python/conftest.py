@@ -4,6 +4,7 @@ a sibling conftest.py elsewhere shares the module name)."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -50,6 +51,12 @@ def out_dir(tmp_path) -> Path:
 # except files whose tests share nothing: each of their tests goes to whichever worker is free.
 SHARED_RUN_DIRS = ("examples", "plugin")
 INDEPENDENT_TEST_DIRS = ("workflows",)
+# The independent tests' seconds in a CI run (those of 5 s or more, from its JUnit file
+# build/test-results/pytest.xml): the slowest start first, so that the two workers end together.
+# pytest-xdist queues up to three tests on a worker, and in collection order a slow one came last:
+# the other worker then sat idle, about 80 s of the 1750 s run. A test not listed counts as quick;
+# a stale figure only changes the order.
+DURATIONS = json.loads((HERE / "durations.json").read_text())
 
 
 # Tests that run a model (a diagnosis, or the plugin on a model), marked e2e: folders and files,
@@ -81,6 +88,12 @@ def end_to_end(item, relative: Path) -> bool:
 # First: pytest-xdist reads the groups in its own hook of the same name.
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items):
+    def seconds(item) -> int:
+        relative = Path(str(item.fspath)).resolve().relative_to(HERE)
+        independent = relative.parts[0] in INDEPENDENT_TEST_DIRS
+        return DURATIONS.get(f"{relative.as_posix()}::{item.name}", 0) if independent else 0
+
+    items.sort(key=seconds, reverse=True)  # stable: the others keep their order
     for item in items:
         relative = Path(str(item.fspath)).resolve().relative_to(HERE)
         if end_to_end(item, relative):

@@ -76,6 +76,8 @@ def test_the_verdict_names_the_op_the_rule_and_the_switch_file(diagnosis):
     ), verdict["summary"]
     assert json.loads(workaround.read_text()) == {"Switch": {"GraphFusion": {"GeluFusionPass": "off"}}}
     assert any(f["op"] == "GeluFusionPass" for f in verdict["findings"]), verdict["findings"]
+    assert any(GELU in (f.get("op") or "") + f["message"] for f in verdict["findings"]), verdict["findings"]
+    assert verdict["reproduce"], "a verdict without the commands that reproduce it"
     # the search compiled the failing op alone: a handful of one-op trials
     trials = [run for run in step["runs"] if run["name"].startswith("t")]
     assert len(trials) == step["metrics"]["rule_trials"] <= 12
