@@ -21,8 +21,9 @@ cwd, exactly the run's environment, its logs as stdout and stderr, stdin from /d
 `python -m diagnose_pytorch <command> ...` would have, a fresh interpreter's signal dispositions, the
 `random` and numpy generators seeded from os.urandom, atexit handlers and flushed output when
 it ends (an interrupt included), and its exit status or death by signal. The
-parent never runs a torch op nor initialises an accelerator (a forked child could not use it),
-and never imports torch._dynamo or torch._inductor: the run configures them after its spec."""
+parent never runs a torch op nor initialises an accelerator (a forked child could not use it). It
+imports torch._dynamo and Inductor's compile_fx once (about 2.4 CPU-seconds a compiled run would
+spend) and configures nothing in them: each run sets their config after its spec."""
 
 from __future__ import annotations
 
@@ -81,6 +82,26 @@ class Parent:
     pid: int
     dispositions: dict[int, object]
     wakeup: tuple[int, int]
+
+
+def import_compiler() -> str | None:
+    """Imports Dynamo and Inductor for every child; what makes forking unsafe afterwards, or None.
+    TORCH_WARM_POOL=0 while importing: torch 2.5 starts Inductor's compile workers at import where
+    Triton is installed, a pool a forked child could not use (later versions start it at the
+    first compile, in the child)."""
+    threads = len(os.listdir("/proc/self/task"))
+    pool_setting = os.environ.get("TORCH_WARM_POOL")
+    os.environ["TORCH_WARM_POOL"] = "0"
+    try:
+        import torch._dynamo  # noqa: F401
+        import torch._inductor.compile_fx  # noqa: F401
+    finally:
+        if pool_setting is None:
+            del os.environ["TORCH_WARM_POOL"]
+        else:
+            os.environ["TORCH_WARM_POOL"] = pool_setting
+    started = len(os.listdir("/proc/self/task")) - threads
+    return f"importing torch._dynamo and torch._inductor started {started} thread(s)" if started else None
 
 
 def fresh_dispositions() -> dict[int, object]:
@@ -153,6 +174,10 @@ def serve(main: Callable[[list[str]], int]) -> int:
     accelerator = initialised_accelerator()
     if accelerator:
         send({"refused": f"{accelerator} is initialised in the warm process"})
+        return 2
+    unsafe = import_compiler()
+    if unsafe:
+        send({"refused": unsafe})
         return 2
     parent = Parent(os.getpid(), fresh_dispositions(), os.pipe())
     os.set_blocking(parent.wakeup[1], False)
