@@ -85,33 +85,54 @@ class DynamoMetaCheckStep : public StepKind {
 
   StepResult evaluate(const StepContext& context) const override {
     const DynamoMetaCheckOptions& o = context.options<DynamoMetaCheckOptions>();
-    const bool meta = o.meta_check;
-    const std::vector<std::string>& backends = o.backends;
-
-    std::vector<RunRequest> requests = {plugin_run(context, "eager", meta_eager_spec(context, o), o.eager)};
-    for (const std::string& backend : backends) {
-      RunSpec spec = side_spec(context, o.compiled, spec_of("compiled", dump_at("none")));
-      spec.backend = backend;
-      requests.push_back(plugin_run(context, "backend-" + backend, spec, o.compiled));
-    }
-    std::vector<RunRecord> runs = context.run(requests);
+    std::vector<RunRecord> runs = run_eager_and_backends(context, o);
     StepResult result;
     for (const RunRecord& run : runs) result.reproduce.push_back(reproduce_command(run.cwd, run.env, run.argv));
     if (std::optional<StepResult> error = error_from_runs({runs[0]})) {
       error->reproduce = result.reproduce;
       return *error;
     }
+    BackendComparison backends;
+    if (std::optional<StepResult> error = compare_backends(context, o.backends, runs, backends, result)) return *error;
+    MetaCheckSummary meta_summary;
+    if (o.meta_check) {
+      if (std::optional<StepResult> error = read_meta_check(runs[0].dir, meta_summary, result)) return *error;
+    }
+    conclude(o, backends, meta_summary, result);
+    return result;
+  }
 
-    nlohmann::json failed_backends = nlohmann::json::array();
-    long long graph_breaks = 0;
+ private:
+  // The eager run (with the meta check when asked) and one compiled run per backend, together.
+  static std::vector<RunRecord> run_eager_and_backends(const StepContext& context, const DynamoMetaCheckOptions& o) {
+    std::vector<RunRequest> requests = {plugin_run(context, "eager", meta_eager_spec(context, o), o.eager)};
+    for (const std::string& backend : o.backends) {
+      RunSpec spec = side_spec(context, o.compiled, spec_of("compiled", dump_at("none")));
+      spec.backend = backend;
+      requests.push_back(plugin_run(context, "backend-" + backend, spec, o.compiled));
+    }
+    return context.run(requests);
+  }
+
+  // What the backends' runs showed against eager.
+  struct BackendComparison {
+    nlohmann::json failed = nlohmann::json::array();  // the backends that fail or diverge
+    long long graph_breaks = 0;                       // the most of any backend's run
+  };
+
+  // Each backend's run against eager: a run that fails where eager ran, or final outputs that
+  // differ, fail the backend; graph breaks are counted and tabled. An error ends the step.
+  static std::optional<StepResult> compare_backends(const StepContext& context,
+                                                    const std::vector<std::string>& backends,
+                                                    const std::vector<RunRecord>& runs, BackendComparison& comparison,
+                                                    StepResult& result) {
     nlohmann::json break_table = nlohmann::json::array();
-    std::string first_culprit;
     for (size_t i = 1; i < runs.size(); ++i) {
       const RunRecord& run = runs[i];
       const std::string& backend = backends[i - 1];
       if (run.status == RunStatus::Failed || run.status == RunStatus::Crashed) {
         // Eager ran; the same script failing under this backend is Dynamo/AOT's doing.
-        failed_backends.push_back(backend);
+        comparison.failed.push_back(backend);
         result.findings.push_back(
             {"torch.compile with backend " + backend + " fails where eager runs: " + run.error, ""});
         result.evidence.push_back(
@@ -124,7 +145,7 @@ class DynamoMetaCheckStep : public StepKind {
         return error;
       }
       GraphBreaks breaks = graph_breaks_of(read_plugin_status(run.dir));
-      graph_breaks = std::max(graph_breaks, breaks.count);
+      comparison.graph_breaks = std::max(comparison.graph_breaks, breaks.count);
       for (const std::string& reason : breaks.reasons)
         break_table.push_back({{"backend", backend}, {"reason", reason}});
       DumpJudgement j = judge_dumps(context, runs[0].dir + "/outputs", run.dir + "/outputs", std::nullopt,
@@ -136,39 +157,49 @@ class DynamoMetaCheckStep : public StepKind {
         return j.result;
       }
       if (j.result.status == StepStatus::Fail) {
-        failed_backends.push_back(backend);
+        comparison.failed.push_back(backend);
         result.findings.push_back(
             {"final outputs with backend " + backend + " differ from eager (" + j.result.summary + ")", ""});
       }
     }
     if (!break_table.empty()) result.evidence.push_back({"table", "graph breaks", "", break_table});
+    return std::nullopt;
+  }
 
-    MetaCheckSummary meta_summary;
-    if (meta) {
-      std::string path = runs[0].dir + "/meta_check.json";
-      std::optional<std::string> text = read_file(path);
-      nlohmann::json document = nlohmann::json::parse(text.value_or(""), nullptr, false);
-      try {
-        if (!text) throw std::runtime_error("the eager run wrote no " + path);
-        meta_summary = summarize_meta_check(document);
-      } catch (const std::exception& e) {
-        return error_result(std::string("cannot read the meta check: ") + e.what(), std::move(result));
-      }
-      result.evidence.push_back({"file", "meta check", path, nullptr});
-      if (!meta_summary.table.empty()) result.evidence.push_back({"table", "meta mismatches", "", meta_summary.table});
-      if (!meta_summary.violation_table.empty())
-        result.evidence.push_back({"table", "custom op schema violations", "", meta_summary.violation_table});
-      result.findings.insert(result.findings.begin(), meta_summary.findings.begin(), meta_summary.findings.end());
-      if (!meta_summary.mismatched_ops.empty())
-        first_culprit = meta_summary.mismatched_ops.front();
-      else if (!meta_summary.violating_ops.empty())
-        first_culprit = meta_summary.violating_ops.front();
+  // The eager run's meta_check.json: its tables as evidence, its findings first.
+  static std::optional<StepResult> read_meta_check(const std::string& eager_dir, MetaCheckSummary& meta_summary,
+                                                   StepResult& result) {
+    std::string path = eager_dir + "/meta_check.json";
+    std::optional<std::string> text = read_file(path);
+    nlohmann::json document = nlohmann::json::parse(text.value_or(""), nullptr, false);
+    try {
+      if (!text) throw std::runtime_error("the eager run wrote no " + path);
+      meta_summary = summarize_meta_check(document);
+    } catch (const std::exception& e) {
+      return error_result(std::string("cannot read the meta check: ") + e.what(), std::move(result));
     }
+    result.evidence.push_back({"file", "meta check", path, nullptr});
+    if (!meta_summary.table.empty()) result.evidence.push_back({"table", "meta mismatches", "", meta_summary.table});
+    if (!meta_summary.violation_table.empty())
+      result.evidence.push_back({"table", "custom op schema violations", "", meta_summary.violation_table});
+    result.findings.insert(result.findings.begin(), meta_summary.findings.begin(), meta_summary.findings.end());
+    return std::nullopt;
+  }
+
+  // The culprit (the first op whose meta differs or that breaks its schema, else the first
+  // failing backend), the metrics, the status and the summary.
+  static void conclude(const DynamoMetaCheckOptions& o, const BackendComparison& backends,
+                       const MetaCheckSummary& meta_summary, StepResult& result) {
+    const nlohmann::json& failed_backends = backends.failed;
+    std::string first_culprit;
+    if (!meta_summary.mismatched_ops.empty())
+      first_culprit = meta_summary.mismatched_ops.front();
+    else if (!meta_summary.violating_ops.empty())
+      first_culprit = meta_summary.violating_ops.front();
     if (first_culprit.empty() && !failed_backends.empty())
       first_culprit = "backend " + failed_backends[0].get<std::string>();
 
-    const bool fail_on_breaks = o.fail_on_graph_breaks;
-    result.metrics = {{"graph_breaks", graph_breaks},
+    result.metrics = {{"graph_breaks", backends.graph_breaks},
                       {"meta_checked", meta_summary.ok + meta_summary.mismatched},
                       {"meta_mismatches", meta_summary.mismatched},
                       {"meta_errors", meta_summary.errors},
@@ -177,9 +208,9 @@ class DynamoMetaCheckStep : public StepKind {
                       {"schema_violating_ops", meta_summary.violating_ops},
                       {"failed_backends", failed_backends},
                       {"culprit", first_culprit.empty() ? nlohmann::json() : nlohmann::json(first_culprit)}};
-    std::string counts = std::to_string(backends.size()) + " backends against eager, " + std::to_string(graph_breaks) +
-                         " graph break(s)";
-    if (meta)
+    std::string counts = std::to_string(o.backends.size()) + " backends against eager, " +
+                         std::to_string(backends.graph_breaks) + " graph break(s)";
+    if (o.meta_check)
       counts += ", " + std::to_string(meta_summary.ok + meta_summary.mismatched) + " ops meta-checked, " +
                 std::to_string(meta_summary.custom_ops) + " custom op(s) schema-checked";
     std::vector<std::string> problems;
@@ -188,7 +219,7 @@ class DynamoMetaCheckStep : public StepKind {
       problems.push_back("custom op " + op + " does what its schema does not declare (" +
                          violation_kinds(meta_summary, op) + ")");
     for (const auto& b : failed_backends) problems.push_back(b.get<std::string>() + " diverges");
-    if (fail_on_breaks && graph_breaks > 0) problems.push_back("graph breaks");
+    if (o.fail_on_graph_breaks && backends.graph_breaks > 0) problems.push_back("graph breaks");
     if (problems.empty()) {
       result.status = StepStatus::Pass;
       result.summary = counts + "; all agree";
@@ -198,7 +229,6 @@ class DynamoMetaCheckStep : public StepKind {
       for (const std::string& p : problems) listed += (listed.empty() ? "" : ", ") + p;
       result.summary = counts + "; " + listed;
     }
-    return result;
   }
 };
 

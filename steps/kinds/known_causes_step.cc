@@ -187,27 +187,51 @@ class KnownCausesStep : public StepKind {
   }
 
  private:
+  // The detectors on what this invocation's runs recorded (an eager run and its repeat made now
+  // when no step ran before), the run-to-run check over pairs of eager runs among them.
   static StepResult detectors(const StepContext& context, const KnownCausesOptions& o) {
     StepResult result;
     std::vector<RecordedRun> runs = recorded_runs(context.state());
     std::string repeat_failure;  // why the repeated eager run did not finish, if it did not
     if (runs.empty()) {
-      // the eager run again, a repeat: run-to-run differences show before any op is judged
-      RunRequest eager = plugin_run(context, "eager", side_spec(context, o.eager, kEagerAtenRun), o.eager);
-      RunRequest repeat = plugin_run(context, "repeat", side_spec(context, o.eager, kStatsOnlyRepeat), o.eager, 1);
-      const std::vector<RunRecord> records = context.run({eager, repeat});
-      if (std::optional<StepResult> error = error_from_runs({records[0]})) return *error;
-      runs.push_back(recorded_run(context.step().id, records[0], read_plugin_status(records[0].dir)));
-      // a repeat that crashes (out of memory on a device) costs the run-to-run check, not the other detectors
-      if (std::optional<StepResult> failed = error_from_runs({records[1]})) {
-        repeat_failure = run_failure_text(*failed);
-        result.evidence = failed->evidence;
-      } else {
-        runs.push_back(recorded_run(context.step().id, records[1], read_plugin_status(records[1].dir)));
-      }
+      if (std::optional<StepResult> error = run_eager_twice(context, o, runs, repeat_failure, result)) return *error;
     }
     result.status = StepStatus::Pass;
     nlohmann::json table = nlohmann::json::array();
+    size_t found = detect_in_runs(runs, table, result);
+    if (detect_run_to_run(context, runs, repeat_failure, table, result)) ++found;
+    result.evidence.push_back({"table", "known causes checked", "", table});
+    result.metrics["checked"] = table.size();
+    result.metrics["found"] = found;
+    if (result.status == StepStatus::Pass)
+      result.summary = std::to_string(table.size()) + " known causes checked in " + std::to_string(runs.size()) +
+                       " run(s); none explains a difference" +
+                       (found ? " (" + std::to_string(found) + " present)" : "");
+    return result;
+  }
+
+  // The eager run, and again as a repeat: run-to-run differences show before any op is judged. A
+  // repeat that crashes (out of memory on a device) costs the run-to-run check, not the other
+  // detectors: why goes in repeat_failure, its logs in the result's evidence.
+  static std::optional<StepResult> run_eager_twice(const StepContext& context, const KnownCausesOptions& o,
+                                                   std::vector<RecordedRun>& runs, std::string& repeat_failure,
+                                                   StepResult& result) {
+    RunRequest eager = plugin_run(context, "eager", side_spec(context, o.eager, kEagerAtenRun), o.eager);
+    RunRequest repeat = plugin_run(context, "repeat", side_spec(context, o.eager, kStatsOnlyRepeat), o.eager, 1);
+    const std::vector<RunRecord> records = context.run({eager, repeat});
+    if (std::optional<StepResult> error = error_from_runs({records[0]})) return error;
+    runs.push_back(recorded_run(context.step().id, records[0], read_plugin_status(records[0].dir)));
+    if (std::optional<StepResult> failed = error_from_runs({records[1]})) {
+      repeat_failure = run_failure_text(*failed);
+      result.evidence = failed->evidence;
+    } else {
+      runs.push_back(recorded_run(context.step().id, records[1], read_plugin_status(records[1].dir)));
+    }
+    return std::nullopt;
+  }
+
+  // Each catalogue detector on the first run it applies to that shows its cause; how many found.
+  static size_t detect_in_runs(const std::vector<RecordedRun>& runs, nlohmann::json& table, StepResult& result) {
     size_t found = 0;
     for (const KnownCause& cause : known_causes()) {
       if (!cause.detect) continue;
@@ -237,12 +261,18 @@ class KnownCausesStep : public StepKind {
         for (const RecordedRun& run : runs)
           if (run.name == seen_in) result.reproduce.push_back(run.command);
     }
+    return found;
+  }
+
+  // The first pair of eager runs whose dumps show a nondeterministic op; decisive only when their
+  // final outputs fail the comparison between themselves. Whether it found one.
+  static bool detect_run_to_run(const StepContext& context, const std::vector<RecordedRun>& runs,
+                                const std::string& repeat_failure, nlohmann::json& table, StepResult& result) {
     const KnownCause& nondeterministic = nondeterministic_op_cause();
     std::optional<Detection> run_to_run;
     for (size_t a = 0; a < runs.size() && !run_to_run; ++a)
       for (size_t b = a + 1; b < runs.size() && !run_to_run; ++b)
         if (run_mode(runs[a]) == "eager" && (run_to_run = detect_nondeterministic_op(runs[a], runs[b]))) {
-          ++found;
           if (run_to_run->decisive) {
             const StepResult between = judge_outputs_between(context, runs[a].run_dir, runs[b].run_dir);
             if (between.status != StepStatus::Fail) {
@@ -267,14 +297,7 @@ class KnownCausesStep : public StepKind {
       table.push_back(runs.size() > 1 ? row(nondeterministic, "not found", "")
                                       : row(nondeterministic, "not comparable", "one run of the model"));
     }
-    result.evidence.push_back({"table", "known causes checked", "", table});
-    result.metrics["checked"] = table.size();
-    result.metrics["found"] = found;
-    if (result.status == StepStatus::Pass)
-      result.summary = std::to_string(table.size()) + " known causes checked in " + std::to_string(runs.size()) +
-                       " run(s); none explains a difference" +
-                       (found ? " (" + std::to_string(found) + " present)" : "");
-    return result;
+    return run_to_run.has_value();
   }
 
   // graph_dump_compare's golden outputs, which carry their float64 truth: no golden run of our own.
@@ -288,13 +311,42 @@ class KnownCausesStep : public StepKind {
     return Side();
   }
 
+  // The A/B experiments: the compiled run twice, then once per cause with it flipped, each judged
+  // against the golden outputs; the detectors' findings on the compiled runs so far beside them.
   static StepResult experiments(const StepContext& context, const KnownCausesOptions& o) {
-    const RunOverrides& target = o.target;
-    const RunSpec target_spec = side_spec(context, target, kCompiledOutputs);
-    const std::string model_cwd = context.path(context.workflow().model.command.cwd.value_or("."));
+    const RunSpec target_spec = side_spec(context, o.target, kCompiledOutputs);
     const std::vector<RecordedRun> runs = recorded_runs(context.state());
-    std::vector<KnownCause> causes;
     nlohmann::json table = nlohmann::json::array();
+    const std::vector<KnownCause> causes = causes_to_flip(o, target_spec, runs, table);
+    const std::vector<std::pair<const KnownCause*, Detection>> in_compiled_runs = detections_in_compiled_runs(runs);
+    ABTrials trials;
+    if (std::optional<StepResult> error = run_trials(context, o, target_spec, causes, trials)) return *error;
+    StepResult result;
+    result.status = StepStatus::Pass;
+    result.evidence.push_back({"table", "A/B trials", "", trials_table(trials)});
+    result.reproduce = trials.commands;
+    for (const auto& [cause, detection] : in_compiled_runs) detected(*cause, detection, table, result);
+    judge_run_to_run(context, trials, table, result);
+    const bool baseline_fails = trials.outcomes[0].outcome == bisect::Outcome::Fail;
+    judge_flips(causes, trials, baseline_fails, table, result);
+    result.evidence.push_back({"table", "known causes checked", "", table});
+    result.metrics["checked"] = table.size();
+    result.metrics["found"] = std::count_if(table.begin(), table.end(), [](const nlohmann::json& checked) {
+      return checked["result"] == "explains the failure";
+    });
+    if (result.status == StepStatus::Pass)
+      result.summary = std::to_string(causes.size() + 1) + " A/B experiment(s): " +
+                       (baseline_fails ? "none makes the compiled outputs pass"
+                                       : "the compiled outputs pass against the golden as configured, so no flip can "
+                                         "explain the failure");
+    return result;
+  }
+
+  // The catalogue's causes an experiment can flip that apply to the target and could change
+  // something in the runs (the others go in the table as such), then the workflow's own.
+  static std::vector<KnownCause> causes_to_flip(const KnownCausesOptions& o, const RunSpec& target_spec,
+                                                const std::vector<RecordedRun>& runs, nlohmann::json& table) {
+    std::vector<KnownCause> causes;
     for (const KnownCause& cause : known_causes()) {
       if (!cause.flip) continue;
       if (!applies_to(cause, run_spec_fields(target_spec)))
@@ -305,25 +357,45 @@ class KnownCausesStep : public StepKind {
         causes.push_back(cause);
     }
     for (const KnownCause& cause : o.causes) causes.push_back(cause);
-    // the detectors on the compiled runs so far (graph_compare's target): graph breaks,
-    // recompiles and TorchAir's options show only there, not in the eager runs known_config read
-    std::vector<std::pair<const KnownCause*, Detection>> in_compiled_runs;
+    return causes;
+  }
+
+  // The detectors on the compiled runs so far (graph_compare's target): graph breaks, recompiles
+  // and TorchAir's options show only there, not in the eager runs known_config read.
+  static std::vector<std::pair<const KnownCause*, Detection>> detections_in_compiled_runs(
+      const std::vector<RecordedRun>& runs) {
+    std::vector<std::pair<const KnownCause*, Detection>> found;
     for (const KnownCause& cause : known_causes()) {
       if (!cause.detect) continue;
       for (const RecordedRun& run : runs)
         if (run_mode(run) == "compiled" && applies_to(cause, run.status.spec_fields))
           if (std::optional<Detection> detection = cause.detect(run)) {
             detection->evidence += " (run " + run.name + ")";
-            in_compiled_runs.emplace_back(&cause, *detection);
+            found.emplace_back(&cause, *detection);
             break;
           }
     }
+    return found;
+  }
 
-    bisect::TrialSetup setup;
-    setup.dir_of = [&](const std::string& name) { return context.run_dir_of(name); };
+  // The trials run: the compiled run twice (run-to-run differences), then each cause flipped.
+  struct ABTrials {
+    std::vector<bisect::Config> configs;
+    std::vector<bisect::TrialOutcome> outcomes;
     std::vector<std::string> commands;    // the golden's, then each trial's in order
     std::vector<std::string> trial_dirs;  // where each trial ran (a shared run: where its maker ran it)
-    bisect::BisectionPlan plan;           // holds the golden run judge_against_golden makes, if any
+  };
+
+  // Runs the trials (and the golden run, when one is needed, in their round) and judges each
+  // against the golden outputs.
+  static std::optional<StepResult> run_trials(const StepContext& context, const KnownCausesOptions& o,
+                                              const RunSpec& target_spec, const std::vector<KnownCause>& causes,
+                                              ABTrials& trials) {
+    const RunOverrides& target = o.target;
+    const std::string model_cwd = context.path(context.workflow().model.command.cwd.value_or("."));
+    bisect::TrialSetup setup;
+    setup.dir_of = [&](const std::string& name) { return context.run_dir_of(name); };
+    bisect::BisectionPlan plan;  // holds the golden run judge_against_golden makes, if any
     std::optional<StepResult> golden_error;
     // The golden run, if one is needed, starts in the trials' round.
     setup.execute = [&](const std::vector<RunRequest>& requests) {
@@ -331,11 +403,11 @@ class KnownCausesStep : public StepKind {
       round.insert(round.end(), requests.begin(), requests.end());
       std::vector<RunRecord> records = context.run(round);
       for (const RunRecord& record : records)
-        commands.push_back(reproduce_command(record.cwd, record.env, record.argv));
+        trials.commands.push_back(reproduce_command(record.cwd, record.env, record.argv));
       golden_error = error_from_runs({records.begin(), records.begin() + plan.alongside.size()});
-      std::vector<RunRecord> trials(records.begin() + plan.alongside.size(), records.end());
-      for (const RunRecord& record : trials) trial_dirs.push_back(record.dir);
-      return trials;
+      std::vector<RunRecord> ran(records.begin() + plan.alongside.size(), records.end());
+      for (const RunRecord& record : ran) trials.trial_dirs.push_back(record.dir);
+      return ran;
     };
     setup.make_request = [&](const bisect::Trial& trial) {
       RunSpec spec = target_spec;
@@ -359,32 +431,36 @@ class KnownCausesStep : public StepKind {
     if (!problem.empty()) return error_result(problem);
 
     bisect::TrialOracle oracle(setup, {});
-    std::vector<bisect::Config> configs = {{}, {}};  // the compiled run twice: run-to-run differences
-    for (const KnownCause& cause : causes) configs.push_back({cause.name});
-    std::vector<bisect::TrialOutcome> outcomes = oracle.run_batch(configs);
-    if (golden_error) return *golden_error;
-    StepResult result;
-    result.status = StepStatus::Pass;
-    nlohmann::json trials = nlohmann::json::array();
-    for (size_t i = 0; i < configs.size(); ++i) {
-      const std::string name = bisect::trial_name(configs[i], i == 1 ? 1 : 0);
-      trials.push_back({{"trial", name},
-                        {"flipped", configs[i].empty() ? "nothing" : configs[i].front()},
-                        {"outcome", bisect::outcome_name(outcomes[i].outcome)},
-                        {"detail", outcomes[i].detail}});
+    trials.configs = {{}, {}};  // the compiled run twice: run-to-run differences
+    for (const KnownCause& cause : causes) trials.configs.push_back({cause.name});
+    trials.outcomes = oracle.run_batch(trials.configs);
+    return golden_error;
+  }
+
+  static nlohmann::json trials_table(const ABTrials& trials) {
+    nlohmann::json table = nlohmann::json::array();
+    for (size_t i = 0; i < trials.configs.size(); ++i) {
+      const std::string name = bisect::trial_name(trials.configs[i], i == 1 ? 1 : 0);
+      table.push_back({{"trial", name},
+                       {"flipped", trials.configs[i].empty() ? "nothing" : trials.configs[i].front()},
+                       {"outcome", bisect::outcome_name(trials.outcomes[i].outcome)},
+                       {"detail", trials.outcomes[i].detail}});
     }
-    result.evidence.push_back({"table", "A/B trials", "", trials});
-    result.reproduce = commands;
+    return table;
+  }
 
-    for (const auto& [cause, detection] : in_compiled_runs) detected(*cause, detection, table, result);
-
+  // The compiled run twice with the same configuration: outputs that differ bitwise explain the
+  // failure only when the two runs' outcomes differ or their outputs fail between themselves.
+  static void judge_run_to_run(const StepContext& context, const ABTrials& trials, nlohmann::json& table,
+                               StepResult& result) {
     KnownCause repeat;
     repeat.name = "nondeterministic_run";
     repeat.checks = "the compiled run twice with the same configuration: its final outputs bitwise";
     repeat.fix =
         "find the op whose kernel is not deterministic (atomics, unseeded randomness) and make it so, or "
         "torch.use_deterministic_algorithms(True); compare only what is deterministic";
-    const std::string &first = trial_dirs[0], &second = trial_dirs[1];
+    const std::vector<bisect::TrialOutcome>& outcomes = trials.outcomes;
+    const std::string &first = trials.trial_dirs[0], &second = trials.trial_dirs[1];
     std::optional<std::vector<std::string>> differing = differing_outputs(first, second);
     if (differing && !differing->empty()) {
       std::string evidence = "two runs of the same compiled configuration differ in " + joined(*differing) +
@@ -406,10 +482,14 @@ class KnownCausesStep : public StepKind {
       table.push_back(row(repeat, differing ? "not found" : "not comparable",
                           differing ? "the two runs' outputs are bitwise equal" : "no outputs recorded"));
     }
-    const bool baseline_fails = outcomes[0].outcome == bisect::Outcome::Fail;
-    for (size_t i = 2; i < configs.size(); ++i) {
+  }
+
+  // A cause explains the failure when the compiled outputs fail as configured and pass with it flipped.
+  static void judge_flips(const std::vector<KnownCause>& causes, const ABTrials& trials, bool baseline_fails,
+                          nlohmann::json& table, StepResult& result) {
+    for (size_t i = 2; i < trials.configs.size(); ++i) {
       const KnownCause& cause = causes[i - 2];
-      const bisect::Outcome outcome = outcomes[i].outcome;
+      const bisect::Outcome outcome = trials.outcomes[i].outcome;
       if (baseline_fails && outcome == bisect::Outcome::Pass) {
         std::string evidence = "with " + cause.name +
                                " flipped the compiled outputs pass against the golden; as "
@@ -419,20 +499,9 @@ class KnownCausesStep : public StepKind {
       } else {
         table.push_back(row(cause, "does not explain it",
                             "flipped: " + bisect::outcome_name(outcome) +
-                                (outcomes[i].detail.empty() ? "" : " (" + outcomes[i].detail + ")")));
+                                (trials.outcomes[i].detail.empty() ? "" : " (" + trials.outcomes[i].detail + ")")));
       }
     }
-    result.evidence.push_back({"table", "known causes checked", "", table});
-    result.metrics["checked"] = table.size();
-    result.metrics["found"] = std::count_if(table.begin(), table.end(), [](const nlohmann::json& checked) {
-      return checked["result"] == "explains the failure";
-    });
-    if (result.status == StepStatus::Pass)
-      result.summary = std::to_string(causes.size() + 1) + " A/B experiment(s): " +
-                       (baseline_fails ? "none makes the compiled outputs pass"
-                                       : "the compiled outputs pass against the golden as configured, so no flip can "
-                                         "explain the failure");
-    return result;
   }
 };
 

@@ -96,6 +96,288 @@ RunSpec ops_source_spec(const StepContext& context, const SingleOpCheckOptions& 
   return side_spec(context, o.eager, kEagerAtenRun);
 }
 
+// One evaluation, phase by phase: each phase adds to the result; one that cannot go on returns
+// the step's error.
+class SingleOpCheck {
+ public:
+  SingleOpCheck(const StepContext& context, const SingleOpCheckOptions& o) : context_(context), o_(o) {}
+
+  StepResult run() {
+    if (std::optional<StepResult> error = take_eager_run()) return *error;
+    if (std::optional<StepResult> error = list_ops()) return *error;
+    target_ = side_spec(context_, o_.target, RunSpec());
+    write_switches_file();
+    if (std::optional<StepResult> error = run_batches()) return *error;
+    if (std::optional<StepResult> error = judge_batches()) return *error;
+    report_failed_ops();
+    report_unchecked_ops();
+    conclude();
+    return std::move(result_);
+  }
+
+ private:
+  // The eager run the ops and their inputs come from: `from`, or one made now.
+  std::optional<StepResult> take_eager_run() {
+    if (o_.from) {
+      eager_dir_ = context_.path(*o_.from);
+      return std::nullopt;
+    }
+    RunRequest eager = plugin_run(context_, "eager", ops_source_spec(context_, o_), o_.eager);
+    std::vector<RunRecord> runs = context_.run({eager});
+    if (std::optional<StepResult> error = error_from_runs(runs)) return error;
+    eager_dir_ = eager.dir;
+    result_.reproduce.push_back(reproduce_command(runs[0].cwd, runs[0].env, runs[0].argv));
+    return std::nullopt;
+  }
+
+  // The distinct ops the eager run recorded, in the plugin's inventory order.
+  std::optional<StepResult> list_ops() {
+    std::vector<RunRecord> listing = context_.run({plugin_command(context_, "ops", {"ops", "--from", eager_dir_})});
+    if (std::optional<StepResult> error = error_from_runs(listing)) return error;
+    std::string inventory_error;
+    std::optional<std::vector<OpCount>> inventory =
+        parse_op_inventory(read_file(listing[0].stdout_path).value_or(""), &inventory_error);
+    if (!inventory) {
+      return error_result("cannot read the op inventory of " + eager_dir_ + ": " + inventory_error, std::move(result_));
+    }
+    nlohmann::json inventory_table = nlohmann::json::array();
+    for (const OpCount& op : *inventory) {
+      ops_.push_back(op.op);
+      inventory_table.push_back({{"op", op.op}, {"calls", op.calls}});
+    }
+    result_.evidence.push_back({"table", "op inventory", "", inventory_table});
+    if (ops_.empty()) return error_result("the eager run recorded no ops", std::move(result_));
+    return std::nullopt;
+  }
+
+  // The target's switches, as the file the single-op processes read (none without switches).
+  void write_switches_file() {
+    if (!target_.switches || nlohmann::json(*target_.switches).empty()) return;
+    switches_file_ = context_.step_dir() + "/switches.json";
+    fs::create_directories(context_.step_dir());
+    std::ofstream(switches_file_) << nlohmann::json(*target_.switches).dump(2) << "\n";
+  }
+
+  // Rounds of single-op processes, in parallel, until every op was checked, skipped, failed to
+  // check or crashed its process: the ops a process did not reach go again in the next round.
+  std::optional<StepResult> run_batches() {
+    const size_t batch_count = o_.batches;
+    measured_ = earlier_op_costs(context_.run_dir(), context_.workflow().name, context_.step().id);
+    std::vector<std::vector<std::string>> pending = split_by_cost(ops_, batch_count, measured_.seconds);
+    bool batched = true;  // until a process dies in a batched compile: then each op only alone
+    while (!pending.empty()) {
+      ++rounds_;
+      std::vector<RunRequest> requests;
+      for (size_t b = 0; b < pending.size(); ++b) {
+        std::string run_name = "batch" + std::to_string(rounds_) + "-" + std::to_string(b + 1);
+        std::string out = context_.run_dir_of(run_name) + "/out";
+        requests.push_back(plugin_command(context_, run_name,
+                                          single_op_args(eager_dir_, out, target_, switches_file_, pending[b], batched),
+                                          o_.eager));
+        // The batches compile at the same time (GE's fusion_result.json, written into the
+        // working directory, must not be two batches' at once).
+        if (works_in_own_directory(context_, RunOverrides(), target_)) requests.back().cwd = requests.back().dir;
+      }
+      std::vector<RunRecord> runs = context_.run(requests);
+      std::vector<std::string> again;
+      for (size_t b = 0; b < runs.size(); ++b) {
+        const RunRecord& run = runs[b];
+        BatchOutcome outcome = read_batch(run, pending[b]);
+        if (outcome.died_in_batched_compile) batched = false;
+        bool progressed = !outcome.done.empty() || !outcome.errors.empty() || !outcome.skipped.empty() ||
+                          outcome.crashed || outcome.died_in_batched_compile;
+        if (!outcome.not_started.empty() && !progressed) {
+          // The process died before checking any op: not the ops' fault, nothing to learn by retrying.
+          StepResult failed = *error_from_runs({run});
+          std::string setup_error = outcome.setup_error.value_or("");
+          failed.summary = "the single-op run " + run.name +
+                           (setup_error.empty() ? " checked no op: " + run.error : " could not set up: " + setup_error);
+          return failed;
+        }
+        again.insert(again.end(), outcome.not_started.begin(), outcome.not_started.end());
+      }
+      pending.clear();
+      if (!again.empty()) pending = split_by_cost(again, batch_count, measured_.seconds);
+    }
+    return std::nullopt;
+  }
+
+  // What one process of a round did with its ops: their costs, results, errors, skips and crash.
+  BatchOutcome read_batch(const RunRecord& run, const std::vector<std::string>& ops) {
+    std::string out = run.dir + "/out";
+    bool ok = run.status == RunStatus::Succeeded;
+    BatchOutcome outcome = read_batch_progress(read_file(out + "/progress.jsonl").value_or(""), ops, ok);
+    double ops_s = 0;
+    const std::string results = read_file(out + "/single_op.json").value_or("");
+    batched_compiles_ += read_batched_compile_count(results);
+    for (auto& [op, cost] : read_op_costs(results)) {
+      ops_s += cost.compile_s + cost.run_s;
+      costs_[op] = cost;
+    }
+    batch_times_.push_back(
+        {{"run", run.name}, {"ops", ops.size()}, {"seconds", run.finished - run.started}, {"ops_s", ops_s}});
+    if (!outcome.done.empty()) out_dirs_.push_back(out);
+    op_errors_.insert(op_errors_.end(), outcome.errors.begin(), outcome.errors.end());
+    skipped_.insert(skipped_.end(), outcome.skipped.begin(), outcome.skipped.end());
+    if (outcome.crashed) {
+      crashed_.push_back(*outcome.crashed);
+      crash_logs_[*outcome.crashed] = run.error + "\n" + log_tail(run.stderr_path, 40, 1500);
+    }
+    return outcome;
+  }
+
+  // Judge each batch's eager and graph results; failing rows are attributed to their op.
+  std::optional<StepResult> judge_batches() {
+    for (size_t i = 0; i < out_dirs_.size(); ++i) {
+      std::string label = fs::path(out_dirs_[i]).parent_path().filename().string();
+      DumpJudgement j = judge_dumps(context_, out_dirs_[i] + "/eager", out_dirs_[i] + "/graph", std::nullopt,
+                                    context_.step_dir() + "/compare/" + label, label);
+      if (!j.compared) {
+        return error_result(j.result.summary, std::move(result_));
+      }
+      for (const Evidence& e : j.result.evidence)
+        if (e.kind == "file") result_.evidence.push_back(e);
+      result_.reproduce.insert(result_.reproduce.end(), j.result.reproduce.begin(), j.result.reproduce.end());
+      compared_ += j.compared->summary.compared;
+      for (const compare::RowGroup& group : j.compared->groups)
+        for (const compare::Row& row : group.rows)
+          if (row.verdict == compare::Verdict::Fail) ++failing_rows_[row_op(row)];
+      judged_.push_back({std::move(*j.compared), label});
+    }
+    return std::nullopt;
+  }
+
+  // A finding, the worst rows and a command that checks it alone for each op with failing rows:
+  // the inventory's first, then rows named otherwise.
+  void report_failed_ops() {
+    std::vector<std::string> in_order = ops_;
+    for (const auto& [op, count] : failing_rows_)
+      if (std::find(ops_.begin(), ops_.end(), op) == ops_.end()) in_order.push_back(op);
+    for (const std::string& op : in_order) {
+      auto rows = failing_rows_.find(op);
+      if (rows == failing_rows_.end()) continue;
+      failed_ops_.push_back(op);
+      nlohmann::json worst = nlohmann::json::array();
+      for (const auto& [compared_batch, label] : judged_)
+        for (nlohmann::json& row : worst_rows(compared_batch, o_.comparison.worst_rows, op)) worst.push_back(row);
+      std::string detail;
+      if (!worst.empty() && worst[0].contains("max_absolute_error") && worst[0]["max_absolute_error"].is_number())
+        detail = ", worst max abs error " + worst[0]["max_absolute_error"].dump();
+      else if (!worst.empty() && !worst[0].value("judged_by", "").empty())
+        detail = ", " + worst[0]["judged_by"].get<std::string>();  // inf/NaN: no finite error to quote
+      result_.findings.push_back(
+          {op + " is wrong when compiled alone (" + std::to_string(rows->second) + " failing rows" + detail + ")", op});
+      result_.evidence.push_back({"table", "worst rows of " + op, "", worst});
+      std::vector<std::string> argv = {context_.model_python(), "-m", "diagnose_pytorch"};
+      for (std::string& arg : single_op_args(eager_dir_, "single-op-" + op, target_, switches_file_, {op}))
+        argv.push_back(std::move(arg));
+      result_.reproduce.push_back(reproduce_command(context_.workflow().dir, {}, argv));
+    }
+    for (const nlohmann::json& op : failed_ops_)
+      if (std::find(ops_.begin(), ops_.end(), op) != ops_.end()) wrong_ops_.push_back(op);
+  }
+
+  // The ops that crashed their process, could not be checked or were skipped; a crashed op counts as failed.
+  void report_unchecked_ops() {
+    for (const std::string& op : crashed_) {
+      result_.findings.push_back({op + " crashed its single-op process", op});
+      result_.evidence.push_back({"log", "crash of " + op, "", crash_logs_[op]});
+    }
+    for (const auto& [op, message] : op_errors_)
+      result_.findings.push_back({op + " could not be checked alone: " + message, ""});
+    for (const SkippedOp& op : skipped_)
+      result_.findings.push_back({op.op + " was not checked alone: " + op.message, ""});
+    for (const std::string& op : crashed_) failed_ops_.push_back(op);
+  }
+
+  // The metrics, the status and the summary; the rules behind ops wrong alone, when asked.
+  void conclude() {
+    nlohmann::json skipped_ops = nlohmann::json::array();
+    for (const SkippedOp& op : skipped_) skipped_ops.push_back(op.op);
+    size_t checked = ops_.size() - op_errors_.size() - crashed_.size() - skipped_.size();
+    // The floor of every comparing step (min_judged_share) over the ops that can be checked: an op
+    // skipped on purpose (random, no tensor output) is not one of them, one that could not be
+    // checked (no recorded inputs, a compile error) is.
+    const size_t checkable = ops_.size() - skipped_.size();
+    const double checked_share = checkable == 0 ? 0.0 : static_cast<double>(checked) / static_cast<double>(checkable);
+    const double min_share = o_.comparison.min_judged_share;
+    result_.metrics = {
+        {"ops", ops_.size()},
+        {"compiles", compile_count(costs_) + batched_compiles_},
+        {"batched_compiles", batched_compiles_},
+        {"op_times", op_times_table(ops_, costs_)},
+        {"batch_times", batch_times_},
+        {"batch_costs_from", measured_.report.empty() ? nlohmann::json() : nlohmann::json(measured_.report)},
+        {"checked", checked},
+        {"skipped", skipped_.size()},
+        {"skipped_ops", skipped_ops},
+        {"failed", failed_ops_.size()},
+        {"failed_ops", failed_ops_},
+        {"crashed_ops", nlohmann::json(crashed_)},
+        {"op_errors", op_errors_.size()},
+        {"rounds", rounds_},
+        {"compared", compared_},
+        {"checked_share", checked_share},
+        {"culprit", failed_ops_.empty() ? nlohmann::json() : failed_ops_[0]}};
+    const size_t settled = static_cast<size_t>(std::count_if(
+        costs_.begin(), costs_.end(), [](const auto& cost) { return cost.second.settled_in_batched_compile; }));
+    std::string counts = std::to_string(checked) + " ops checked " + (settled ? "as one-op graphs" : "alone") + " in " +
+                         std::to_string(rounds_) + " round(s)";
+    if (settled)
+      counts += " (" + std::to_string(settled) + " settled by " + std::to_string(batched_compiles_) +
+                " batched compile(s), " + std::to_string(checked - settled) + " compiled alone)";
+    if (!skipped_.empty()) counts += ", " + skipped_clause(skipped_);
+    if (!op_errors_.empty()) counts += ", " + std::to_string(op_errors_.size()) + " could not be checked";
+    if (failed_ops_.empty() && compared_ == 0) {
+      result_.status = StepStatus::Error;
+      result_.summary = counts + "; no op could be compared";
+    } else if (failed_ops_.empty() && checked_share < min_share) {
+      result_.status = StepStatus::Error;
+      std::ostringstream why;
+      why << counts << "; too few ops checked to say that every op matches eager (" << checked << " of " << checkable
+          << ", " << static_cast<int>(checked_share * 100) << "%, min_judged_share is " << min_share << ")";
+      result_.summary = why.str();
+    } else if (failed_ops_.empty()) {
+      result_.status = StepStatus::Pass;
+      result_.summary = counts + (op_errors_.empty() && skipped_.empty() ? "; every op matches eager"
+                                                                         : "; every op checked matches eager");
+    } else {
+      result_.status = StepStatus::Fail;
+      std::vector<std::string> names;
+      for (const auto& op : failed_ops_) names.push_back(op.get<std::string>());
+      result_.summary = counts + "; wrong in graph mode: " + joined(names, ", ");
+      if (!wrong_ops_.empty() && o_.attribute_rules)
+        result_.summary +=
+            "; " + attribute_to_rules(context_, {eager_dir_, target_, o_.eager}, o_.rule_search, wrong_ops_, result_);
+    }
+    if (!costs_.empty()) result_.summary += "; " + cost_clause(costs_, batched_compiles_);
+  }
+
+  const StepContext& context_;
+  const SingleOpCheckOptions& o_;
+  StepResult result_;
+  std::string eager_dir_;
+  std::vector<std::string> ops_;  // the inventory
+  RunSpec target_;
+  std::string switches_file_;
+  // the rounds of single-op processes
+  MeasuredCosts measured_;
+  int rounds_ = 0;
+  std::vector<std::string> out_dirs_, crashed_;
+  std::vector<std::pair<std::string, std::string>> op_errors_;
+  std::vector<SkippedOp> skipped_;
+  std::map<std::string, std::string> crash_logs_;
+  std::map<std::string, OpCost> costs_;
+  long long batched_compiles_ = 0;
+  nlohmann::json batch_times_ = nlohmann::json::array();
+  // the judgement
+  std::map<std::string, uint64_t> failing_rows_;
+  uint64_t compared_ = 0;
+  std::vector<std::pair<compare::CompareResult, std::string>> judged_;
+  nlohmann::json failed_ops_ = nlohmann::json::array();
+  std::vector<std::string> wrong_ops_;  // what a rule search over one-op graphs can explain
+};
+
 class SingleOpCheckStep : public StepKind {
  public:
   SingleOpCheckStep()
@@ -153,232 +435,7 @@ class SingleOpCheckStep : public StepKind {
   }
 
   StepResult evaluate(const StepContext& context) const override {
-    const SingleOpCheckOptions& o = context.options<SingleOpCheckOptions>();
-    StepResult result;
-
-    std::string eager_dir;
-    if (o.from) {
-      eager_dir = context.path(*o.from);
-    } else {
-      RunRequest eager = plugin_run(context, "eager", ops_source_spec(context, o), o.eager);
-      std::vector<RunRecord> runs = context.run({eager});
-      if (std::optional<StepResult> error = error_from_runs(runs)) return *error;
-      eager_dir = eager.dir;
-      result.reproduce.push_back(reproduce_command(runs[0].cwd, runs[0].env, runs[0].argv));
-    }
-
-    std::vector<RunRecord> listing = context.run({plugin_command(context, "ops", {"ops", "--from", eager_dir})});
-    if (std::optional<StepResult> error = error_from_runs(listing)) return *error;
-    std::string inventory_error;
-    std::optional<std::vector<OpCount>> inventory =
-        parse_op_inventory(read_file(listing[0].stdout_path).value_or(""), &inventory_error);
-    if (!inventory) {
-      return error_result("cannot read the op inventory of " + eager_dir + ": " + inventory_error, std::move(result));
-    }
-    std::vector<std::string> ops;
-    nlohmann::json inventory_table = nlohmann::json::array();
-    for (const OpCount& op : *inventory) {
-      ops.push_back(op.op);
-      inventory_table.push_back({{"op", op.op}, {"calls", op.calls}});
-    }
-    result.evidence.push_back({"table", "op inventory", "", inventory_table});
-    if (ops.empty()) {
-      return error_result("the eager run recorded no ops", std::move(result));
-    }
-
-    RunSpec target = side_spec(context, o.target, RunSpec());
-    std::string switches_file;
-    if (target.switches && !nlohmann::json(*target.switches).empty()) {
-      switches_file = context.step_dir() + "/switches.json";
-      fs::create_directories(context.step_dir());
-      std::ofstream(switches_file) << nlohmann::json(*target.switches).dump(2) << "\n";
-    }
-
-    const size_t batch_count = o.batches;
-    const MeasuredCosts measured = earlier_op_costs(context.run_dir(), context.workflow().name, context.step().id);
-    std::vector<std::vector<std::string>> pending = split_by_cost(ops, batch_count, measured.seconds);
-    std::vector<std::string> out_dirs, crashed;
-    std::vector<std::pair<std::string, std::string>> op_errors;
-    std::vector<SkippedOp> skipped;
-    std::map<std::string, std::string> crash_logs;
-    std::map<std::string, OpCost> costs;
-    nlohmann::json batch_times = nlohmann::json::array();
-    int rounds = 0;
-    long long batched_compiles = 0;
-    bool batched = true;  // until a process dies in a batched compile: then each op only alone
-    while (!pending.empty()) {
-      ++rounds;
-      std::vector<RunRequest> requests;
-      for (size_t b = 0; b < pending.size(); ++b) {
-        std::string run_name = "batch" + std::to_string(rounds) + "-" + std::to_string(b + 1);
-        std::string out = context.run_dir_of(run_name) + "/out";
-        requests.push_back(plugin_command(
-            context, run_name, single_op_args(eager_dir, out, target, switches_file, pending[b], batched), o.eager));
-        // The batches compile at the same time (GE's fusion_result.json, written into the
-        // working directory, must not be two batches' at once).
-        if (works_in_own_directory(context, RunOverrides(), target)) requests.back().cwd = requests.back().dir;
-      }
-      std::vector<RunRecord> runs = context.run(requests);
-      std::vector<std::string> again;
-      for (size_t b = 0; b < runs.size(); ++b) {
-        const RunRecord& run = runs[b];
-        std::string out = run.dir + "/out";
-        bool ok = run.status == RunStatus::Succeeded;
-        BatchOutcome outcome = read_batch_progress(read_file(out + "/progress.jsonl").value_or(""), pending[b], ok);
-        double ops_s = 0;
-        const std::string results = read_file(out + "/single_op.json").value_or("");
-        batched_compiles += read_batched_compile_count(results);
-        for (auto& [op, cost] : read_op_costs(results)) {
-          ops_s += cost.compile_s + cost.run_s;
-          costs[op] = cost;
-        }
-        batch_times.push_back(
-            {{"run", run.name}, {"ops", pending[b].size()}, {"seconds", run.finished - run.started}, {"ops_s", ops_s}});
-        if (!outcome.done.empty()) out_dirs.push_back(out);
-        op_errors.insert(op_errors.end(), outcome.errors.begin(), outcome.errors.end());
-        skipped.insert(skipped.end(), outcome.skipped.begin(), outcome.skipped.end());
-        if (outcome.crashed) {
-          crashed.push_back(*outcome.crashed);
-          crash_logs[*outcome.crashed] = run.error + "\n" + log_tail(run.stderr_path, 40, 1500);
-        }
-        if (outcome.died_in_batched_compile) batched = false;
-        bool progressed = !outcome.done.empty() || !outcome.errors.empty() || !outcome.skipped.empty() ||
-                          outcome.crashed || outcome.died_in_batched_compile;
-        if (!outcome.not_started.empty() && !progressed) {
-          // The process died before checking any op: not the ops' fault, nothing to learn by retrying.
-          StepResult failed = *error_from_runs({run});
-          std::string setup_error = outcome.setup_error.value_or("");
-          failed.summary = "the single-op run " + run.name +
-                           (setup_error.empty() ? " checked no op: " + run.error : " could not set up: " + setup_error);
-          return failed;
-        }
-        again.insert(again.end(), outcome.not_started.begin(), outcome.not_started.end());
-      }
-      pending.clear();
-      if (!again.empty()) pending = split_by_cost(again, batch_count, measured.seconds);
-    }
-
-    // Judge each batch's eager and graph results; failing rows are attributed to their op.
-    std::map<std::string, uint64_t> failing_rows;
-    uint64_t compared = 0;
-    std::vector<std::pair<compare::CompareResult, std::string>> judged;
-    for (size_t i = 0; i < out_dirs.size(); ++i) {
-      std::string label = fs::path(out_dirs[i]).parent_path().filename().string();
-      DumpJudgement j = judge_dumps(context, out_dirs[i] + "/eager", out_dirs[i] + "/graph", std::nullopt,
-                                    context.step_dir() + "/compare/" + label, label);
-      if (!j.compared) {
-        return error_result(j.result.summary, std::move(result));
-      }
-      for (const Evidence& e : j.result.evidence)
-        if (e.kind == "file") result.evidence.push_back(e);
-      result.reproduce.insert(result.reproduce.end(), j.result.reproduce.begin(), j.result.reproduce.end());
-      compared += j.compared->summary.compared;
-      for (const compare::RowGroup& group : j.compared->groups)
-        for (const compare::Row& row : group.rows)
-          if (row.verdict == compare::Verdict::Fail) ++failing_rows[row_op(row)];
-      judged.push_back({std::move(*j.compared), label});
-    }
-
-    nlohmann::json failed_ops = nlohmann::json::array();
-    size_t worst_limit = o.comparison.worst_rows;
-    std::vector<std::string> in_order = ops;  // inventory order, then rows named otherwise
-    for (const auto& [op, count] : failing_rows)
-      if (std::find(ops.begin(), ops.end(), op) == ops.end()) in_order.push_back(op);
-    for (const std::string& op : in_order) {
-      auto rows = failing_rows.find(op);
-      if (rows == failing_rows.end()) continue;
-      failed_ops.push_back(op);
-      nlohmann::json worst = nlohmann::json::array();
-      for (const auto& [compared_batch, label] : judged)
-        for (nlohmann::json& row : worst_rows(compared_batch, worst_limit, op)) worst.push_back(row);
-      std::string detail;
-      if (!worst.empty() && worst[0].contains("max_absolute_error") && worst[0]["max_absolute_error"].is_number())
-        detail = ", worst max abs error " + worst[0]["max_absolute_error"].dump();
-      else if (!worst.empty() && !worst[0].value("judged_by", "").empty())
-        detail = ", " + worst[0]["judged_by"].get<std::string>();  // inf/NaN: no finite error to quote
-      result.findings.push_back(
-          {op + " is wrong when compiled alone (" + std::to_string(rows->second) + " failing rows" + detail + ")", op});
-      result.evidence.push_back({"table", "worst rows of " + op, "", worst});
-      std::vector<std::string> argv = {context.model_python(), "-m", "diagnose_pytorch"};
-      for (std::string& arg : single_op_args(eager_dir, "single-op-" + op, target, switches_file, {op}))
-        argv.push_back(std::move(arg));
-      result.reproduce.push_back(reproduce_command(context.workflow().dir, {}, argv));
-    }
-    std::vector<std::string> wrong_ops;  // what a rule search over one-op graphs can explain
-    for (const nlohmann::json& op : failed_ops)
-      if (std::find(ops.begin(), ops.end(), op) != ops.end()) wrong_ops.push_back(op);
-    for (const std::string& op : crashed) {
-      result.findings.push_back({op + " crashed its single-op process", op});
-      result.evidence.push_back({"log", "crash of " + op, "", crash_logs[op]});
-    }
-    for (const auto& [op, message] : op_errors)
-      result.findings.push_back({op + " could not be checked alone: " + message, ""});
-    nlohmann::json skipped_ops = nlohmann::json::array();
-    for (const SkippedOp& op : skipped) {
-      result.findings.push_back({op.op + " was not checked alone: " + op.message, ""});
-      skipped_ops.push_back(op.op);
-    }
-    for (const std::string& op : crashed) failed_ops.push_back(op);
-    nlohmann::json crashed_json = crashed;
-
-    size_t checked = ops.size() - op_errors.size() - crashed.size() - skipped.size();
-    // The floor of every comparing step (min_judged_share) over the ops that can be checked: an op
-    // skipped on purpose (random, no tensor output) is not one of them, one that could not be
-    // checked (no recorded inputs, a compile error) is.
-    const size_t checkable = ops.size() - skipped.size();
-    const double checked_share = checkable == 0 ? 0.0 : static_cast<double>(checked) / static_cast<double>(checkable);
-    const double min_share = o.comparison.min_judged_share;
-    result.metrics = {
-        {"ops", ops.size()},
-        {"compiles", compile_count(costs) + batched_compiles},
-        {"batched_compiles", batched_compiles},
-        {"op_times", op_times_table(ops, costs)},
-        {"batch_times", batch_times},
-        {"batch_costs_from", measured.report.empty() ? nlohmann::json() : nlohmann::json(measured.report)},
-        {"checked", checked},
-        {"skipped", skipped.size()},
-        {"skipped_ops", skipped_ops},
-        {"failed", failed_ops.size()},
-        {"failed_ops", failed_ops},
-        {"crashed_ops", crashed_json},
-        {"op_errors", op_errors.size()},
-        {"rounds", rounds},
-        {"compared", compared},
-        {"checked_share", checked_share},
-        {"culprit", failed_ops.empty() ? nlohmann::json() : failed_ops[0]}};
-    const size_t settled = static_cast<size_t>(std::count_if(
-        costs.begin(), costs.end(), [](const auto& cost) { return cost.second.settled_in_batched_compile; }));
-    std::string counts = std::to_string(checked) + " ops checked " + (settled ? "as one-op graphs" : "alone") + " in " +
-                         std::to_string(rounds) + " round(s)";
-    if (settled)
-      counts += " (" + std::to_string(settled) + " settled by " + std::to_string(batched_compiles) +
-                " batched compile(s), " + std::to_string(checked - settled) + " compiled alone)";
-    if (!skipped.empty()) counts += ", " + skipped_clause(skipped);
-    if (!op_errors.empty()) counts += ", " + std::to_string(op_errors.size()) + " could not be checked";
-    if (failed_ops.empty() && compared == 0) {
-      result.status = StepStatus::Error;
-      result.summary = counts + "; no op could be compared";
-    } else if (failed_ops.empty() && checked_share < min_share) {
-      result.status = StepStatus::Error;
-      std::ostringstream why;
-      why << counts << "; too few ops checked to say that every op matches eager (" << checked << " of " << checkable
-          << ", " << static_cast<int>(checked_share * 100) << "%, min_judged_share is " << min_share << ")";
-      result.summary = why.str();
-    } else if (failed_ops.empty()) {
-      result.status = StepStatus::Pass;
-      result.summary = counts + (op_errors.empty() && skipped.empty() ? "; every op matches eager"
-                                                                      : "; every op checked matches eager");
-    } else {
-      result.status = StepStatus::Fail;
-      std::vector<std::string> names;
-      for (const auto& op : failed_ops) names.push_back(op.get<std::string>());
-      result.summary = counts + "; wrong in graph mode: " + joined(names, ", ");
-      if (!wrong_ops.empty() && o.attribute_rules)
-        result.summary +=
-            "; " + attribute_to_rules(context, {eager_dir, target, o.eager}, o.rule_search, wrong_ops, result);
-    }
-    if (!costs.empty()) result.summary += "; " + cost_clause(costs, batched_compiles);
-    return result;
+    return SingleOpCheck(context, context.options<SingleOpCheckOptions>()).run();
   }
 };
 

@@ -199,15 +199,16 @@ def ok_run(plugin_runs: PluginRuns, name: str) -> Run:
     return run
 
 
-def single_op_check(eager: Run, ops: list[str], out: Path, cache_dir: Path) -> None:
-    """`python -m diagnose_pytorch single-op` on `ops` of an eager run, with Inductor, into `out`."""
+def single_op_check(eager: Run, ops: list[str], out: Path, cache_dir: Path, *extra: str) -> None:
+    """`python -m diagnose_pytorch single-op` on `ops` of an eager run, with Inductor and the
+    `extra` arguments, into `out`."""
     command = ["single-op", "--from", str(eager.run_dir), "--out", str(out), "--backend", "inductor"]
     proc = subprocess.run(
-        [PYTHON, "-m", "diagnose_pytorch", *command, "--ops", ",".join(ops)],
+        [PYTHON, "-m", "diagnose_pytorch", *command, "--ops", ",".join(ops), *extra],
         cwd=out.parent,
         env=plugin_env(cache_dir),
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=RUN_TIMEOUT,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -6,9 +6,8 @@ run seconds."""
 from __future__ import annotations
 
 import json
-import subprocess
 
-from conftest import PYTHON, RUN_TIMEOUT, ok_run, plugin_env, uses
+from conftest import ok_run, single_op_check, uses
 
 GELU = "aten.gelu.default"  # examples/mlp: after the first and the second Linear, both (batch, 64)
 ADDMM = "aten.addmm.default"  # 32 -> 64, 64 -> 64 and 64 -> 10: three signatures, each checked
@@ -18,18 +17,8 @@ ADDMM = "aten.addmm.default"  # 32 -> 64, 64 -> 64 and 64 -> 10: three signature
 def test_calls_with_one_signature_share_a_compile_and_are_each_judged(plugin_runs, cache_dir, tmp_path):
     eager = ok_run(plugin_runs, "mlp/eager")
     out = tmp_path / "single"
-    command = ["single-op", "--from", str(eager.run_dir), "--out", str(out), "--backend", "inductor"]
-    proc = subprocess.run(
-        # each op compiled alone (--batch-graphs 0): a batched compile would settle addmm
-        [PYTHON, "-m", "diagnose_pytorch", *command, "--ops", f"{GELU},{ADDMM}", "--max-calls-per-signature", "2"]
-        + ["--batch-graphs", "0"],
-        cwd=tmp_path,
-        env=plugin_env(cache_dir),
-        capture_output=True,
-        text=True,
-        timeout=RUN_TIMEOUT,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    # each op compiled alone (--batch-graphs 0): a batched compile would settle addmm
+    single_op_check(eager, [GELU, ADDMM], out, cache_dir, "--max-calls-per-signature", "2", "--batch-graphs", "0")
     ops = {o["op"]: o for o in json.loads((out / "single_op.json").read_text())["ops"]}
     gelu, addmm = ops[GELU], ops[ADDMM]
     assert (gelu["status"], gelu["calls"], gelu["compiles"]) == ("ok", 2, 1), gelu

@@ -25,22 +25,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from torch import nn
 
 sys.path.insert(0, {str(EXAMPLE)!r})
 import graph_pass_backend  # noqa: E402
-
-
-class MLP(nn.Module):
-    def __init__(self, dim=16, hidden=32):
-        super().__init__()
-        self.up = nn.Linear(dim, hidden)
-        self.down = nn.Linear(hidden, dim)
-
-    def forward(self, x):
-        h = torch.tanh(self.up(x))
-        centred = h - h.mean(-1, keepdim=True)
-        return self.down(centred * 2.0) + x
+from model import MLP  # noqa: E402  the example's model.py: this script runs as __main__, not as model
 
 
 def plant_artifact():
