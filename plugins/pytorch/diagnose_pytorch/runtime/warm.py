@@ -86,20 +86,19 @@ class Parent:
 
 def import_compiler() -> str | None:
     """Imports Dynamo and Inductor for every child; what makes forking unsafe afterwards, or None.
-    TORCH_WARM_POOL=0 while importing: torch 2.5 starts Inductor's compile workers at import where
-    Triton is installed, a pool a forked child could not use (later versions start it at the
-    first compile, in the child)."""
+    The environment is put back as it was: importing sets TORCHINDUCTOR_CACHE_DIR to its default
+    (a child sets it again as a fresh process would), and TORCH_WARM_POOL=0 while importing keeps
+    torch 2.5 from starting Inductor's compile workers at import where Triton is installed, a pool
+    a forked child could not use (later versions start it at the first compile, in the child)."""
     threads = len(os.listdir("/proc/self/task"))
-    pool_setting = os.environ.get("TORCH_WARM_POOL")
+    environment = dict(os.environ)
     os.environ["TORCH_WARM_POOL"] = "0"
     try:
         import torch._dynamo  # noqa: F401
         import torch._inductor.compile_fx  # noqa: F401
     finally:
-        if pool_setting is None:
-            del os.environ["TORCH_WARM_POOL"]
-        else:
-            os.environ["TORCH_WARM_POOL"] = pool_setting
+        os.environ.clear()
+        os.environ.update(environment)
     started = len(os.listdir("/proc/self/task")) - threads
     return f"importing torch._dynamo and torch._inductor started {started} thread(s)" if started else None
 
