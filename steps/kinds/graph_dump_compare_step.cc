@@ -120,8 +120,8 @@ class GraphDumpCompareStep : public StepKind {
       StepResult result = evaluate_pass(context, o, kOpsPass, nullptr);
       if (o.modules_first)
         result.findings.push_back(
-            {"localisation: modules_first does not apply here (a side is a dump, or the "
-             "target does not dump Inductor's buffers): judged op by op",
+            {"localisation: modules_first does not apply here (a side is a dump, the target does not "
+             "dump Inductor's buffers, or the referee is a run of its own): judged op by op",
              ""});
       return result;
     }
@@ -142,7 +142,7 @@ class GraphDumpCompareStep : public StepKind {
                                                      (judged ? "they do not all pass (" : "none could be judged (") +
                                                      coarse.summary + "), so every op was dumped and judged",
                                                  ""});
-    for (RunRecord& run : coarse.runs) fine.runs.insert(fine.runs.begin(), std::move(run));
+    fine.runs.insert(fine.runs.begin(), coarse.runs.begin(), coarse.runs.end());
     return fine;
   }
 
@@ -256,10 +256,11 @@ class GraphDumpCompareStep : public StepKind {
   // its FX graph cache off (plugins/pytorch/README.md, "Dump levels"), so a defect on the cache's
   // path — a cached graph reused where it does not apply, pytorch/pytorch#185382 — is not in
   // what it dumps, and the compiled run as the user runs it is judged too.
-  // Whether the module outputs go first: asked for, both sides runs, and the target dumping
-  // Inductor's buffers (whose FX nodes say which module each value leaves).
+  // Whether the module outputs go first: asked for, both sides runs, the target dumping
+  // Inductor's buffers (whose FX nodes say which module each value leaves), and the truth, if
+  // any, the golden's own (a separate referee run would be a third dump of every op).
   static bool modules_first(const StepContext& context, const GraphDumpCompareOptions& o) {
-    return o.modules_first && dumps_a_recompile(context, o);
+    return o.modules_first && dumps_a_recompile(context, o) && !o.referee;
   }
 
   static bool dumps_a_recompile(const StepContext& context, const GraphDumpCompareOptions& o) {
