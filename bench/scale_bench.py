@@ -23,7 +23,8 @@ the other (never two models at once):
 
   python bench/scale_bench.py 2 4 8            # depths (default: 2 4)
   python bench/scale_bench.py 24 --planted     # a defect in layer 17's MLP (depths >= 18)
-  options: --vocab V (default 151936), --bin PATH, --work DIR (kept), --json FILE
+  options: --vocab V (default 151936), --localisation ops|modules_first (graph_compare's; default ops),
+           --bin PATH, --work DIR (kept), --json FILE (with each step's and each run's seconds)
 
 Then the slope: seconds per layer of diag_s and of run_cold_s, fitted over the depths measured.
 Not part of the test suite: 2 layers take minutes, 24 layers most of an hour on two cores.
@@ -42,6 +43,7 @@ import time
 from pathlib import Path
 
 import diagnosis_bench
+import yaml
 from diagnosis_bench import REPO, bytes_under, find_binary, processes_started
 
 MODEL = Path(__file__).resolve().parent / "qwen2_scale_model.py"
@@ -103,9 +105,12 @@ def model_args(layers: int, vocab: int, planted: bool) -> list[str]:
     return args + (["--planted-layer", str(PLANTED_LAYER)] if planted else [])
 
 
-def write_workflow(directory: Path, layers: int, vocab: int, planted: bool) -> Path:
+def write_workflow(directory: Path, layers: int, vocab: int, planted: bool, localisation: str) -> Path:
+    """The standard workflow on the model; with a `localisation` other than ops, its steps with
+    graph_compare's `localisation` set (an extending file's `steps:` replaces the base's)."""
     workflow = directory / "workflow.yaml"
-    standard = os.path.relpath(REPO / "workflows" / "graph-mode-precision.yaml", directory)
+    base = REPO / "workflows" / "graph-mode-precision.yaml"
+    standard = os.path.relpath(base, directory)
     lines = [
         f"extends: {standard}",
         f"name: qwen2_scale_{layers}",
@@ -116,7 +121,14 @@ def write_workflow(directory: Path, layers: int, vocab: int, planted: bool) -> P
         "  dtype: bfloat16",
         "  timeout: 3600",
     ]
-    workflow.write_text("\n".join(lines) + "\n")
+    text = "\n".join(lines) + "\n"
+    if localisation != "ops":
+        steps = yaml.safe_load(base.read_text())["steps"]
+        for step in steps:
+            if step["id"] == "graph_compare":
+                step["localisation"] = localisation
+        text += yaml.safe_dump({"steps": steps}, sort_keys=False, width=1000)
+    workflow.write_text(text)
     return workflow
 
 
@@ -140,7 +152,13 @@ def diagnosis(binary: Path, workflow: Path, work: Path, env: dict) -> dict:
         "processes": processes_started(report),
         "disk_mb": bytes_under(run_dir) / 2**20,
         "steps": {
-            s["id"]: [s["status"], round(s.get("seconds") or 0, 1), s.get("summary", "")] for s in report["steps"]
+            s["id"]: {
+                "status": s["status"],
+                "seconds": round(s.get("duration_s") or 0, 1),
+                "runs": {r["name"]: round(r.get("duration_s") or 0, 1) for r in s.get("runs", [])},
+                "summary": s.get("summary", ""),
+            }
+            for s in report["steps"]
         },
         "run_dir": str(run_dir),
     }
@@ -153,7 +171,7 @@ def bench(layers: int, args, work: Path, env: dict) -> dict:
     cache = depth_work / "cache-run"
     cold = plain_run(layers, args.vocab, args.planted, cache, depth_work, env, "run-cold")
     warm = plain_run(layers, args.vocab, args.planted, cache, depth_work, env, "run-warm")
-    workflow = write_workflow(depth_work, layers, args.vocab, args.planted)
+    workflow = write_workflow(depth_work, layers, args.vocab, args.planted, args.localisation)
     diag = diagnosis(args.bin, workflow, depth_work, env)
     row = {
         "layers": layers,
@@ -198,6 +216,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("depths", nargs="*", type=int, default=[2, 4])
     parser.add_argument("--planted", action="store_true", help=f"a defect in layer {PLANTED_LAYER}'s MLP")
     parser.add_argument("--vocab", type=int, default=151936)
+    parser.add_argument(
+        "--localisation", choices=["ops", "modules_first"], default="ops", help="graph_compare's localisation"
+    )
     parser.add_argument("--bin")
     parser.add_argument("--work", help="keep the run directories here (default: a temporary directory)")
     parser.add_argument("--json", help="write the rows here")

@@ -97,6 +97,7 @@ void dump_fields(Dump& dump, Visit&& visit) {
   visit("tensor_io", dump.tensor_io);
   visit("max_bytes", dump.max_bytes);
   visit("truth", dump.truth);
+  visit("boundaries", dump.boundaries);
 }
 
 template <class Switches, class Visit>

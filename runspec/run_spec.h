@@ -18,6 +18,8 @@ namespace diagnose {
 struct DumpRequest {
   std::optional<std::string> level;  // none, aten, fx, compiled or auto (resolved_dump_level)
   std::optional<bool> ops, modules, final, stats_only, truth;
+  // op records at module boundaries only: the values a module hands to code outside it
+  std::optional<bool> boundaries;
   std::optional<std::vector<std::string>> io, include, exclude, tensor_io;
   std::optional<std::vector<int64_t>> steps;
   std::optional<int64_t> max_bytes;

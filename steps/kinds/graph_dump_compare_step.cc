@@ -5,7 +5,9 @@
 // elsewhere (a TorchAir GE dump directory, an FX npy dump), so that an Ascend user can
 // bring their own. With `referee: true` the golden run computes every node's float64 truth too
 // (shadow execution) and the truth ratio rule judges each row: the graph fails where it is
-// further from the truth than eager is.
+// further from the truth than eager is. With `localisation: modules_first` both runs first dump
+// the module outputs only (dump.boundaries): when those all pass, that is the verdict, judged at
+// module outputs; when not, the op-by-op pass follows, as without it.
 #include "orchestrator/bisect/trial_oracle.h"
 #include "orchestrator/engine/dump_budget.h"
 #include "orchestrator/engine/run_dir.h"
@@ -31,7 +33,17 @@ struct GraphDumpCompareOptions : ComparingOptions {
   Side golden, target;
   bool truth_referee = false;   // referee: true, the golden run computes every node's float64 truth
   std::optional<Side> referee;  // a float64 dump, or a separate float64 run
+  bool modules_first = false;   // localisation: modules_first
 };
+
+// The runs of one pass: the op-by-op pass's names, or the module outputs' pass's.
+struct PassRuns {
+  const char* golden;
+  const char* target;
+  bool boundaries;
+};
+const PassRuns kOpsPass{"golden", "target", false};
+const PassRuns kModulesPass{"golden-modules", "target-modules", true};
 
 Schema side_or_path(const std::string& description) {
   return any_of_schema(description, {string_schema("path of an existing dump (GE dump, FX npy dump, diagnose dump)"),
@@ -54,6 +66,13 @@ class GraphDumpCompareStep : public StepKind {
                                                          "(shadow execution, same records); or the path of a "
                                                          "float64 dump, paired by record identity"),
                                            plugin_side_schema("overrides of a separate float64 run")})),
+        optional("localisation",
+                 string_schema("ops (default): every op of both runs dumped and judged; modules_first: the module "
+                               "outputs first (records whose value leaves a module that holds modules, such as a "
+                               "decoder layer or its MLP), and the op-by-op pass only where one of them does "
+                               "not pass: a clean large model is judged at its module outputs, whose tensors fit "
+                               "the dump budget",
+                               {"ops", "modules_first"})),
     });
   }
   std::vector<std::string> result_fields() const override {
@@ -71,6 +90,7 @@ class GraphDumpCompareStep : public StepKind {
     const YAML::Node referee = node["referee"];
     o->truth_referee = referee && yaml_to_json(referee) == true;
     if (referee && !o->truth_referee && yaml_to_json(referee) != false) o->referee = Side::parse(referee);
+    o->modules_first = node["localisation"] && node["localisation"].as<std::string>() == "modules_first";
     return o;
   }
 
@@ -78,20 +98,59 @@ class GraphDumpCompareStep : public StepKind {
   // both keep tensors, within the diagnosis's dump budget (dump_budget.h).
   std::vector<PlannedRun> planned_runs(const StepContext& context) const override {
     const GraphDumpCompareOptions& o = context.options<GraphDumpCompareOptions>();
+    const PassRuns& pass = modules_first(context, o) ? kModulesPass : kOpsPass;
     std::vector<PlannedRun> planned;
     if (!o.target.path)
-      planned.push_back(planned_plugin_run(context, "target", target_spec(context, o), target_side(context, o)));
+      planned.push_back(
+          planned_plugin_run(context, pass.target, target_spec(context, o, pass), target_side(context, o)));
     if (dumps_a_recompile(context, o))
       planned.push_back(
           planned_plugin_run(context, "target-undumped", undumped_spec(context, o), undumped_side(context, o)));
     if (!o.golden.path)
       planned.push_back(planned_plugin_run(
-          context, "golden", side_spec(context, o.golden.run, golden_defaults(context, o)), o.golden.run));
+          context, pass.golden, side_spec(context, o.golden.run, golden_defaults(context, o, pass)), o.golden.run));
     return planned;
   }
 
+  // With modules_first, the module outputs' pass; its verdict where it passes having judged
+  // rows, else the op-by-op pass's, which says what the module outputs showed.
   StepResult evaluate(const StepContext& context) const override {
     const GraphDumpCompareOptions& o = context.options<GraphDumpCompareOptions>();
+    if (!modules_first(context, o)) {
+      StepResult result = evaluate_pass(context, o, kOpsPass, nullptr);
+      if (o.modules_first)
+        result.findings.push_back(
+            {"localisation: modules_first does not apply here (a side is a dump, the target does not "
+             "dump Inductor's buffers, or the referee is a run of its own): judged op by op",
+             ""});
+      return result;
+    }
+    std::optional<RunRecord> undumped;
+    StepResult coarse = evaluate_pass(context, o, kModulesPass, &undumped);
+    const bool judged = coarse.metrics.value("compared", 0) > 0;
+    if (coarse.status == StepStatus::Pass && judged) {
+      coarse.metrics["localisation"] = "modules_first";
+      coarse.summary = "judged at module outputs (" + std::to_string(coarse.metrics.value("compared", 0)) + " of " +
+                       std::to_string(coarse.metrics.value("rows", 0)) +
+                       " rows; the ops inside them were not dumped, every module output passing): " + coarse.summary;
+      return coarse;
+    }
+    StepResult fine = evaluate_pass(context, o, kOpsPass, &undumped);
+    fine.metrics["localisation"] = "modules_first";
+    fine.metrics["module_outputs"] = {{"status", step_status_name(coarse.status)}, {"summary", coarse.summary}};
+    fine.findings.insert(fine.findings.begin(), {std::string("module outputs first: ") +
+                                                     (judged ? "they do not all pass (" : "none could be judged (") +
+                                                     coarse.summary + "), so every op was dumped and judged",
+                                                 ""});
+    fine.runs.insert(fine.runs.begin(), coarse.runs.begin(), coarse.runs.end());
+    return fine;
+  }
+
+ private:
+  // One pass: its golden and target runs (and the undumped target, run once: `undumped` keeps it
+  // for a later pass) judged; the op-by-op pass confirms its culprit.
+  StepResult evaluate_pass(const StepContext& context, const GraphDumpCompareOptions& o, const PassRuns& pass,
+                           std::optional<RunRecord>* kept_undumped) const {
     std::vector<RunRequest> requests;
     // A side is an existing dump (a path) or a run of the model, whose dump is used.
     auto side = [&](const char* name, const Side& given, const RunSpec& defaults) -> std::string {
@@ -99,7 +158,7 @@ class GraphDumpCompareStep : public StepKind {
       requests.push_back(plugin_run(context, name, side_spec(context, given.run, defaults), given.run));
       return requests.back().dump_dir;
     };
-    std::string golden = side("golden", o.golden, golden_defaults(context, o));
+    std::string golden = side(pass.golden, o.golden, golden_defaults(context, o, pass));
     // a compiled run may work in its own run directory: the model's relative paths anchored
     auto compiled = [&](const char* name, const RunSpec& spec, const RunOverrides& overrides) {
       requests.push_back(plugin_run(context, name, spec, overrides));
@@ -109,11 +168,12 @@ class GraphDumpCompareStep : public StepKind {
     if (o.target.path) {
       target = context.path(*o.target.path);
     } else {
-      compiled("target", target_spec(context, o), target_side(context, o));
+      compiled(pass.target, target_spec(context, o, pass), target_side(context, o));
       target = requests.back().dump_dir;
     }
     const size_t dumped_runs = requests.size();
-    if (dumps_a_recompile(context, o))
+    const bool undumped_done = kept_undumped && kept_undumped->has_value();
+    if (dumps_a_recompile(context, o) && !undumped_done)
       compiled("target-undumped", undumped_spec(context, o), undumped_side(context, o));
     std::optional<std::string> referee;
     if (o.referee) {
@@ -129,6 +189,9 @@ class GraphDumpCompareStep : public StepKind {
       undumped = runs.back();
       requests.pop_back();
       runs.pop_back();
+      if (kept_undumped) *kept_undumped = undumped;
+    } else if (undumped_done) {
+      undumped = *kept_undumped;
     }
 
     std::vector<CulpritCandidate> candidates;
@@ -137,7 +200,7 @@ class GraphDumpCompareStep : public StepKind {
     if (undumped) judge_undumped_run(context, golden, *undumped, referee, result);
     // false also when nothing could be compared: no op, node or buffer is known to fail
     if (!result.metrics.contains("localized")) result.metrics["localized"] = false;
-    if (!o.target.path && !o.golden.path && needs_confirmation(result)) {
+    if (!pass.boundaries && !o.target.path && !o.golden.path && needs_confirmation(result)) {
       ConfirmationSides sides{final_outputs_of(golden),
                               undumped ? undumped->dir + "/outputs" : final_outputs_of(target), std::nullopt};
       if (referee && !final_outputs_of(*referee).empty()) sides.referee_outputs = final_outputs_of(*referee);
@@ -161,13 +224,13 @@ class GraphDumpCompareStep : public StepKind {
     return result;
   }
 
- private:
   // The golden run's defaults: the graph run node by node, with each node's float64 truth under
   // `referee: true` (not for TorchAir's FX golden: TorchAir's own dump computes none, its rows are
   // judged by the dtype presets). Against Inductor's buffers, which have no inputs to pair, its
   // inputs keep statistics only (the comparison reads their input scales and NaN counts).
-  static RunSpec golden_defaults(const StepContext& context, const GraphDumpCompareOptions& o) {
+  static RunSpec golden_defaults(const StepContext& context, const GraphDumpCompareOptions& o, const PassRuns& pass) {
     RunSpec defaults = kGolden;
+    if (pass.boundaries) defaults.dump->boundaries = true;
     if (o.truth_referee && side_spec(context, o.golden.run, kGolden).backend != "torchair") defaults.dump->truth = true;
     const RunSpec target = target_spec(context, o);
     if (!o.target.path && resolved_dump_level(target) == "compiled" && target.backend != "torchair")
@@ -175,9 +238,11 @@ class GraphDumpCompareStep : public StepKind {
     return defaults;
   }
 
-  static RunSpec target_spec(const StepContext& context, const GraphDumpCompareOptions& o) {
+  static RunSpec target_spec(const StepContext& context, const GraphDumpCompareOptions& o,
+                             const PassRuns& pass = kOpsPass) {
     const RunOverrides& overrides = o.target.run;
     RunSpec defaults = kTarget;
+    if (pass.boundaries) defaults.dump->boundaries = true;
     if (side_spec(context, overrides, kTarget).backend.value_or("").find(':') != std::string::npos)
       defaults.dump->level = "compiled";  // a user backend: its Inductor buffers, if built on Inductor
     return side_spec(context, overrides, defaults);
@@ -191,6 +256,13 @@ class GraphDumpCompareStep : public StepKind {
   // its FX graph cache off (plugins/pytorch/README.md, "Dump levels"), so a defect on the cache's
   // path — a cached graph reused where it does not apply, pytorch/pytorch#185382 — is not in
   // what it dumps, and the compiled run as the user runs it is judged too.
+  // Whether the module outputs go first: asked for, both sides runs, the target dumping
+  // Inductor's buffers (whose FX nodes say which module each value leaves), and the truth, if
+  // any, the golden's own (a separate referee run would be a third dump of every op).
+  static bool modules_first(const StepContext& context, const GraphDumpCompareOptions& o) {
+    return o.modules_first && dumps_a_recompile(context, o) && !o.referee;
+  }
+
   static bool dumps_a_recompile(const StepContext& context, const GraphDumpCompareOptions& o) {
     if (o.target.path || o.golden.path) return false;
     const RunSpec target = target_spec(context, o);

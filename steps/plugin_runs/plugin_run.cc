@@ -87,6 +87,7 @@ std::vector<Property> plugin_side_properties() {
        optional("tensor_io",
                 array_schema("sides whose records keep tensor files", string_schema("side", {"input", "output"}))),
        optional("truth", boolean_schema("each record's float64 truth, by shadow execution (docs/dump-format.md)")),
+       optional("boundaries", boolean_schema("op records at module boundaries only (docs/run-spec.md)")),
        optional("max_bytes", integer_schema("byte budget for tensor files", 0))});
   std::vector<Property> properties = {
       optional("mode", string_schema("eager or compiled (torch.compile).", {"eager", "compiled"})),

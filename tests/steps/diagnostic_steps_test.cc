@@ -4,6 +4,7 @@
 // plugins/pytorch, no torch), whose behaviour the environment chooses.
 #include <gtest/gtest.h>
 #include <boost/filesystem.hpp>
+#include <set>
 
 #include "steps/judgement/dynamo_findings.h"
 #include "steps/single_op/single_op_batches.h"
@@ -587,6 +588,51 @@ TEST(DiagnosticSteps, GraphDumpCompareLocalisesAndTakesExternalDumps) {
             0u)
       << report["steps"][0]["findings"][0];
   EXPECT_FALSE(report["steps"][1]["metrics"].contains("confirmation"));
+}
+
+// localisation: modules_first: the module outputs' runs dump with dump.boundaries; a pass there
+// is the verdict, judged at module outputs; a failure there is followed by the op-by-op pass,
+// which names the same culprit as the op-by-op path alone.
+TEST(DiagnosticSteps, GraphDumpCompareModulesFirstPassesAtModuleOutputsOrGoesOpByOp) {
+  const std::string step = "steps:\n  - {id: graph, kind: graph_dump_compare, localisation: modules_first}\n";
+  TempDir clean;
+  write_text(clean / "wf.yaml", stand_in_model("") + step);
+  Finished passed = run_diagnose({"wf.yaml"}, clean.path());
+  ASSERT_EQ(passed.code, 0) << passed.out << passed.err;
+  nlohmann::json graph = report_of(clean)["steps"][0];
+  EXPECT_EQ(graph["metrics"]["localisation"], "modules_first");
+  EXPECT_EQ(graph["summary"].get<std::string>().rfind("judged at module outputs (", 0), 0u) << graph["summary"];
+  std::set<std::string> names;
+  for (const nlohmann::json& run : graph["runs"]) names.insert(run["name"].get<std::string>());
+  EXPECT_EQ(names, (std::set<std::string>{"golden-modules", "target-modules", "target-undumped"}));
+  const std::string steps = only_run_dir(clean / "runs") + "/steps/graph/";
+  EXPECT_EQ(read_json(steps + "golden-modules/spec.json")["dump"]["boundaries"], true);
+  EXPECT_EQ(read_json(steps + "target-modules/spec.json")["dump"]["boundaries"], true);
+
+  TempDir wrong;
+  write_text(wrong / "wf.yaml", stand_in_model("STAND_IN_WRONG_BACKEND: inductor, STAND_IN_NODES: \"g0.mul,g0.add\", "
+                                               "STAND_IN_CULPRIT_NODES: g0.mul, STAND_IN_GRAPH_NODES: g0.mul") +
+                                    step);
+  Finished failed = run_diagnose({"wf.yaml"}, wrong.path());
+  ASSERT_EQ(failed.code, 1) << failed.out << failed.err;
+  nlohmann::json report = report_of(wrong);
+  EXPECT_EQ(report["verdict"]["culprit"], "mul-aten.mul.Tensor");
+  graph = report["steps"][0];
+  EXPECT_EQ(graph["metrics"]["module_outputs"]["status"], "fail");
+  EXPECT_EQ(graph["findings"][0]["message"].get<std::string>().rfind("module outputs first: they do not all pass", 0),
+            0u);
+  const std::string fine = only_run_dir(wrong / "runs") + "/steps/graph/";
+  EXPECT_FALSE(read_json(fine + "golden/spec.json")["dump"].contains("boundaries"));
+  EXPECT_EQ(read_json(fine + "golden-modules/spec.json")["dump"]["boundaries"], true);
+}
+
+TEST(DiagnosticSteps, GraphDumpCompareLocalisationIsOneOfItsWords) {
+  TempDir dir;
+  write_text(dir / "wf.yaml",
+             stand_in_model("") + "steps:\n  - {id: graph, kind: graph_dump_compare, localisation: layers}\n");
+  Finished r = run_diagnose({"validate", "wf.yaml"}, dir.path());
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE((r.out + r.err).find("localisation"), std::string::npos) << r.out << r.err;
 }
 
 // A culprit the intervention does not confirm is never named: the step still fails, unlocalised.

@@ -41,6 +41,7 @@ class DumpSpec:
     # byte budget for tensor files (None: none): docs/dump-format.md says why this default
     max_bytes: int | None = 512 << 20
     truth: bool = False  # float64 shadow execution: a truth file beside each floating record
+    boundaries: bool = False  # op records at module boundaries only (fx_dump.module_boundary)
 
 
 @dataclass

@@ -8,6 +8,7 @@ import functools
 import operator
 import re
 import time
+import weakref
 
 import torch
 
@@ -42,12 +43,70 @@ def module_path(node: torch.fx.Node) -> str | None:
     stack = node.meta.get("nn_module_stack")
     if not stack:
         return None
-    path = list(stack.values())[-1][0]
+    return _spelled(list(stack.values())[-1][0])
+
+
+def _spelled(path: str) -> str:
+    """A module path of nn_module_stack (L['self'].layers[0]) as named_modules() spells it."""
     path = re.sub(r"^L\['self'\]\.?", "", path)
     path = re.sub(r"\[(\d+)\]", r".\1", path)
     path = re.sub(r"\['([^']+)'\]", r".\1", path)
     path = re.sub(r"^_modules\.|\._modules\.", ".", path)
     return path.strip(".")
+
+
+def _module_paths(node: torch.fx.Node) -> list[str]:
+    """The node's modules, outermost first (the root left out)."""
+    return [p for entry in (node.meta.get("nn_module_stack") or {}).values() if (p := _spelled(entry[0]))]
+
+
+def _inside(path: str, scope: str) -> bool:
+    return path == scope or path.startswith(scope + ".")
+
+
+_parents: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _parent_scopes(graph: torch.fx.Graph) -> set[str]:
+    """The graph's modules that hold another module of it."""
+    if graph not in _parents:
+        paths = {p for n in graph.nodes for p in _module_paths(n)}
+        _parents[graph] = {p for p in paths if any(q != p and _inside(q, p) for q in paths)}
+    return _parents[graph]
+
+
+def module_boundary(node: torch.fx.Node) -> bool:
+    """Whether the node's value leaves one of its modules that holds modules of its own (a
+    decoder layer, its attention, its MLP; not a Linear or a norm): a user of it, or the
+    graph's output, lies outside that module. These are a model's module outputs, what the
+    coarse pass of `localisation: modules_first` dumps; a node outside every module is one too."""
+    paths = _module_paths(node)
+    users = _readers(node)
+    if not paths or any(u.op == "output" for u in users):
+        return True
+    parents = _parent_scopes(node.graph)
+    scopes = [p for p in paths if p in parents]
+    return any(not _inside(module_path(u) or "", scope) for scope in scopes for u in users)
+
+
+def _readers(node: torch.fx.Node) -> list[torch.fx.Node]:
+    """The nodes that read the node's value: its users, and through a view of it (a Linear's
+    output is the view of its mm, which compiled code never materialises) the view's readers."""
+    readers = []
+    for user in node.users:
+        readers.append(user)
+        if _is_view(user):
+            readers.extend(_readers(user))
+    return readers
+
+
+def _is_view(node: torch.fx.Node) -> bool:
+    schema = getattr(node.target, "_schema", None)
+    return (
+        node.op == "call_function"
+        and schema is not None
+        and any(r.alias_info is not None and not r.alias_info.is_write for r in schema.returns)
+    )
 
 
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
@@ -114,7 +173,11 @@ class DumpingInterpreter(torch.fx.Interpreter):
         op_key = fx_node_key(node)
         op = str(node.target)
         module = module_path(node)
-        dumped = session.dumping_ops() and session.selected(op_key, op, module or "")
+        dumped = (
+            session.dumping_ops()
+            and session.selected(op_key, op, module or "")
+            and (not session.spec.dump.boundaries or module_boundary(node))
+        )
         if shadows is None and not dumped:
             return super().run_node(node)
         with self._set_current_node(node):

@@ -48,7 +48,7 @@ from ..collectives import is_collective
 from ..compat import pytree
 from ..switches import inductor_overrides
 from .alignment import Alignment, golden_forward
-from .fx_dump import node_source
+from .fx_dump import module_boundary, node_source
 from .provenance import DynamoGraph
 
 
@@ -412,6 +412,8 @@ def _on_buffer(session, graph_id: int, table: GraphBuffers, seen: set, name: str
     if info.graph_nodes:
         fields["graph_nodes"] = info.graph_nodes
     if not session.selected(op_key, info.target, "") or not session.wants_io("output"):
+        return
+    if session.spec.dump.boundaries and not any(module_boundary(n) for n in info.nodes if n.name == info.origin):
         return
     # a tuple reported under its node's name (Inductor's hook of a multi-output kernel) holds
     # outputs 0, 1...; a buffer holds output `index`

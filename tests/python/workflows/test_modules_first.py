@@ -1,0 +1,73 @@
+"""graph_compare with `localisation: modules_first` at the real width of a shipped model
+(bench/qwen2_scale_model.py: Qwen2-0.5B's layer shape, 2 layers, a vocabulary of 1024, 16 tokens,
+bfloat16, Inductor on CPU). Clean, the module outputs alone are dumped and judged, each against
+its float64 truth, and they pass: the verdict says it was judged at module outputs, every row of
+them element-wise. With a defect planted in layer 1's MLP (bench/planted_defect_backend.py, compiled
+code only), the module outputs fail and the op-by-op pass that follows names the op inside
+`model.layers.1.mlp`, as the op-by-op path alone does."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def workflow(planted: bool) -> str:
+    args = ["--layers", "2", "--vocab", "1024", "--tokens", "16"] + (["--planted-layer", "1"] if planted else [])
+    return f"""\
+name: qwen2_modules_first
+model:
+  script: {ROOT / "bench" / "qwen2_scale_model.py"}
+  args: {json.dumps(args)}
+  backend: {"planted_defect_backend:backend" if planted else "inductor"}
+  dtype: bfloat16
+  timeout: 900
+steps:
+  - id: graph_compare
+    kind: graph_dump_compare
+    referee: true
+    localisation: modules_first
+"""
+
+
+def diagnose(diagnose_bin, tmp_path, inductor_cache, planted: bool) -> dict:
+    (tmp_path / "workflow.yaml").write_text(workflow(planted))
+    env = dict(os.environ, DIAGNOSE_PYTHON=sys.executable, TORCHINDUCTOR_CACHE_DIR=str(inductor_cache))
+    done = subprocess.run(
+        [str(diagnose_bin), str(tmp_path / "workflow.yaml"), "--output-dir", str(tmp_path / "runs"), "--quiet"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    (run_dir,) = [p for p in (tmp_path / "runs").iterdir() if p.is_dir()]
+    report = json.loads((run_dir / "report.json").read_text())
+    (step,) = report["steps"]
+    return {"report": report, "step": step, "stderr": done.stderr[-2000:]}
+
+
+def test_clean_model_is_judged_at_module_outputs(diagnose_bin, tmp_path, inductor_cache):
+    done = diagnose(diagnose_bin, tmp_path, inductor_cache, planted=False)
+    step = done["step"]
+    assert step["status"] == "pass", step["summary"] + done["stderr"]
+    assert step["summary"].startswith("judged at module outputs"), step["summary"]
+    metrics = step["metrics"]
+    assert metrics["localisation"] == "modules_first"
+    assert metrics["passed_on_statistics_only"] == 0 and metrics["judged"] == metrics["rows"] > 0, metrics
+    # only the module-output runs were dumped: no op-by-op pass
+    assert {run["name"] for run in step["runs"]} == {"golden-modules", "target-modules", "target-undumped"}
+
+
+def test_planted_defect_is_localised_inside_the_diverging_module(diagnose_bin, tmp_path, inductor_cache):
+    done = diagnose(diagnose_bin, tmp_path, inductor_cache, planted=True)
+    step = done["step"]
+    metrics = step["metrics"]
+    assert step["status"] == "fail", step["summary"] + done["stderr"]
+    assert metrics["module_outputs"]["status"] == "fail", metrics["module_outputs"]
+    assert metrics["localized"] is True
+    assert "layers.1.mlp" in step["summary"], step["summary"]
