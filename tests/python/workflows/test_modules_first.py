@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
+
+from fixtures.workflow_run import run_workflow
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -36,16 +37,8 @@ steps:
 
 
 def diagnose(diagnose_bin, tmp_path, inductor_cache, planted: bool) -> dict:
-    (tmp_path / "workflow.yaml").write_text(workflow(planted))
     env = dict(os.environ, DIAGNOSE_PYTHON=sys.executable, TORCHINDUCTOR_CACHE_DIR=str(inductor_cache))
-    done = subprocess.run(
-        [str(diagnose_bin), str(tmp_path / "workflow.yaml"), "--output-dir", str(tmp_path / "runs"), "--quiet"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-    )
-    (run_dir,) = [p for p in (tmp_path / "runs").iterdir() if p.is_dir()]
+    done, run_dir = run_workflow(diagnose_bin, tmp_path, workflow(planted), env=env, timeout=1800)
     report = json.loads((run_dir / "report.json").read_text())
     (step,) = report["steps"]
     return {"report": report, "step": step, "stderr": done.stderr[-2000:]}

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
+
+from fixtures.workflow_run import run_workflow
 
 ROOT = Path(__file__).resolve().parents[3]
 MIN_JUDGED_SHARE = 0.9  # the documented default floor of every comparing step
@@ -30,16 +31,8 @@ model:
 
 
 def test_real_width_clean_model_passes_on_what_was_looked_at(diagnose_bin, tmp_path, inductor_cache):
-    (tmp_path / "workflow.yaml").write_text(WORKFLOW)
     env = dict(os.environ, DIAGNOSE_PYTHON=sys.executable, TORCHINDUCTOR_CACHE_DIR=str(inductor_cache))
-    done = subprocess.run(
-        [str(diagnose_bin), str(tmp_path / "workflow.yaml"), "--output-dir", str(tmp_path / "runs"), "--quiet"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-    )
-    (run_dir,) = [p for p in (tmp_path / "runs").iterdir() if p.is_dir()]
+    done, run_dir = run_workflow(diagnose_bin, tmp_path, WORKFLOW, env=env, timeout=1800)
     report = json.loads((run_dir / "report.json").read_text())
     steps = {step["id"]: step for step in report["steps"]}
     summary = json.dumps({i: (s["status"], s["summary"]) for i, s in steps.items()}, indent=1)
