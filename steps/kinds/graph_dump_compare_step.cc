@@ -256,17 +256,17 @@ class GraphDumpCompareStep : public StepKind {
   // its FX graph cache off (plugins/pytorch/README.md, "Dump levels"), so a defect on the cache's
   // path — a cached graph reused where it does not apply, pytorch/pytorch#185382 — is not in
   // what it dumps, and the compiled run as the user runs it is judged too.
+  static bool dumps_a_recompile(const StepContext& context, const GraphDumpCompareOptions& o) {
+    if (o.target.path || o.golden.path) return false;
+    const RunSpec target = target_spec(context, o);
+    return resolved_dump_level(target) == "compiled" && target.backend != "torchair";
+  }
+
   // Whether the module outputs go first: asked for, both sides runs, the target dumping
   // Inductor's buffers (whose FX nodes say which module each value leaves), and the truth, if
   // any, the golden's own (a separate referee run would be a third dump of every op).
   static bool modules_first(const StepContext& context, const GraphDumpCompareOptions& o) {
     return o.modules_first && dumps_a_recompile(context, o) && !o.referee;
-  }
-
-  static bool dumps_a_recompile(const StepContext& context, const GraphDumpCompareOptions& o) {
-    if (o.target.path || o.golden.path) return false;
-    const RunSpec target = target_spec(context, o);
-    return resolved_dump_level(target) == "compiled" && target.backend != "torchair";
   }
   static RunSpec undumped_spec(const StepContext& context, const GraphDumpCompareOptions& o) {
     return side_spec(context, o.target.run, kUndumpedTarget);

@@ -104,8 +104,8 @@ def import_compiler() -> str | None:
 
 
 def fresh_dispositions() -> dict[int, object]:
-    """Every signal's disposition as this interpreter started with it (importing torch and the
-    plugin changes none), which a fresh `python -m diagnose_pytorch run` would have too."""
+    """Every signal's disposition as this interpreter started with it (importing torch, the
+    compiler and the plugin changes none), which a fresh `python -m diagnose_pytorch run` would have too."""
     return {number: signal.getsignal(number) for number in signal.valid_signals()}
 
 
