@@ -104,6 +104,16 @@ std::string non_finite_of(const compare::CompareResult& compared, const std::str
   return "";
 }
 
+// What `op` is in a finding: a model output or the state after a call (final_output or state rows,
+// where no error can start: they only carry what the ops computed), else an op.
+std::string row_kind(const compare::CompareResult& compared, const std::string& op) {
+  for (const compare::RowGroup& group : compared.groups)
+    for (const compare::Row& row : group.rows)
+      if (row.spec.op_key == op && (row.spec.final_output || row.spec.state))
+        return row.spec.state ? "state" : "output";
+  return "op";
+}
+
 // Why `op` fails: where it disagrees on NaN/Inf (": golden NaN at ..."), else how far its first
 // failing output is from its float64 truth, against eager's distance (" (rmse to float64
 // 2.7e-05, 355x eager's 7.6e-08)"); "" when neither is known.
@@ -345,13 +355,15 @@ DumpJudgement judge_recorded(const StepContext& context, RecordedComparison reco
     std::string where = (d.rank >= 0 ? " rank " + std::to_string(d.rank) : "") +
                         (d.graph >= 0 ? " graph " + std::to_string(d.graph) : "") +
                         (calls.calls.size() > 1 ? " call " + std::to_string(d.token_id + 1) : "");
-    result.findings.push_back({prefix + "first failing op" + where + ": " + d.first_failing_op +
-                                   failure_detail(compared, d.first_failing_op) + origin(d.first_failing_op),
+    result.findings.push_back({prefix + "first failing " + row_kind(compared, d.first_failing_op) + where + ": " +
+                                   d.first_failing_op + failure_detail(compared, d.first_failing_op) +
+                                   origin(d.first_failing_op),
                                d.first_failing_op});
     for (const std::string& op : d.source_ops) {
-      result.findings.push_back({prefix + "error starts at op " + op + " (its inputs pass, an output fails)" +
-                                     failure_detail(compared, op) + origin(op),
-                                 op});
+      if (row_kind(compared, op) == "op")
+        result.findings.push_back({prefix + "error starts at op " + op + " (its inputs pass, an output fails)" +
+                                       failure_detail(compared, op) + origin(op),
+                                   op});
       source_ops.push_back(op);
     }
   }
