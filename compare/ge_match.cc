@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <limits>
 #include <optional>
@@ -13,6 +14,8 @@
 #include "compare/ge_graph.h"
 #include "compare/match.h"
 #include "compare/npy.h"
+
+#include <nlohmann/json.hpp>
 
 namespace diagnose::compare {
 namespace {
@@ -102,6 +105,7 @@ struct GroupContext {
   bool name_graph = false;  // several graphs: unmatched names carry the graph
   MatchResult* out = nullptr;
   std::set<std::string> unmatched_seen;
+  const std::map<std::string, std::vector<std::string>>* graph_nodes = nullptr;  // this graph's GeGraphNodes
 
   void unmatched(const std::string& name, const std::string& reason) {
     std::string label = name;
@@ -416,7 +420,21 @@ void note_fx_nodes(GroupContext& ctx, size_t first, const std::vector<const GeGr
     const std::string node = prefix->substr(0, prefix->find('-'));  // "{node}-{target}"
     if (std::find(nodes.begin(), nodes.end(), node) == nodes.end()) nodes.push_back(node);
   }
-  for (size_t i = first; i < ctx.out->rows.size(); ++i) ctx.out->rows[i].fx_nodes = nodes;
+  std::vector<std::string> graph_nodes;
+  if (ctx.graph_nodes)
+    for (const std::string& node : nodes)
+      if (const auto found = ctx.graph_nodes->find(node); found != ctx.graph_nodes->end())
+        for (const std::string& id : found->second)
+          if (std::find(graph_nodes.begin(), graph_nodes.end(), id) == graph_nodes.end()) graph_nodes.push_back(id);
+  for (size_t i = first; i < ctx.out->rows.size(); ++i) {
+    ctx.out->rows[i].fx_nodes = nodes;
+    ctx.out->rows[i].graph_nodes = graph_nodes;
+  }
+}
+
+const std::map<std::string, std::vector<std::string>>* graph_nodes_of(const GeGraphNodes& nodes, int graph) {
+  const auto found = nodes.find(graph);
+  return found == nodes.end() ? nullptr : &found->second;
 }
 
 // The FX output a dump output stands for: through its OriginalOp (a fused op names the op of the
@@ -730,6 +748,34 @@ std::vector<std::string> graph_files_for_rank(const GeDumpLayout& layout, int ra
   return any_ranked ? out : layout.graph_files;
 }
 
+GeGraphNodes read_ge_graph_nodes(const std::vector<std::string>& graph_files, int rank,
+                                 std::vector<std::string>* warnings) {
+  GeGraphNodes out;
+  if (graph_files.empty()) return out;
+  const fs::path path = fs::path(graph_files.front()).parent_path() /
+                        ("diagnose_graph_nodes_rank_" + std::to_string(std::max(rank, 0)) + ".json");
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return out;
+  std::ifstream in(path);
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  const nlohmann::json* graphs = j.is_object() && j.contains("graphs") ? &j["graphs"] : nullptr;
+  if (!graphs || !graphs->is_object()) {
+    if (warnings) warnings->push_back(path.string() + ": not a map of graph nodes ({\"graphs\": {...}}); ignored");
+    return out;
+  }
+  for (const auto& [id, nodes] : graphs->items()) {
+    const std::optional<int64_t> graph = number(id);
+    if (!graph || *graph > std::numeric_limits<int>::max() || !nodes.is_object()) continue;
+    auto& table = out[static_cast<int>(*graph)];
+    for (const auto& [node, ids] : nodes.items()) {
+      if (!ids.is_array()) continue;
+      for (const nlohmann::json& one : ids)
+        if (one.is_string()) table[node].push_back(one.get<std::string>());
+    }
+  }
+  return out;
+}
+
 std::map<std::string, GeOpFile> index_ge_token(const std::string& dir, std::vector<std::string>* warnings) {
   std::map<std::string, GeOpFile> files;
   std::error_code ec;
@@ -771,11 +817,14 @@ MatchResult match_ge_vs_fx(const std::string& fx_dir, const std::string& ge_dir,
   }
   for (const auto& [fx_rank, ge_rank] : pair_ranks(fx.ranks, ge.ranks, rank, out)) {
     const int rank_id = std::max(ge_rank->rank, fx_rank->rank);
-    const auto graphs = load_graphs(graph_files_for_rank(ge, ge_rank->rank), out);
+    const std::vector<std::string> files = graph_files_for_rank(ge, ge_rank->rank);
+    const auto graphs = load_graphs(files, out);
+    const GeGraphNodes graph_nodes = read_ge_graph_nodes(files, rank_id, &out.warnings);
     const size_t n = paired_count(graphs, ge_rank->groups.size(), fx_rank->groups, rank_id, out);
     for (size_t i = 0; i < n; ++i) {
       if (!graphs[i].graph) continue;
-      GroupContext ctx{rank_id, graphs[i].id >= 0 ? graphs[i].id : static_cast<int>(i), n > 1, &out, {}};
+      const int graph = graphs[i].id >= 0 ? graphs[i].id : static_cast<int>(i);
+      GroupContext ctx{rank_id, graph, n > 1, &out, {}, graph_nodes_of(graph_nodes, graph)};
       std::map<int64_t, const TokenDir*> steps;
       for (const auto& s : fx_rank->groups[i].steps) steps.emplace(s.token_id, &s);
       for (const auto& token : ge_rank->groups[i].tokens) {
@@ -811,10 +860,14 @@ MatchResult match_ge_vs_ge(const std::string& golden_ge_dir, const std::string& 
   for (const auto& [golden_rank, my_rank] : pair_ranks(golden.ranks, mine.ranks, rank, out)) {
     const int rank_id = std::max(golden_rank->rank, my_rank->rank);
     const auto graphs = load_graphs(graph_files_for_rank(graph_source, my_rank->rank), out);
+    // the Dynamo nodes of my run's graphs: what an intervention on it runs eagerly
+    const GeGraphNodes graph_nodes =
+        read_ge_graph_nodes(graph_files_for_rank(mine, my_rank->rank), rank_id, &out.warnings);
     const size_t n = paired_count(graphs, my_rank->groups.size(), golden_rank->groups, rank_id, out);
     for (size_t i = 0; i < n; ++i) {
       if (!graphs[i].graph) continue;
-      GroupContext ctx{rank_id, graphs[i].id >= 0 ? graphs[i].id : static_cast<int>(i), n > 1, &out, {}};
+      const int graph = graphs[i].id >= 0 ? graphs[i].id : static_cast<int>(i);
+      GroupContext ctx{rank_id, graph, n > 1, &out, {}, graph_nodes_of(graph_nodes, graph)};
       std::map<int64_t, const TokenDir*> golden_tokens;
       for (const auto& t : golden_rank->groups[i].tokens) golden_tokens.emplace(t.token_id, &t);
       for (const auto& token : my_rank->groups[i].tokens) {

@@ -42,6 +42,16 @@ int graph_id_of_file(const std::string& path);
 // when no name carries a rank).
 std::vector<std::string> graph_files_for_rank(const GeDumpLayout& layout, int rank);
 
+// Which Dynamo-graph nodes (isolation ids, "g0.linear") each node of the ATen graph TorchAir
+// converted to GE was traced from, by TorchAir graph id (graph_<N>) and ATen node name: what the
+// plugin writes beside its GE dumps (diagnose_graph_nodes_rank_<R>.json, docs/dump-format.md).
+using GeGraphNodes = std::map<int, std::map<std::string, std::vector<std::string>>>;
+
+// The map of `rank` (rank 0's for -1) beside its graph txt files `graph_files`; empty when there
+// is none (a dump the plugin did not make), with a warning when one is there but unreadable.
+GeGraphNodes read_ge_graph_nodes(const std::vector<std::string>& graph_files, int rank,
+                                 std::vector<std::string>* warnings);
+
 struct GeOpFile {
   GeDumpName name;
   std::string path;

@@ -157,9 +157,10 @@ std::string named(const CulpritCandidate& c) {
 }  // namespace
 
 const char* const kGeOpUnconfirmable =
-    "a TorchAir GE op, whose dump names no Dynamo-graph node that a run could execute eagerly: GE ties it "
-    "(_fx_tensor_name) only to a node of the ATen graph TorchAir traces inside its own backend, and the run "
-    "records no map from that graph's nodes to the graph Dynamo hands the backend";
+    "a TorchAir GE op that no map beside its dump ties to the graph Dynamo hands the backend "
+    "(diagnose_graph_nodes_rank_<R>.json, which the plugin's TorchAir dump runs write, is missing, as for a dump "
+    "the user brought, or lacks its ATen node): GE names only a node of the ATen graph TorchAir traces inside its "
+    "own backend (_fx_tensor_name), which no run spec can name";
 
 std::vector<CulpritCandidate> culprit_candidates(const compare::CompareResult& compared, const std::string& culprit,
                                                  const std::vector<SuspectedArtifact>& artifacts) {

@@ -5,8 +5,8 @@
 // final outputs failed, the candidate is confirmed when they now pass; where they passed (a
 // defect masked downstream), when they come at least kMaskedDrop times closer to their float64
 // truth (else to eager). At most kMaxConfirmationRuns runs; a candidate whose dump names no graph
-// node (a TorchAir GE op: kGeOpUnconfirmable) cannot be confirmed, and an unconfirmed culprit is
-// never named.
+// node (a TorchAir GE op without the plugin's map of graph nodes: kGeOpUnconfirmable) cannot be
+// confirmed, and an unconfirmed culprit is never named.
 // A state culprit (state_defect: state differs after a call whose outputs match) is confirmed by
 // forcing the write: one run with every node that writes the differing state in place run eagerly
 // (run spec isolation.eager_writes), confirmed when the final outputs and the state of every call

@@ -158,6 +158,39 @@ TEST(GeMatch, LinkedOpInputsAndOutputs) {
   EXPECT_EQ(*mine, (std::vector<float>{4, 6}));
 }
 
+TEST(GeMatch, GraphNodesComeFromThePluginsMapBesideTheDump) {
+  Fixture f;
+  EXPECT_TRUE(match_ge_vs_fx(f.fx.path(), f.ge.path(), std::nullopt).rows.front().graph_nodes.empty());
+  // graph 1's ATen nodes: add_1 from Dynamo's g0.x, the fused add_2/relu from g0.h and g0.act;
+  // graph 2's and a malformed entry are not this dump's
+  write_file(f.ge / "diagnose_graph_nodes_rank_0.json",
+             R"({"graphs": {"1": {"add_1": ["g0.x"], "add_2": ["g0.h"], "relu": ["g0.act", "g0.h"], "mm": 3},)"
+             R"( "2": {"add_1": ["g1.y"]}}})");
+  const MatchResult r = match_ge_vs_fx(f.fx.path(), f.ge.path(), std::nullopt);
+  ASSERT_TRUE(r.fatal_error.empty()) << r.fatal_error;
+  for (const RowSpec* row : rows_of(r, "Add.Add_1.")) EXPECT_EQ(row->graph_nodes, (std::vector<std::string>{"g0.x"}));
+  const auto fused = rows_of(r, "Add_2Cast_5Relu_4");
+  ASSERT_FALSE(fused.empty());
+  for (const RowSpec* row : fused) EXPECT_EQ(row->graph_nodes, (std::vector<std::string>{"g0.h", "g0.act"}));
+  for (const RowSpec* row : rows_of(r, "MatMul_2")) EXPECT_TRUE(row->graph_nodes.empty());
+  // another rank's map is not this rank's
+  Fixture other;
+  write_file(other.ge / "diagnose_graph_nodes_rank_1.json", R"({"graphs": {"1": {"add_1": ["g0.x"]}}})");
+  for (const RowSpec& row : match_ge_vs_fx(other.fx.path(), other.ge.path(), std::nullopt).rows)
+    EXPECT_TRUE(row.graph_nodes.empty());
+}
+
+TEST(GeMatch, AnUnreadableMapOfGraphNodesIsIgnoredWithAWarning) {
+  Fixture f;
+  write_file(f.ge / "diagnose_graph_nodes_rank_0.json", "{not json");
+  const MatchResult r = match_ge_vs_fx(f.fx.path(), f.ge.path(), std::nullopt);
+  ASSERT_TRUE(r.fatal_error.empty()) << r.fatal_error;
+  for (const RowSpec& row : r.rows) EXPECT_TRUE(row.graph_nodes.empty());
+  EXPECT_TRUE(std::any_of(r.warnings.begin(), r.warnings.end(), [](const std::string& w) {
+    return w.find("diagnose_graph_nodes_rank_0.json: not a map of graph nodes") != std::string::npos;
+  }));
+}
+
 TEST(GeMatch, CastAndTransDataSelfCompare) {
   Fixture f;
   const MatchResult r = match_ge_vs_fx(f.fx.path(), f.ge.path(), std::nullopt);

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 import threading
 from pathlib import Path
 
@@ -158,8 +159,34 @@ def npu_backend(session):
         )
         if spec.dump.stats_only:
             config.dump_config.dump_data = "stats"
+        config.post_grad_custom_post_pass = _graph_node_recorder(session, Path(dump_dir) / GE_DUMP_DIR)
         _check_side_file_directory()
     return torchair.get_npu_backend(compiler_config=_switched(config, spec.switches))
+
+
+GRAPH_NODES_FILE = "diagnose_graph_nodes_rank_{rank}.json"
+
+
+def _graph_node_recorder(session, ge_dump_dir: Path):
+    """TorchAir's post_grad_custom_post_pass that writes, beside the GE dump, which nodes of the
+    graph Dynamo handed the backend each node of the ATen graph TorchAir converts to GE comes from
+    (dump/provenance.py), by TorchAir graph id (graph_<N>, the id in dynamo_original_graph_<N>):
+    GE's dump names only those ATen nodes (_fx_tensor_name), and an intervention run needs Dynamo's
+    (docs/dump-format.md, "GE graph nodes"). The pass runs after TorchAir took the graph's id; a
+    torchair that keeps it elsewhere gets no map, and its GE ops stay unconfirmable."""
+    path = ge_dump_dir / GRAPH_NODES_FILE.format(rank=session.rank)
+    graphs: dict[str, dict[str, list[str]]] = {}
+
+    def record(gm, example_inputs=None, config=None):
+        graph_id = getattr(sys.modules.get("torchair.npu_fx_compiler"), "_GLOBAL_GRAPH_ID", None)
+        if not isinstance(graph_id, int):
+            return
+        nodes = {n.name: session.provenance.graph_nodes([n]) for n in gm.graph.nodes if n.op == "call_function"}
+        graphs[str(graph_id)] = {name: ids for name, ids in nodes.items() if ids}
+        with open(path, "w") as f:
+            json.dump({"graphs": graphs}, f, indent=1)
+
+    return record
 
 
 def fusion_result(cwd: Path | None = None) -> dict | list | None:
