@@ -131,16 +131,17 @@ def check_every_comparison_stays_finite(steps: dict) -> None:
 
 def check_the_ge_dump_is_judged(steps: dict) -> None:
     """The real torchair's GE dump against its FX dump: at least 90% of the rows judged, the
-    failure found in GE ops, which name no Dynamo-graph node that an intervention run could
-    execute eagerly: unconfirmable, so no op is named (the fusion bisection names the rule)."""
+    failure found in GE ops, which the plugin's map beside the GE dump ties to Dynamo-graph nodes:
+    each candidate GELU run eagerly alone (two intervention runs) leaves the other one fused and the
+    outputs failing, so both are rejected, no op is named, and the fusion bisection names the rule."""
     graph = steps["graph_compare"]
     judged = [(int(j), int(n)) for j, n in re.findall(r"judged (\d+) of (\d+) rows", graph["summary"])]
     assert judged and all(j >= 0.9 * n for j, n in judged), graph["summary"]
     confirmation = graph["metrics"]["confirmation"]
-    assert confirmation["outcome"] == "unconfirmable" and confirmation["runs"] == 0, confirmation
-    assert confirmation["attempts"] and all(
-        "names no Dynamo-graph node" in attempt["reason"] for attempt in confirmation["attempts"]
-    ), confirmation
+    assert confirmation["outcome"] == "rejected" and confirmation["runs"] == 2, confirmation
+    assert confirmation["attempts"][0]["candidate"] == "gelu-aten.gelu.default", confirmation
+    assert all(attempt["graph_nodes"] for attempt in confirmation["attempts"]), confirmation
+    assert graph["metrics"]["culprit"] is None, graph["metrics"]
 
 
 def check_the_run_to_run_difference(steps: dict) -> None:
