@@ -79,6 +79,18 @@ def test_statistics_of_each_dtype_are_those_of_its_float64_values(tmp_path):
         assert stats["l2"] == pytest.approx(np.linalg.norm(finite), rel=1e-12)
 
 
+def test_zero_dim_values_agreeing_with_their_truth_in_infinity_or_nan_have_no_truth_file(tmp_path):
+    writer = DumpWriter(tmp_path, {"mode": "eager"})
+    for seq, value in enumerate((float("-inf"), float("nan"), 2.0)):
+        tensor = torch.tensor(value)
+        writer.write_tensor(
+            tensor, {"seq": seq, "op_key": f"op{seq}", "io": "output", "index": 0}, truth=tensor.double()
+        )
+    writer.close()
+    for record in read_dump(tmp_path).tensors:
+        assert record["truth_file"] == record["file"] and "truth_delta_file" not in record
+
+
 def test_statistics_only_writes_no_tensor_file(tmp_path):
     dump = write(tmp_path, [torch.ones(4), torch.zeros(2)], stats_only=True)
     assert [r["stats"]["l2"] for r in dump.tensors] == [2.0, 0.0]

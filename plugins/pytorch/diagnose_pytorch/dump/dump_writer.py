@@ -83,7 +83,7 @@ def truth_delta(value: np.ndarray, truth: torch.Tensor) -> np.ndarray | None:
         exact = to_numpy(truth_piece)
         wide = value_piece.astype(exact.dtype)
         with np.errstate(invalid="ignore", over="ignore"):
-            delta = exact - wide
+            delta = np.asarray(exact - wide)  # an array even for 0-dim values
             undefined = ~np.isfinite(delta)
             if undefined.any():  # equal infinities and NaN in both differ by 0
                 same = (exact == wide) | (np.isnan(exact) & np.isnan(wide))
