@@ -55,6 +55,42 @@ def test_non_contiguous_tensor_is_stored_in_logical_order(tmp_path):
     assert stored.flags.c_contiguous  # C order, as readers of the format expect
 
 
+def test_statistics_of_each_dtype_are_those_of_its_float64_values(tmp_path):
+    """Floating values are counted and bounded in their own dtype, the sums taken in float64:
+    the statistics are those of the values widened to float64 (NaN, infinities, a transposed
+    view, integers and booleans included)."""
+    generator = torch.Generator().manual_seed(4)
+    tensors = []
+    for dtype in (torch.bfloat16, torch.float16, torch.float32, torch.float64):
+        value = torch.randn(12, 9, generator=generator).to(dtype)
+        value[2, 3], value[4, 1], value[5, 5] = float("nan"), float("inf"), -float("inf")
+        tensors += [value, value.t(), torch.full((3,), float("nan"), dtype=dtype)]
+    tensors += [torch.arange(-5, 7), torch.tensor([True, False, True])]
+    for tensor, record in zip(tensors, write(tmp_path, tensors).tensors):
+        wide = tensor.to(torch.float64).numpy().reshape(-1)
+        finite = wide[np.isfinite(wide)]
+        stats = record["stats"]
+        assert (stats["nan"], stats["inf"]) == (int(np.isnan(wide).sum()), int(np.isinf(wide).sum()))
+        if not finite.size:
+            assert stats["min"] is stats["max"] is stats["mean"] is stats["l2"] is None
+            continue
+        assert (stats["min"], stats["max"]) == (finite.min(), finite.max())
+        assert stats["mean"] == pytest.approx(finite.mean(), rel=1e-12)
+        assert stats["l2"] == pytest.approx(np.linalg.norm(finite), rel=1e-12)
+
+
+def test_zero_dim_values_agreeing_with_their_truth_in_infinity_or_nan_have_no_truth_file(tmp_path):
+    writer = DumpWriter(tmp_path, {"mode": "eager"})
+    for seq, value in enumerate((float("-inf"), float("nan"), 2.0)):
+        tensor = torch.tensor(value)
+        writer.write_tensor(
+            tensor, {"seq": seq, "op_key": f"op{seq}", "io": "output", "index": 0}, truth=tensor.double()
+        )
+    writer.close()
+    for record in read_dump(tmp_path).tensors:
+        assert record["truth_file"] == record["file"] and "truth_delta_file" not in record
+
+
 def test_statistics_only_writes_no_tensor_file(tmp_path):
     dump = write(tmp_path, [torch.ones(4), torch.zeros(2)], stats_only=True)
     assert [r["stats"]["l2"] for r in dump.tensors] == [2.0, 0.0]

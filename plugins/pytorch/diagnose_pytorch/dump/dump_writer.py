@@ -82,8 +82,12 @@ def truth_delta(value: np.ndarray, truth: torch.Tensor) -> np.ndarray | None:
     for value_piece, truth_piece in zip(pieces(value), pieces(truth)):
         exact = to_numpy(truth_piece)
         wide = value_piece.astype(exact.dtype)
-        with np.errstate(invalid="ignore", over="ignore"):  # equal infinities and NaN in both differ by 0
-            delta = np.where((exact == wide) | (np.isnan(exact) & np.isnan(wide)), 0, exact - wide)
+        with np.errstate(invalid="ignore", over="ignore"):
+            delta = np.asarray(exact - wide)  # an array even for 0-dim values
+            undefined = ~np.isfinite(delta)
+            if undefined.any():  # equal infinities and NaN in both differ by 0
+                same = (exact == wide) | (np.isnan(exact) & np.isnan(wide))
+                delta[undefined & same] = 0
         piece = delta.astype(compact_dtype).reshape(-1)
         if not np.isfinite(piece).all():
             return None

@@ -36,15 +36,21 @@ def content_hash(array: np.ndarray) -> str:
 def tensor_stats(tensor: torch.Tensor, array: np.ndarray) -> dict:
     """min, max, mean and L2 norm over the finite elements (None when there are none),
     NaN and Inf counts, and a hash of `array`, what the writer stores for the tensor. Walked
-    in pieces: a large tensor is never held in float64 whole."""
+    in pieces: a large tensor is never held in float64 whole. Floating values are counted and
+    bounded in their own dtype (exact) and widened to float64 once, for the sums: the dump's
+    largest cost at scale (an eager ATen dump writes every op's inputs and outputs)."""
     values = tensor.detach()
     if values.is_complex():
         values = torch.view_as_real(values)
     nan = inf = count = 0
     low = high = None
-    for finite, piece_nan, piece_inf in _finite_pieces(values):
-        nan += piece_nan
-        inf += piece_inf
+    for part in pieces(values):
+        part = (part if part.is_floating_point() else part.to(torch.float64)).reshape(-1)
+        finite = part
+        if not bool(torch.isfinite(part).all()):
+            nan += int(torch.isnan(part).sum())
+            inf += int(torch.isinf(part).sum())
+            finite = part[torch.isfinite(part)]
         if finite.numel():
             piece_low, piece_high = (float(v) for v in torch.aminmax(finite))
             low = piece_low if low is None else min(low, piece_low)
@@ -56,19 +62,14 @@ def tensor_stats(tensor: torch.Tensor, array: np.ndarray) -> dict:
         # not overflow the sums; a norm beyond float64's range is unknown (None), never inf
         scale = max(abs(low), abs(high)) or 1.0
         total = squares = 0.0
-        for finite, _, _ in _finite_pieces(values):
-            scaled = finite / scale
+        for part in pieces(values):
+            wide = part.to(torch.float64).reshape(-1)
+            if nan or inf:
+                wide = wide[torch.isfinite(wide)]
+            scaled = wide / scale
             total += float(scaled.sum())
             squares += float(torch.linalg.vector_norm(scaled)) ** 2
         mean, l2 = total / count * scale, math.sqrt(squares) * scale
         stats.update(mean=mean if math.isfinite(mean) else None, l2=l2 if math.isfinite(l2) else None)
     stats["hash"] = content_hash(array)
     return stats
-
-
-def _finite_pieces(values: torch.Tensor):
-    """(finite elements in float64, NaN count, Inf count) of each piece."""
-    for part in pieces(values):
-        part = part.to(torch.float64).reshape(-1)
-        nan, inf = int(torch.isnan(part).sum()), int(torch.isinf(part).sum())
-        yield (part[torch.isfinite(part)] if nan or inf else part), nan, inf
