@@ -139,8 +139,8 @@ class GateStep : public StepKind {
       for (const auto& layer : node["layers"]) o->layers.push_back(layer.Scalar());
     o->model_version = text("model_version", "${env.DIAGNOSE_MODEL_VERSION}");
     o->baseline = text("baseline", "${env.DIAGNOSE_BASELINE}");
-    o->target = Side::parse(node["target"]);
-    if (node["referee"]) o->referee = Side::parse(node["referee"]);
+    o->target = Side::parse(node["target"], diagnostics);
+    if (node["referee"]) o->referee = Side::parse(node["referee"], diagnostics);
     if (node["diagnose_workflow"]) o->diagnose_workflow = node["diagnose_workflow"].Scalar();
     o->history = option<bool>(step, "history");
     return o;
