@@ -23,15 +23,6 @@ struct UlpRule {
   double smallest;   // spacing of the subnormal range, 2^(min_exponent - mantissa_bits)
 };
 
-struct BlockSums {
-  uint64_t g_nan = 0, g_inf = 0, m_nan = 0, m_inf = 0, special_bad = 0, allclose_bad = 0;
-  double g_max = -INFINITY, g_min = INFINITY, m_max = -INFINITY, m_min = INFINITY;
-  double g_sum = 0, m_sum = 0, gg = 0, mm = 0, gm = 0, dd = 0;
-  double max_rel = 0, sum_rel = 0, max_abs = 0, sum_abs = 0, max_ulp = 0, sum_ulp = 0;
-  // Signed extremes of m - g, and max |m - g| over all elements: KL's choice of kernel.
-  double d_min = INFINITY, d_max = -INFINITY, max_diff = 0;
-};
-
 // A block's values as float32, for the kernels after sum(): pointers into the stored values,
 // or into the storage where sum() widened 16-bit ones.
 struct WideBlock {

@@ -115,28 +115,7 @@ void PairAccumulator::add(StoredValues golden, StoredValues mine, size_t n, cons
     // rescales the softmax sums to the running maxima.
     PairAccumulator block(target_, tol_);
     block.n_ = len;
-    block.g_nan_ = b.g_nan;
-    block.g_inf_ = b.g_inf;
-    block.m_nan_ = b.m_nan;
-    block.m_inf_ = b.m_inf;
-    block.special_bad_ = b.special_bad;
-    block.allclose_bad_ = b.allclose_bad;
-    block.g_max_ = b.g_max;
-    block.g_min_ = b.g_min;
-    block.m_max_ = b.m_max;
-    block.m_min_ = b.m_min;
-    block.g_sum_ = b.g_sum;
-    block.m_sum_ = b.m_sum;
-    block.gg_ = b.gg;
-    block.mm_ = b.mm;
-    block.gm_ = b.gm;
-    block.dd_ = b.dd;
-    block.max_rel_ = b.max_rel;
-    block.sum_rel_ = b.sum_rel;
-    block.max_abs_ = b.max_abs;
-    block.sum_abs_ = b.sum_abs;
-    block.max_ulp_ = b.max_ulp;
-    block.sum_ulp_ = b.sum_ulp;
+    block.sums_ = b;
     block.kl_mg_ = b.g_max;
     block.kl_sg_ = kl.sg;
     block.kl_ta_ = kl.ta;
@@ -151,28 +130,7 @@ void PairAccumulator::add(StoredValues golden, StoredValues mine, size_t n, cons
 
 void PairAccumulator::merge(const PairAccumulator& o) {
   n_ += o.n_;
-  g_nan_ += o.g_nan_;
-  g_inf_ += o.g_inf_;
-  m_nan_ += o.m_nan_;
-  m_inf_ += o.m_inf_;
-  special_bad_ += o.special_bad_;
-  allclose_bad_ += o.allclose_bad_;
-  g_max_ = std::max(g_max_, o.g_max_);
-  g_min_ = std::min(g_min_, o.g_min_);
-  m_max_ = std::max(m_max_, o.m_max_);
-  m_min_ = std::min(m_min_, o.m_min_);
-  g_sum_ += o.g_sum_;
-  m_sum_ += o.m_sum_;
-  gg_ += o.gg_;
-  mm_ += o.mm_;
-  gm_ += o.gm_;
-  dd_ += o.dd_;
-  max_rel_ = std::max(max_rel_, o.max_rel_);
-  sum_rel_ += o.sum_rel_;
-  max_abs_ = std::max(max_abs_, o.max_abs_);
-  sum_abs_ += o.sum_abs_;
-  max_ulp_ = std::max(max_ulp_, o.max_ulp_);
-  sum_ulp_ += o.sum_ulp_;
+  merge_block_sums(sums_, o.sums_);
   for (const NonFiniteDisagreement& d : o.non_finite_) {
     NonFiniteDisagreement& kind = kind_of(non_finite_, d.golden, d.mine, d.truth);
     kind.count += d.count;
@@ -231,38 +189,42 @@ SideStats side_stats(uint64_t n, uint64_t nan, uint64_t inf, double max, double 
 
 }  // namespace
 
-SideStats PairAccumulator::golden_stats() const { return side_stats(n_, g_nan_, g_inf_, g_max_, g_min_, g_sum_); }
+SideStats PairAccumulator::golden_stats() const {
+  return side_stats(n_, sums_.g_nan, sums_.g_inf, sums_.g_max, sums_.g_min, sums_.g_sum);
+}
 
-SideStats PairAccumulator::my_stats() const { return side_stats(n_, m_nan_, m_inf_, m_max_, m_min_, m_sum_); }
+SideStats PairAccumulator::my_stats() const {
+  return side_stats(n_, sums_.m_nan, sums_.m_inf, sums_.m_max, sums_.m_min, sums_.m_sum);
+}
 
 PairMetrics PairAccumulator::metrics() const {
   PairMetrics r;
   r.elements = n_;
-  r.allclose_violations = allclose_bad_;
-  r.special_mismatches = special_bad_;
+  r.allclose_violations = sums_.allclose_bad;
+  r.special_mismatches = sums_.special_bad;
   r.non_finite = non_finite_;
   std::stable_sort(
       r.non_finite.begin(), r.non_finite.end(),
       [](const NonFiniteDisagreement& a, const NonFiniteDisagreement& b) { return a.first[0] < b.first[0]; });
   if (n_ == 0) return r;
   const double n = static_cast<double>(n_);
-  const double g_norm = std::sqrt(gg_), m_norm = std::sqrt(mm_);
-  if (gg_ == 0 && mm_ == 0) {
+  const double g_norm = std::sqrt(sums_.gg), m_norm = std::sqrt(sums_.mm);
+  if (sums_.gg == 0 && sums_.mm == 0) {
     r.cosine_unrounded = 1.0;
   } else {
-    r.cosine_unrounded = gm_ / (std::max(g_norm, 1e-8) * std::max(m_norm, 1e-8));
+    r.cosine_unrounded = sums_.gm / (std::max(g_norm, 1e-8) * std::max(m_norm, 1e-8));
   }
   r.cosine_similarity = std::round(r.cosine_unrounded * 1e10) / 1e10;
-  r.max_relative_error = max_rel_;
-  r.mean_relative_error = sum_rel_ / n;
-  r.max_absolute_error = max_abs_;
-  r.mean_absolute_error = sum_abs_ / n;
+  r.max_relative_error = sums_.max_rel;
+  r.mean_relative_error = sums_.sum_rel / n;
+  r.max_absolute_error = sums_.max_abs;
+  r.mean_absolute_error = sums_.sum_abs / n;
   r.kl_divergence = std::max(0.0, kl_divergence());
-  r.relative_euclidean_distance = g_norm <= kEps ? 0.0 : std::sqrt(dd_ / gg_);
-  r.rmse = std::sqrt(dd_ / n);
-  r.max_ulp_error = max_ulp_;
-  r.mean_ulp_error = sum_ulp_ / n;
-  r.snr_db = dd_ == 0 ? INFINITY : 10.0 * std::log10(gg_ / dd_);
+  r.relative_euclidean_distance = g_norm <= kEps ? 0.0 : std::sqrt(sums_.dd / sums_.gg);
+  r.rmse = std::sqrt(sums_.dd / n);
+  r.max_ulp_error = sums_.max_ulp;
+  r.mean_ulp_error = sums_.sum_ulp / n;
+  r.snr_db = sums_.dd == 0 ? INFINITY : 10.0 * std::log10(sums_.gg / sums_.dd);
   return r;
 }
 

@@ -5,6 +5,7 @@
 // (up to summation order).
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -73,6 +74,16 @@ struct AllcloseTolerance {
   double rtol = 0;
 };
 
+// The sums a PairAccumulator folds, over a block (metric_kernels.h) or all blocks so far.
+struct BlockSums {
+  uint64_t g_nan = 0, g_inf = 0, m_nan = 0, m_inf = 0, special_bad = 0, allclose_bad = 0;
+  double g_max = -INFINITY, g_min = INFINITY, m_max = -INFINITY, m_min = INFINITY;
+  double g_sum = 0, m_sum = 0, gg = 0, mm = 0, gm = 0, dd = 0;  // sums of g, m, g^2, m^2, g*m, (m-g)^2
+  double max_rel = 0, sum_rel = 0, max_abs = 0, sum_abs = 0, max_ulp = 0, sum_ulp = 0;
+  // Signed extremes of m - g, and max |m - g| over all elements: KL's choice of kernel.
+  double d_min = INFINITY, d_max = -INFINITY, max_diff = 0;
+};
+
 // Running sums for one tensor pair. Feed float32 chunks in element order
 // (or disjoint ranges from several threads, then merge). `first_position` is the scalar
 // position of the first element added (a thread's range), for the non-finite disagreements;
@@ -86,8 +97,8 @@ class PairAccumulator {
 
   SideStats golden_stats() const;
   SideStats my_stats() const;
-  bool has_nan_or_inf_golden() const { return g_nan_ + g_inf_ > 0; }
-  bool has_nan_or_inf_mine() const { return m_nan_ + m_inf_ > 0; }
+  bool has_nan_or_inf_golden() const { return sums_.g_nan + sums_.g_inf > 0; }
+  bool has_nan_or_inf_mine() const { return sums_.m_nan + sums_.m_inf > 0; }
   // Metrics over everything added; meaningful only when neither side has NaN/Inf.
   PairMetrics metrics() const;
   uint64_t count() const { return n_; }
@@ -101,16 +112,7 @@ class PairAccumulator {
   uint64_t first_position_ = 0;
   uint64_t n_ = 0;
   std::vector<NonFiniteDisagreement> non_finite_;
-  uint64_t g_nan_ = 0, g_inf_ = 0, m_nan_ = 0, m_inf_ = 0;
-  double g_max_ = -std::numeric_limits<double>::infinity();
-  double g_min_ = std::numeric_limits<double>::infinity();
-  double m_max_ = -std::numeric_limits<double>::infinity();
-  double m_min_ = std::numeric_limits<double>::infinity();
-  double g_sum_ = 0, m_sum_ = 0;
-  double gg_ = 0, mm_ = 0, gm_ = 0, dd_ = 0;  // sums of g^2, m^2, g*m, (m-g)^2
-  double max_rel_ = 0, sum_rel_ = 0, max_abs_ = 0, sum_abs_ = 0;
-  double max_ulp_ = 0, sum_ulp_ = 0;
-  uint64_t allclose_bad_ = 0, special_bad_ = 0;
+  BlockSums sums_;
   // KL as sums with an online maximum (docs/metrics.md), w = exp(g - Mg), d = m - g:
   // blocks whose |d| < 1 everywhere add sg = sum w, ta = sum w d, tb = sum w (e^d - 1 - d);
   // the others add far_sg, far_ta (the same, in double precision) and sm = sum exp(m - Mm).

@@ -4,6 +4,7 @@
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <type_traits>
 
 #include "runspec/json_member.h"
 
@@ -63,13 +64,6 @@ class Members {
   auto reader() {
     return [this](const char* key, auto& value) { read(key, value); };
   }
-  // The members read() asked for that `object` has.
-  json read_members() const {
-    json out = json::object();
-    for (const std::string& key : read_keys_)
-      if (object_.contains(key)) out[key] = object_.at(key);
-    return out;
-  }
   // Throws naming a member no read() asked for.
   void check_all_read() const {
     for (const auto& [key, value] : object_.items())
@@ -82,61 +76,65 @@ class Members {
   std::set<std::string> read_keys_;
 };
 
-// Each part's fields, by name, in spec.json's order: the one list to_json and from_json follow.
-template <class Dump, class Visit>
-void dump_fields(Dump& dump, Visit&& visit) {
-  visit("level", dump.level);
-  visit("ops", dump.ops);
-  visit("modules", dump.modules);
-  visit("final", dump.final);
-  visit("io", dump.io);
-  visit("include", dump.include);
-  visit("exclude", dump.exclude);
-  visit("steps", dump.steps);
-  visit("stats_only", dump.stats_only);
-  visit("tensor_io", dump.tensor_io);
-  visit("max_bytes", dump.max_bytes);
-  visit("truth", dump.truth);
-  visit("boundaries", dump.boundaries);
+template <class Part, class T>
+using IfPart = std::enable_if_t<std::is_same_v<std::remove_const_t<Part>, T>>;
+
+// Each part's fields, by name, in spec.json's order: the one list that to_json, from_json and
+// the patches follow. `visit` gets a field's name and that field of each of `parts` (one type).
+template <class Visit, class Dump, class... More>
+IfPart<Dump, DumpRequest> fields(Visit&& visit, Dump& dump, More&... more) {
+  visit("level", dump.level, more.level...);
+  visit("ops", dump.ops, more.ops...);
+  visit("modules", dump.modules, more.modules...);
+  visit("final", dump.final, more.final...);
+  visit("io", dump.io, more.io...);
+  visit("include", dump.include, more.include...);
+  visit("exclude", dump.exclude, more.exclude...);
+  visit("steps", dump.steps, more.steps...);
+  visit("stats_only", dump.stats_only, more.stats_only...);
+  visit("tensor_io", dump.tensor_io, more.tensor_io...);
+  visit("max_bytes", dump.max_bytes, more.max_bytes...);
+  visit("truth", dump.truth, more.truth...);
+  visit("boundaries", dump.boundaries, more.boundaries...);
 }
 
-template <class Switches, class Visit>
-void switches_fields(Switches& switches, Visit&& visit) {
-  visit("inductor", switches.inductor);
-  visit("inductor_off", switches.inductor_off);
-  visit("torchair", switches.torchair);
-  visit("fusion_switch_file", switches.fusion_switch_file);
+template <class Visit, class Switches, class... More>
+IfPart<Switches, RunSwitches> fields(Visit&& visit, Switches& switches, More&... more) {
+  visit("inductor", switches.inductor, more.inductor...);
+  visit("inductor_off", switches.inductor_off, more.inductor_off...);
+  visit("torchair", switches.torchair, more.torchair...);
+  visit("fusion_switch_file", switches.fusion_switch_file, more.fusion_switch_file...);
 }
 
-template <class Checks, class Visit>
-void checks_fields(Checks& checks, Visit&& visit) {
-  visit("meta", checks.meta);
+template <class Visit, class Checks, class... More>
+IfPart<Checks, RunChecks> fields(Visit&& visit, Checks& checks, More&... more) {
+  visit("meta", checks.meta, more.meta...);
 }
 
-template <class Isolation, class Visit>
-void isolation_fields(Isolation& isolation, Visit&& visit) {
-  visit("eager_nodes", isolation.eager_nodes);
-  visit("repro", isolation.repro);
-  visit("eager_writes", isolation.eager_writes);
+template <class Visit, class Isolation, class... More>
+IfPart<Isolation, RunIsolation> fields(Visit&& visit, Isolation& isolation, More&... more) {
+  visit("eager_nodes", isolation.eager_nodes, more.eager_nodes...);
+  visit("repro", isolation.repro, more.repro...);
+  visit("eager_writes", isolation.eager_writes, more.eager_writes...);
 }
 
-template <class Spec, class Visit>
-void spec_fields(Spec& spec, Visit&& visit) {
-  visit("version", spec.version);
-  visit("output_dir", spec.output_dir);
-  visit("mode", spec.mode);
-  visit("backend", spec.backend);
-  visit("device", spec.device);
-  visit("dtype", spec.dtype);
-  visit("autocast", spec.autocast);
-  visit("dynamic", spec.dynamic);
-  visit("fullgraph", spec.fullgraph);
-  visit("seed", spec.seed);
-  visit("deterministic", spec.deterministic);
-  visit("switches", spec.switches);
-  visit("dump", spec.dump);
-  visit("checks", spec.checks);
-  visit("isolation", spec.isolation);
+template <class Visit, class Spec, class... More>
+IfPart<Spec, RunSpec> fields(Visit&& visit, Spec& spec, More&... more) {
+  visit("version", spec.version, more.version...);
+  visit("output_dir", spec.output_dir, more.output_dir...);
+  visit("mode", spec.mode, more.mode...);
+  visit("backend", spec.backend, more.backend...);
+  visit("device", spec.device, more.device...);
+  visit("dtype", spec.dtype, more.dtype...);
+  visit("autocast", spec.autocast, more.autocast...);
+  visit("dynamic", spec.dynamic, more.dynamic...);
+  visit("fullgraph", spec.fullgraph, more.fullgraph...);
+  visit("seed", spec.seed, more.seed...);
+  visit("deterministic", spec.deterministic, more.deterministic...);
+  visit("switches", spec.switches, more.switches...);
+  visit("dump", spec.dump, more.dump...);
+  visit("checks", spec.checks, more.checks...);
+  visit("isolation", spec.isolation, more.isolation...);
 }
 
 // A visitor that puts each set field into `out`.
@@ -146,56 +144,33 @@ auto writer(json& out) {
 
 }  // namespace
 
-void to_json(json& out, const DumpRequest& dump) { dump_fields(dump, writer(out = json::object())); }
-void to_json(json& out, const RunSwitches& switches) { switches_fields(switches, writer(out = json::object())); }
-void to_json(json& out, const RunChecks& checks) { checks_fields(checks, writer(out = json::object())); }
-void to_json(json& out, const RunIsolation& isolation) { isolation_fields(isolation, writer(out = json::object())); }
-void to_json(json& out, const RunSpec& spec) { spec_fields(spec, writer(out = json::object())); }
-
-void from_json(const json& in, DumpRequest& dump) {
-  Members m(in, "dump");
-  dump_fields(dump, m.reader());
-  m.check_all_read();
-}
-
-void from_json(const json& in, RunSwitches& switches) {
-  Members m(in, "switches");
-  switches_fields(switches, m.reader());
-  m.check_all_read();
-}
-
-void from_json(const json& in, RunChecks& checks) {
-  Members m(in, "checks");
-  checks_fields(checks, m.reader());
-  m.check_all_read();
-}
-
-void from_json(const json& in, RunIsolation& isolation) {
-  Members m(in, "isolation");
-  isolation_fields(isolation, m.reader());
-  m.check_all_read();
-}
+void to_json(json& out, const DumpRequest& dump) { fields(writer(out = json::object()), dump); }
+void to_json(json& out, const RunSwitches& switches) { fields(writer(out = json::object()), switches); }
+void to_json(json& out, const RunChecks& checks) { fields(writer(out = json::object()), checks); }
+void to_json(json& out, const RunIsolation& isolation) { fields(writer(out = json::object()), isolation); }
+void to_json(json& out, const RunSpec& spec) { fields(writer(out = json::object()), spec); }
 
 namespace {
 
-// The spec's fields in `in`; with `only_spec`, throws on any other member. `fields`, when given,
-// gets the members of `in` that are the spec's, as written (null ones too).
-RunSpec read_spec(const json& in, bool only_spec, json* fields = nullptr) {
-  RunSpec spec;
-  Members m(in, "spec");
-  spec_fields(spec, m.reader());
-  if (only_spec) m.check_all_read();
-  if (fields) *fields = m.read_members();
-  return spec;
+// `part`'s fields in `in`, the JSON object `where`; throws on any other member.
+template <class Part>
+void read_part(const json& in, Part& part, const char* where) {
+  Members m(in, where);
+  fields(m.reader(), part);
+  m.check_all_read();
 }
 
 }  // namespace
 
-void from_json(const json& in, RunSpec& spec) { spec = read_spec(in, true); }
+void from_json(const json& in, DumpRequest& dump) { read_part(in, dump, "dump"); }
+void from_json(const json& in, RunSwitches& switches) { read_part(in, switches, "switches"); }
+void from_json(const json& in, RunChecks& checks) { read_part(in, checks, "checks"); }
+void from_json(const json& in, RunIsolation& isolation) { read_part(in, isolation, "isolation"); }
+void from_json(const json& in, RunSpec& spec) { read_part(in, spec, "spec"); }
 
 std::optional<RunSpec> echoed_run_spec(const nlohmann::json& echo) {
   try {
-    return read_spec(echo, true);
+    return echo.get<RunSpec>();
   } catch (const std::exception&) {
     return std::nullopt;
   }
@@ -234,12 +209,126 @@ RunSpec overlaid(const RunSpec& base, const RunSpec& over) {
   return merged.get<RunSpec>();
 }
 
-RunSpec overlaid_by_side(const RunSpec& base, const nlohmann::json& side) {
-  json patch = json::object();
-  read_spec(side, false, &patch);
-  json merged = base;
-  merged.merge_patch(patch);
-  return merged.get<RunSpec>();
+namespace {
+
+template <class T>
+constexpr bool is_part = std::is_same_v<T, DumpRequest> || std::is_same_v<T, RunSwitches> ||
+                         std::is_same_v<T, RunChecks> || std::is_same_v<T, RunIsolation>;
+
+std::string dotted(const std::vector<std::string>& path) {
+  std::string text;
+  for (const std::string& key : path) text += (text.empty() ? "" : ".") + key;
+  return text;
+}
+
+// A visitor that reads the members of `object` (the part at `path`) it is given into a patch: a
+// null one resets its field, a part is read member by member; a member of the wrong type, or one
+// of a part that no field names, goes to `errors`.
+class PatchReader {
+ public:
+  PatchReader(const json& object, std::vector<std::string> path, RunSpecPatch& patch,
+              std::vector<RunSpecPatchError>& errors)
+      : object_(object), path_(std::move(path)), patch_(patch), errors_(errors) {}
+
+  template <class T>
+  void operator()(const char* key, std::optional<T>& set) {
+    const json* value = member<T>(key);
+    if (!value) return;
+    if constexpr (is_part<T>) {
+      PatchReader part(*value, path_of(key), patch_, errors_);
+      fields(part, set.emplace());
+      for (const auto& item : value->items())
+        if (!part.named_.count(item.key()))
+          part.error(item.key(), "unknown key in " + dotted(part.path_) + ": " + item.key());
+    } else {
+      set = value->get<T>();
+    }
+  }
+  template <class T>
+  void operator()(const char* key, T& set) {  // a field always there, whose default is empty
+    const json* value = member<T>(key);
+    if (value && value->empty())
+      patch_.reset.insert(dotted(path_of(key)));
+    else if (value)
+      set = value->get<T>();
+  }
+
+ private:
+  // `key`'s member when it sets its field: nullptr when it is absent, null (the field reset) or
+  // of the wrong type.
+  template <class T>
+  const json* member(const char* key) {
+    named_.insert(key);
+    auto found = object_.find(key);
+    if (found == object_.end()) return nullptr;
+    if (found->is_null()) {
+      patch_.reset.insert(dotted(path_of(key)));
+      return nullptr;
+    }
+    if (type_fits(*found, static_cast<const T*>(nullptr))) return &*found;
+    error(key, dotted(path_of(key)) + " has the wrong type: " + found->dump());
+    return nullptr;
+  }
+  std::vector<std::string> path_of(const std::string& key) const {
+    std::vector<std::string> path = path_;
+    path.push_back(key);
+    return path;
+  }
+  void error(const std::string& key, std::string message) { errors_.push_back({path_of(key), std::move(message)}); }
+
+  const json& object_;
+  std::vector<std::string> path_;
+  RunSpecPatch& patch_;
+  std::vector<RunSpecPatchError>& errors_;
+  std::set<std::string> named_;
+};
+
+// A visitor that changes each field of a spec's part (at `prefix`) as a patch's says.
+class Patcher {
+ public:
+  Patcher(const std::set<std::string>& reset, std::string prefix) : reset_(reset), prefix_(std::move(prefix)) {}
+
+  template <class T>
+  void operator()(const char* key, std::optional<T>& field, const std::optional<T>& set) const {
+    if (reset_.count(prefix_ + key)) {
+      field.reset();
+    } else if (!set) {
+      return;
+    } else if constexpr (is_part<T>) {
+      fields(Patcher(reset_, prefix_ + key + "."), field ? *field : field.emplace(), *set);
+    } else if constexpr (std::is_same_v<T, json>) {
+      json merged = field.value_or(json());
+      merged.merge_patch(*set);
+      field = std::move(merged);
+    } else {
+      field = set;
+    }
+  }
+  template <class T>
+  void operator()(const char* key, T& field, const T& set) const {
+    if (reset_.count(prefix_ + key))
+      field = T();
+    else if (!set.empty())
+      field = set;
+  }
+
+ private:
+  const std::set<std::string>& reset_;
+  std::string prefix_;
+};
+
+}  // namespace
+
+RunSpecPatch run_spec_patch(const json& side, std::vector<RunSpecPatchError>& errors) {
+  RunSpecPatch patch;
+  PatchReader reader(side, {}, patch, errors);
+  fields(reader, patch.set);
+  return patch;
+}
+
+RunSpec patched(RunSpec base, const RunSpecPatch& patch) {
+  fields(Patcher(patch.reset, ""), base, patch.set);
+  return base;
 }
 
 namespace {

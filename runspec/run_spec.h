@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -93,9 +94,27 @@ std::optional<RunSpec> read_run_spec(const std::string& run_dir);
 // `base` with what `over` sets, later winning: switches, dump and checks merged field by field,
 // switches.inductor and switches.torchair key by key (a JSON merge patch).
 RunSpec overlaid(const RunSpec& base, const RunSpec& over);
-// `base` with the spec's fields a step's side sets (its other keys, args, env..., say how the
-// process runs), as a merge patch: a null field takes the plugin's default again.
-RunSpec overlaid_by_side(const RunSpec& base, const nlohmann::json& side);
+// A change to a spec, as a step's side writes it: each field kept, set, or reset to the plugin's
+// default (null). A part set (switches, dump, checks, isolation) changes field by field,
+// switches.inductor and switches.torchair key by key (a JSON merge patch: a null removes a key);
+// any other field set replaces the spec's. The fields are RunSpec's, listed once (run_spec.cc).
+struct RunSpecPatch {
+  RunSpec set;                  // the fields set; a part given is set, even with none of its fields
+  std::set<std::string> reset;  // the fields reset, by dotted path: dtype, dump.io
+};
+
+// A member of a side that no patch can hold, by path ({"checks", "meta"}).
+struct RunSpecPatchError {
+  std::vector<std::string> path;
+  std::string message;
+};
+
+// The spec's fields among `side`'s members (its other members, args, env..., say how the process
+// runs) as a patch; a member of the wrong type, or a part's unknown key, is left out and goes to
+// `errors`.
+RunSpecPatch run_spec_patch(const nlohmann::json& side, std::vector<RunSpecPatchError>& errors);
+// `base` as `patch` changes it.
+RunSpec patched(RunSpec base, const RunSpecPatch& patch);
 
 // What of `spec` decides the run's result: all but output_dir (an empty switches.inductor_off is
 // no switch). Two runs with equal identities (and equal commands) compute the same.

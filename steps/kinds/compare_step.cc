@@ -58,7 +58,7 @@ class CompareStep : public StepKind {
     o->comparison = parse_comparison_settings(step, context.workflow, diagnostics);
     for (const char* name : kSides) {
       const YAML::Node node = step.node[name];
-      if (node) o->sides[name] = Side::parse(node);
+      if (node) o->sides[name] = Side::parse(node, diagnostics);
     }
     return o;
   }

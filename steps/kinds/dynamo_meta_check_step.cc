@@ -70,8 +70,8 @@ class DynamoMetaCheckStep : public StepKind {
     const YAML::Node& node = step.node;
     auto o = std::make_shared<DynamoMetaCheckOptions>();
     o->comparison = parse_comparison_settings(step, context.workflow, diagnostics);
-    o->eager = RunOverrides::parse(node["eager"]);
-    o->compiled = RunOverrides::parse(node["compiled"]);
+    o->eager = RunOverrides::parse(node["eager"], diagnostics);
+    o->compiled = RunOverrides::parse(node["compiled"], diagnostics);
     if (node["backends"]) o->backends = node["backends"].as<std::vector<std::string>>();
     o->meta_check = option<bool>(step, "meta_check");
     o->fail_on_graph_breaks = node["fail_on_graph_breaks"] && node["fail_on_graph_breaks"].as<bool>();

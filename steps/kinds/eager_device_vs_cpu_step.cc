@@ -74,11 +74,11 @@ class EagerDeviceVsCpuStep : public StepKind {
     const YAML::Node& node = step.node;
     auto o = std::make_shared<EagerDeviceVsCpuOptions>();
     o->comparison = parse_comparison_settings(step, context.workflow, diagnostics);
-    o->golden = RunOverrides::parse(node["golden"]);
-    o->target = RunOverrides::parse(node["target"]);
+    o->golden = RunOverrides::parse(node["golden"], diagnostics);
+    o->target = RunOverrides::parse(node["target"], diagnostics);
     const YAML::Node referee = node["referee"];
     o->truth_referee = referee && !referee.IsMap() && yaml_to_json(referee) == true;
-    if (referee && referee.IsMap()) o->referee_run = RunOverrides::parse(referee);
+    if (referee && referee.IsMap()) o->referee_run = RunOverrides::parse(referee, diagnostics);
     return o;
   }
 

@@ -208,8 +208,8 @@ class FusionBisectStep : public StepKind {
     o->fired_report = text("fired_report");
     o->switch_env = text("switch_env");
     o->exit_code = text("judge") == std::optional<std::string>("exit_code");
-    o->golden = Side::parse(node["golden"]);
-    o->target = RunOverrides::parse(node["target"]);
+    o->golden = Side::parse(node["golden"], diagnostics);
+    o->target = RunOverrides::parse(node["target"], diagnostics);
     o->judge_ops = strings(node["judge_ops"]);
     o->candidates = strings(node["candidates"]);
     o->include = strings(node["include"]);

@@ -139,8 +139,8 @@ class GateStep : public StepKind {
       for (const auto& layer : node["layers"]) o->layers.push_back(layer.Scalar());
     o->model_version = text("model_version", "${env.DIAGNOSE_MODEL_VERSION}");
     o->baseline = text("baseline", "${env.DIAGNOSE_BASELINE}");
-    o->target = Side::parse(node["target"]);
-    if (node["referee"]) o->referee = Side::parse(node["referee"]);
+    o->target = Side::parse(node["target"], diagnostics);
+    if (node["referee"]) o->referee = Side::parse(node["referee"], diagnostics);
     if (node["diagnose_workflow"]) o->diagnose_workflow = node["diagnose_workflow"].Scalar();
     o->history = option<bool>(step, "history");
     return o;
@@ -148,29 +148,72 @@ class GateStep : public StepKind {
 
   StepResult evaluate(const StepContext& context) const override {
     const GateOptions& o = context.options<GateOptions>();
-    const std::vector<std::string>& layers = o.layers;
-
     StepResult result;
     std::string model_version = context.expand(o.model_version);
     if (model_version.empty()) model_version = "unknown";
     result.metrics["model_version"] = model_version;
-    std::string baseline_dir = context.expand(o.baseline);
-    if (baseline_dir.empty())
+    GateBaseline baseline;
+    if (std::optional<StepResult> problem = open_baseline(context, o, baseline, result)) return *problem;
+    SideDirs sides;
+    if (std::optional<StepResult> error = run_sides(context, o, sides, result)) return *error;
+    if (baseline.missing)
+      return baseline_problem(
+          result, "no baseline at " + baseline.dir +
+                      "; to accept this version's outputs as the baseline: diagnose baseline save " +
+                      shell_quote(context.run_dir()) + " --run " + shell_quote(context.step().id + "/target") +
+                      " --to " + shell_quote(baseline.dir));
+    result.metrics["baseline_model_version"] = baseline.loaded.metadata.value("model_version", "unknown");
+
+    const std::string out_dir = context.step_dir() + "/gate";
+    fs::create_directories(out_dir);
+    json outputs = json::array();
+    const std::string compare_error =
+        compare_with_baseline(context, o, baseline.loaded, sides, out_dir, outputs, result);
+    if (!compare_error.empty())
+      return error_result("cannot compare with the baseline: " + compare_error, std::move(result));
+
+    const size_t failed = judge_outputs(context, outputs, model_version, baseline.loaded, out_dir, result);
+    if (!o.layers.empty()) report_nan_origins(baseline.loaded.dump_dir(), sides.target + "/dump", result, "baseline");
+    if (o.history) record_trend(context, result, out_dir);
+    if (failed && o.diagnose_workflow)
+      diagnose(context, *o.diagnose_workflow, result, model_version, sides.target, baseline.loaded.dir);
+    return result;
+  }
+
+ private:
+  struct GateBaseline {
+    std::string dir;       // absolute
+    bool missing = false;  // no directory there
+    Baseline loaded;       // when not missing
+  };
+  // Where the target's and the referee's outputs are (the referee's empty when there is none).
+  struct SideDirs {
+    std::string target, referee;
+  };
+
+  // The baseline the step names, loaded. A damaged baseline stops the gate before anything runs;
+  // a missing one only after the model ran, so that this run's outputs can become the baseline.
+  static std::optional<StepResult> open_baseline(const StepContext& context, const GateOptions& o,
+                                                 GateBaseline& baseline, StepResult& result) {
+    baseline.dir = context.expand(o.baseline);
+    if (baseline.dir.empty())
       return baseline_problem(result,
                               "no baseline given: set the step's baseline: or run 'diagnose gate --baseline DIR'");
-    baseline_dir = absolute_path(baseline_dir, context.workflow().dir);
-    // A damaged baseline stops the gate before anything runs; a missing one only after the
-    // model ran, so that this run's outputs can become the baseline.
-    bool baseline_missing = !fs::exists(baseline_dir);
-    Baseline baseline;
-    if (!baseline_missing) {
-      try {
-        baseline = load_baseline(baseline_dir);
-      } catch (const std::exception& e) {
-        return baseline_problem(result, e.what());
-      }
+    baseline.dir = absolute_path(baseline.dir, context.workflow().dir);
+    baseline.missing = !fs::exists(baseline.dir);
+    if (baseline.missing) return std::nullopt;
+    try {
+      baseline.loaded = load_baseline(baseline.dir);
+    } catch (const std::exception& e) {
+      return baseline_problem(result, e.what());
     }
+    return std::nullopt;
+  }
 
+  // The target and the referee: the dumps given, or runs of the model (their reproduce commands
+  // added to `result`).
+  static std::optional<StepResult> run_sides(const StepContext& context, const GateOptions& o, SideDirs& sides,
+                                             StepResult& result) {
     std::vector<RunRequest> requests;
     auto side_dir = [&](const char* side, const Side& given, const RunSpec& defaults) -> std::string {
       if (given.path) return context.path(*given.path);
@@ -178,14 +221,13 @@ class GateStep : public StepKind {
       requests.push_back(request);
       return request.dir;
     };
-    DumpRequest dump = dump_at(layers.empty() ? "none" : "auto");
-    if (!layers.empty()) dump.include = layers;
+    DumpRequest dump = dump_at(o.layers.empty() ? "none" : "auto");
+    if (!o.layers.empty()) dump.include = o.layers;
     RunSpec referee = spec_of("eager", dump);
     referee.dtype = "float64";
-    std::string target_dir, referee_dir;
     try {
-      target_dir = side_dir("target", o.target, spec_of("compiled", dump));
-      if (o.referee) referee_dir = side_dir("referee", *o.referee, referee);
+      sides.target = side_dir("target", o.target, spec_of("compiled", dump));
+      if (o.referee) sides.referee = side_dir("referee", *o.referee, referee);
     } catch (const std::exception& e) {
       return error_result(e.what(), std::move(result));
     }
@@ -193,22 +235,19 @@ class GateStep : public StepKind {
     for (const RunRecord& run : runs) result.reproduce.push_back(reproduce_command(run.cwd, run.env, run.argv));
     if (std::optional<StepResult> error = error_from_runs(runs)) {
       error->reproduce = result.reproduce;
-      return *error;
+      return error;
     }
-    if (baseline_missing)
-      return baseline_problem(
-          result, "no baseline at " + baseline_dir +
-                      "; to accept this version's outputs as the baseline: diagnose baseline save " +
-                      shell_quote(context.run_dir()) + " --run " + shell_quote(context.step().id + "/target") +
-                      " --to " + shell_quote(baseline_dir));
-    result.metrics["baseline_model_version"] = baseline.metadata.value("model_version", "unknown");
+    return std::nullopt;
+  }
 
-    std::string out_dir = context.step_dir() + "/gate";
-    fs::create_directories(out_dir);
+  // The final outputs, then the layers when the step names some, compared with the baseline's
+  // into `outputs`; what stopped a comparison, else "".
+  static std::string compare_with_baseline(const StepContext& context, const GateOptions& o, const Baseline& baseline,
+                                           const SideDirs& sides, const std::string& out_dir, json& outputs,
+                                           StepResult& result) {
     auto outputs_of = [](const std::string& dir) {
       return fs::is_directory(dir + "/outputs") ? dir + "/outputs" : dir;
     };
-    json outputs = json::array();
     std::string compare_error;
     auto gate = [&](const std::string& golden, const std::string& mine, const std::string& referee,
                     const std::string& label, bool final_outputs) {
@@ -221,22 +260,21 @@ class GateStep : public StepKind {
       }
       for (Evidence& e : record.evidence) result.evidence.push_back(std::move(e));
       result.reproduce.push_back(record.reproduce);
-      add_output_rows(record.document, layers, final_outputs, outputs);
+      add_output_rows(record.document, o.layers, final_outputs, outputs);
     };
-    gate(baseline.outputs_dir(), outputs_of(target_dir), referee_dir.empty() ? "" : outputs_of(referee_dir), "outputs",
-         true);
-    if (!layers.empty() && compare_error.empty()) {
-      if (!baseline.has_dump()) {
-        compare_error = "layers: the baseline has no op dump (save it from a run that dumped the layers)";
-      } else {
-        gate(baseline.dump_dir(), target_dir + "/dump", referee_dir.empty() ? "" : referee_dir + "/dump", "layers",
-             false);
-      }
-    }
-    if (!compare_error.empty()) {
-      return error_result("cannot compare with the baseline: " + compare_error, std::move(result));
-    }
+    gate(baseline.outputs_dir(), outputs_of(sides.target), sides.referee.empty() ? "" : outputs_of(sides.referee),
+         "outputs", true);
+    if (o.layers.empty() || !compare_error.empty()) return compare_error;
+    if (!baseline.has_dump()) return "layers: the baseline has no op dump (save it from a run that dumped the layers)";
+    gate(baseline.dump_dir(), sides.target + "/dump", sides.referee.empty() ? "" : sides.referee + "/dump", "layers",
+         false);
+    return compare_error;
+  }
 
+  // The step's status and summary from the outputs, with their JUnit and the baseline as
+  // evidence; returns how many regressed.
+  static size_t judge_outputs(const StepContext& context, const json& outputs, const std::string& model_version,
+                              const Baseline& baseline, const std::string& out_dir, StepResult& result) {
     const size_t failed = record_outputs(outputs, result);
     write_file_atomically(out_dir + "/junit.xml", gate_junit("gate." + context.workflow().name, outputs, 0));
     result.evidence.push_back({"file", "gate JUnit (one test case per output)", out_dir + "/junit.xml", nullptr});
@@ -253,14 +291,9 @@ class GateStep : public StepKind {
       result.summary =
           std::to_string(failed) + " of " + std::to_string(outputs.size()) + " output(s) regressed (" + versions + ")";
     }
-    if (!layers.empty()) report_nan_origins(baseline.dump_dir(), target_dir + "/dump", result, "baseline");
-    if (o.history) record_trend(context, result, out_dir);
-    if (failed && o.diagnose_workflow)
-      diagnose(context, *o.diagnose_workflow, result, model_version, target_dir, baseline.dir);
-    return result;
+    return failed;
   }
 
- private:
   // The compared rows of `document` as the gate's outputs (op rows: only the layers'), with the
   // rows the comparison could not judge (uninitialised memory) left out.
   static void add_output_rows(const json& document, const std::vector<std::string>& layers, bool final_outputs,

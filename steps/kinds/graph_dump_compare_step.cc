@@ -85,11 +85,11 @@ class GraphDumpCompareStep : public StepKind {
     const YAML::Node& node = step.node;
     auto o = std::make_shared<GraphDumpCompareOptions>();
     o->comparison = parse_comparison_settings(step, context.workflow, diagnostics);
-    o->golden = Side::parse(node["golden"]);
-    o->target = Side::parse(node["target"]);
+    o->golden = Side::parse(node["golden"], diagnostics);
+    o->target = Side::parse(node["target"], diagnostics);
     const YAML::Node referee = node["referee"];
     o->truth_referee = referee && yaml_to_json(referee) == true;
-    if (referee && !o->truth_referee && yaml_to_json(referee) != false) o->referee = Side::parse(referee);
+    if (referee && !o->truth_referee && yaml_to_json(referee) != false) o->referee = Side::parse(referee, diagnostics);
     o->modules_first = node["localisation"] && node["localisation"].as<std::string>() == "modules_first";
     return o;
   }

@@ -154,9 +154,9 @@ class KnownCausesStep : public StepKind {
     auto o = std::make_shared<KnownCausesOptions>();
     o->comparison = parse_comparison_settings(step, context.workflow, diagnostics);
     o->experiments = option<bool>(step, "experiments");
-    o->eager = RunOverrides::parse(node["eager"]);
-    o->target = RunOverrides::parse(node["target"]);
-    o->golden = Side::parse(node["golden"]);
+    o->eager = RunOverrides::parse(node["eager"], diagnostics);
+    o->target = RunOverrides::parse(node["target"], diagnostics);
+    o->golden = Side::parse(node["golden"], diagnostics);
     o->causes = user_causes(node["causes"], "steps." + step.id, &diagnostics);
     return o;
   }

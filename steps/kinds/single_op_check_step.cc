@@ -420,8 +420,8 @@ class SingleOpCheckStep : public StepKind {
     auto o = std::make_shared<SingleOpCheckOptions>();
     o->comparison = parse_comparison_settings(step, context.workflow, diagnostics);
     if (node["from"]) o->from = node["from"].Scalar();
-    o->eager = RunOverrides::parse(node["eager"]);
-    o->target = RunOverrides::parse(node["target"]);
+    o->eager = RunOverrides::parse(node["eager"], diagnostics);
+    o->target = RunOverrides::parse(node["target"], diagnostics);
     o->batches = node["batches"] ? node["batches"].as<size_t>() : static_cast<size_t>(context.workflow.defaults.slots);
     o->attribute_rules = option<bool>(step, "attribute_rules");
     o->rule_search = {option<int>(step, "max_trials"), option<int>(step, "confirmations")};

@@ -114,8 +114,8 @@ class SubgraphIsolateStep : public StepKind {
                                            Diagnostics& diagnostics) const override {
     auto o = std::make_shared<SubgraphIsolateOptions>();
     o->comparison = parse_comparison_settings(step, context.workflow, diagnostics);
-    o->golden = Side::parse(step.node["golden"]);
-    o->target = RunOverrides::parse(step.node["target"]);
+    o->golden = Side::parse(step.node["golden"], diagnostics);
+    o->target = RunOverrides::parse(step.node["target"], diagnostics);
     o->search = bisection_options(step, context.workflow);
     return o;
   }

@@ -120,7 +120,7 @@ RunSpec side_spec(const StepContext& context, const RunOverrides& side, const Ru
   spec.device = model.device;
   spec.dtype = model.dtype;
   spec = overlaid(std::move(spec), defaults);
-  if (!side.spec.empty()) spec = overlaid_by_side(spec, side.spec);
+  spec = patched(std::move(spec), side.spec);
   if (spec.switches && spec.switches->fusion_switch_file)
     spec.switches->fusion_switch_file = context.path(*spec.switches->fusion_switch_file);
   return spec;

@@ -10,25 +10,27 @@
 #include <string>
 
 #include <yaml-cpp/yaml.h>
-#include <nlohmann/json.hpp>
 
+#include "orchestrator/workflow/diagnostics.h"
 #include "orchestrator/workflow/workflow.h"
+#include "runspec/run_spec.h"
 
 namespace diagnose {
 
-// A side's overrides of a run of the model, as schema-checked at load.
+// A side's overrides of a run of the model, as schema-checked and typed at load.
 struct RunOverrides {
-  // The side's keys, of which the run spec's fields (mode, backend, dump, switches...) apply to
-  // the run's spec as a merge patch (runspec overlaid_by_side); empty: the kind's defaults.
-  nlohmann::json spec = nlohmann::json::object();
+  // The side's run spec fields (mode, backend, dump, switches...): how they change the kind's
+  // defaults for the run (side_spec); empty: not at all.
+  RunSpecPatch spec;
   // How the process runs: args, env, cwd, timeout, retries; argv, shell and outputs too for a
   // run of a command model.
   CommandSpec command;
   // A run of a command model: where it leaves its dump, as written.
   std::optional<std::string> dump_path;
 
-  // `node` a mapping of the side's keys, or undefined: no overrides.
-  static RunOverrides parse(const YAML::Node& node);
+  // `node` a mapping of the side's keys, or undefined: no overrides. A spec field the patch cannot
+  // hold (checks: {meta: 3}) goes to `diagnostics` with its position.
+  static RunOverrides parse(const YAML::Node& node, Diagnostics& diagnostics);
 };
 
 struct Side {
@@ -37,7 +39,7 @@ struct Side {
   RunOverrides run;                 // otherwise: the run's overrides
 
   // `node` a scalar (a dump's path), a mapping (run overrides) or undefined (not given).
-  static Side parse(const YAML::Node& node);
+  static Side parse(const YAML::Node& node, Diagnostics& diagnostics);
 };
 
 }  // namespace diagnose

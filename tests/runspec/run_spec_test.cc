@@ -43,7 +43,7 @@ TEST(RunSpec, RefusesUnknownKeysAndWrongTypes) {
   EXPECT_EQ(nlohmann::json(*echo), nlohmann::json({{"mode", "compiled"}}));
 }
 
-TEST(RunSpec, LaterLayersWinFieldByFieldAndASideNullTakesThePluginsDefault) {
+TEST(RunSpec, LaterLayersWinFieldByField) {
   RunSpec base;
   base.backend = "inductor";
   base.dtype = "float16";
@@ -53,11 +53,49 @@ TEST(RunSpec, LaterLayersWinFieldByFieldAndASideNullTakesThePluginsDefault) {
   const RunSpec merged = overlaid(base, over);
   EXPECT_EQ(nlohmann::json(merged), nlohmann::json::parse(R"({"backend": "inductor", "dtype": "float16",
       "mode": "compiled", "dump": {"level": "none"}, "switches": {"inductor": {"a": 1, "b": 2}}})"));
-  const RunSpec side =
-      overlaid_by_side(merged, {{"dtype", nullptr}, {"dump", {{"io", {"output"}}}}, {"env", {{"A", "1"}}}});
-  EXPECT_FALSE(side.dtype);
-  EXPECT_EQ(nlohmann::json(*side.dump), nlohmann::json({{"level", "none"}, {"io", {"output"}}}));
-  EXPECT_THROW(overlaid_by_side(merged, {{"dump", "here"}}), std::invalid_argument);
+}
+
+RunSpecPatch patch_of(const nlohmann::json& side) {
+  std::vector<RunSpecPatchError> errors;
+  RunSpecPatch patch = run_spec_patch(side, errors);
+  EXPECT_TRUE(errors.empty()) << side.dump();
+  return patch;
+}
+
+TEST(RunSpecPatch, SetsResetsOrKeepsEachField) {
+  RunSpec base = spec_of("compiled", dump_at("none"));
+  base.dtype = "float16";
+  base.run_switches().inductor = nlohmann::json{{"a", 1}, {"b", {{"c", 2}}}};
+  const RunSpec side = patched(base, patch_of({{"dtype", nullptr},
+                                               {"dump", {{"io", {"output"}}}},
+                                               {"switches", {{"inductor", {{"a", nullptr}, {"b", {{"d", 3}}}}}}},
+                                               {"env", {{"A", "1"}}}}));
+  EXPECT_EQ(nlohmann::json(side), nlohmann::json::parse(R"({"mode": "compiled", "dump": {"level": "none",
+      "io": ["output"]}, "switches": {"inductor": {"b": {"c": 2, "d": 3}}}})"));
+  EXPECT_EQ(nlohmann::json(patched(base, patch_of({{"dump", nullptr}, {"checks", nlohmann::json::object()}}))),
+            nlohmann::json::parse(R"({"mode": "compiled", "dtype": "float16", "checks": {},
+      "switches": {"inductor": {"a": 1, "b": {"c": 2}}}})"));
+  EXPECT_EQ(patched(base, RunSpecPatch()), base);
+  base.isolation.emplace().eager_nodes = {"n"};
+  EXPECT_TRUE(patched(base, patch_of({{"isolation", {{"eager_nodes", nlohmann::json::array()}}}}))
+                  .isolation->eager_nodes.empty());
+  EXPECT_EQ(patched(base, patch_of({{"isolation", {{"repro", true}}}})).isolation->eager_nodes,
+            std::vector<std::string>{"n"});
+}
+
+TEST(RunSpecPatch, NamesWhatItCannotHold) {
+  std::vector<RunSpecPatchError> errors;
+  const RunSpecPatch patch = run_spec_patch(
+      {{"seed", "1"}, {"checks", {{"meta", 3}, {"metaa", true}}}, {"dump", "here"}, {"args", {"x"}}}, errors);
+  ASSERT_EQ(errors.size(), 4u);
+  EXPECT_EQ(errors[0].path, (std::vector<std::string>{"seed"}));
+  EXPECT_EQ(errors[0].message, "seed has the wrong type: \"1\"");
+  EXPECT_EQ(errors[1].path, (std::vector<std::string>{"dump"}));
+  EXPECT_EQ(errors[2].path, (std::vector<std::string>{"checks", "meta"}));
+  EXPECT_EQ(errors[2].message, "checks.meta has the wrong type: 3");
+  EXPECT_EQ(errors[3].path, (std::vector<std::string>{"checks", "metaa"}));
+  EXPECT_EQ(errors[3].message, "unknown key in checks: metaa");
+  EXPECT_EQ(nlohmann::json(patch.set), (nlohmann::json{{"checks", nlohmann::json::object()}}));
 }
 
 }  // namespace

@@ -48,6 +48,7 @@ TEST(PluginRun, ScriptRunsThroughThePluginWithItsSpec) {
   Workflow workflow = load(dir, kWorkflow);
   State state;
   StepContext context(workflow, workflow.steps[0], state, dir / "run", nullptr);
+  Diagnostics diagnostics("wf.yaml");
   RunOverrides side = RunOverrides::parse(YAML::Load(R"yaml(
 mode: eager
 device: cuda
@@ -57,7 +58,9 @@ switches: {inductor: {fallback_random: true}, fusion_switch_file: rules.cfg}
 args: [--extra]
 env: {B: "2"}
 timeout: 30
-)yaml"));
+)yaml"),
+                                          diagnostics);
+  EXPECT_TRUE(diagnostics.empty());
   RunSpec defaults = spec_of("compiled", dump_at("fx"));
   defaults.dump->final = true;
   RunSpec typed = side_spec(context, side, defaults);
@@ -92,19 +95,36 @@ timeout: 30
 }
 
 TEST(PluginRun, SideIsADumpPathOrARun) {
-  Side absent = Side::parse(YAML::Node(YAML::NodeType::Undefined));
+  Diagnostics diagnostics("wf.yaml");
+  Side absent = Side::parse(YAML::Node(YAML::NodeType::Undefined), diagnostics);
   EXPECT_FALSE(absent.given);
-  EXPECT_TRUE(absent.run.spec.empty());
-  Side dump = Side::parse(YAML::Node("runs/golden/dump"));
+  EXPECT_EQ(nlohmann::json(absent.run.spec.set), nlohmann::json::object());
+  EXPECT_TRUE(absent.run.spec.reset.empty());
+  Side dump = Side::parse(YAML::Node("runs/golden/dump"), diagnostics);
   EXPECT_TRUE(dump.given);
   EXPECT_EQ(dump.path, std::optional<std::string>("runs/golden/dump"));
-  Side run = Side::parse(YAML::Load("{argv: [python, m.py, '${switch_file}'], cwd: w, dump: out, dtype: float16}"));
+  Side run =
+      Side::parse(YAML::Load("{argv: [python, m.py, '${switch_file}'], cwd: w, dump: out, dtype: float16, mode: null}"),
+                  diagnostics);
   EXPECT_FALSE(run.path);
   EXPECT_EQ(run.run.command.argv, (std::vector<std::string>{"python", "m.py", "${switch_file}"}));
   EXPECT_EQ(run.run.command.cwd, std::optional<std::string>("w"));
   EXPECT_EQ(run.run.dump_path, std::optional<std::string>("out"));
-  EXPECT_EQ(run.run.spec["dtype"], "float16");
-  EXPECT_FALSE(RunOverrides::parse(YAML::Load("{dump: {level: aten}}")).dump_path);  // a plugin run's dump spec
+  EXPECT_EQ(run.run.spec.set.dtype, std::optional<std::string>("float16"));
+  EXPECT_EQ(run.run.spec.reset, std::set<std::string>{"mode"});
+  RunOverrides plugin_dump = RunOverrides::parse(YAML::Load("{dump: {level: aten}}"), diagnostics);
+  EXPECT_FALSE(plugin_dump.dump_path);
+  EXPECT_EQ(plugin_dump.spec.set.dump->level, std::optional<std::string>("aten"));
+  EXPECT_TRUE(diagnostics.empty());
+}
+
+TEST(PluginRun, SideSpecFieldsTheSchemaLetThroughAreCheckedWithTheirPosition) {
+  Diagnostics diagnostics("wf.yaml");
+  RunOverrides::parse(YAML::Load("mode: eager\nchecks:\n  meta: 3\n  metaa: true\n"), diagnostics);
+  std::vector<std::string> messages;
+  for (const Diagnostic& d : diagnostics.list()) messages.push_back(format_diagnostic(d));
+  EXPECT_EQ(messages, (std::vector<std::string>{"wf.yaml:3:9: error: checks.meta has the wrong type: 3",
+                                                "wf.yaml:4:10: error: unknown key in checks: metaa"}));
 }
 
 TEST(PluginRun, ModelDefaultsWithoutSide) {
