@@ -10,7 +10,8 @@ files, with behaviour chosen by environment variables, for the step kinds' focus
                     the graph's nodes $STAND_IN_NODES, wrong while every one of
                     $STAND_IN_CULPRIT_NODES is compiled (status.json isolation; repro/repro.py),
                     right otherwise whatever the backend; the op record's graph_nodes:
-                    $STAND_IN_GRAPH_NODES
+                    $STAND_IN_GRAPH_NODES; a compiled run's graphs compute
+                    $STAND_IN_VALUE_BYTES bytes (status.json graphs.value_bytes)
   ops --from DIR    prints $STAND_IN_OPS (comma-separated) as the op inventory
   single-op ...     checks each --ops op: $STAND_IN_CRASH_OPS kill the process (SIGKILL),
                     $STAND_IN_WRONG_OPS give a wrong graph result, $STAND_IN_ERROR_OPS a
@@ -119,6 +120,8 @@ def run(argv):
         "argv": argv,
         "graphs": {"count": 1 + len(breaks), "graph_breaks": len(breaks), "graph_break_reasons": breaks},
     }
+    if compiled_backend and os.environ.get("STAND_IN_VALUE_BYTES"):
+        status["graphs"]["value_bytes"] = status["graphs"]["value_elements"] = int(os.environ["STAND_IN_VALUE_BYTES"])
     if isolation is not None:
         status["isolation"] = isolation
     with open(os.path.join(out, "status.json"), "w") as f:
