@@ -7,7 +7,8 @@
 // (shadow execution) and the truth ratio rule judges each row: the graph fails where it is
 // further from the truth than eager is. With `localisation: modules_first` both runs first dump
 // the module outputs only (dump.boundaries): when those all pass, that is the verdict, judged at
-// module outputs; when not, the op-by-op pass follows, as without it. `auto` (the default) goes
+// module outputs; when not, the op-by-op pass follows, dumping only the ops inside the module
+// the first failing module output leaves (every op where none says). `auto` (the default) goes
 // module outputs first where the golden's op-by-op dump would not fit its dump budget share.
 #include "orchestrator/bisect/trial_oracle.h"
 #include "orchestrator/engine/dump_budget.h"
@@ -20,6 +21,8 @@
 #include "steps/plugin_runs/feature_notes.h"
 #include "steps/plugin_runs/plugin_run.h"
 #include "steps/plugin_runs/side.h"
+
+#include "compare/manifest.h"
 
 namespace diagnose {
 
@@ -38,14 +41,21 @@ struct GraphDumpCompareOptions : ComparingOptions {
   enum class Localisation { Auto, Ops, ModulesFirst } localisation = Localisation::Auto;
 };
 
-// The runs of one pass: the op-by-op pass's names, or the module outputs' pass's.
+// The runs of one pass: the op-by-op pass's names, or the module outputs' pass's; an op-by-op
+// pass may dump only the ops inside one module (its path; "": every op).
 struct PassRuns {
   const char* golden;
   const char* target;
   bool boundaries;
+  std::string scope;
 };
-const PassRuns kOpsPass{"golden", "target", false};
-const PassRuns kModulesPass{"golden-modules", "target-modules", true};
+const PassRuns kOpsPass{"golden", "target", false, ""};
+const PassRuns kModulesPass{"golden-modules", "target-modules", true, ""};
+
+// Where a pass's golden and target dumps are.
+struct PassDumps {
+  std::string golden, target;
+};
 
 Schema side_or_path(const std::string& description) {
   return any_of_schema(description, {string_schema("path of an existing dump (GE dump, FX npy dump, diagnose dump)"),
@@ -151,7 +161,8 @@ class GraphDumpCompareStep : public StepKind {
       }
       chosen_because = "localisation auto chose module outputs first: " + *overflow;
     }
-    StepResult coarse = evaluate_pass(context, o, kModulesPass, &undumped);
+    PassDumps coarse_dumps;
+    StepResult coarse = evaluate_pass(context, o, kModulesPass, &undumped, &coarse_dumps);
     const bool judged = coarse.metrics.value("compared", 0) > 0;
     if (coarse.status == StepStatus::Pass && judged) {
       coarse.metrics["localisation"] = "modules_first";
@@ -161,12 +172,20 @@ class GraphDumpCompareStep : public StepKind {
                        " rows; the ops inside them were not dumped, every module output passing): " + coarse.summary;
       return coarse;
     }
-    StepResult fine = evaluate_pass(context, o, kOpsPass, &undumped);
+    PassRuns fine_pass = kOpsPass;
+    if (coarse.status == StepStatus::Fail) fine_pass.scope = diverging_module(coarse, coarse_dumps);
+    StepResult fine = evaluate_pass(context, o, fine_pass, &undumped);
     fine.metrics["localisation"] = "modules_first";
     fine.metrics["module_outputs"] = {{"status", step_status_name(coarse.status)}, {"summary", coarse.summary}};
+    fine.metrics["op_pass_scope"] = fine_pass.scope.empty() ? nlohmann::json() : nlohmann::json(fine_pass.scope);
+    const std::string dumped =
+        !fine_pass.scope.empty() ? "so only the ops inside " + fine_pass.scope +
+                                       ", the module the first failing one leaves, were dumped and judged"
+        : judged ? "so every op was dumped and judged (no failing module output names a module it leaves)"
+                 : "so every op was dumped and judged";
     fine.findings.insert(fine.findings.begin(), {std::string("module outputs first: ") +
                                                      (judged ? "they do not all pass (" : "none could be judged (") +
-                                                     coarse.summary + "), so every op was dumped and judged",
+                                                     coarse.summary + "), " + dumped,
                                                  ""});
     if (!chosen_because.empty()) fine.findings.insert(fine.findings.begin(), {chosen_because, ""});
     fine.runs.insert(fine.runs.begin(), coarse.runs.begin(), coarse.runs.end());
@@ -177,7 +196,7 @@ class GraphDumpCompareStep : public StepKind {
   // One pass: its golden and target runs (and the undumped target, run once: `undumped` keeps it
   // for a later pass) judged; the op-by-op pass confirms its culprit.
   StepResult evaluate_pass(const StepContext& context, const GraphDumpCompareOptions& o, const PassRuns& pass,
-                           std::optional<RunRecord>* kept_undumped) const {
+                           std::optional<RunRecord>* kept_undumped, PassDumps* dumps = nullptr) const {
     std::vector<RunRequest> requests;
     // A side is an existing dump (a path) or a run of the model, whose dump is used.
     auto side = [&](const char* name, const Side& given, const RunSpec& defaults) -> std::string {
@@ -198,6 +217,7 @@ class GraphDumpCompareStep : public StepKind {
       compiled(pass.target, target_spec(context, o, pass), target_side(context, o));
       target = requests.back().dump_dir;
     }
+    if (dumps) *dumps = {golden, target};
     const size_t dumped_runs = requests.size();
     const bool undumped_done = kept_undumped && kept_undumped->has_value();
     if (dumps_a_recompile(context, o) && !undumped_done) requests.push_back(undumped_request(context, o));
@@ -257,6 +277,7 @@ class GraphDumpCompareStep : public StepKind {
   static RunSpec golden_defaults(const StepContext& context, const GraphDumpCompareOptions& o, const PassRuns& pass) {
     RunSpec defaults = kGolden;
     if (pass.boundaries) defaults.dump->boundaries = true;
+    if (!pass.scope.empty()) defaults.dump->include = std::vector<std::string>{inside_pattern(pass.scope)};
     if (o.truth_referee && side_spec(context, o.golden.run, kGolden).backend != "torchair") defaults.dump->truth = true;
     const RunSpec target = target_spec(context, o);
     if (!o.target.path && resolved_dump_level(target) == "compiled" && target.backend != "torchair")
@@ -269,6 +290,7 @@ class GraphDumpCompareStep : public StepKind {
     const RunOverrides& overrides = o.target.run;
     RunSpec defaults = kTarget;
     if (pass.boundaries) defaults.dump->boundaries = true;
+    if (!pass.scope.empty()) defaults.dump->include = std::vector<std::string>{inside_pattern(pass.scope)};
     if (side_spec(context, overrides, kTarget).backend.value_or("").find(':') != std::string::npos)
       defaults.dump->level = "compiled";  // a user backend: its Inductor buffers, if built on Inductor
     return side_spec(context, overrides, defaults);
@@ -294,6 +316,28 @@ class GraphDumpCompareStep : public StepKind {
   static bool modules_first(const StepContext& context, const GraphDumpCompareOptions& o) {
     return o.localisation != GraphDumpCompareOptions::Localisation::Ops && dumps_a_recompile(context, o) && !o.referee;
   }
+  // The module the first failing module output leaves (its record's `leaves`, on either side);
+  // "" when that row is no module output that leaves one (a final output, a value outside every
+  // module), or the dumps cannot be read.
+  static std::string diverging_module(const StepResult& coarse, const PassDumps& dumps) {
+    const nlohmann::json& first = coarse.metrics.value("first_failing_op", nlohmann::json());
+    if (!first.is_string()) return "";
+    for (const std::string& dir : {dumps.golden, dumps.target})
+      for (const compare::ManifestRecord& record : compare::read_manifest(dir).records)
+        if ((record.op_key == first || record.name() == first) && !record.leaves.empty()) return record.leaves;
+    return "";
+  }
+
+  // dump.include's regex for the records of the ops inside `module` (their module path).
+  static std::string inside_pattern(const std::string& module) {
+    std::string escaped;
+    for (char c : module) {
+      if (std::string("\\^$.|?*+()[]{}").find(c) != std::string::npos) escaped += '\\';
+      escaped += c;
+    }
+    return "^" + escaped + "(\\.|$)";
+  }
+
   // Why the golden's op-by-op dump would not fit its share of the dump budget, judged from the
   // undumped compiled run's graphs (the values their nodes compute in one call, each with its
   // float64 truth under `referee: true`); nullopt where it fits, or where nothing says it would not.

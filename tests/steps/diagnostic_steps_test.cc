@@ -611,7 +611,8 @@ TEST(DiagnosticSteps, GraphDumpCompareModulesFirstPassesAtModuleOutputsOrGoesOpB
 
   TempDir wrong;
   write_text(wrong / "wf.yaml", stand_in_model("STAND_IN_WRONG_BACKEND: inductor, STAND_IN_NODES: \"g0.mul,g0.add\", "
-                                               "STAND_IN_CULPRIT_NODES: g0.mul, STAND_IN_GRAPH_NODES: g0.mul") +
+                                               "STAND_IN_CULPRIT_NODES: g0.mul, STAND_IN_GRAPH_NODES: g0.mul, "
+                                               "STAND_IN_LEAVES: layers.1.mlp") +
                                     step);
   Finished failed = run_diagnose({"wf.yaml"}, wrong.path());
   ASSERT_EQ(failed.code, 1) << failed.out << failed.err;
@@ -623,6 +624,12 @@ TEST(DiagnosticSteps, GraphDumpCompareModulesFirstPassesAtModuleOutputsOrGoesOpB
             0u);
   const std::string fine = only_run_dir(wrong / "runs") + "/steps/graph/";
   EXPECT_FALSE(read_json(fine + "golden/spec.json")["dump"].contains("boundaries"));
+  // the op-by-op pass dumps the ops inside the module the failing module output leaves
+  EXPECT_EQ(graph["metrics"]["op_pass_scope"], "layers.1.mlp");
+  EXPECT_EQ(read_json(fine + "golden/spec.json")["dump"]["include"], nlohmann::json{"^layers\\.1\\.mlp(\\.|$)"});
+  EXPECT_EQ(read_json(fine + "target/spec.json")["dump"]["include"], nlohmann::json{"^layers\\.1\\.mlp(\\.|$)"});
+  EXPECT_NE(graph["findings"][0]["message"].get<std::string>().find("only the ops inside layers.1.mlp"),
+            std::string::npos);
   EXPECT_EQ(read_json(fine + "golden-modules/spec.json")["dump"]["boundaries"], true);
 }
 

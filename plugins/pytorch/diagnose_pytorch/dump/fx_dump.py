@@ -89,6 +89,20 @@ def module_boundary(node: torch.fx.Node) -> bool:
     return any(not _inside(module_path(u) or "", scope) for scope in scopes for u in users)
 
 
+def left_module(node: torch.fx.Node) -> str | None:
+    """The innermost module holding modules of its own that the node's value leaves (a reader of
+    it, or the graph's output, lies outside it): the module a failing module output says
+    diverged, whose ops graph_dump_compare's op-by-op pass then dumps; None when it leaves none."""
+    parents = _parent_scopes(node.graph)
+    users = _readers(node)
+    left = [
+        p
+        for p in _module_paths(node)
+        if p in parents and any(u.op == "output" or not _inside(module_path(u) or "", p) for u in users)
+    ]
+    return max(left, key=len) if left else None
+
+
 def _readers(node: torch.fx.Node) -> list[torch.fx.Node]:
     """The nodes that read the node's value: its users, and through a view of it (a Linear's
     output is the view of its mm, which compiled code never materialises) the view's readers."""
@@ -194,6 +208,8 @@ class DumpingInterpreter(torch.fx.Interpreter):
             }
             if self.graph_nodes.get(node.name):
                 fields["graph_nodes"] = self.graph_nodes[node.name]
+            if session.spec.dump.boundaries and (left := left_module(node)):
+                fields["leaves"] = left
             if dumped and session.wants_io("input"):
                 session.write_args(args, seq=seq, op_key=op_key, io="input", **fields)
             out = self.call_function(node.target, args, kwargs)
