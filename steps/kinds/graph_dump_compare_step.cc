@@ -10,6 +10,7 @@
 // module outputs; when not, the op-by-op pass follows, dumping only the ops inside the module
 // the first failing module output leaves (every op where none says). `auto` (the default) goes
 // module outputs first where the golden's op-by-op dump would not fit its dump budget share.
+#include "compare/manifest.h"
 #include "orchestrator/bisect/trial_oracle.h"
 #include "orchestrator/engine/dump_budget.h"
 #include "orchestrator/engine/run_dir.h"
@@ -21,8 +22,6 @@
 #include "steps/plugin_runs/feature_notes.h"
 #include "steps/plugin_runs/plugin_run.h"
 #include "steps/plugin_runs/side.h"
-
-#include "compare/manifest.h"
 
 namespace diagnose {
 

@@ -10,9 +10,8 @@ import sys
 import time
 
 from .. import compat
-from ..dump.fx_dump import dumping_backend
+from ..dump.fx_dump import dumping_backend, graph_values
 from ..dump.inductor_dump import inductor_backend
-from ..runtime.graph_info import graph_values
 from .torchair import npu_backend
 
 

@@ -11,6 +11,7 @@ import time
 import weakref
 
 import torch
+from torch.utils import _pytree
 
 from .. import compat
 from .dump_writer import nonfinite_constant
@@ -36,6 +37,21 @@ def aot_options(backend: str) -> dict:
 
 def fx_node_key(node: torch.fx.Node) -> str:
     return f"{node.name}-{node.target}"
+
+
+def graph_values(gm: torch.fx.GraphModule) -> tuple[int, int]:
+    """The bytes and elements of the tensors the graph's nodes compute in one call (their example
+    values): what an op-by-op dump of that call keeps, known before anything is dumped
+    (graph_dump_compare's `localisation: auto` weighs it against the dump budget)."""
+    total_bytes = total_elements = 0
+    for node in gm.graph.nodes:
+        if node.op not in ("call_function", "call_method", "call_module"):
+            continue
+        for value in _pytree.tree_leaves(node.meta.get("example_value")):
+            if isinstance(value, torch.Tensor):
+                total_bytes += value.numel() * value.element_size()
+                total_elements += value.numel()
+    return total_bytes, total_elements
 
 
 def module_path(node: torch.fx.Node) -> str | None:

@@ -1,13 +1,9 @@
 """What the compiler did, read at the end of a run: Dynamo graph breaks, recompiles (the guard
-that failed each time) and Inductor's counters (which passes and pattern rewrites fired); and,
-as each graph compiles, the size of the values its nodes compute."""
+that failed each time) and Inductor's counters (which passes and pattern rewrites fired)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-
-import torch
-from torch.utils import _pytree
 
 from .. import compat
 from ..backends.torchair import fusion_result
@@ -40,18 +36,3 @@ def collect_graph_info(session) -> None:
 
 def _written_since(path: Path, started: float) -> bool:
     return path.is_file() and path.stat().st_mtime >= started
-
-
-def graph_values(gm: torch.fx.GraphModule) -> tuple[int, int]:
-    """The bytes and elements of the tensors the graph's nodes compute in one call (their example
-    values): what an op-by-op dump of that call keeps, known before anything is dumped
-    (graph_dump_compare's `localisation: auto` weighs it against the dump budget)."""
-    total_bytes = total_elements = 0
-    for node in gm.graph.nodes:
-        if node.op not in ("call_function", "call_method", "call_module"):
-            continue
-        for value in _pytree.tree_leaves(node.meta.get("example_value")):
-            if isinstance(value, torch.Tensor):
-                total_bytes += value.numel() * value.element_size()
-                total_elements += value.numel()
-    return total_bytes, total_elements
