@@ -23,7 +23,8 @@ the other (never two models at once):
 
   python bench/scale_bench.py 2 4 8            # depths (default: 2 4)
   python bench/scale_bench.py 24 --planted     # a defect in layer 17's MLP (depths >= 18)
-  options: --vocab V (default 151936), --localisation ops|modules_first (graph_compare's; default ops),
+  options: --vocab V (default 151936), --localisation auto|ops|modules_first (graph_compare's; default
+           auto, the standard workflow as a user has it),
            --bin PATH, --work DIR (kept), --json FILE (with each step's and each run's seconds)
 
 Then the slope: seconds per layer of diag_s and of run_cold_s, fitted over the depths measured.
@@ -106,8 +107,9 @@ def model_args(layers: int, vocab: int, planted: bool) -> list[str]:
 
 
 def write_workflow(directory: Path, layers: int, vocab: int, planted: bool, localisation: str) -> Path:
-    """The standard workflow on the model; with a `localisation` other than ops, its steps with
-    graph_compare's `localisation` set (an extending file's `steps:` replaces the base's)."""
+    """The standard workflow on the model; with a `localisation` other than auto (the step's
+    default), its steps with graph_compare's `localisation` set (an extending file's `steps:`
+    replaces the base's)."""
     workflow = directory / "workflow.yaml"
     base = REPO / "workflows" / "graph-mode-precision.yaml"
     standard = os.path.relpath(base, directory)
@@ -122,7 +124,7 @@ def write_workflow(directory: Path, layers: int, vocab: int, planted: bool, loca
         "  timeout: 3600",
     ]
     text = "\n".join(lines) + "\n"
-    if localisation != "ops":
+    if localisation != "auto":
         steps = yaml.safe_load(base.read_text())["steps"]
         for step in steps:
             if step["id"] == "graph_compare":
@@ -217,7 +219,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--planted", action="store_true", help=f"a defect in layer {PLANTED_LAYER}'s MLP")
     parser.add_argument("--vocab", type=int, default=151936)
     parser.add_argument(
-        "--localisation", choices=["ops", "modules_first"], default="ops", help="graph_compare's localisation"
+        "--localisation",
+        choices=["auto", "ops", "modules_first"],
+        default="auto",
+        help="graph_compare's localisation (default auto: the standard workflow as is)",
     )
     parser.add_argument("--bin")
     parser.add_argument("--work", help="keep the run directories here (default: a temporary directory)")

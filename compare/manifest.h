@@ -38,6 +38,8 @@ struct ManifestRecord {
   std::string precision;
   Shape shape;
   std::string module;
+  // A module output's (dump.boundaries) innermost module holding modules that the value leaves.
+  std::string leaves;
   std::vector<std::string> fx_nodes;  // the FX nodes the tensor computes (several for a fused buffer)
   std::vector<NodeSource> sources;    // where each FX node came from in the user's code
   // The subgraph-isolation ids (g<k>.<name>) of the Dynamo-graph nodes fx_nodes were traced

@@ -63,8 +63,12 @@ std::vector<std::string> reasons_of(const nlohmann::json& graphs, std::initializ
 }
 
 CompileCounts graphs_of(const nlohmann::json& graphs) {
-  return {count(json_member(graphs, "graph_breaks")), count(json_member(graphs, "recompiles")),
-          reasons_of(graphs, {"graph_break_reasons", "break_reasons"}), reasons_of(graphs, {"recompile_reasons"})};
+  return {count(json_member(graphs, "graph_breaks")),
+          count(json_member(graphs, "recompiles")),
+          reasons_of(graphs, {"graph_break_reasons", "break_reasons"}),
+          reasons_of(graphs, {"recompile_reasons"}),
+          count(json_member(graphs, "value_bytes")),
+          count(json_member(graphs, "value_elements"))};
 }
 
 std::vector<IsolatedNode> isolated_nodes_of(const nlohmann::json& isolation) {

@@ -40,10 +40,12 @@ struct RanFacts {
   nlohmann::json mode, backend, device, dtype;
 };
 
-// What Dynamo counted (status.json `graphs`).
+// What Dynamo counted (status.json `graphs`), and the size of the values the compiled graphs'
+// nodes compute in one call each (value_bytes, value_elements: what an op-by-op dump keeps).
 struct CompileCounts {
   std::optional<int64_t> graph_breaks, recompiles;
   std::vector<std::string> graph_break_reasons, recompile_reasons;
+  std::optional<int64_t> value_bytes, value_elements;
 };
 
 // A node of an isolation run (status.json isolation.nodes).

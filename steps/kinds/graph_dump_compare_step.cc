@@ -7,12 +7,16 @@
 // (shadow execution) and the truth ratio rule judges each row: the graph fails where it is
 // further from the truth than eager is. With `localisation: modules_first` both runs first dump
 // the module outputs only (dump.boundaries): when those all pass, that is the verdict, judged at
-// module outputs; when not, the op-by-op pass follows, as without it.
+// module outputs; when not, the op-by-op pass follows, dumping only the ops inside the module
+// the first failing module output leaves (every op where none says). `auto` (the default) goes
+// module outputs first where the golden's op-by-op dump would not fit its dump budget share.
+#include "compare/manifest.h"
 #include "orchestrator/bisect/trial_oracle.h"
 #include "orchestrator/engine/dump_budget.h"
 #include "orchestrator/engine/run_dir.h"
 #include "orchestrator/engine/step.h"
 #include "orchestrator/exec/command_line.h"
+#include "runspec/plugin_status.h"
 #include "steps/judgement/culprit_confirmation.h"
 #include "steps/judgement/dump_judgement.h"
 #include "steps/plugin_runs/feature_notes.h"
@@ -33,17 +37,24 @@ struct GraphDumpCompareOptions : ComparingOptions {
   Side golden, target;
   bool truth_referee = false;   // referee: true, the golden run computes every node's float64 truth
   std::optional<Side> referee;  // a float64 dump, or a separate float64 run
-  bool modules_first = false;   // localisation: modules_first
+  enum class Localisation { Auto, Ops, ModulesFirst } localisation = Localisation::Auto;
 };
 
-// The runs of one pass: the op-by-op pass's names, or the module outputs' pass's.
+// The runs of one pass: the op-by-op pass's names, or the module outputs' pass's; an op-by-op
+// pass may dump only the ops inside one module (its path; "": every op).
 struct PassRuns {
   const char* golden;
   const char* target;
   bool boundaries;
+  std::string scope;
 };
-const PassRuns kOpsPass{"golden", "target", false};
-const PassRuns kModulesPass{"golden-modules", "target-modules", true};
+const PassRuns kOpsPass{"golden", "target", false, ""};
+const PassRuns kModulesPass{"golden-modules", "target-modules", true, ""};
+
+// Where a pass's golden and target dumps are.
+struct PassDumps {
+  std::string golden, target;
+};
 
 Schema side_or_path(const std::string& description) {
   return any_of_schema(description, {string_schema("path of an existing dump (GE dump, FX npy dump, diagnose dump)"),
@@ -67,12 +78,14 @@ class GraphDumpCompareStep : public StepKind {
                                                          "float64 dump, paired by record identity"),
                                            plugin_side_schema("overrides of a separate float64 run")})),
         optional("localisation",
-                 string_schema("ops (default): every op of both runs dumped and judged; modules_first: the module "
-                               "outputs first (records whose value leaves a module that holds modules, such as a "
-                               "decoder layer or its MLP), and the op-by-op pass only where one of them does "
-                               "not pass: a clean large model is judged at its module outputs, whose tensors fit "
-                               "the dump budget",
-                               {"ops", "modules_first"})),
+                 string_schema("auto (default): modules_first where the golden's op-by-op dump, estimated from the "
+                               "compiled run's graphs before any dump, would not fit its share of the dump "
+                               "budget, else ops; ops: every op of both runs dumped and judged; modules_first: "
+                               "the module outputs first (records whose value leaves a module that holds "
+                               "modules, such as a decoder layer or its MLP), and the op-by-op pass only where "
+                               "one of them does not pass: a clean large model is judged at its module outputs, "
+                               "whose tensors fit the dump budget",
+                               {"auto", "ops", "modules_first"})),
     });
   }
   std::vector<std::string> result_fields() const override {
@@ -90,7 +103,9 @@ class GraphDumpCompareStep : public StepKind {
     const YAML::Node referee = node["referee"];
     o->truth_referee = referee && yaml_to_json(referee) == true;
     if (referee && !o->truth_referee && yaml_to_json(referee) != false) o->referee = Side::parse(referee, diagnostics);
-    o->modules_first = node["localisation"] && node["localisation"].as<std::string>() == "modules_first";
+    const std::string localisation = node["localisation"] ? node["localisation"].as<std::string>() : "auto";
+    if (localisation == "ops") o->localisation = GraphDumpCompareOptions::Localisation::Ops;
+    if (localisation == "modules_first") o->localisation = GraphDumpCompareOptions::Localisation::ModulesFirst;
     return o;
   }
 
@@ -98,7 +113,10 @@ class GraphDumpCompareStep : public StepKind {
   // both keep tensors, within the diagnosis's dump budget (dump_budget.h).
   std::vector<PlannedRun> planned_runs(const StepContext& context) const override {
     const GraphDumpCompareOptions& o = context.options<GraphDumpCompareOptions>();
-    const PassRuns& pass = modules_first(context, o) ? kModulesPass : kOpsPass;
+    const PassRuns& pass =
+        modules_first(context, o) && o.localisation == GraphDumpCompareOptions::Localisation::ModulesFirst
+            ? kModulesPass
+            : kOpsPass;
     std::vector<PlannedRun> planned;
     if (!o.target.path)
       planned.push_back(
@@ -113,12 +131,15 @@ class GraphDumpCompareStep : public StepKind {
   }
 
   // With modules_first, the module outputs' pass; its verdict where it passes having judged
-  // rows, else the op-by-op pass's, which says what the module outputs showed.
+  // rows, else the op-by-op pass's, which says what the module outputs showed. With auto, the
+  // undumped target runs first (in the standard workflow known_config's compiled run, shared):
+  // its graphs' values say what the op-by-op dump would hold.
   StepResult evaluate(const StepContext& context) const override {
+    using Localisation = GraphDumpCompareOptions::Localisation;
     const GraphDumpCompareOptions& o = context.options<GraphDumpCompareOptions>();
     if (!modules_first(context, o)) {
       StepResult result = evaluate_pass(context, o, kOpsPass, nullptr);
-      if (o.modules_first)
+      if (o.localisation == Localisation::ModulesFirst)
         result.findings.push_back(
             {"localisation: modules_first does not apply here (a side is a dump, the target does not "
              "dump Inductor's buffers, or the referee is a run of its own): judged op by op",
@@ -126,22 +147,46 @@ class GraphDumpCompareStep : public StepKind {
       return result;
     }
     std::optional<RunRecord> undumped;
-    StepResult coarse = evaluate_pass(context, o, kModulesPass, &undumped);
+    std::string chosen_because;
+    if (o.localisation == Localisation::Auto) {
+      std::vector<RunRecord> runs = context.run({undumped_request(context, o)});
+      if (std::optional<StepResult> error = error_from_runs(runs)) return *error;
+      undumped = runs.front();
+      const std::optional<std::string> overflow = op_dump_overflow(context, o, *undumped);
+      if (!overflow) {
+        StepResult result = evaluate_pass(context, o, kOpsPass, &undumped);
+        result.metrics["localisation"] = "ops";
+        return result;
+      }
+      chosen_because = "localisation auto chose module outputs first: " + *overflow;
+    }
+    PassDumps coarse_dumps;
+    StepResult coarse = evaluate_pass(context, o, kModulesPass, &undumped, &coarse_dumps);
     const bool judged = coarse.metrics.value("compared", 0) > 0;
     if (coarse.status == StepStatus::Pass && judged) {
       coarse.metrics["localisation"] = "modules_first";
+      if (!chosen_because.empty()) coarse.findings.insert(coarse.findings.begin(), {chosen_because, ""});
       coarse.summary = "judged at module outputs (" + std::to_string(coarse.metrics.value("compared", 0)) + " of " +
                        std::to_string(coarse.metrics.value("rows", 0)) +
                        " rows; the ops inside them were not dumped, every module output passing): " + coarse.summary;
       return coarse;
     }
-    StepResult fine = evaluate_pass(context, o, kOpsPass, &undumped);
+    PassRuns fine_pass = kOpsPass;
+    if (coarse.status == StepStatus::Fail) fine_pass.scope = diverging_module(coarse, coarse_dumps);
+    StepResult fine = evaluate_pass(context, o, fine_pass, &undumped);
     fine.metrics["localisation"] = "modules_first";
     fine.metrics["module_outputs"] = {{"status", step_status_name(coarse.status)}, {"summary", coarse.summary}};
+    fine.metrics["op_pass_scope"] = fine_pass.scope.empty() ? nlohmann::json() : nlohmann::json(fine_pass.scope);
+    const std::string dumped =
+        !fine_pass.scope.empty() ? "so only the ops inside " + fine_pass.scope +
+                                       ", the module the first failing one leaves, were dumped and judged"
+        : judged ? "so every op was dumped and judged (no failing module output names a module it leaves)"
+                 : "so every op was dumped and judged";
     fine.findings.insert(fine.findings.begin(), {std::string("module outputs first: ") +
                                                      (judged ? "they do not all pass (" : "none could be judged (") +
-                                                     coarse.summary + "), so every op was dumped and judged",
+                                                     coarse.summary + "), " + dumped,
                                                  ""});
+    if (!chosen_because.empty()) fine.findings.insert(fine.findings.begin(), {chosen_because, ""});
     fine.runs.insert(fine.runs.begin(), coarse.runs.begin(), coarse.runs.end());
     return fine;
   }
@@ -150,7 +195,7 @@ class GraphDumpCompareStep : public StepKind {
   // One pass: its golden and target runs (and the undumped target, run once: `undumped` keeps it
   // for a later pass) judged; the op-by-op pass confirms its culprit.
   StepResult evaluate_pass(const StepContext& context, const GraphDumpCompareOptions& o, const PassRuns& pass,
-                           std::optional<RunRecord>* kept_undumped) const {
+                           std::optional<RunRecord>* kept_undumped, PassDumps* dumps = nullptr) const {
     std::vector<RunRequest> requests;
     // A side is an existing dump (a path) or a run of the model, whose dump is used.
     auto side = [&](const char* name, const Side& given, const RunSpec& defaults) -> std::string {
@@ -171,10 +216,10 @@ class GraphDumpCompareStep : public StepKind {
       compiled(pass.target, target_spec(context, o, pass), target_side(context, o));
       target = requests.back().dump_dir;
     }
+    if (dumps) *dumps = {golden, target};
     const size_t dumped_runs = requests.size();
     const bool undumped_done = kept_undumped && kept_undumped->has_value();
-    if (dumps_a_recompile(context, o) && !undumped_done)
-      compiled("target-undumped", undumped_spec(context, o), undumped_side(context, o));
+    if (dumps_a_recompile(context, o) && !undumped_done) requests.push_back(undumped_request(context, o));
     std::optional<std::string> referee;
     if (o.referee) {
       RunSpec fp64 = side_spec(context, o.golden.run, kGolden);
@@ -231,6 +276,7 @@ class GraphDumpCompareStep : public StepKind {
   static RunSpec golden_defaults(const StepContext& context, const GraphDumpCompareOptions& o, const PassRuns& pass) {
     RunSpec defaults = kGolden;
     if (pass.boundaries) defaults.dump->boundaries = true;
+    if (!pass.scope.empty()) defaults.dump->include = std::vector<std::string>{inside_pattern(pass.scope)};
     if (o.truth_referee && side_spec(context, o.golden.run, kGolden).backend != "torchair") defaults.dump->truth = true;
     const RunSpec target = target_spec(context, o);
     if (!o.target.path && resolved_dump_level(target) == "compiled" && target.backend != "torchair")
@@ -243,6 +289,7 @@ class GraphDumpCompareStep : public StepKind {
     const RunOverrides& overrides = o.target.run;
     RunSpec defaults = kTarget;
     if (pass.boundaries) defaults.dump->boundaries = true;
+    if (!pass.scope.empty()) defaults.dump->include = std::vector<std::string>{inside_pattern(pass.scope)};
     if (side_spec(context, overrides, kTarget).backend.value_or("").find(':') != std::string::npos)
       defaults.dump->level = "compiled";  // a user backend: its Inductor buffers, if built on Inductor
     return side_spec(context, overrides, defaults);
@@ -262,11 +309,56 @@ class GraphDumpCompareStep : public StepKind {
     return resolved_dump_level(target) == "compiled" && target.backend != "torchair";
   }
 
-  // Whether the module outputs go first: asked for, both sides runs, the target dumping
+  // Whether the module outputs may go first: not ops, both sides runs, the target dumping
   // Inductor's buffers (whose FX nodes say which module each value leaves), and the truth, if
   // any, the golden's own (a separate referee run would be a third dump of every op).
   static bool modules_first(const StepContext& context, const GraphDumpCompareOptions& o) {
-    return o.modules_first && dumps_a_recompile(context, o) && !o.referee;
+    return o.localisation != GraphDumpCompareOptions::Localisation::Ops && dumps_a_recompile(context, o) && !o.referee;
+  }
+  // The module the first failing module output leaves (its record's `leaves`, on either side);
+  // "" when that row is no module output that leaves one (a final output, a value outside every
+  // module), or the dumps cannot be read.
+  static std::string diverging_module(const StepResult& coarse, const PassDumps& dumps) {
+    const nlohmann::json& first = coarse.metrics.value("first_failing_op", nlohmann::json());
+    if (!first.is_string()) return "";
+    for (const std::string& dir : {dumps.golden, dumps.target})
+      for (const compare::ManifestRecord& record : compare::read_manifest(dir).records)
+        if ((record.op_key == first || record.name() == first) && !record.leaves.empty()) return record.leaves;
+    return "";
+  }
+
+  // dump.include's regex for the records of the ops inside `module` (their module path).
+  static std::string inside_pattern(const std::string& module) {
+    std::string escaped;
+    for (char c : module) {
+      if (std::string("\\^$.|?*+()[]{}").find(c) != std::string::npos) escaped += '\\';
+      escaped += c;
+    }
+    return "^" + escaped + "(\\.|$)";
+  }
+
+  // Why the golden's op-by-op dump would not fit its share of the dump budget, judged from the
+  // undumped compiled run's graphs (the values their nodes compute in one call, each with its
+  // float64 truth under `referee: true`); nullopt where it fits, or where nothing says it would not.
+  static std::optional<std::string> op_dump_overflow(const StepContext& context, const GraphDumpCompareOptions& o,
+                                                     const RunRecord& undumped) {
+    RunSpec golden = side_spec(context, o.golden.run, golden_defaults(context, o, kOpsPass));
+    apply_dump_share(context.state(), golden);
+    const CompileCounts graphs = read_plugin_status(undumped.dir).graphs;
+    if (!golden.dump || !golden.dump->max_bytes || !graphs.value_bytes) return std::nullopt;
+    const bool truth = golden.dump->truth.value_or(false);
+    const int64_t estimate = *graphs.value_bytes + (truth ? 8 * graphs.value_elements.value_or(0) : 0);
+    if (estimate <= *golden.dump->max_bytes) return std::nullopt;
+    auto mb = [](int64_t bytes) { return std::to_string((bytes + (1 << 19)) >> 20) + " MB"; };
+    return "the op-by-op dump of the graph's values" + std::string(truth ? " with their float64 truth" : "") +
+           ", about " + mb(estimate) + ", would not fit the golden's " + mb(*golden.dump->max_bytes) +
+           " share of the dump budget";
+  }
+
+  RunRequest undumped_request(const StepContext& context, const GraphDumpCompareOptions& o) const {
+    RunRequest request = plugin_run(context, "target-undumped", undumped_spec(context, o), undumped_side(context, o));
+    bisect::anchor_relative_paths(request, context.path(context.workflow().model.command.cwd.value_or(".")));
+    return request;
   }
   static RunSpec undumped_spec(const StepContext& context, const GraphDumpCompareOptions& o) {
     return side_spec(context, o.target.run, kUndumpedTarget);

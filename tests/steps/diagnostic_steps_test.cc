@@ -611,7 +611,8 @@ TEST(DiagnosticSteps, GraphDumpCompareModulesFirstPassesAtModuleOutputsOrGoesOpB
 
   TempDir wrong;
   write_text(wrong / "wf.yaml", stand_in_model("STAND_IN_WRONG_BACKEND: inductor, STAND_IN_NODES: \"g0.mul,g0.add\", "
-                                               "STAND_IN_CULPRIT_NODES: g0.mul, STAND_IN_GRAPH_NODES: g0.mul") +
+                                               "STAND_IN_CULPRIT_NODES: g0.mul, STAND_IN_GRAPH_NODES: g0.mul, "
+                                               "STAND_IN_LEAVES: layers.1.mlp") +
                                     step);
   Finished failed = run_diagnose({"wf.yaml"}, wrong.path());
   ASSERT_EQ(failed.code, 1) << failed.out << failed.err;
@@ -623,7 +624,43 @@ TEST(DiagnosticSteps, GraphDumpCompareModulesFirstPassesAtModuleOutputsOrGoesOpB
             0u);
   const std::string fine = only_run_dir(wrong / "runs") + "/steps/graph/";
   EXPECT_FALSE(read_json(fine + "golden/spec.json")["dump"].contains("boundaries"));
+  // the op-by-op pass dumps the ops inside the module the failing module output leaves
+  EXPECT_EQ(graph["metrics"]["op_pass_scope"], "layers.1.mlp");
+  EXPECT_EQ(read_json(fine + "golden/spec.json")["dump"]["include"], nlohmann::json{"^layers\\.1\\.mlp(\\.|$)"});
+  EXPECT_EQ(read_json(fine + "target/spec.json")["dump"]["include"], nlohmann::json{"^layers\\.1\\.mlp(\\.|$)"});
+  EXPECT_NE(graph["findings"][0]["message"].get<std::string>().find("only the ops inside layers.1.mlp"),
+            std::string::npos);
   EXPECT_EQ(read_json(fine + "golden-modules/spec.json")["dump"]["boundaries"], true);
+}
+
+// localisation auto (the default): op by op while the compiled run's graph values fit the
+// golden's share of the dump budget; module outputs first, saying why, where they would not.
+TEST(DiagnosticSteps, GraphDumpCompareLocalisationAutoGoesModulesFirstWhereTheOpDumpWouldNotFit) {
+  auto graph_step = [](const std::string& value_bytes) {
+    TempDir dir;
+    std::string model = stand_in_model("STAND_IN_VALUE_BYTES: " + value_bytes);
+    model.replace(model.find("{slots: 2}"), 10, "{slots: 2, dump_budget: 4194304}");
+    write_text(dir / "wf.yaml", model + "steps:\n  - {id: graph, kind: graph_dump_compare}\n");
+    Finished r = run_diagnose({"wf.yaml"}, dir.path());
+    EXPECT_EQ(r.code, 0) << r.out << r.err;
+    return report_of(dir)["steps"][0];
+  };
+  auto run_names = [](const nlohmann::json& step) {
+    std::set<std::string> names;
+    for (const nlohmann::json& run : step["runs"]) names.insert(run["name"].get<std::string>());
+    return names;
+  };
+  nlohmann::json small = graph_step("1000");
+  EXPECT_EQ(small["metrics"]["localisation"], "ops");
+  EXPECT_EQ(run_names(small), (std::set<std::string>{"golden", "target", "target-undumped"}));
+  nlohmann::json large = graph_step("100000000");
+  EXPECT_EQ(large["metrics"]["localisation"], "modules_first");
+  EXPECT_EQ(run_names(large), (std::set<std::string>{"golden-modules", "target-modules", "target-undumped"}));
+  EXPECT_EQ(large["findings"][0]["message"],
+            "localisation auto chose module outputs first: the op-by-op dump of "
+            "the graph's values, about 95 MB, would not fit the golden's 2 MB share "
+            "of the dump budget")
+      << large["findings"];
 }
 
 TEST(DiagnosticSteps, GraphDumpCompareLocalisationIsOneOfItsWords) {

@@ -2,7 +2,7 @@
 leaves a module that holds modules of its own (a layer, its MLP) or reaches the graph's output,
 on the graph Dynamo traces and on the ATen graph AOT Autograd makes of it, a value read through a
 view of it included; the nodes inside a module, and the outputs of leaf modules used in their
-parent, are not."""
+parent, are not; each boundary value says which module it leaves (fx_dump.left_module)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from diagnose_pytorch import compat
-from diagnose_pytorch.dump.fx_dump import module_boundary, module_path
+from diagnose_pytorch.dump.fx_dump import left_module, module_boundary, module_path
 
 
 class Mlp(nn.Module):
@@ -81,6 +81,11 @@ def test_dynamo_graph_boundaries_are_module_outputs():
     # the graph returns; not the up projection, the activation or the norm, used where they are
     assert found["boundary"] == {"layers.0.mlp.down", "layers.0", "layers.1.mlp.down", "layers.1", "head"}
     assert {"layers.0.mlp.up", "layers.0.mlp", "layers.0.norm"} <= found["inside"]
+    # the module each boundary value leaves (the innermost holding modules): what the op-by-op
+    # pass after a failing module output dumps the ops of
+    left = {module_path(n): left_module(n) for n in gm.graph.nodes if n.op == "call_function" and module_boundary(n)}
+    assert left["layers.0.mlp.down"] == "layers.0.mlp" and left["layers.1"] == "layers.1"
+    assert left["head"] is None  # a leaf module at the root: it leaves no module holding modules
 
 
 def test_aten_graph_keeps_the_same_boundaries():

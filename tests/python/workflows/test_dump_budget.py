@@ -5,7 +5,9 @@ left out. The same workflow within the default budget keeps every tensor and pas
 that leaves most rows to statistics it does not pass (rows passing on statistics alone are no
 element-wise test). graph_dump_compare's golden keeps its inputs' statistics only against
 Inductor's buffers. The whole run directory is measured against the budget, equal tensor files of
-the runs (the target's final outputs, dumped and undumped) stored once as hard links."""
+the runs (the target's final outputs, dumped and undumped) stored once as hard links. The op-by-op
+pass is what these budgets bound: `localisation: ops`, which `auto` would not choose under so small
+a budget (module outputs first, tests/steps' GraphDumpCompareLocalisationAuto...)."""
 
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ steps:
   - id: graph_compare
     kind: graph_dump_compare
     referee: true
+    localisation: ops
 """
 
 
@@ -117,6 +120,7 @@ steps:
   - id: graph_compare
     kind: graph_dump_compare
     referee: true
+    localisation: ops
 """
 
 

@@ -3,8 +3,9 @@
 bfloat16, Inductor on CPU). Clean, the module outputs alone are dumped and judged, each against
 its float64 truth, and they pass: the verdict says it was judged at module outputs, every row of
 them element-wise. With a defect planted in layer 1's MLP (bench/planted_defect_backend.py, compiled
-code only), the module outputs fail and the op-by-op pass that follows names the op inside
-`model.layers.1.mlp`, as the op-by-op path alone does."""
+code only), the module outputs fail and the op-by-op pass that follows dumps only the ops inside
+the module the first failing output leaves, `model.layers.1.mlp`, and names and confirms the op
+there, as the op-by-op path alone does."""
 
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ def diagnose(diagnose_bin, tmp_path, inductor_cache, planted: bool) -> dict:
     done, run_dir = run_workflow(diagnose_bin, tmp_path, workflow(planted), env=env, timeout=1800)
     report = json.loads((run_dir / "report.json").read_text())
     (step,) = report["steps"]
-    return {"report": report, "step": step, "stderr": done.stderr[-2000:]}
+    return {"report": report, "step": step, "stderr": done.stderr[-2000:], "run_dir": run_dir}
 
 
 def test_clean_model_is_judged_at_module_outputs(diagnose_bin, tmp_path, inductor_cache):
@@ -64,3 +65,15 @@ def test_planted_defect_is_localised_inside_the_diverging_module(diagnose_bin, t
     assert metrics["module_outputs"]["status"] == "fail", metrics["module_outputs"]
     assert metrics["localized"] is True
     assert "layers.1.mlp" in step["summary"], step["summary"]
+    assert done["report"]["verdict"]["confirmation"]["outcome"] == "confirmed", done["report"]["verdict"]
+    # the op-by-op pass dumped the ops of the diverging module only
+    scope = metrics["op_pass_scope"]  # as the dumps spell module paths (the compiled function's argument first)
+    assert scope.endswith("model.layers.1.mlp"), metrics
+    assert f"only the ops inside {scope}," in step["findings"][0]["message"], step["findings"][0]
+    manifest = done["run_dir"] / "steps" / "graph_compare" / "golden" / "dump" / "manifest.jsonl"
+    modules = {
+        record.get("module", "")
+        for line in manifest.read_text().splitlines()
+        if (record := json.loads(line)).get("type", "tensor") == "tensor" and record.get("kind", "op") == "op"
+    }
+    assert modules and all(m.startswith(scope) for m in modules), modules

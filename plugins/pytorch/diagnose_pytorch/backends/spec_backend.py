@@ -10,7 +10,7 @@ import sys
 import time
 
 from .. import compat
-from ..dump.fx_dump import dumping_backend
+from ..dump.fx_dump import dumping_backend, graph_values
 from ..dump.inductor_dump import inductor_backend
 from .torchair import npu_backend
 
@@ -40,11 +40,22 @@ def user_module(name: str):
 
 
 def make_backend(session):
-    """The run's backend; each graph Dynamo hands it is snapshotted first (dump/provenance.py)."""
+    """The run's backend; each graph Dynamo hands it is snapshotted first (dump/provenance.py) and
+    the size of its values recorded once it compiled."""
     backend = _spec_backend(session)
     if session.isolation is not None:
         backend = session.isolation.splitting_backend(backend)
-    return session.provenance.wrapping(backend)
+    return session.provenance.wrapping(sized(session, backend))
+
+
+def sized(session, backend):
+    def backend_fn(gm, example_inputs, **kwargs):
+        values = graph_values(gm)  # before the compiler rewrites the graph
+        compiled = backend(gm, example_inputs, **kwargs)
+        session.status.record_graph_values(*values)
+        return compiled
+
+    return backend_fn
 
 
 def _spec_backend(session):

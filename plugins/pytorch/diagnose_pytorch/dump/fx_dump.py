@@ -11,6 +11,7 @@ import time
 import weakref
 
 import torch
+from torch.utils import _pytree
 
 from .. import compat
 from .dump_writer import nonfinite_constant
@@ -36,6 +37,21 @@ def aot_options(backend: str) -> dict:
 
 def fx_node_key(node: torch.fx.Node) -> str:
     return f"{node.name}-{node.target}"
+
+
+def graph_values(gm: torch.fx.GraphModule) -> tuple[int, int]:
+    """The bytes and elements of the tensors the graph's nodes compute in one call (their example
+    values): what an op-by-op dump of that call keeps, known before anything is dumped
+    (graph_dump_compare's `localisation: auto` weighs it against the dump budget)."""
+    total_bytes = total_elements = 0
+    for node in gm.graph.nodes:
+        if node.op not in ("call_function", "call_method", "call_module"):
+            continue
+        for value in _pytree.tree_leaves(node.meta.get("example_value")):
+            if isinstance(value, torch.Tensor):
+                total_bytes += value.numel() * value.element_size()
+                total_elements += value.numel()
+    return total_bytes, total_elements
 
 
 def module_path(node: torch.fx.Node) -> str | None:
@@ -87,6 +103,20 @@ def module_boundary(node: torch.fx.Node) -> bool:
     parents = _parent_scopes(node.graph)
     scopes = [p for p in paths if p in parents]
     return any(not _inside(module_path(u) or "", scope) for scope in scopes for u in users)
+
+
+def left_module(node: torch.fx.Node) -> str | None:
+    """The innermost module holding modules of its own that the node's value leaves (a reader of
+    it, or the graph's output, lies outside it): the module a failing module output says
+    diverged, whose ops graph_dump_compare's op-by-op pass then dumps; None when it leaves none."""
+    parents = _parent_scopes(node.graph)
+    users = _readers(node)
+    left = [
+        p
+        for p in _module_paths(node)
+        if p in parents and any(u.op == "output" or not _inside(module_path(u) or "", p) for u in users)
+    ]
+    return max(left, key=len) if left else None
 
 
 def _readers(node: torch.fx.Node) -> list[torch.fx.Node]:
@@ -194,6 +224,8 @@ class DumpingInterpreter(torch.fx.Interpreter):
             }
             if self.graph_nodes.get(node.name):
                 fields["graph_nodes"] = self.graph_nodes[node.name]
+            if session.spec.dump.boundaries and (left := left_module(node)):
+                fields["leaves"] = left
             if dumped and session.wants_io("input"):
                 session.write_args(args, seq=seq, op_key=op_key, io="input", **fields)
             out = self.call_function(node.target, args, kwargs)

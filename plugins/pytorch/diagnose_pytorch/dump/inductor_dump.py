@@ -48,7 +48,7 @@ from ..collectives import is_collective
 from ..compat import pytree
 from ..switches import inductor_overrides
 from .alignment import Alignment, golden_forward
-from .fx_dump import module_boundary, node_source
+from .fx_dump import left_module, module_boundary, module_path, node_source
 from .provenance import DynamoGraph
 
 
@@ -411,10 +411,15 @@ def _on_buffer(session, graph_id: int, table: GraphBuffers, seen: set, name: str
     fields = {"op": info.target, "fx_nodes": info.fx_nodes, "sources": info.sources, "buffer": info.buffer}
     if info.graph_nodes:
         fields["graph_nodes"] = info.graph_nodes
-    if not session.selected(op_key, info.target, "") or not session.wants_io("output"):
+    origin = next((n for n in info.nodes if n.name == info.origin), None)
+    module = (module_path(origin) if origin is not None else None) or ""
+    if not session.selected(op_key, info.target, module) or not session.wants_io("output"):
         return
-    if session.spec.dump.boundaries and not any(module_boundary(n) for n in info.nodes if n.name == info.origin):
-        return
+    if session.spec.dump.boundaries:
+        if origin is None or not module_boundary(origin):
+            return
+        if left := left_module(origin):
+            fields["leaves"] = left
     # a tuple reported under its node's name (Inductor's hook of a multi-output kernel) holds
     # outputs 0, 1...; a buffer holds output `index`
     first = 0 if isinstance(value, (list, tuple)) and name not in table.by_buffer else info.index

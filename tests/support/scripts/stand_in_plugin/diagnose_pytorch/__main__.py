@@ -10,7 +10,9 @@ files, with behaviour chosen by environment variables, for the step kinds' focus
                     the graph's nodes $STAND_IN_NODES, wrong while every one of
                     $STAND_IN_CULPRIT_NODES is compiled (status.json isolation; repro/repro.py),
                     right otherwise whatever the backend; the op record's graph_nodes:
-                    $STAND_IN_GRAPH_NODES
+                    $STAND_IN_GRAPH_NODES; a compiled run's graphs compute
+                    $STAND_IN_VALUE_BYTES bytes (status.json graphs.value_bytes); a
+                    dump.boundaries dump's record leaves module $STAND_IN_LEAVES
   ops --from DIR    prints $STAND_IN_OPS (comma-separated) as the op inventory
   single-op ...     checks each --ops op: $STAND_IN_CRASH_OPS kill the process (SIGKILL),
                     $STAND_IN_WRONG_OPS give a wrong graph result, $STAND_IN_ERROR_OPS a
@@ -43,7 +45,7 @@ class Dump:
         self.manifest.write(json.dumps({"type": "header", "format": "diagnose-dump", "version": 1}) + "\n")
         self.seq = 0
 
-    def write(self, op, op_key, value, kind="op", graph_nodes=()):
+    def write(self, op, op_key, value, kind="op", graph_nodes=(), leaves=None):
         name = f"tensors/{self.seq:07d}.output.0.npy"
         np.save(os.path.join(self.directory, name), value)
         record = {
@@ -60,6 +62,8 @@ class Dump:
         }
         if graph_nodes:
             record["graph_nodes"] = list(graph_nodes)
+        if leaves:
+            record["leaves"] = leaves
         self.manifest.write(json.dumps(record) + "\n")
         self.manifest.flush()
         self.seq += 1
@@ -105,7 +109,11 @@ def run(argv):
     result = value((1.5 if wrong else 1.0) * float(os.environ.get("STAND_IN_SCALE", "1")))
     if spec.get("dump", {}).get("level") != "none":
         Dump(os.path.join(out, "dump")).write(
-            "aten.mul.Tensor", "mul-aten.mul.Tensor", result, graph_nodes=env_list("STAND_IN_GRAPH_NODES")
+            "aten.mul.Tensor",
+            "mul-aten.mul.Tensor",
+            result,
+            graph_nodes=env_list("STAND_IN_GRAPH_NODES"),
+            leaves=os.environ.get("STAND_IN_LEAVES") if spec["dump"].get("boundaries") else None,
         )
     Dump(os.path.join(out, "outputs")).write("output", "output.0", result, kind="final")
     if spec.get("checks", {}).get("meta"):
@@ -119,6 +127,8 @@ def run(argv):
         "argv": argv,
         "graphs": {"count": 1 + len(breaks), "graph_breaks": len(breaks), "graph_break_reasons": breaks},
     }
+    if compiled_backend and os.environ.get("STAND_IN_VALUE_BYTES"):
+        status["graphs"]["value_bytes"] = status["graphs"]["value_elements"] = int(os.environ["STAND_IN_VALUE_BYTES"])
     if isolation is not None:
         status["isolation"] = isolation
     with open(os.path.join(out, "status.json"), "w") as f:
