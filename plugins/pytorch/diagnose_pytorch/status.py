@@ -113,7 +113,7 @@ class RunStatus:
         self._data["graphs"]["compile_seconds"].append(round(seconds, 6))
 
     def record_graph_values(self, value_bytes: int, elements: int) -> None:
-        """The values a compiled graph's nodes compute in one call (runtime.graph_info.graph_values)."""
+        """The values a compiled graph's nodes compute in one call (dump.fx_dump.graph_values)."""
         graphs = self._data["graphs"]
         graphs["value_bytes"] = graphs.get("value_bytes", 0) + value_bytes
         graphs["value_elements"] = graphs.get("value_elements", 0) + elements

@@ -96,27 +96,27 @@ def module_boundary(node: torch.fx.Node) -> bool:
     decoder layer, its attention, its MLP; not a Linear or a norm): a user of it, or the
     graph's output, lies outside that module. These are a model's module outputs, what the
     coarse pass of `localisation: modules_first` dumps; a node outside every module is one too."""
-    paths = _module_paths(node)
     users = _readers(node)
-    if not paths or any(u.op == "output" for u in users):
-        return True
-    parents = _parent_scopes(node.graph)
-    scopes = [p for p in paths if p in parents]
-    return any(not _inside(module_path(u) or "", scope) for scope in scopes for u in users)
+    return not _module_paths(node) or any(u.op == "output" for u in users) or bool(_modules_left(node, users))
 
 
 def left_module(node: torch.fx.Node) -> str | None:
     """The innermost module holding modules of its own that the node's value leaves (a reader of
     it, or the graph's output, lies outside it): the module a failing module output says
     diverged, whose ops graph_dump_compare's op-by-op pass then dumps; None when it leaves none."""
+    left = _modules_left(node, _readers(node))
+    return max(left, key=len) if left else None
+
+
+def _modules_left(node: torch.fx.Node, users: list[torch.fx.Node]) -> list[str]:
+    """The node's modules holding modules of their own that its value leaves: one of `users` (its
+    readers) is the graph's output or lies outside the module."""
     parents = _parent_scopes(node.graph)
-    users = _readers(node)
-    left = [
+    return [
         p
         for p in _module_paths(node)
         if p in parents and any(u.op == "output" or not _inside(module_path(u) or "", p) for u in users)
     ]
-    return max(left, key=len) if left else None
 
 
 def _readers(node: torch.fx.Node) -> list[torch.fx.Node]:
