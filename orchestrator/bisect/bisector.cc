@@ -187,14 +187,7 @@ class SearchState {
   }
 
   TrialRecord new_record(const Config& off, const TrialOutcome& outcome, Phase phase) const {
-    TrialRecord trial;
-    trial.off = off;
-    trial.outcome = outcome.outcome;
-    trial.duration_s = outcome.duration_s;
-    trial.metrics = outcome.metrics;
-    trial.detail = outcome.detail;
-    trial.round = next_round_;
-    trial.phase = phase;
+    TrialRecord trial = trial_record(off, outcome, next_round_, phase);
     if (outcome.fired_rules) {
       std::set<std::string> fired(outcome.fired_rules->begin(), outcome.fired_rules->end());
       for (const auto& rule : off)
@@ -662,6 +655,18 @@ std::vector<TrialOutcome> FunctionOracle::run_batch(const std::vector<Config>& c
   std::vector<TrialOutcome> outcomes;
   for (const auto& config : configs) outcomes.push_back(trial_(config));
   return outcomes;
+}
+
+TrialRecord trial_record(const Config& off, const TrialOutcome& outcome, int round, Phase phase) {
+  TrialRecord trial;
+  trial.off = off;
+  trial.outcome = outcome.outcome;
+  trial.duration_s = outcome.duration_s;
+  trial.metrics = outcome.metrics;
+  trial.detail = outcome.detail;
+  trial.round = round;
+  trial.phase = phase;
+  return trial;
 }
 
 nlohmann::json trial_log_to_json(const std::vector<TrialRecord>& trials) {

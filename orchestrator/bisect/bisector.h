@@ -88,6 +88,9 @@ struct TrialRecord {
   bool replayed = false;  // taken from a saved log, not run by this invocation
 };
 
+// The record of a trial of `off` that ended as `outcome` (still_fired left empty).
+TrialRecord trial_record(const Config& off, const TrialOutcome& outcome, int round, Phase phase);
+
 nlohmann::json trial_log_to_json(const std::vector<TrialRecord>& trials);
 // Throws std::runtime_error naming the entry on malformed input.
 std::vector<TrialRecord> trial_log_from_json(const nlohmann::json& log);

@@ -50,13 +50,8 @@ std::vector<std::string> select_rules(const std::vector<std::string>& rules, con
 }
 
 TrialRecord candidate_listing_record(const TrialOutcome& outcome) {
-  TrialRecord record;
-  record.outcome = outcome.outcome;
-  record.duration_s = outcome.duration_s;
-  record.metrics = outcome.metrics;
+  TrialRecord record = trial_record({}, outcome, 1, Phase::Sanity);
   record.detail = "the run that listed the candidates" + (outcome.detail.empty() ? "" : "; " + outcome.detail);
-  record.round = 1;
-  record.phase = Phase::Sanity;
   return record;
 }
 

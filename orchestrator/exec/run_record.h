@@ -29,14 +29,19 @@ RunStatus run_status_from_name(const std::string& name);
 // A finished run whose result stands (resume does not repeat it).
 bool run_complete(RunStatus s);
 
-// How a run ended, as the engine records it (RunRecord) and the report shows it (ReportedRun).
-struct RunEnding {
+// How a process ended, as the process layer reports it (ProcessOutcome, subprocess.h) and every
+// run record carries it.
+struct ProcessEnd {
   RunStatus status = RunStatus::Pending;
-  std::string stdout_path, stderr_path;
   std::optional<int> exit_code;
   std::optional<int> signal;
-  int attempts = 0;
   std::string error;  // why it did not succeed, in words
+};
+
+// How a run ended, as the engine records it (RunRecord) and the report shows it (ReportedRun).
+struct RunEnding : ProcessEnd {
+  std::string stdout_path, stderr_path;
+  int attempts = 0;
   // How a local run's last attempt started, "warm_fork" or "process" (warm_launcher.h), and why.
   std::string launch, launch_reason;
   // A run made for another request (shared_runs.h): the step and run that made it; empty otherwise.

@@ -84,12 +84,9 @@ RunRecord execute(const RunRequest& request, double kill_grace_s, bool warm, int
     const ProcessOutcome& outcome = launched.outcome;
     record.launch = launched.launch;
     record.launch_reason = launched.reason;
-    record.status = outcome.status;
-    record.exit_code = outcome.exit_code;
-    record.signal = outcome.signal;
+    static_cast<ProcessEnd&>(record) = outcome;
     record.started = outcome.started;
     record.finished = outcome.finished;
-    record.error = outcome.error;
     check_outputs(request, record);
     if (!worth_retrying(record.status) || interrupt_count() > 0) break;
   }

@@ -30,12 +30,10 @@ struct ProcessSpec {
   std::string never_forked;
 };
 
-struct ProcessOutcome {
-  RunStatus status = RunStatus::Pending;  // Succeeded, Failed, Crashed, TimedOut, Interrupted or NotStarted
-  std::optional<int> exit_code;
-  std::optional<int> signal;
+// How one process ended (status Succeeded, Failed, Crashed, TimedOut, Interrupted or NotStarted)
+// and when it started and ended.
+struct ProcessOutcome : ProcessEnd {
   double started = 0, finished = 0;
-  std::string error;  // in words, when not Succeeded
 };
 
 struct ProcessCallbacks {
