@@ -15,6 +15,7 @@ namespace {
 
 using testing::TempDir;
 using testing::write_bytes;
+using testing::write_manifest_records;
 using testing::write_npy_f32;
 
 CompareResult compare_dirs(const std::string& golden, const std::string& mine,
@@ -150,27 +151,16 @@ TEST(Compare, ManifestTruthsJudgeByIdentityAndUnmatchedSayWhy) {
   write_bytes(golden.path() + "/tensors/b.truth.npy", testing::npy_bytes("<f8", "(3,)", truth.data(), 24));
   write_npy_f32(golden.path() + "/tensors/a.npy", eager);
   write_bytes(golden.path() + "/tensors/a.truth.npy", testing::npy_bytes("<f8", "(3,)", truth.data(), 24));
-  write_bytes(
-      golden.path() + "/manifest.jsonl",
-      R"({"type": "header", "format": "diagnose-dump", "version": 1, "truth": true})"
-      "\n"
-      R"({"type": "tensor", "seq": 0, "op_key": "a-aten.mul.Tensor", "io": "input", "index": 0, "file": "tensors/a_in.npy", "dtype": "torch.float32", "shape": [3], "fx_nodes": ["a"], "graph": 0, "stats": {"l2": 3.7416573867739413}})"
-      "\n"
-      R"({"type": "tensor", "seq": 0, "op_key": "a-aten.mul.Tensor", "io": "output", "index": 0, "file": "tensors/a.npy", "truth_file": "tensors/a.truth.npy", "precision": "torch.float32", "dtype": "torch.float32", "shape": [3], "fx_nodes": ["a"], "graph": 0})"
-      "\n"
-      R"({"type": "tensor", "seq": 1, "op_key": "b-aten.add.Tensor", "io": "output", "index": 0, "file": "tensors/b.npy", "truth_file": "tensors/b.truth.npy", "precision": "torch.float32", "dtype": "torch.float32", "shape": [3], "fx_nodes": ["b"], "graph": 0})"
-      "\n"
-      R"({"type": "end", "records": 3})"
-      "\n");
+  write_manifest_records(
+      golden.path(),
+      {R"({"type": "tensor", "seq": 0, "op_key": "a-aten.mul.Tensor", "io": "input", "index": 0, "file": "tensors/a_in.npy", "dtype": "torch.float32", "shape": [3], "fx_nodes": ["a"], "graph": 0, "stats": {"l2": 3.7416573867739413}})",
+       R"({"type": "tensor", "seq": 0, "op_key": "a-aten.mul.Tensor", "io": "output", "index": 0, "file": "tensors/a.npy", "truth_file": "tensors/a.truth.npy", "precision": "torch.float32", "dtype": "torch.float32", "shape": [3], "fx_nodes": ["a"], "graph": 0})",
+       R"({"type": "tensor", "seq": 1, "op_key": "b-aten.add.Tensor", "io": "output", "index": 0, "file": "tensors/b.npy", "truth_file": "tensors/b.truth.npy", "precision": "torch.float32", "dtype": "torch.float32", "shape": [3], "fx_nodes": ["b"], "graph": 0})"},
+      /*truth=*/true);
   write_npy_f32(mine.path() + "/tensors/buf0.npy", {1.0f, 2.0f, 3.0f});
-  write_bytes(
-      mine.path() + "/manifest.jsonl",
-      R"({"type": "header", "format": "diagnose-dump", "version": 1})"
-      "\n"
-      R"({"type": "tensor", "seq": 0, "op_key": "b-aten.add.Tensor", "io": "output", "index": 0, "file": "tensors/buf0.npy", "dtype": "torch.float32", "shape": [3], "fx_nodes": ["a", "b"], "graph": 0, "sources": [{"node": "a", "module": "fc", "line": "model.py:3", "code": "y = x * 2"}, {"node": "b", "custom_op": "demo::add"}]})"
-      "\n"
-      R"({"type": "end", "records": 1})"
-      "\n");
+  write_manifest_records(
+      mine.path(),
+      {R"({"type": "tensor", "seq": 0, "op_key": "b-aten.add.Tensor", "io": "output", "index": 0, "file": "tensors/buf0.npy", "dtype": "torch.float32", "shape": [3], "fx_nodes": ["a", "b"], "graph": 0, "sources": [{"node": "a", "module": "fc", "line": "model.py:3", "code": "y = x * 2"}, {"node": "b", "custom_op": "demo::add"}]})"});
   CompareResult r = compare_dirs(golden.path(), mine.path());
   ASSERT_EQ(r.fatal_error, "");
   const Row* b = find_row(r, "b-aten.add.Tensor", Direction::Output, 0);
@@ -203,23 +193,14 @@ TEST(Compare, CompactTruthReadsAsValuePlusDifference) {
   const std::vector<float> delta = {0.0f, 0.0f, static_cast<float>(3.0 - static_cast<double>(eager[2]))};
   write_npy_f32(golden.path() + "/tensors/b.npy", eager);
   write_npy_f32(golden.path() + "/tensors/b.truth_delta.npy", delta);
-  write_bytes(
-      golden.path() + "/manifest.jsonl",
-      R"({"type": "header", "format": "diagnose-dump", "version": 1, "truth": true})"
-      "\n"
-      R"({"type": "tensor", "seq": 1, "op_key": "b-aten.add.Tensor", "io": "output", "index": 0, "file": "tensors/b.npy", "truth_delta_file": "tensors/b.truth_delta.npy", "precision": "torch.float32", "dtype": "torch.float32", "shape": [3], "graph": 0})"
-      "\n"
-      R"({"type": "end", "records": 1})"
-      "\n");
+  write_manifest_records(
+      golden.path(),
+      {R"({"type": "tensor", "seq": 1, "op_key": "b-aten.add.Tensor", "io": "output", "index": 0, "file": "tensors/b.npy", "truth_delta_file": "tensors/b.truth_delta.npy", "precision": "torch.float32", "dtype": "torch.float32", "shape": [3], "graph": 0})"},
+      /*truth=*/true);
   write_npy_f32(mine.path() + "/tensors/b.npy", {1.0f, 2.0f, 3.0f});
-  write_bytes(
-      mine.path() + "/manifest.jsonl",
-      R"({"type": "header", "format": "diagnose-dump", "version": 1})"
-      "\n"
-      R"({"type": "tensor", "seq": 0, "op_key": "b-aten.add.Tensor", "io": "output", "index": 0, "file": "tensors/b.npy", "dtype": "torch.float32", "shape": [3], "graph": 0})"
-      "\n"
-      R"({"type": "end", "records": 1})"
-      "\n");
+  write_manifest_records(
+      mine.path(),
+      {R"({"type": "tensor", "seq": 0, "op_key": "b-aten.add.Tensor", "io": "output", "index": 0, "file": "tensors/b.npy", "dtype": "torch.float32", "shape": [3], "graph": 0})"});
   const Manifest manifest = read_manifest(golden.path());
   ASSERT_EQ(manifest.records.size(), 1u);
   std::optional<TensorRef> truth = manifest_truth(manifest, manifest.records[0]);
@@ -302,16 +283,15 @@ struct FinalOutput {
 };
 
 void write_finals(const std::string& dir, const std::vector<FinalOutput>& outputs) {
-  std::string m = R"({"type": "header", "format": "diagnose-dump", "version": 1})"
-                  "\n";
+  std::vector<std::string> records;
   for (const FinalOutput& o : outputs) {
     const std::string file = "tensors/" + std::to_string(o.index) + ".npy";
     write_npy_f32(dir + "/" + file, o.values);
-    m += R"({"type": "tensor", "seq": 0, "kind": "final", "op_key": "output", "io": "output", "index": )" +
-         std::to_string(o.index) + (o.path ? R"(, "path": ")" + *o.path + "\"" : "") + R"(, "file": ")" + file +
-         R"(", "dtype": "torch.float32", "shape": [)" + std::to_string(o.values.size()) + "]}\n";
+    records.push_back(R"({"type": "tensor", "seq": 0, "kind": "final", "op_key": "output", "io": "output", "index": )" +
+                      std::to_string(o.index) + (o.path ? R"(, "path": ")" + *o.path + "\"" : "") + R"(, "file": ")" +
+                      file + R"(", "dtype": "torch.float32", "shape": [)" + std::to_string(o.values.size()) + "]}");
   }
-  write_bytes(dir + "/manifest.jsonl", m + R"({"type": "end", "records": )" + std::to_string(outputs.size()) + "}\n");
+  write_manifest_records(dir, records);
 }
 
 TEST(Compare, FinalOutputsPairByPathAndByPositionWithDumpsBeforePaths) {
@@ -352,16 +332,10 @@ TEST(Compare, FinalOutputsPairByPathAndByPositionWithDumpsBeforePaths) {
 }
 
 void write_stats_manifest(const std::string& dir, double l2, const std::string& hash) {
-  write_bytes(
-      dir + "/manifest.jsonl",
-      R"({"type": "header", "format": "diagnose-dump", "version": 1})"
-      "\n"
-      R"({"type": "tensor", "seq": 0, "op_key": "mm", "io": "output", "index": 0, "dtype": "torch.float16", "shape": [4], "stats": {"min": -1.0, "max": 2.0, "mean": 0.5, "l2": )" +
-          std::to_string(l2) + R"(, "nan": 0, "inf": 0, "hash": ")" + hash +
-          R"("}})"
-          "\n"
-          R"({"type": "end", "records": 1})"
-          "\n");
+  write_manifest_records(
+      dir,
+      {R"({"type": "tensor", "seq": 0, "op_key": "mm", "io": "output", "index": 0, "dtype": "torch.float16", "shape": [4], "stats": {"min": -1.0, "max": 2.0, "mean": 0.5, "l2": )" +
+       std::to_string(l2) + R"(, "nan": 0, "inf": 0, "hash": ")" + hash + R"("}})"});
 }
 
 TEST(Compare, StatisticsOnlyDumpsAreJudgedOnTheirStatistics) {

@@ -97,8 +97,13 @@ bool has_unmatched(const MatchResult& r, const std::string& name, const std::str
                      [&](const auto& u) { return u.first == name && u.second.find(reason_part) != std::string::npos; });
 }
 
-struct Fixture {
+// A GE dump and the FX dump it is matched with.
+struct GeAndFxDumps {
   TempDir ge, fx;
+  MatchResult match(std::optional<int> rank = std::nullopt) const { return match_ge_vs_fx(fx.path(), ge.path(), rank); }
+};
+
+struct Fixture : GeAndFxDumps {
   explicit Fixture(bool ranks = true) {
     write_file(ge / "dynamo_original_graph_1_rank_0_pid_9_ts_20240101000000000000.txt", graph_text(kOps));
     const std::string ge_token =
@@ -126,7 +131,7 @@ TEST(GeMatch, Detection) {
 
 TEST(GeMatch, LinkedOpInputsAndOutputs) {
   Fixture f;
-  const MatchResult r = match_ge_vs_fx(f.fx.path(), f.ge.path(), std::nullopt);
+  const MatchResult r = f.match();
   ASSERT_TRUE(r.fatal_error.empty()) << r.fatal_error;
   const auto add = rows_of(r, "Add.Add_1.");
   ASSERT_EQ(add.size(), 3u);
@@ -160,13 +165,13 @@ TEST(GeMatch, LinkedOpInputsAndOutputs) {
 
 TEST(GeMatch, GraphNodesComeFromThePluginsMapBesideTheDump) {
   Fixture f;
-  EXPECT_TRUE(match_ge_vs_fx(f.fx.path(), f.ge.path(), std::nullopt).rows.front().graph_nodes.empty());
+  EXPECT_TRUE(f.match().rows.front().graph_nodes.empty());
   // graph 1's ATen nodes: add_1 from Dynamo's g0.x, the fused add_2/relu from g0.h and g0.act;
   // graph 2's and a malformed entry are not this dump's
   write_file(f.ge / "diagnose_graph_nodes_rank_0.json",
              R"({"graphs": {"1": {"add_1": ["g0.x"], "add_2": ["g0.h"], "relu": ["g0.act", "g0.h"], "mm": 3},)"
              R"( "2": {"add_1": ["g1.y"]}}})");
-  const MatchResult r = match_ge_vs_fx(f.fx.path(), f.ge.path(), std::nullopt);
+  const MatchResult r = f.match();
   ASSERT_TRUE(r.fatal_error.empty()) << r.fatal_error;
   for (const RowSpec* row : rows_of(r, "Add.Add_1.")) EXPECT_EQ(row->graph_nodes, (std::vector<std::string>{"g0.x"}));
   const auto fused = rows_of(r, "Add_2Cast_5Relu_4");
@@ -176,14 +181,13 @@ TEST(GeMatch, GraphNodesComeFromThePluginsMapBesideTheDump) {
   // another rank's map is not this rank's
   Fixture other;
   write_file(other.ge / "diagnose_graph_nodes_rank_1.json", R"({"graphs": {"1": {"add_1": ["g0.x"]}}})");
-  for (const RowSpec& row : match_ge_vs_fx(other.fx.path(), other.ge.path(), std::nullopt).rows)
-    EXPECT_TRUE(row.graph_nodes.empty());
+  for (const RowSpec& row : other.match().rows) EXPECT_TRUE(row.graph_nodes.empty());
 }
 
 TEST(GeMatch, AnUnreadableMapOfGraphNodesIsIgnoredWithAWarning) {
   Fixture f;
   write_file(f.ge / "diagnose_graph_nodes_rank_0.json", "{not json");
-  const MatchResult r = match_ge_vs_fx(f.fx.path(), f.ge.path(), std::nullopt);
+  const MatchResult r = f.match();
   ASSERT_TRUE(r.fatal_error.empty()) << r.fatal_error;
   for (const RowSpec& row : r.rows) EXPECT_TRUE(row.graph_nodes.empty());
   EXPECT_TRUE(std::any_of(r.warnings.begin(), r.warnings.end(), [](const std::string& w) {
@@ -193,7 +197,7 @@ TEST(GeMatch, AnUnreadableMapOfGraphNodesIsIgnoredWithAWarning) {
 
 TEST(GeMatch, CastAndTransDataSelfCompare) {
   Fixture f;
-  const MatchResult r = match_ge_vs_fx(f.fx.path(), f.ge.path(), std::nullopt);
+  const MatchResult r = f.match();
   for (const char* file : {"Cast.Cast_9.", "TransData.trans_TransData_7."}) {
     const auto rows = rows_of(r, file);
     ASSERT_EQ(rows.size(), 1u) << file;
@@ -207,7 +211,7 @@ TEST(GeMatch, CastAndTransDataSelfCompare) {
 
 TEST(GeMatch, UnlinkedOpsAndFxNodesAreListed) {
   Fixture f;
-  const MatchResult r = match_ge_vs_fx(f.fx.path(), f.ge.path(), std::nullopt);
+  const MatchResult r = f.match();
   EXPECT_TRUE(rows_of(r, "Mul.Mul_3.").empty());
   EXPECT_TRUE(has_unmatched(r, "rank0/Mul_3", "_fx_tensor_name")) << r.unmatched.size();
   EXPECT_TRUE(has_unmatched(r, "rank0/orphan-aten.neg.default", "no linked GE op"));
@@ -218,7 +222,7 @@ TEST(GeMatch, UnlinkedOpsAndFxNodesAreListed) {
 // unmatched list says why; the outputs are still compared.
 TEST(GeMatch, InputsThatDoNotLineUpAreNotPairedAndSayWhy) {
   Fixture f;
-  const MatchResult r = match_ge_vs_fx(f.fx.path(), f.ge.path(), std::nullopt);
+  const MatchResult r = f.match();
   std::vector<const RowSpec*> inputs, outputs;
   for (const auto& row : r.rows)
     if (row.op_key == "mm-aten.mm.default") (row.direction == Direction::Input ? inputs : outputs).push_back(&row);
@@ -234,7 +238,7 @@ TEST(GeMatch, MissingFxNodeBecomesNotedRows) {
   Fixture f;
   for (const auto& e : std::filesystem::recursive_directory_iterator(f.fx.path()))
     if (e.path().filename().string().rfind("add_1-", 0) == 0) std::filesystem::remove(e.path());
-  const MatchResult r = match_ge_vs_fx(f.fx.path(), f.ge.path(), std::nullopt);
+  const MatchResult r = f.match();
   const auto add = rows_of(r, "Add.Add_1.");
   ASSERT_EQ(add.size(), 3u);
   EXPECT_NE(add[0]->match_note.find("no files for add_1-aten.add.Tensor"), std::string::npos) << add[0]->match_note;
@@ -245,7 +249,7 @@ TEST(GeMatch, MissingFxNodeBecomesNotedRows) {
 
 TEST(GeMatch, FusedOpUsesFirstInputsAndLastOutputs) {
   Fixture f;
-  const MatchResult r = match_ge_vs_fx(f.fx.path(), f.ge.path(), std::nullopt);
+  const MatchResult r = f.match();
   const auto fused = rows_of(r, "AutomaticBufferFusionOp.Add_2Cast_5Relu_4.");
   ASSERT_EQ(fused.size(), 3u);
   EXPECT_EQ(fused[0]->op_key, "add_2-aten.add.Tensor");
@@ -272,7 +276,7 @@ TEST(GeMatch, FusedOpOutputsFollowOriginalOp) {
                  "worldsize1_global_rank0/20240101010101/0/graph_1/1/0/"
                  "AutomaticBufferFusionOp.fused_block_0.7.0.1700000000000070",
              ge_dump_bytes(d, floats_bytes({2, 3})));
-  const MatchResult r = match_ge_vs_fx(f.fx.path(), f.ge.path(), std::nullopt);
+  const MatchResult r = f.match();
   const auto rows = rows_of(r, "fused_block_0");
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0]->direction, Direction::Output);
@@ -307,7 +311,7 @@ TEST(GeMatch, StatisticsFilesAreJudgedOnStatistics) {
       kStatsHeader + stats_line("Input", 0, {1}) + stats_line("Input", 1, {2}) + stats_line("Output", 0, {2}, 0.5));
   write_file(token + "/AutomaticBufferFusionOp.Add_2Cast_5Relu_4.1.0.1700000000000050.csv",
              kStatsHeader + stats_line("Input", 0, {2}) + "Input,1,4,DT_FL");
-  MatchResult r = match_ge_vs_fx(f.fx.path(), f.ge.path(), std::nullopt);
+  MatchResult r = f.match();
   ASSERT_TRUE(r.fatal_error.empty()) << r.fatal_error;
   EXPECT_TRUE(has_unmatched(r, "rank0/Add_2Cast_5Relu_4", "GE dump file unreadable: line 3: 4 fields"));
 
@@ -357,7 +361,7 @@ TEST(GeMatch, StatisticsAreJudgedWithinTheirPrintedPrecision) {
 
 TEST(GeMatch, OlderFxLayoutWithoutRanks) {
   Fixture f(/*ranks=*/false);
-  const MatchResult r = match_ge_vs_fx(f.fx.path(), f.ge.path(), std::nullopt);
+  const MatchResult r = f.match();
   ASSERT_TRUE(r.fatal_error.empty()) << r.fatal_error;
   const auto add = rows_of(r, "Add.Add_1.");
   ASSERT_EQ(add.size(), 3u);
@@ -367,7 +371,8 @@ TEST(GeMatch, OlderFxLayoutWithoutRanks) {
 }
 
 TEST(GeMatch, TwoRanksGraphsAndTokens) {
-  TempDir ge, fx;
+  GeAndFxDumps dumps;
+  const TempDir &ge = dumps.ge, &fx = dumps.fx;
   for (int rank : {0, 1}) {
     write_file(ge / ("dynamo_original_graph_2_rank_" + std::to_string(rank) + "_pid_9_ts_1.txt"), graph_text(kOps));
     write_file(ge / ("dynamo_original_graph_10_rank_" + std::to_string(rank) + "_pid_9_ts_2.txt"), graph_text(kOps));
@@ -381,7 +386,7 @@ TEST(GeMatch, TwoRanksGraphsAndTokens) {
       }
     }
   }
-  const MatchResult all = match_ge_vs_fx(fx.path(), ge.path(), std::nullopt);
+  const MatchResult all = dumps.match();
   ASSERT_TRUE(all.fatal_error.empty()) << all.fatal_error;
   const auto add = rows_of(all, "Add.Add_1.");
   ASSERT_EQ(add.size(), 2u * 2u * 2u * 3u);
@@ -392,12 +397,12 @@ TEST(GeMatch, TwoRanksGraphsAndTokens) {
   EXPECT_TRUE(seen.count({0, 2, 0}));
   EXPECT_TRUE(has_unmatched(all, "rank1/graph10/Mul_3", "_fx_tensor_name"));
 
-  const MatchResult one = match_ge_vs_fx(fx.path(), ge.path(), 1);
+  const MatchResult one = dumps.match(1);
   ASSERT_TRUE(one.fatal_error.empty()) << one.fatal_error;
   for (const auto& row : one.rows) EXPECT_EQ(row.rank, 1);
   EXPECT_EQ(rows_of(one, "Add.Add_1.").size(), 2u * 2u * 3u);
 
-  const MatchResult missing = match_ge_vs_fx(fx.path(), ge.path(), 5);
+  const MatchResult missing = dumps.match(5);
   EXPECT_NE(missing.fatal_error.find("rank 5"), std::string::npos) << missing.fatal_error;
 }
 
@@ -419,7 +424,7 @@ TEST(GeMatch, SymlinkLoopAndUnreadableFiles) {
   std::filesystem::create_directory_symlink(f.ge.path(), token + "/loop");
   std::filesystem::create_directory_symlink(token, f.ge / "worldsize1_global_rank0/20240101010101/again");
   write_file(token + "/Neg.Neg_8.1.0.1700000000000080", "garbage, not a GE dump");
-  const MatchResult r = match_ge_vs_fx(f.fx.path(), f.ge.path(), std::nullopt);
+  const MatchResult r = f.match();
   ASSERT_TRUE(r.fatal_error.empty()) << r.fatal_error;
   EXPECT_EQ(rows_of(r, "Add.Add_1.").size(), 3u);
   EXPECT_TRUE(has_unmatched(r, "rank0/Neg_8", "unreadable"));
@@ -430,16 +435,13 @@ TEST(GeMatch, SymlinkLoopAndUnreadableFiles) {
 TEST(GeMatch, MalformedGraphTxtIsReported) {
   Fixture f;
   write_file(f.ge / "dynamo_original_graph_1_rank_0_pid_9_ts_20240101000000000000.txt", "op { name: ");
-  const MatchResult r = match_ge_vs_fx(f.fx.path(), f.ge.path(), std::nullopt);
+  const MatchResult r = f.match();
   EXPECT_FALSE(r.fatal_error.empty());
   EXPECT_TRUE(std::any_of(r.warnings.begin(), r.warnings.end(),
                           [](const std::string& w) { return w.find("graph txt skipped") != std::string::npos; }));
 }
 
-TEST(GeMatch, NothingToCompare) {
-  TempDir ge, fx;
-  EXPECT_FALSE(match_ge_vs_fx(fx.path(), ge.path(), std::nullopt).fatal_error.empty());
-}
+TEST(GeMatch, NothingToCompare) { EXPECT_FALSE(GeAndFxDumps().match().fatal_error.empty()); }
 
 TEST(GeMatch, GeVsGeGathersFusedInputs) {
   TempDir golden, mine;
@@ -487,8 +489,7 @@ TEST(GeMatch, GeVsGeGathersFusedInputs) {
 // last, "" for MatMulV2's unused optional inputs. Graph fusion (MatMulBiasAddFusionPass) leaves
 // one dump, named after the MatMulV2, whose output's OriginalOp is the Add. `_log_softmax` has
 // two scalar arguments that GE holds as attributes.
-struct RealLowering {
-  TempDir ge, fx;
+struct RealLowering : GeAndFxDumps {
   RealLowering() {
     const std::vector<OpText> ops = {
         {"arg0_1", "Data", {}, {""}},
@@ -522,7 +523,7 @@ struct RealLowering {
 
 TEST(GeMatch, AGraphFusedOpIsComparedThroughItsOriginalOp) {
   RealLowering f;
-  const MatchResult r = match_ge_vs_fx(f.fx.path(), f.ge.path(), std::nullopt);
+  const MatchResult r = f.match();
   const auto rows = rows_of(r, "MatMulV2.MatMulV2.");
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0]->op_key, "addmm-aten.addmm.default");
@@ -533,7 +534,7 @@ TEST(GeMatch, AGraphFusedOpIsComparedThroughItsOriginalOp) {
 
 TEST(GeMatch, HelperOpsOfALoweringSayWhoseTheyAre) {
   RealLowering f;
-  const MatchResult r = match_ge_vs_fx(f.fx.path(), f.ge.path(), std::nullopt);
+  const MatchResult r = f.match();
   EXPECT_TRUE(rows_of(r, "Transpose.Transpose.").empty());
   EXPECT_TRUE(has_unmatched(r, "rank0/Transpose", "helper op of the lowering of addmm-aten.addmm.default"));
   EXPECT_TRUE(has_unmatched(r, "rank0/t-aten.t.default", "no linked GE op"));
@@ -541,7 +542,7 @@ TEST(GeMatch, HelperOpsOfALoweringSayWhoseTheyAre) {
 
 TEST(GeMatch, ScalarArgumentsFoldedIntoTheGeOpAreLeftOutAndListed) {
   RealLowering f;
-  const MatchResult r = match_ge_vs_fx(f.fx.path(), f.ge.path(), std::nullopt);
+  const MatchResult r = f.match();
   const auto rows = rows_of(r, "LogSoftmaxV2.LogSoftmaxV2.");
   ASSERT_EQ(rows.size(), 2u);  // input 0 and output 0
   for (const RowSpec* row : rows) {

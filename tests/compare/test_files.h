@@ -39,6 +39,17 @@ inline void write_npy_f32(const std::string& path, const std::vector<float>& val
                               values.size() * 4));
 }
 
+// The manifest.jsonl of a diagnose dump in `dir` (docs/dump-format.md): the header (saying the
+// dump holds float64 truths where `truth`), the records, one a line, and the end line counting them.
+inline void write_manifest_records(const std::string& dir, const std::vector<std::string>& records,
+                                   bool truth = false) {
+  std::string lines = std::string(R"({"type": "header", "format": "diagnose-dump", "version": 1)") +
+                      (truth ? R"(, "truth": true})" : "}") + "\n";
+  for (const std::string& record : records) lines += record + "\n";
+  write_bytes(dir + "/manifest.jsonl",
+              lines + R"({"type": "end", "records": )" + std::to_string(records.size()) + "}\n");
+}
+
 // A diagnose dump in `dir` (docs/dump-format.md) of (2, 4) float32 output tensors, one a record:
 // `fields` the record's identity as manifest members ("kind": "final", "op_key": ..., "step": 0).
 struct F32Record {
@@ -46,16 +57,15 @@ struct F32Record {
   std::vector<float> values;
 };
 inline void write_f32_dump(const std::string& dir, const std::vector<F32Record>& records) {
-  std::string lines = R"({"type": "header", "format": "diagnose-dump", "version": 1})"
-                      "\n";
-  int seq = 0;
+  std::vector<std::string> lines;
   for (const F32Record& r : records) {
-    const std::string file = "tensors/" + std::to_string(seq) + ".npy";
+    const std::string seq = std::to_string(lines.size()), file = "tensors/" + seq + ".npy";
     write_npy_f32(dir + "/" + file, r.values, "(2, 4)");
-    lines += R"({"type": "tensor", "seq": )" + std::to_string(seq++) + ", " + r.fields +
-             R"(, "io": "output", "index": 0, "dtype": "torch.float32", "shape": [2, 4], "file": ")" + file + "\"}\n";
+    lines.push_back(R"({"type": "tensor", "seq": )" + seq + ", " + r.fields +
+                    R"(, "io": "output", "index": 0, "dtype": "torch.float32", "shape": [2, 4], "file": ")" + file +
+                    "\"}");
   }
-  write_bytes(dir + "/manifest.jsonl", lines + R"({"type": "end", "records": 0})" + "\n");
+  write_manifest_records(dir, lines);
 }
 
 // The header GE's dump recorder writes for its default statistics (compare/ge_stats.h).
