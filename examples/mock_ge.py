@@ -3,7 +3,8 @@ fusion switch file that turns fusion rules on and off ($DIAGNOSE_FUSION_SWITCH_F
 plugin sets it), ./fusion_result.json, GE's record of the rules that fired in each graph, and
 GE's pattern fusion passes written as FX pattern rewrites (the patterns, as the models write
 them, and their right fused forms). Each example backend builds its rules on these and plants
-its own defect.
+its own defect; the models of fusion_rules and precision_loss take their hand-written LayerNorm
+layer from here too (ManualLayerNorm).
 
 A backend finds this file by putting examples/ on sys.path: it is imported from the model's
 script, from the plugin's helper processes and from a standalone repro.py alike.
@@ -104,6 +105,18 @@ def manual_layer_norm(x, gamma, beta):
     mean = x.mean(-1, keepdim=True)
     var = ((x - mean) ** 2).mean(-1, keepdim=True)
     return (x - mean) / torch.sqrt(var + LAYER_NORM_EPS) * gamma + beta
+
+
+class ManualLayerNorm(torch.nn.Module):
+    """A LayerNorm layer written out op by op (manual_layer_norm), with its scale and shift."""
+
+    def __init__(self, dim):
+        super().__init__()
+        self.gamma = torch.nn.Parameter(1.0 + 0.1 * torch.randn(dim))
+        self.beta = torch.nn.Parameter(0.1 * torch.randn(dim))
+
+    def forward(self, x):
+        return manual_layer_norm(x, self.gamma, self.beta)
 
 
 def manual_softmax(x):

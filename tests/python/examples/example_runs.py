@@ -94,6 +94,11 @@ def dynamo_graph(fn, *inputs) -> tuple[torch.fx.GraphModule, list]:
     return gm, example_inputs
 
 
+def rule_counts(graph_result: dict) -> dict:
+    """{rule: effect_times} of one graph's entry in fusion_result.json (mock_ge.graph_result)."""
+    return {rule: counts["effect_times"] for group in graph_result.values() for rule, counts in group.items()}
+
+
 def needs(*names):
     """Marks a test as reading these runs (plain attribute: no custom pytest marker)."""
     unknown = [n for n in names if n not in CATALOG]

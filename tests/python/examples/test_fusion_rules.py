@@ -10,7 +10,16 @@ import numpy as np
 import pytest
 import torch
 
-from example_runs import EXAMPLES, PYTHON, dynamo_graph, example_cache, example_model, example_runs, needs  # noqa: F401
+from example_runs import (  # noqa: F401
+    EXAMPLES,
+    PYTHON,
+    dynamo_graph,
+    example_cache,
+    example_model,
+    example_runs,
+    needs,
+    rule_counts,
+)
 
 fusion_model = example_model("fusion_rules")
 import fusion_backend as fb  # noqa: E402
@@ -45,13 +54,9 @@ def fused(model_graph, switches=None, faults=""):
     return result, float((out - reference).abs().max())
 
 
-def counts(result):
-    return {rule: c["effect_times"] for group in result.values() for rule, c in group.items()}
-
-
 def test_every_rule_fires_and_the_clean_rewrites_are_exact(model_graph):
     result, error = fused(model_graph)
-    assert counts(result) == ALL_RULES
+    assert rule_counts(result) == ALL_RULES
     assert set(result["ub_fusion"]) == {"TbeEltwiseFusionPass"}
     assert all(c["match_times"] == c["effect_times"] for g in result.values() for c in g.values())
     assert error < 1e-5
@@ -72,7 +77,7 @@ def test_planted_default_is_gelu_wrong(model_graph, monkeypatch):
     faults = fb.read_faults(None)
     assert faults.wrong == {"GeluFusionPass"}
     result, error = fused(model_graph, faults=fb.PLANTED_FAULTS)
-    assert counts(result) == ALL_RULES and error > 1e-2
+    assert rule_counts(result) == ALL_RULES and error > 1e-2
     _, error_without_gelu = fused(model_graph, {"GraphFusion": {"GeluFusionPass": "off"}}, fb.PLANTED_FAULTS)
     assert error_without_gelu < 1e-5
 
@@ -87,7 +92,7 @@ def test_pair_fault_is_wrong_only_when_both_rules_fire(model_graph):
     pair = "pair:SoftmaxFusionPass+LayerNormFusionPass"
     assert fused(model_graph, faults=pair)[1] > 1e-4
     alone = fused(model_graph, {"GraphFusion": {"LayerNormFusionPass": "off"}}, pair)
-    assert "SoftmaxFusionPass" in counts(alone[0]) and alone[1] < 1e-5
+    assert "SoftmaxFusionPass" in rule_counts(alone[0]) and alone[1] < 1e-5
 
 
 def test_sticky_rule_ignores_the_switch_file(model_graph):
@@ -96,7 +101,7 @@ def test_sticky_rule_ignores_the_switch_file(model_graph):
         {"GraphFusion": {"ALL": "off"}, "UBFusion": {"ALL": "off"}},
         "sticky:GeluFusionPass,wrong:GeluFusionPass",
     )
-    assert counts(result) == {"GeluFusionPass": "1"} and error > 1e-2
+    assert rule_counts(result) == {"GeluFusionPass": "1"} and error > 1e-2
 
 
 @pytest.mark.parametrize("faults", ["wrong:NoSuchPass", "pair:GeluFusionPass", "melt:GeluFusionPass"])
@@ -128,10 +133,10 @@ def test_plugin_runs_honour_the_switch_file_and_record_fusion_result(example_run
 
     planted_result = json.loads((planted.cwd / "fusion_result.json").read_text())
     assert list(planted_result) == ["session_and_graph_id_0_0"]
-    assert counts(planted_result["session_and_graph_id_0_0"]) == ALL_RULES
+    assert rule_counts(planted_result["session_and_graph_id_0_0"]) == ALL_RULES
     assert planted.status["switches"]["fired"]["fusion_result"] == planted_result
     off_result = json.loads((gelu_off.cwd / "fusion_result.json").read_text())
-    assert counts(off_result["session_and_graph_id_0_0"]) == {
+    assert rule_counts(off_result["session_and_graph_id_0_0"]) == {
         k: v for k, v in ALL_RULES.items() if k != "GeluFusionPass"
     }
     assert gelu_off.status["switches"]["active"]["fusion_switch_file"]["content"] == {

@@ -9,7 +9,7 @@ import json
 import pytest
 import torch
 
-from example_runs import dynamo_graph, example_model
+from example_runs import dynamo_graph, example_model, rule_counts
 
 precision_model = example_model("precision_loss")
 import mock_ge  # noqa: E402
@@ -49,10 +49,6 @@ def fused(model_graph, switches=None, plant="none"):
     return result, out[0] if isinstance(out, (list, tuple)) else out, gm
 
 
-def counts(result):
-    return {rule: c["effect_times"] for group in result.values() for rule, c in group.items()}
-
-
 def targets(gm):
     return {n.target for n in gm.graph.nodes if n.op == "call_function"}
 
@@ -73,7 +69,7 @@ def quiet_loss(out, model_graph):
 
 def test_every_rule_fires_and_the_clean_rewrites_keep_fp32_numbers(model_graph):
     result, out, gm = fused(model_graph)
-    assert counts(result) == ALL_RULES
+    assert rule_counts(result) == ALL_RULES
     assert set(result["ub_fusion"]) == {"TbeEltwiseAddFusionPass"}
     assert all(c["match_times"] == c["effect_times"] for g in result.values() for c in g.values())
     assert within_fp32_rounding(out, model_graph)
@@ -89,9 +85,9 @@ def test_every_rule_fires_and_the_clean_rewrites_keep_fp32_numbers(model_graph):
 @pytest.mark.parametrize("plant,rule", [("softmax_fp16", "SoftmaxFusionPass"), ("tanh_gelu", "GeluFusionPass")])
 def test_the_planted_rule_loses_precision_quietly_and_switching_it_off_restores_it(model_graph, plant, rule):
     result, out, _ = fused(model_graph, plant=plant)
-    assert counts(result) == ALL_RULES and quiet_loss(out, model_graph)
+    assert rule_counts(result) == ALL_RULES and quiet_loss(out, model_graph)
     result, out, _ = fused(model_graph, {"GraphFusion": {rule: "off"}}, plant)
-    assert rule not in counts(result) and within_fp32_rounding(out, model_graph)
+    assert rule not in rule_counts(result) and within_fp32_rounding(out, model_graph)
 
 
 def test_the_default_plant_is_the_float16_softmax(model_graph, monkeypatch):
@@ -104,7 +100,7 @@ def test_the_default_plant_is_the_float16_softmax(model_graph, monkeypatch):
 @pytest.mark.parametrize("plant", sorted(pb.PLANTS))
 def test_with_the_planted_rules_off_every_plant_matches_eager(model_graph, plant):
     result, out, _ = fused(model_graph, PLANTED_OFF, plant)
-    assert counts(result) == {k: v for k, v in ALL_RULES.items() if k not in PLANTED_OFF["GraphFusion"]}
+    assert rule_counts(result) == {k: v for k, v in ALL_RULES.items() if k not in PLANTED_OFF["GraphFusion"]}
     assert within_fp32_rounding(out, model_graph)
 
 
@@ -113,7 +109,7 @@ def test_switch_file_rule_entry_beats_all_and_unnamed_rules_stay_on(model_graph,
     path.write_text(json.dumps({"Switch": {"GraphFusion": {"ALL": "off", "SoftmaxFusionPass": "on"}, "UBFusion": {}}}))
     result, out, _ = fused(model_graph, mock_ge.read_switches(str(path)))
     # the UB rule also takes the adds the GraphFusion rules left: 6 bias adds, 2 LayerNorm shifts
-    assert counts(result) == {"SoftmaxFusionPass": "1", "TbeEltwiseAddFusionPass": "10"}
+    assert rule_counts(result) == {"SoftmaxFusionPass": "1", "TbeEltwiseAddFusionPass": "10"}
     assert within_fp32_rounding(out, model_graph)
 
 
@@ -142,7 +138,7 @@ def test_backend_reads_the_environment_and_writes_fusion_result_for_every_graph(
     result = json.loads((tmp_path / mock_ge.RESULT_FILE).read_text())
     assert list(result) == ["session_and_graph_id_0_0", "session_and_graph_id_0_1"]
     # MatMulBiasAddFusionPass is off: its bias add is left to the UB rule
-    assert counts(result["session_and_graph_id_0_1"]) == {"GeluFusionPass": "1", "TbeEltwiseAddFusionPass": "1"}
+    assert rule_counts(result["session_and_graph_id_0_1"]) == {"GeluFusionPass": "1", "TbeEltwiseAddFusionPass": "1"}
 
 
 def test_the_float16_softmax_kernel_survives_inductor(inductor_cache, monkeypatch):

@@ -13,17 +13,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from example_runs import EXAMPLES, PYTHON, dynamo_graph, example_model, plugin_env, run_module
+from example_runs import EXAMPLES, PYTHON, dynamo_graph, example_model, plugin_env, rule_counts, run_module
 from fixtures.dump_reader import read_dump
 
 rule_model = example_model("single_op_rule")
 import rule_backend as rb  # noqa: E402
 
 GELU = "aten.gelu.default"
-
-
-def rule_counts(result: dict) -> dict:
-    return {rule: counts["effect_times"] for group in result.values() for rule, counts in group.items()}
 
 
 def test_rules_fire_on_the_model_graph_and_on_one_op_graphs():
