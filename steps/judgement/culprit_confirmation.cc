@@ -345,12 +345,23 @@ void confirm_culprit(const StepContext& context, const std::vector<CulpritCandid
     result.findings.insert(result.findings.begin(), {text, confirmed->op});
     return;
   }
-  // Withdrawn: the next steps (fusion_bisect, subgraph_isolate) search as for a failure no op explains.
+  // Withdrawn: the next steps (fusion_bisect, subgraph_isolate) search as for a failure no op explains,
+  // and the step claims no localised defect (a later step that finds one decides the verdict).
   result.metrics["culprit"] = nullptr;
-  if (!state) result.metrics["localized"] = false;
+  if (!state) {
+    result.metrics["localized"] = false;
+    result.metrics["category"] = kUnconfirmedDivergence;
+  }
+  std::vector<std::string> unconfirmed;
+  for (const CulpritCandidate& c : candidates) unconfirmed.push_back(named(c));
   const std::string text =
       "no culprit confirmed by intervention (" + (texts.empty() ? std::string("no candidate") : joined(texts, "; ")) +
-      (state ? "): the differing state is not shown to cause the failure" : "): the op rows localise no culprit");
+      (state ? "): the differing state is not shown to cause the failure"
+       : candidates.empty()
+           ? "): the op rows localise no culprit"
+           : "): the op rows point at " + joined(unconfirmed) +
+                 (unconfirmed.size() == 1 ? ", an unconfirmed candidate" : ", unconfirmed candidates") +
+                 ", not a culprit");
   result.summary += "; " + text;
   result.findings.insert(result.findings.begin(), {text, ""});
 }

@@ -33,6 +33,9 @@ constexpr size_t kMaxConfirmationRuns = 2;
 // A masked defect is confirmed when taking it out brings the final outputs this many times closer.
 constexpr double kMaskedDrop = 10;
 
+// The category of a failure whose op candidates no intervention confirmed (verdict_categories.cc).
+inline constexpr const char* kUnconfirmedDivergence = "unconfirmed_divergence";
+
 // Why a TorchAir GE op cannot be confirmed (docs/workflow.md, How a culprit is confirmed).
 extern const char* const kGeOpUnconfirmable;
 
@@ -69,7 +72,8 @@ struct ConfirmationSides {
 // Confirms the first candidate it can (one run each, at most kMaxConfirmationRuns) and records it
 // in `result`: metric `confirmation` (docs/report-schema.json), a finding, the summary. Confirmed:
 // the culprit and its nodes become the candidate's. Otherwise the culprit is withdrawn (metrics
-// culprit null, localized false: the next steps search on) and the summary says why.
+// culprit null, localized false: the next steps search on; an op candidate's category
+// kUnconfirmedDivergence) and the summary names the candidates unconfirmed and says why.
 void confirm_culprit(const StepContext& context, const std::vector<CulpritCandidate>& candidates,
                      const ConfirmationSides& sides, const InterventionRun& intervention, StepResult& result);
 
