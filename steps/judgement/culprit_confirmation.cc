@@ -336,7 +336,7 @@ void confirm_culprit(const StepContext& context, const std::vector<CulpritCandid
              " → " + std::to_string(after.failed) + "; " + rmse_change(*before, after) + ")";
     } else if (const Observation seen = judge_observed_value(c, record.dir, tolerances); seen.row) {
       const compare::Row& row = *seen.row;
-      ok = row.verdict == compare::Verdict::Pass;
+      ok = row.verdict == compare::Verdict::Pass && after.failed == 0;
       const bool truth = row.referee_rmse_mine && c.rmse_to_truth && row.referee_rmse_golden;
       attempt["observed"] = {{"node", c.observe},
                              {"verdict", compare::verdict_name(row.verdict)},
@@ -349,7 +349,10 @@ void confirm_culprit(const StepContext& context, const std::vector<CulpritCandid
              (truth ? " against float64 (rmse to float64 " + number(*c.rmse_to_truth) + " → " +
                           number(*row.referee_rmse_mine) + ", eager's " + number(*row.referee_rmse_golden) + ")"
                     : " against eager") +
-             "; the final outputs pass either way (" + rmse_change(*before, after) + ")";
+             (after.failed == 0 ? "; the final outputs pass either way ("
+                                : "; but the final outputs now fail (failing output rows 0 → " +
+                                      std::to_string(after.failed) + "; ") +
+             rmse_change(*before, after) + ")";
     } else {
       ok = before->rmse > 0 && after.rmse * kMaskedDrop <= before->rmse;
       text = "with " + named(c) + " run eagerly, the rest compiled, the final outputs (which pass) come " +
