@@ -3,7 +3,7 @@ tied embeddings, rope_theta 1e6) with random seeded weights (nothing is download
 compiled with torch.compile as a user would: one forward of 128 tokens, batch 1, no KV cache.
 
     python bench/qwen2_scale_model.py [--layers N] [--vocab V] [--tokens T] [--planted-layer L]
-                                      [--out OUT.pt]
+                                      [--planted-scale S] [--out OUT.pt]
 
 `--planted-layer L` compiles with planted_defect_backend.py: Inductor whose post-grad custom pass
 scales one op of layer L's MLP (a wrong kernel in compiled code only). Under diagnose the
@@ -50,6 +50,12 @@ def main():
     parser.add_argument("--vocab", type=int, default=QWEN2_0_5B["vocab_size"])
     parser.add_argument("--tokens", type=int, default=128)
     parser.add_argument("--planted-layer", type=int, help="the layer whose MLP the compiled code gets wrong")
+    parser.add_argument(
+        "--planted-scale",
+        type=float,
+        default=planted_defect_backend.SCALE,
+        help="the factor the planted op is off by (small: a defect the final outputs absorb)",
+    )
     parser.add_argument("--out", help="save the logits (torch.save) here")
     args = parser.parse_args()
 
@@ -58,6 +64,7 @@ def main():
     backend = "inductor"
     if args.planted_layer is not None:
         planted_defect_backend.LAYER = args.planted_layer
+        planted_defect_backend.SCALE = args.planted_scale
         backend = planted_defect_backend.backend
     compiled = torch.compile(model, backend=backend)
     ids = torch.randint(0, args.vocab, (1, args.tokens), generator=torch.Generator().manual_seed(100))

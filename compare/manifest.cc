@@ -35,6 +35,7 @@ std::optional<ManifestRecord> tensor_record(const nlohmann::json& j, std::string
     if (j.contains("shape")) record.shape = j["shape"].get<Shape>();
     record.module = j.value("module", std::string());
     record.leaves = j.value("leaves", std::string());
+    if (j.contains("value_of") && j["value_of"].is_string()) record.value_of = j["value_of"].get<std::string>();
     for (auto [field, nodes] : {std::pair{"fx_nodes", &record.fx_nodes}, {"graph_nodes", &record.graph_nodes}})
       if (j.contains(field) && j[field].is_array())
         for (const auto& node : j[field])

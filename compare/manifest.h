@@ -45,6 +45,8 @@ struct ManifestRecord {
   // The subgraph-isolation ids (g<k>.<name>) of the Dynamo-graph nodes fx_nodes were traced
   // from: a run with isolation.eager_nodes these takes the tensor out of the compiled code.
   std::vector<std::string> graph_nodes;
+  // The one graph node whose value this is (up to a view), when the producer says (fx records).
+  std::string value_of;
   // The op (or one of the FX nodes) was given a non-finite constant (masked_fill with -inf, a
   // causal mask filled with -inf): the Inf/NaN it writes is meant, not an overflow.
   bool nonfinite_constant = false;

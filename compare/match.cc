@@ -162,6 +162,7 @@ void match_one_manifest(const Manifest& golden, const Manifest& mine, int rank, 
       }
       s.golden_path = g->second->file.empty() ? golden.dir + "/manifest.jsonl#" + id : s.golden->path;
       s.golden_op_type = g->second->op;
+      s.golden_value_of = g->second->value_of;
       s.golden_reads_uninitialized = uninitialized.count(g->first) > 0;
       if (r.fx_nodes.empty()) {
         s.fx_nodes = g->second->fx_nodes;

@@ -96,6 +96,9 @@ struct RowSpec {
   // target record's provenance: what a run must execute eagerly to take the tensor out of the
   // compiled code; empty when the dump does not say (a GE op, a dump without provenance).
   std::vector<std::string> graph_nodes;
+  // The graph node whose value the golden record's is (its `value_of`): what a run observes to
+  // see this value again (isolation.observe); "" when the golden dump does not say.
+  std::string golden_value_of;
 };
 
 // NotJudged: nothing to judge by value (an op whose output is uninitialised memory): neither

@@ -116,6 +116,7 @@ IfPart<Isolation, RunIsolation> fields(Visit&& visit, Isolation& isolation, More
   visit("eager_nodes", isolation.eager_nodes, more.eager_nodes...);
   visit("repro", isolation.repro, more.repro...);
   visit("eager_writes", isolation.eager_writes, more.eager_writes...);
+  visit("observe", isolation.observe, more.observe...);
 }
 
 template <class Visit, class Spec, class... More>

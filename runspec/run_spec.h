@@ -45,6 +45,8 @@ struct RunIsolation {
   std::optional<bool> repro;
   // state paths (buffers.k_cache): the nodes that write them in place run eagerly too
   std::optional<std::vector<std::string>> eager_writes;
+  // eager nodes whose value each call records (observed/<id>/<step>.npy)
+  std::optional<std::vector<std::string>> observe;
 };
 
 struct RunSpec {

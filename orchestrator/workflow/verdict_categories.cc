@@ -40,6 +40,13 @@ const std::vector<VerdictCategory>& verdict_categories() {
        "The graph run diverges at the named op while fusion is ruled out: examine that op's graph-mode "
        "inputs, layout and precision handling in context.",
        true},
+      {"unconfirmed_divergence", "The compiled graph diverges; no culprit confirmed",
+       "The graph run diverges from eager and its op rows point at the named candidate op(s), but the intervention "
+       "run with a candidate run eagerly (the rest compiled) did not make the failure go away, or could not be made: "
+       "a candidate is where to look first, not a proven cause. Read the confirmation's figures (report.json "
+       "`confirmation`: rows and rmse before and after), run the model with the candidate's graph nodes eager "
+       "yourself (run spec isolation.eager_nodes), and look for the minimal failing subgraph (subgraph_isolate).",
+       true},
       {"precision_problem", "Precision problem",
        "A generic check found a precision difference; add the flowchart's diagnostic steps to classify it.", true},
       {"no_precision_problem", "No precision problem found", "Every step passed or was not needed.", false},

@@ -6,6 +6,10 @@
 #include <set>
 #include <sstream>
 
+#include <boost/filesystem.hpp>
+
+#include "compare/evaluate.h"
+#include "compare/npy.h"
 #include "orchestrator/exec/command_line.h"
 #include "orchestrator/util/files.h"
 #include "runspec/plugin_status.h"
@@ -186,6 +190,8 @@ std::vector<CulpritCandidate> culprit_candidates(const compare::CompareResult& c
     c.step = row.spec.token_id;
     c.suspected_artifact = artifact;
     c.ge_op = ge_dump;
+    c.row = row.spec;
+    c.rmse_to_truth = row.referee_rmse_mine;
   };
   if (first) add(found, *first, false);
   for (const compare::RowGroup& group : compared.groups)
@@ -201,6 +207,36 @@ std::vector<CulpritCandidate> culprit_candidates(const compare::CompareResult& c
   std::vector<CulpritCandidate>& chosen = found.empty() ? suspected : found;
   if (chosen.size() > kMaxConfirmationRuns) chosen.resize(kMaxConfirmationRuns);
   return chosen;
+}
+
+Observation judge_observed_value(const CulpritCandidate& candidate, const std::string& run_dir,
+                                 const compare::Tolerances& tolerances) {
+  Observation seen;
+  if (!candidate.row || candidate.observe.empty()) {
+    seen.error = "no node of it was observed";
+    return seen;
+  }
+  const std::string path = run_dir + "/observed/" + candidate.observe + "/" + std::to_string(candidate.step) + ".npy";
+  if (!boost::filesystem::exists(path)) {
+    seen.error = "the run recorded no value of " + candidate.observe + " at call " + std::to_string(candidate.step + 1);
+    return seen;
+  }
+  compare::RowSpec spec = *candidate.row;
+  if (spec.golden_recorded) {
+    seen.error = "the golden run kept statistics only of its row";
+    return seen;
+  }
+  const compare::DType declared =
+      spec.mine ? (spec.mine->declared_dtype != compare::DType::Unknown ? spec.mine->declared_dtype : spec.mine->dtype)
+                : compare::DType::Unknown;
+  spec.mine = compare::read_npy(path);
+  if (spec.mine->declared_dtype == compare::DType::Unknown && declared != spec.mine->dtype)
+    spec.mine->declared_dtype = declared;
+  spec.my_path = path;
+  spec.my_recorded.reset();
+  spec.over_budget = false;
+  seen.row = compare::evaluate_rows({spec}, tolerances, 1).front();
+  return seen;
 }
 
 void confirm_culprit(const StepContext& context, const std::vector<CulpritCandidate>& candidates,
@@ -244,6 +280,11 @@ void confirm_culprit(const StepContext& context, const std::vector<CulpritCandid
                         : "its dump record names no Dynamo-graph node (graph_nodes) that a run could execute eagerly");
       continue;
     }
+    // a masked defect: the run observes the candidate's own value where that node runs eagerly
+    const std::string& value_of = c.row ? c.row->golden_value_of : std::string();
+    if (!state && before->failed == 0 &&
+        std::find(c.graph_nodes.begin(), c.graph_nodes.end(), value_of) != c.graph_nodes.end())
+      c.observe = value_of;
     if (!state && subset_of(c.graph_nodes, rejected)) {
       unconfirmable("its graph nodes were run eagerly already, with a rejected candidate");
       continue;
@@ -293,11 +334,31 @@ void confirm_culprit(const StepContext& context, const std::vector<CulpritCandid
              (state ? "), the outputs and state of " : ", ") + failing + (ok ? " match eager" : " still diverge") +
              (state ? " (failing output and state rows " : " (failing output rows ") + std::to_string(before->failed) +
              " → " + std::to_string(after.failed) + "; " + rmse_change(*before, after) + ")";
+    } else if (const Observation seen = judge_observed_value(c, record.dir, tolerances); seen.row) {
+      const compare::Row& row = *seen.row;
+      ok = row.verdict == compare::Verdict::Pass && after.failed == 0;
+      const bool truth = row.referee_rmse_mine && c.rmse_to_truth && row.referee_rmse_golden;
+      attempt["observed"] = {{"node", c.observe},
+                             {"verdict", compare::verdict_name(row.verdict)},
+                             {"rmse_before", truth ? nlohmann::json(*c.rmse_to_truth) : nlohmann::json()},
+                             {"rmse_after", truth ? nlohmann::json(*row.referee_rmse_mine) : nlohmann::json()},
+                             {"rmse_eager", truth ? nlohmann::json(*row.referee_rmse_golden) : nlohmann::json()},
+                             {"rmse_to", truth ? "float64" : nullptr}};
+      text = "with " + named(c) + " run eagerly, the rest compiled, its value (" + c.observe + "'s output, call " +
+             std::to_string(c.step + 1) + ") " + (ok ? "now passes" : "still fails") +
+             (truth ? " against float64 (rmse to float64 " + number(*c.rmse_to_truth) + " → " +
+                          number(*row.referee_rmse_mine) + ", eager's " + number(*row.referee_rmse_golden) + ")"
+                    : " against eager") +
+             (after.failed == 0 ? "; the final outputs pass either way ("
+                                : "; but the final outputs now fail (failing output rows 0 → " +
+                                      std::to_string(after.failed) + "; ") +
+             rmse_change(*before, after) + ")";
     } else {
       ok = before->rmse > 0 && after.rmse * kMaskedDrop <= before->rmse;
       text = "with " + named(c) + " run eagerly, the rest compiled, the final outputs (which pass) come " +
              (ok ? "at least " + number(kMaskedDrop) + "× closer to" : "no " + number(kMaskedDrop) + "× closer to") +
-             (before->to_truth && after.to_truth ? " float64" : " eager") + " (" + rmse_change(*before, after) + ")";
+             (before->to_truth && after.to_truth ? " float64" : " eager") + " (" + rmse_change(*before, after) +
+             "; its own value not observed: " + seen.error + ")";
     }
     attempt["outcome"] = ok ? "confirmed" : "rejected";
     text = (ok ? "confirmed: " : "rejected: ") + text;
@@ -345,12 +406,23 @@ void confirm_culprit(const StepContext& context, const std::vector<CulpritCandid
     result.findings.insert(result.findings.begin(), {text, confirmed->op});
     return;
   }
-  // Withdrawn: the next steps (fusion_bisect, subgraph_isolate) search as for a failure no op explains.
+  // Withdrawn: the next steps (fusion_bisect, subgraph_isolate) search as for a failure no op explains,
+  // and the step claims no localised defect (a later step that finds one decides the verdict).
   result.metrics["culprit"] = nullptr;
-  if (!state) result.metrics["localized"] = false;
+  if (!state) {
+    result.metrics["localized"] = false;
+    result.metrics["category"] = kUnconfirmedDivergence;
+  }
+  std::vector<std::string> unconfirmed;
+  for (const CulpritCandidate& c : candidates) unconfirmed.push_back(named(c));
   const std::string text =
       "no culprit confirmed by intervention (" + (texts.empty() ? std::string("no candidate") : joined(texts, "; ")) +
-      (state ? "): the differing state is not shown to cause the failure" : "): the op rows localise no culprit");
+      (state ? "): the differing state is not shown to cause the failure"
+       : candidates.empty()
+           ? "): the op rows localise no culprit"
+           : "): the op rows point at " + joined(unconfirmed) +
+                 (unconfirmed.size() == 1 ? ", an unconfirmed candidate" : ", unconfirmed candidates") +
+                 ", not a culprit");
   result.summary += "; " + text;
   result.findings.insert(result.findings.begin(), {text, ""});
 }

@@ -2,15 +2,16 @@
 // before an op or buffer that graph_dump_compare localised becomes the verdict's culprit, the
 // compiled model runs once more with that candidate's Dynamo-graph nodes run eagerly (run spec
 // isolation.eager_nodes, the rest compiled as the user runs it, final outputs only). Where the
-// final outputs failed, the candidate is confirmed when they now pass; where they passed (a
-// defect masked downstream), when they come at least kMaskedDrop times closer to their float64
-// truth (else to eager). At most kMaxConfirmationRuns runs; a candidate whose dump names no graph
-// node (a TorchAir GE op without the plugin's map of graph nodes: kGeOpUnconfirmable) cannot be
-// confirmed, and an unconfirmed culprit is never named.
-// A state culprit (state_defect: state differs after a call whose outputs match) is confirmed by
-// forcing the write: one run with every node that writes the differing state in place run eagerly
-// (run spec isolation.eager_writes), confirmed when the final outputs and the state of every call
-// then match.
+// final outputs failed, the candidate is confirmed when they now pass. Where they passed (a
+// defect masked downstream), the run also observes the candidate's own value (the golden row's
+// value_of, run eagerly on what the compiled code before it made: isolation.observe), confirmed
+// when that row now passes against the golden's float64 truth; where it cannot be observed, when
+// the final outputs come at least kMaskedDrop times closer to their float64 truth (else to eager). At most
+// kMaxConfirmationRuns runs; a candidate whose dump names no graph node (a TorchAir GE op without the plugin's map of
+// graph nodes: kGeOpUnconfirmable) cannot be confirmed, and an unconfirmed culprit is never named. A state culprit
+// (state_defect: state differs after a call whose outputs match) is confirmed by forcing the write: one run with every
+// node that writes the differing state in place run eagerly (run spec isolation.eager_writes), confirmed when the final
+// outputs and the state of every call then match.
 #pragma once
 
 #include "steps/layer.h"
@@ -30,8 +31,12 @@
 namespace diagnose {
 
 constexpr size_t kMaxConfirmationRuns = 2;
-// A masked defect is confirmed when taking it out brings the final outputs this many times closer.
+// A masked defect whose value cannot be observed is confirmed when taking it out brings the
+// final outputs this many times closer.
 constexpr double kMaskedDrop = 10;
+
+// The category of a failure whose op candidates no intervention confirmed (verdict_categories.cc).
+inline constexpr const char* kUnconfirmedDivergence = "unconfirmed_divergence";
 
 // Why a TorchAir GE op cannot be confirmed (docs/workflow.md, How a culprit is confirmed).
 extern const char* const kGeOpUnconfirmable;
@@ -48,7 +53,23 @@ struct CulpritCandidate {
   bool ge_op = false;  // a TorchAir GE op (a GE dump's row): no run can take it out of the compiled graph
   // a state culprit: the state paths (buffers.k_cache) whose in-place writes the run forces
   std::vector<std::string> forced_writes;
+  // its failing row as the pass judged it, with that row's rmse to float64 (when it had a truth)
+  std::optional<compare::RowSpec> row;
+  std::optional<double> rmse_to_truth;
+  // the graph node whose value the run records (isolation.observe): a masked culprit's own
+  // value, the golden row's value_of when that node runs eagerly; "" none
+  std::string observe;
 };
+
+// The candidate's own value in an intervention run that observed it (observed/<node>/<call>.npy),
+// judged as the pass judged its row: against the same golden value and float64 truth, by the
+// same rules. `error` says why there is no judged row.
+struct Observation {
+  std::optional<compare::Row> row;
+  std::string error;
+};
+Observation judge_observed_value(const CulpritCandidate& candidate, const std::string& run_dir,
+                                 const compare::Tolerances& tolerances);
 
 // The candidates of a comparison whose culprit is `culprit`, most likely first: the culprit, then
 // the other failing op rows of the culprit's call and rank in execution order (suspected
@@ -69,7 +90,8 @@ struct ConfirmationSides {
 // Confirms the first candidate it can (one run each, at most kMaxConfirmationRuns) and records it
 // in `result`: metric `confirmation` (docs/report-schema.json), a finding, the summary. Confirmed:
 // the culprit and its nodes become the candidate's. Otherwise the culprit is withdrawn (metrics
-// culprit null, localized false: the next steps search on) and the summary says why.
+// culprit null, localized false: the next steps search on; an op candidate's category
+// kUnconfirmedDivergence) and the summary names the candidates unconfirmed and says why.
 void confirm_culprit(const StepContext& context, const std::vector<CulpritCandidate>& candidates,
                      const ConfirmationSides& sides, const InterventionRun& intervention, StepResult& result);
 

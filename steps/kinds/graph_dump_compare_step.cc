@@ -258,6 +258,7 @@ class GraphDumpCompareStep : public StepKind {
             RunSpec isolated = spec;
             isolated.isolation = RunIsolation{candidate.graph_nodes, std::nullopt, std::nullopt};
             if (!candidate.forced_writes.empty()) isolated.isolation->eager_writes = candidate.forced_writes;
+            if (!candidate.observe.empty()) isolated.isolation->observe = std::vector<std::string>{candidate.observe};
             RunRequest request = plugin_run(context, name, isolated, side);
             request.cwd = request.dir;  // a backend's own files stay with its run
             bisect::anchor_relative_paths(request, model_cwd);

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "compare/npy.h"
 #include "orchestrator/workflow/workflow_loader.h"
 #include "tests/compare/test_files.h"
 
@@ -186,6 +187,75 @@ TEST(CulpritConfirmation, ATorchAirGeOpSaysWhyNoRunCanTakeItOut) {
   EXPECT_EQ(result.metrics["confirmation"]["runs"], 0);
   EXPECT_EQ(attempt["rank"], 0);
   EXPECT_NE(attempt["reason"].get<std::string>().find("a TorchAir GE op"), std::string::npos) << attempt["reason"];
+}
+
+// A masked defect: the final outputs pass, so the intervention observes the candidate's own value
+// (observed/<node>/<call>.npy) and judges it as the pass judged its row, against the same golden
+// value and float64 truth. 1000 elements: the truth ratio rule's m is 2 for float32.
+struct Observed {
+  TempDir dir;
+  CulpritCandidate candidate;
+  std::vector<float> truth, eager;
+
+  Observed() : truth(1000), eager(1000) {
+    for (size_t i = 0; i < truth.size(); ++i) {
+      truth[i] = 1.0f + 0.001f * static_cast<float>(i);
+      eager[i] = truth[i] + ((i % 2) ? 1e-4f : -1e-4f);  // eager's rounding: rmse 1e-4
+    }
+    testing::write_npy_f32(dir / "golden.npy", eager, "(10, 100)");
+    testing::write_npy_f32(dir / "truth.npy", truth, "(10, 100)");
+    testing::write_npy_f32(dir / "before.npy", scaled(1.06f), "(10, 100)");
+    compare::RowSpec spec;
+    spec.op_key = "mm_1-aten.mm.default";
+    spec.golden = compare::read_npy(dir / "golden.npy");
+    spec.referee = compare::read_npy(dir / "truth.npy");
+    spec.mine = compare::read_npy(dir / "before.npy");
+    spec.golden_value_of = "g0.linear";
+    candidate.op = spec.op_key;
+    candidate.graph_nodes = {"g0.mul", "g0.linear"};
+    candidate.step = 1;
+    candidate.observe = "g0.linear";
+    candidate.row = spec;
+  }
+  std::vector<float> scaled(float factor) const {
+    std::vector<float> out(truth);
+    for (float& v : out) v *= factor;
+    return out;
+  }
+  // the intervention run's value of the observed node at call 2, as a Linear's (1, 10, 100) output
+  std::string run_observing(const std::vector<float>& value) {
+    testing::write_npy_f32(dir / "run/observed/g0.linear/1.npy", value, "(1, 10, 100)");
+    return dir / "run";
+  }
+};
+
+TEST(CulpritConfirmation, AMaskedCulpritsOwnValueRunEagerlyPassesAgainstFloat64) {
+  Observed o;
+  const Observation seen = judge_observed_value(o.candidate, o.run_observing(o.eager), compare::Tolerances::defaults());
+  ASSERT_TRUE(seen.row) << seen.error;
+  EXPECT_EQ(seen.row->verdict, compare::Verdict::Pass) << nlohmann::json(seen.row->reasons).dump();
+  EXPECT_TRUE(seen.row->shape_differs);  // the Linear's view of the mm's value: the same elements
+  ASSERT_TRUE(seen.row->referee_rmse_mine);
+  EXPECT_NEAR(*seen.row->referee_rmse_mine, 1e-4, 1e-6);
+}
+
+TEST(CulpritConfirmation, AMaskedCulpritsOwnValueStillWrongFails) {
+  Observed o;
+  // the defect upstream of the candidate, in compiled code: its value is still 6% off
+  const Observation seen =
+      judge_observed_value(o.candidate, o.run_observing(o.scaled(1.06f)), compare::Tolerances::defaults());
+  ASSERT_TRUE(seen.row) << seen.error;
+  EXPECT_EQ(seen.row->verdict, compare::Verdict::Fail);
+}
+
+TEST(CulpritConfirmation, AValueTheRunDidNotRecordIsNoObservation) {
+  Observed o;
+  const Observation seen = judge_observed_value(o.candidate, o.dir / "run", compare::Tolerances::defaults());
+  EXPECT_FALSE(seen.row);
+  EXPECT_EQ(seen.error, "the run recorded no value of g0.linear at call 2");
+  o.candidate.observe.clear();
+  EXPECT_EQ(judge_observed_value(o.candidate, o.run_observing(o.eager), compare::Tolerances::defaults()).error,
+            "no node of it was observed");
 }
 
 }  // namespace culprit_confirmation_test

@@ -679,10 +679,16 @@ nlohmann::json unconfirmed_culprit(const TempDir& dir, const std::string& env) {
   Finished r = run_diagnose({"wf.yaml"}, dir.path());
   EXPECT_EQ(r.code, 1) << r.out << r.err;
   nlohmann::json report = report_of(dir);
-  EXPECT_EQ(report["verdict"]["category"], "localized_op_defect");
+  // no localised defect is claimed: the candidates are named unconfirmed, never as the culprit
+  EXPECT_EQ(report["verdict"]["category"], "unconfirmed_divergence");
+  EXPECT_EQ(report["steps"][0]["metrics"]["category"], "unconfirmed_divergence");
   EXPECT_EQ(report["verdict"]["culprit"], nullptr);
   EXPECT_EQ(report["steps"][0]["metrics"]["localized"], false);
   EXPECT_EQ(report["steps"][0]["metrics"]["culprit"], nullptr);
+  const std::string summary = report["verdict"]["summary"];
+  EXPECT_EQ(summary.rfind("The compiled graph diverges; no culprit confirmed (step 'graph': ", 0), 0) << summary;
+  EXPECT_NE(summary.find("`mul-aten.mul.Tensor`"), std::string::npos) << summary;
+  EXPECT_NE(summary.find(", an unconfirmed candidate, not a culprit"), std::string::npos) << summary;
   return report["verdict"]["confirmation"];
 }
 

@@ -66,6 +66,9 @@ class Isolation:
     # state paths (buffers.k_cache, inputs.args.1): the nodes that write them in place run eagerly
     eager_writes: list[str] = field(default_factory=list)
     repro: bool = False  # write repro/ for the compiled pieces at the end of the run
+    # eager nodes whose value each call records (observed/<id>/<step>.npy): a masked culprit's
+    # confirmation judges it against the golden's float64 truth
+    observe: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -166,6 +169,9 @@ class RunSpec:
         writes = self.isolation.eager_writes
         if not isinstance(writes, list) or not all(isinstance(w, str) for w in writes):
             raise SpecError("isolation.eager_writes must be a list of state paths (strings like 'buffers.k_cache')")
+        observe = self.isolation.observe
+        if not isinstance(observe, list) or not all(isinstance(n, str) for n in observe):
+            raise SpecError("isolation.observe must be a list of node ids (strings like 'g0.mul_1')")
         if not isinstance(self.isolation.repro, bool):
             raise SpecError("isolation.repro must be true or false")
         if self.mode != "compiled":

@@ -65,6 +65,24 @@ TEST(Verdict, FlowchartOrderDecidesBetweenFailures) {
   EXPECT_EQ(fusion.summary, "Graph structure / fusion defect: SoftmaxFusionPass (step 'bisect': bisect summary)");
 }
 
+// graph_dump_compare whose intervention confirmed no candidate claims no localised defect and names no
+// culprit; a later step that finds one (the subgraph search, a fusion rule) decides the verdict.
+TEST(Verdict, AnUnconfirmedDivergenceNamesNoCulpritAndRanksBelowWhatALaterStepFinds) {
+  const nlohmann::json rejected = {{"outcome", "rejected"}, {"candidate", "mm_71"}};
+  StepResult graph = step("graph", StepStatus::Fail, "unconfirmed_divergence",
+                          {{"culprit", nullptr}, {"first_failing_op", "mm_71"}, {"confirmation", rejected}});
+  Verdict alone = verdict_of({graph, step("subgraph", StepStatus::Pass, "subgraph_defect")});
+  EXPECT_EQ(alone.category, "unconfirmed_divergence");
+  EXPECT_EQ(alone.culprit, "");
+  EXPECT_EQ(alone.summary, "The compiled graph diverges; no culprit confirmed (step 'graph': graph summary)");
+  EXPECT_EQ(alone.confirmation["outcome"], "rejected");
+  Verdict subgraph = verdict_of({graph, step("subgraph", StepStatus::Fail, "subgraph_defect", {{"culprit", "g0.mm"}})});
+  EXPECT_EQ(subgraph.category, "subgraph_defect");
+  EXPECT_EQ(subgraph.culprit, "g0.mm");
+  EXPECT_EQ(verdict_of({graph, step("other", StepStatus::Fail, "precision_problem")}).category,
+            "unconfirmed_divergence");
+}
+
 TEST(Verdict, AMinimalSubgraphRanksAfterAFusionRuleAndBeforeTheLocalisedOp) {
   StepResult graph = step("graph", StepStatus::Fail, "localized_op_defect", {{"first_failing_op", "output"}});
   StepResult subgraph =
@@ -117,7 +135,7 @@ TEST(Verdict, EveryDiagnosableCategoryHasTitleAndAdvice) {
     EXPECT_FALSE(c.advice.empty());
     diagnosable += c.diagnosable;
   }
-  EXPECT_EQ(diagnosable, 9u);
+  EXPECT_EQ(diagnosable, 10u);
 }
 
 }  // namespace

@@ -121,7 +121,7 @@ steps:
      "one "
      "of: single_op_graph_defect, "
      "eager_device_defect, dynamo_meta_defect, known_cause, fusion_defect, state_defect, subgraph_defect, "
-     "localized_op_defect, "
+     "localized_op_defect, unconfirmed_divergence, "
      "precision_problem",
      1},
     {"duplicate_id",
@@ -387,7 +387,7 @@ verdict:
      "wf.yaml:5:26: error: verdict.order[1]: unknown value 'single_op_defect'; expected one of: "
      "single_op_graph_defect, eager_device_defect, dynamo_meta_defect, known_cause, fusion_defect, state_defect, "
      "subgraph_defect, "
-     "localized_op_defect, precision_problem",
+     "localized_op_defect, unconfirmed_divergence, precision_problem",
      1},
     {"bad_layers_regex",
      R"yaml(model: {argv: [python]}

@@ -51,7 +51,8 @@ def isolated(eager_nodes: list[str], backend: str = FMA, **isolation) -> dict:
 
 # in the order the tests need them (the repro test, first, then replays while the others run)
 CATALOG = {
-    "inductor-half": RunConfig(SCRIPT, isolated(HALF, "inductor"), cost=6),
+    # observing an eager node (g1.tanh, inside its piece) and a compiled one (g0.linear: never)
+    "inductor-half": RunConfig(SCRIPT, isolated(HALF, "inductor", observe=["g1.tanh", "g0.linear"]), cost=6),
     "pair-compiled": RunConfig(SCRIPT, isolated([n for n in ALL if n not in PAIR], repro=True)),
     "eager": RunConfig(SCRIPT, {"mode": "eager", "dump": {"level": "none"}}),
     "all-compiled": RunConfig(SCRIPT, isolated([])),
@@ -153,6 +154,25 @@ def test_the_multiply_add_pair_alone_is_wrong_and_everything_else_right(runs):
         ["g1.tanh", "g1.sub"],
     ]
     np.testing.assert_allclose(outputs(runs, "pair-eager")[0], outputs(runs, "eager")[0], rtol=0, atol=1e-6)
+
+
+def test_an_observed_eager_node_records_its_value_of_each_call(runs):
+    """isolation.observe: the eager piece's value of g1.tanh (its piece's output only for the
+    recording), as tanh of what the compiled pieces before it made; a compiled node never."""
+    run = ok(runs, "inductor-half")
+    assert run.status["isolation"]["observed"] == {"g1.tanh": [0]}
+    tanh = np.load(run.run_dir / "observed" / "g1.tanh" / "0.npy")
+    sub = outputs(runs, "inductor-half")[0]  # g1.sub: tanh - high, the output
+    assert tanh.shape == sub.shape and np.all(np.abs(tanh) <= 1) and not np.array_equal(tanh, sub)
+    assert not (run.run_dir / "observed" / "g0.linear").exists()
+
+
+def test_a_golden_record_names_the_node_whose_value_it_is(runs):
+    """value_of: the ATen record whose value leaves its one Dynamo node (fc1's addmm for
+    g0.linear), never one inside it."""
+    value_of = {r["fx_nodes"][0]: r.get("value_of") for r in _records(ok(runs, "fx-dumped"))}
+    assert value_of["tanh"] == "g1.tanh" and value_of["relu"] == "g0.h", value_of
+    assert all(v is None or v in CHOICES for v in value_of.values()), value_of
 
 
 def test_inductor_split_in_pieces_matches_eager(runs):

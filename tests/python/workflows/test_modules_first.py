@@ -3,9 +3,11 @@
 bfloat16, Inductor on CPU). Clean, the module outputs alone are dumped and judged, each against
 its float64 truth, and they pass: the verdict says it was judged at module outputs, every row of
 them element-wise. With a defect planted in layer 1's MLP (bench/planted_defect_backend.py, compiled
-code only), the module outputs fail and the op-by-op pass that follows dumps only the ops inside
-the module the first failing output leaves, `model.layers.1.mlp`, and names and confirms the op
-there, as the op-by-op path alone does."""
+code only; off by 6%, which the final outputs absorb: they pass, as the 24-layer benchmark's do),
+the module outputs fail and the op-by-op pass that follows dumps only the ops inside the module the
+first failing output leaves, `model.layers.1.mlp`, and names the op there; the intervention
+confirms it by observing the op's own value with it run eagerly, the final outputs passing either
+way."""
 
 from __future__ import annotations
 
@@ -20,7 +22,8 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 def workflow(planted: bool) -> str:
-    args = ["--layers", "2", "--vocab", "1024", "--tokens", "16"] + (["--planted-layer", "1"] if planted else [])
+    planted_args = ["--planted-layer", "1", "--planted-scale", "1.06"]
+    args = ["--layers", "2", "--vocab", "1024", "--tokens", "16"] + (planted_args if planted else [])
     return f"""\
 name: qwen2_modules_first
 model:
@@ -65,7 +68,17 @@ def test_planted_defect_is_localised_inside_the_diverging_module(diagnose_bin, t
     assert metrics["module_outputs"]["status"] == "fail", metrics["module_outputs"]
     assert metrics["localized"] is True
     assert "layers.1.mlp" in step["summary"], step["summary"]
-    assert done["report"]["verdict"]["confirmation"]["outcome"] == "confirmed", done["report"]["verdict"]
+    verdict = done["report"]["verdict"]
+    assert verdict["category"] == "localized_op_defect", verdict["summary"]
+    # masked: the final outputs pass, so the confirmation observed the candidate's own value
+    assert metrics["final_outputs"]["failed"] == 0, metrics["final_outputs"]
+    confirmation = verdict["confirmation"]
+    assert confirmation["outcome"] == "confirmed" and confirmation["runs"] == 1, confirmation
+    (attempt,) = confirmation["attempts"]
+    observed = attempt["observed"]
+    assert observed["node"] in attempt["graph_nodes"] and observed["verdict"] == "pass", attempt
+    assert observed["rmse_after"] <= 3 * observed["rmse_eager"] < observed["rmse_before"], observed
+    assert "now passes against float64" in verdict["findings"][0]["message"], verdict["findings"][0]
     # the op-by-op pass dumped the ops of the diverging module only
     scope = metrics["op_pass_scope"]  # as the dumps spell module paths (the compiled function's argument first)
     assert scope.endswith("model.layers.1.mlp"), metrics

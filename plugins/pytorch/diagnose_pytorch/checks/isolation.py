@@ -29,7 +29,13 @@ such as `index_copy_` or `add_`, an item assignment, an op whose schema writes a
 the graph input or a view of it) runs eagerly too, so the write happens as in eager whatever the
 backend does with it; the culprit confirmation of a state defect forces the lost write so.
 Dynamo hands the backend the call's own tensors, so a graph input is that state when it shares
-its memory. `forced_writes` in the report lists each path's nodes."""
+its memory. `forced_writes` in the report lists each path's nodes.
+
+`isolation.observe` names eager nodes whose value each call records, as the eager piece computes
+it on what the compiled pieces before it made: observed/<id>/<step>.npy, listed in the report's
+`observed` (id -> steps). A masked culprit's confirmation judges that value against the golden's
+float64 truth of the same node. A compiled node is never observed: returning its value from its
+piece would change what is compiled."""
 
 from __future__ import annotations
 
@@ -38,12 +44,14 @@ import operator
 import re
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 from torch import fx
 
 from .. import compat
 from ..compat import pytree
 from ..dump.call_state import storage_key
+from ..dump.dump_writer import dumpable, to_numpy
 from ..dump.fx_dump import node_source
 from ..dump.provenance import CANDIDATE_OPS, node_id
 from .repro_writer import ReproError, write_repro
@@ -244,6 +252,8 @@ class Isolation:
         self.report = {"graphs": 0, "nodes": [], "compiled": [], "pieces": [], "unmatched": []}
         if self.spec.eager_writes:
             self.report["forced_writes"] = {path: [] for path in self.spec.eager_writes}
+        if self.spec.observe:
+            self.report["observed"] = {}
         session.status.record_isolation(self.report)
 
     def splitting_backend(self, backend):
@@ -288,10 +298,35 @@ class Isolation:
         self._update_report()
         if not pieces or (len(pieces) == 1 and pieces[0].compiled):
             return self._whole(gm, example_inputs, backend, pieces)
-        if len(pieces) == 1:  # every node eager
+        observed = self._observed(pieces)
+        if len(pieces) == 1 and not observed:  # every node eager
             return gm.forward
         given = dict(zip((n for n in gm.graph.nodes if n.op == "placeholder"), example_inputs))
-        return SplitGraph(gm, [self._runner(gm, p, backend, given) for p in pieces], pieces)
+        return SplitGraph(gm, [self._runner(gm, p, backend, given) for p in pieces], pieces, observed, self.observe)
+
+    def _observed(self, pieces: list[Piece]) -> dict[fx.Node, str]:
+        """The observed nodes of the eager pieces (by id), each made an output of its piece."""
+        observed = {}
+        for piece in pieces:
+            if piece.compiled:
+                continue
+            for node in piece.nodes:
+                if node_id(piece.graph, node) in self.spec.observe:
+                    observed[node] = node_id(piece.graph, node)
+                    if node not in piece.outputs:
+                        piece.outputs.append(node)
+        return observed
+
+    def observe(self, node: str, value) -> None:
+        """Records an observed node's value of this call."""
+        if not dumpable(value):
+            return
+        folder = self.session.spec.run_dir / "observed" / node
+        folder.mkdir(parents=True, exist_ok=True)
+        step = self.session.step
+        np.save(folder / f"{step}.npy", to_numpy(value))
+        self.report["observed"].setdefault(node, []).append(step)
+        self._update_report()
 
     def _force_writes(self, graph: int, gm: fx.GraphModule, candidates: list[fx.Node], example_inputs) -> None:
         """The nodes that write the state `eager_writes` names in place join the eager ones."""
@@ -380,7 +415,9 @@ class SplitGraph:
     """Runs a graph's pieces in order, each on the values the earlier ones produced; a value is
     dropped after the last piece that reads it."""
 
-    def __init__(self, gm: fx.GraphModule, runners: list, pieces: list[Piece]):
+    def __init__(self, gm: fx.GraphModule, runners: list, pieces: list[Piece], observed: dict, record):
+        self.observed = observed  # node -> id: values recorded with `record(id, value)`
+        self.record = record
         self.placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
         output = next(n for n in gm.graph.nodes if n.op == "output")
         self.result = output.args[0]
@@ -396,6 +433,9 @@ class SplitGraph:
         for run, inputs, outputs, done in self.steps:
             values = run(*[env[n] for n in inputs])
             env.update(zip(outputs, values))
+            for node, value in zip(outputs, values):
+                if node in self.observed:
+                    self.record(self.observed[node], value)
             for value in done:
                 del env[value]
         return fx.node.map_arg(self.result, env.__getitem__)

@@ -130,6 +130,20 @@ def _readers(node: torch.fx.Node) -> list[torch.fx.Node]:
     return readers
 
 
+def value_of(node: torch.fx.Node, graph_nodes: dict[str, list[str]]) -> str | None:
+    """The Dynamo-graph node whose value the node's is (up to a view: a Linear's output is the
+    view of its mm), by provenance: the node comes from that one Dynamo node alone and its value
+    leaves that node's ATen nodes (a reader comes from another node, or is the graph's output).
+    None for a value inside a Dynamo node (a step of a decomposed softmax) or of several."""
+    own = graph_nodes.get(node.name)
+    if not own or len(own) != 1:
+        return None
+    for reader in _readers(node):
+        if reader.op == "output" or (not _is_view(reader) and graph_nodes.get(reader.name) != own):
+            return own[0]
+    return None
+
+
 def _is_view(node: torch.fx.Node) -> bool:
     schema = getattr(node.target, "_schema", None)
     return (
@@ -224,6 +238,8 @@ class DumpingInterpreter(torch.fx.Interpreter):
             }
             if self.graph_nodes.get(node.name):
                 fields["graph_nodes"] = self.graph_nodes[node.name]
+                if value := value_of(node, self.graph_nodes):
+                    fields["value_of"] = value
             if session.spec.dump.boundaries and (left := left_module(node)):
                 fields["leaves"] = left
             if dumped and session.wants_io("input"):
