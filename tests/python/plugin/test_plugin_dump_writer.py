@@ -58,13 +58,17 @@ def test_non_contiguous_tensor_is_stored_in_logical_order(tmp_path):
 def test_statistics_of_each_dtype_are_those_of_its_float64_values(tmp_path):
     """Floating values are counted and bounded in their own dtype, the sums taken in float64:
     the statistics are those of the values widened to float64 (NaN, infinities, a transposed
-    view, integers and booleans included)."""
+    view, integers and booleans included), whether every element is finite (one walk, in
+    memory order) or not (the careful walk), float32's largest values included."""
     generator = torch.Generator().manual_seed(4)
     tensors = []
     for dtype in (torch.bfloat16, torch.float16, torch.float32, torch.float64):
-        value = torch.randn(12, 9, generator=generator).to(dtype)
+        finite = torch.randn(12, 9, generator=generator).to(dtype)
+        value = finite.clone()
         value[2, 3], value[4, 1], value[5, 5] = float("nan"), float("inf"), -float("inf")
         tensors += [value, value.t(), torch.full((3,), float("nan"), dtype=dtype)]
+        tensors += [finite, finite.t(), finite.reshape(3, 4, 9).permute(2, 0, 1)]
+    tensors.append(torch.tensor([3e38, 3e38, -3e38]))
     tensors += [torch.arange(-5, 7), torch.tensor([True, False, True])]
     for tensor, record in zip(tensors, write(tmp_path, tensors).tensors):
         wide = tensor.to(torch.float64).numpy().reshape(-1)
