@@ -65,8 +65,6 @@ void record_dump_outcome(State& state, const EqualTensorFiles::Linked& linked) {
                                         {"linked_files", linked.files},   {"linked_bytes", linked.bytes}};
 }
 
-namespace {
-
 std::string size_text(const nlohmann::json& bytes) {
   if (!bytes.is_number()) return "?";
   if (bytes.get<double>() < (1 << 20)) return bytes.dump() + " bytes";
@@ -74,6 +72,8 @@ std::string size_text(const nlohmann::json& bytes) {
   std::snprintf(text, sizeof text, "%.1f MiB", bytes.get<double>() / (1 << 20));
   return text;
 }
+
+namespace {
 
 // The whole run directory against the budget: the final outputs each run keeps whole (the steps
 // judge them) and the rest are outside the op dumps' shares.

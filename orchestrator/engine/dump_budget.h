@@ -28,6 +28,9 @@ namespace diagnose {
 nlohmann::json plan_dump_budget(int64_t limit_bytes, const std::vector<PlannedRun>& planned, const SharedRuns& shared,
                                 const std::map<std::string, int>& ranks_by_step = {});
 
+// "340.0 MiB", "512 bytes"; "?" where `bytes` is not a number.
+std::string size_text(const nlohmann::json& bytes);
+
 // Gives a run that takes a share its dump.max_bytes (no change without a planned budget).
 void apply_dump_share(const State& state, RunSpec& spec);
 

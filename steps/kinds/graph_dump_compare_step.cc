@@ -350,9 +350,8 @@ class GraphDumpCompareStep : public StepKind {
     const bool truth = golden.dump->truth.value_or(false);
     const int64_t estimate = *graphs.value_bytes + (truth ? 8 * graphs.value_elements.value_or(0) : 0);
     if (estimate <= *golden.dump->max_bytes) return std::nullopt;
-    auto mb = [](int64_t bytes) { return std::to_string((bytes + (1 << 19)) >> 20) + " MB"; };
     return "the op-by-op dump of the graph's values" + std::string(truth ? " with their float64 truth" : "") +
-           ", about " + mb(estimate) + ", would not fit the golden's " + mb(*golden.dump->max_bytes) +
+           ", about " + size_text(estimate) + ", would not fit the golden's " + size_text(*golden.dump->max_bytes) +
            " share of the dump budget";
   }
 

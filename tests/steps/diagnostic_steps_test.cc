@@ -658,7 +658,7 @@ TEST(DiagnosticSteps, GraphDumpCompareLocalisationAutoGoesModulesFirstWhereTheOp
   EXPECT_EQ(run_names(large), (std::set<std::string>{"golden-modules", "target-modules", "target-undumped"}));
   EXPECT_EQ(large["findings"][0]["message"],
             "localisation auto chose module outputs first: the op-by-op dump of "
-            "the graph's values, about 95 MB, would not fit the golden's 2 MB share "
+            "the graph's values, about 95.4 MiB, would not fit the golden's 2.0 MiB share "
             "of the dump budget")
       << large["findings"];
 }
