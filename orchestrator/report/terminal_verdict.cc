@@ -70,7 +70,11 @@ Place place_of(const std::string& text) {
   return p;
 }
 
+// A step whose candidate an intervention rejected keeps its first failing row's place in its
+// metrics, but that place is not where the error starts: it names none.
 bool names_a_place(const StepReport& step) {
+  const json confirmation = metric(step, "confirmation");
+  if (confirmation.is_object() && confirmation.value("outcome", "") == "rejected") return false;
   return !strings_of(metric(step, "culprit_sources")).empty() || !strings_of(metric(step, "culprit_nodes")).empty();
 }
 
