@@ -70,12 +70,15 @@ Place place_of(const std::string& text) {
   return p;
 }
 
-// A step whose candidate an intervention rejected keeps its first failing row's place in its
-// metrics, but that place is not where the error starts: it names none.
 bool names_a_place(const StepReport& step) {
-  const json confirmation = metric(step, "confirmation");
-  if (confirmation.is_object() && confirmation.value("outcome", "") == "rejected") return false;
   return !strings_of(metric(step, "culprit_sources")).empty() || !strings_of(metric(step, "culprit_nodes")).empty();
+}
+
+// A step whose candidate an intervention rejected keeps its first failing row's place in its
+// metrics, but that place is not where the error starts (its rows still say how sure).
+bool candidate_rejected(const StepReport& step) {
+  const json confirmation = metric(step, "confirmation");
+  return confirmation.is_object() && confirmation.value("outcome", "") == "rejected";
 }
 
 // The step that says where: the deciding step when its culprit has a place in the code or FX
@@ -105,6 +108,7 @@ std::optional<Place> writer_place(const Verdict& v) {
 
 void where_lines(const RunReport& report, std::vector<VerdictLine>& lines) {
   const StepReport* step = step_with_place(report);
+  if (step && candidate_rejected(*step)) step = nullptr;
   if (!step) {
     if (const std::optional<Place> writer =
             report.verdict.culprit.empty() ? std::nullopt : writer_place(report.verdict)) {
