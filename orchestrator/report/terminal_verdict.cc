@@ -74,6 +74,13 @@ bool names_a_place(const StepReport& step) {
   return !strings_of(metric(step, "culprit_sources")).empty() || !strings_of(metric(step, "culprit_nodes")).empty();
 }
 
+// A step whose candidate an intervention rejected keeps its first failing row's place in its
+// metrics, but that place is not where the error starts (its rows still say how sure).
+bool candidate_rejected(const StepReport& step) {
+  const json confirmation = metric(step, "confirmation");
+  return confirmation.is_object() && confirmation.value("outcome", "") == "rejected";
+}
+
 // The step that says where: the deciding step when its culprit has a place in the code or FX
 // nodes, else the first failed step whose has (a fusion rule's bisection knows no code; the graph
 // comparison found where the error shows).
@@ -101,6 +108,7 @@ std::optional<Place> writer_place(const Verdict& v) {
 
 void where_lines(const RunReport& report, std::vector<VerdictLine>& lines) {
   const StepReport* step = step_with_place(report);
+  if (step && candidate_rejected(*step)) step = nullptr;
   if (!step) {
     if (const std::optional<Place> writer =
             report.verdict.culprit.empty() ? std::nullopt : writer_place(report.verdict)) {

@@ -132,6 +132,23 @@ TEST(TerminalVerdict, EveryCategoryIsAShortBlockWithinTheWidth) {
   }
 }
 
+// A tiny Phi under a user backend whose pass scaled a LayerNorm's output: graph compare's first
+// failing row (q_proj, the LayerNorm's consumer) was rejected by its intervention run and the
+// subgraph search decided; "where" must not show the rejected row's place.
+TEST(TerminalVerdict, ARejectedCandidatesPlaceIsNotWhere) {
+  RunReport report = report_deciding("subgraph_defect");
+  for (StepReport& step : report.steps)
+    if (step.id == "graph_compare") {
+      step.metrics["culprit"] = nullptr;
+      step.metrics["confirmation"] = {{"outcome", "rejected"}, {"text", "rejected: with `cat_3` run eagerly ..."}};
+    }
+  const std::string text = terminal_verdict(report, {}, {200, false});
+  EXPECT_EQ(text.find("modeling_qwen2.py:200"), std::string::npos) << text;
+  EXPECT_EQ(text.find("the error starts"), std::string::npos) << text;
+  EXPECT_NE(text.find("109 of 204 judged rows fail"), std::string::npos) << text;
+  EXPECT_NE(text.find("rejected: with `cat_3` run eagerly"), std::string::npos) << text;
+}
+
 TEST(TerminalVerdict, SaysHowSureWithTheNumbersThatDecided) {
   const std::string text = terminal_verdict(report_deciding("localized_op_defect"), {}, {200, false});
   EXPECT_NE(text.find("✗ Defect localised to an op, not caused by fusion: cat_3-aten.cat.default"), std::string::npos)

@@ -229,3 +229,14 @@ def test_alignment_with_dynamic_shapes_each_graph_its_own_golden():
         shifted = {t: g for t, g in alignment.names.items() if t != g}
         assert shifted and all(g in alignment.golden.values() for g in shifted.values())
         assert any("traced from no unchanged node" in why for why in alignment.reasons.values())
+
+
+def test_a_pre_grad_custom_pass_is_aligned_like_a_users_backend(monkeypatch):
+    # Inductor runs config.pre_grad_custom_pass on Dynamo's graph before AOT names its nodes:
+    # a node it adds shifts the names as a user backend's pass does (the test above)
+    from diagnose_pytorch.dump.inductor_dump import renames_nodes
+
+    monkeypatch.setattr(compat.inductor_config, "pre_grad_custom_pass", None)
+    assert not renames_nodes(None) and renames_nodes(lambda gm, inputs: gm)
+    monkeypatch.setattr(compat.inductor_config, "pre_grad_custom_pass", lambda graph: None)
+    assert renames_nodes(None)

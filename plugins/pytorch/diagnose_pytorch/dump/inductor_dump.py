@@ -30,7 +30,8 @@ kernel) equal nothing the FX-level dump has: they are not dumped, and status.jso
 copy with other strides) is dumped once. Names use each node's target as AOT Autograd made the
 graph (what the FX-level dump interprets): Inductor's post-grad passes change some targets in
 place (`view_to_reshape`: `aten.view` becomes `aten.reshape`). Under a user backend built on
-Inductor, names are the golden's for the node of the same provenance (alignment.py)."""
+Inductor, or with a pass in Inductor's pre-grad custom slot, names are the golden's for the node
+of the same provenance (alignment.py)."""
 
 from __future__ import annotations
 
@@ -433,6 +434,14 @@ def _on_buffer(session, graph_id: int, table: GraphBuffers, seen: set, name: str
         session.write(tensor, seq=seq, op_key=op_key, io="output", index=index, graph=graph_id, **fields)
 
 
+def renames_nodes(compiler) -> bool:
+    """Whether the ATen graph Inductor compiles may name its nodes otherwise than the golden's:
+    a user backend's own pass before compile_fx, or a pass in Inductor's pre-grad slot
+    (`config.pre_grad_custom_pass` runs on Dynamo's graph before AOT Autograd names the nodes;
+    a post-grad pass runs after, on names already given)."""
+    return compiler is not None or compat.inductor_config.pre_grad_custom_pass is not None
+
+
 def _golden_alignment(gm: torch.fx.GraphModule, example_inputs, session) -> Alignment:
     """The golden's names for the ATen nodes the user's backend will compile (alignment.py),
     traced before that backend's pass runs."""
@@ -458,7 +467,7 @@ def inductor_backend(session, dump: bool, compiler=None):
     def backend_fn(gm: torch.fx.GraphModule, example_inputs):
         graph_id = session.new_graph()
         table = GraphBuffers(dynamo=session.provenance.current)
-        if dump and compiler is not None:
+        if dump and renames_nodes(compiler):
             table.alignment = _golden_alignment(gm, example_inputs, session)
         patches = dict(overrides)
         if dump:
