@@ -190,8 +190,7 @@ std::vector<CulpritCandidate> culprit_candidates(const compare::CompareResult& c
     c.step = row.spec.token_id;
     c.suspected_artifact = artifact;
     c.ge_op = ge_dump;
-    c.row = row.spec;
-    c.rmse_to_truth = row.referee_rmse_mine;
+    c.row = row;
   };
   if (first) add(found, *first, false);
   for (const compare::RowGroup& group : compared.groups)
@@ -221,7 +220,7 @@ Observation judge_observed_value(const CulpritCandidate& candidate, const std::s
     seen.error = "the run recorded no value of " + candidate.observe + " at call " + std::to_string(candidate.step + 1);
     return seen;
   }
-  compare::RowSpec spec = *candidate.row;
+  compare::RowSpec spec = candidate.row->spec;
   if (spec.golden_recorded) {
     seen.error = "the golden run kept statistics only of its row";
     return seen;
@@ -281,7 +280,7 @@ void confirm_culprit(const StepContext& context, const std::vector<CulpritCandid
       continue;
     }
     // a masked defect: the run observes the candidate's own value where that node runs eagerly
-    const std::string& value_of = c.row ? c.row->golden_value_of : std::string();
+    const std::string& value_of = c.row ? c.row->spec.golden_value_of : std::string();
     if (!state && before->failed == 0 &&
         std::find(c.graph_nodes.begin(), c.graph_nodes.end(), value_of) != c.graph_nodes.end())
       c.observe = value_of;
@@ -337,16 +336,16 @@ void confirm_culprit(const StepContext& context, const std::vector<CulpritCandid
     } else if (const Observation seen = judge_observed_value(c, record.dir, tolerances); seen.row) {
       const compare::Row& row = *seen.row;
       ok = row.verdict == compare::Verdict::Pass && after.failed == 0;
-      const bool truth = row.referee_rmse_mine && c.rmse_to_truth && row.referee_rmse_golden;
+      const bool truth = row.referee_rmse_mine && c.row->referee_rmse_mine && row.referee_rmse_golden;
       attempt["observed"] = {{"node", c.observe},
                              {"verdict", compare::verdict_name(row.verdict)},
-                             {"rmse_before", truth ? nlohmann::json(*c.rmse_to_truth) : nlohmann::json()},
+                             {"rmse_before", truth ? nlohmann::json(*c.row->referee_rmse_mine) : nlohmann::json()},
                              {"rmse_after", truth ? nlohmann::json(*row.referee_rmse_mine) : nlohmann::json()},
                              {"rmse_eager", truth ? nlohmann::json(*row.referee_rmse_golden) : nlohmann::json()},
                              {"rmse_to", truth ? "float64" : nullptr}};
       text = "with " + named(c) + " run eagerly, the rest compiled, its value (" + c.observe + "'s output, call " +
              std::to_string(c.step + 1) + ") " + (ok ? "now passes" : "still fails") +
-             (truth ? " against float64 (rmse to float64 " + number(*c.rmse_to_truth) + " → " +
+             (truth ? " against float64 (rmse to float64 " + number(*c.row->referee_rmse_mine) + " → " +
                           number(*row.referee_rmse_mine) + ", eager's " + number(*row.referee_rmse_golden) + ")"
                     : " against eager") +
              (after.failed == 0 ? "; the final outputs pass either way ("

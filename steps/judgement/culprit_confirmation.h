@@ -53,9 +53,8 @@ struct CulpritCandidate {
   bool ge_op = false;  // a TorchAir GE op (a GE dump's row): no run can take it out of the compiled graph
   // a state culprit: the state paths (buffers.k_cache) whose in-place writes the run forces
   std::vector<std::string> forced_writes;
-  // its failing row as the pass judged it, with that row's rmse to float64 (when it had a truth)
-  std::optional<compare::RowSpec> row;
-  std::optional<double> rmse_to_truth;
+  // its failing row as the pass judged it (rmse to float64 in referee_rmse_mine, when it had a truth)
+  std::optional<compare::Row> row;
   // the graph node whose value the run records (isolation.observe): a masked culprit's own
   // value, the golden row's value_of when that node runs eagerly; "" none
   std::string observe;

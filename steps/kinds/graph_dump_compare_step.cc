@@ -256,7 +256,7 @@ class GraphDumpCompareStep : public StepKind {
           context, candidates, sides,
           [&](const std::string& name, const CulpritCandidate& candidate) {
             RunSpec isolated = spec;
-            isolated.isolation = RunIsolation{candidate.graph_nodes, std::nullopt, std::nullopt};
+            isolated.isolation.emplace().eager_nodes = candidate.graph_nodes;
             if (!candidate.forced_writes.empty()) isolated.isolation->eager_writes = candidate.forced_writes;
             if (!candidate.observe.empty()) isolated.isolation->observe = std::vector<std::string>{candidate.observe};
             RunRequest request = plugin_run(context, name, isolated, side);

@@ -132,7 +132,7 @@ class SubgraphIsolateStep : public StepKind {
     std::string model_cwd = context.path(context.workflow().model.command.cwd.value_or("."));
     IsolatedRun isolated_run = [&, target_spec](const std::string& name, const Config& eager, bool repro) {
       RunSpec spec = target_spec;
-      spec.isolation = RunIsolation{eager, std::nullopt};
+      spec.isolation.emplace().eager_nodes = eager;
       if (repro) spec.isolation->repro = true;
       RunRequest request = plugin_run(context, name, spec, target);
       request.cwd = request.dir;  // a backend's own files (a fusion report) stay with its trial

@@ -215,7 +215,7 @@ struct Observed {
     candidate.graph_nodes = {"g0.mul", "g0.linear"};
     candidate.step = 1;
     candidate.observe = "g0.linear";
-    candidate.row = spec;
+    candidate.row.emplace().spec = spec;
   }
   std::vector<float> scaled(float factor) const {
     std::vector<float> out(truth);
