@@ -7,6 +7,7 @@ Real subprocesses, real torch.compile; one Inductor cache per session.
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import json
 import os
@@ -92,6 +93,27 @@ def dynamo_graph(fn, *inputs) -> tuple[torch.fx.GraphModule, list]:
     torch._dynamo.reset()
     ((gm, example_inputs),) = captured
     return gm, example_inputs
+
+
+def block_graph(model, *shape) -> tuple[torch.fx.GraphModule, list, torch.Tensor, torch.nn.Module, torch.Tensor]:
+    """The example's Block as its model.py builds it (torch.manual_seed(0), eval mode), called
+    without grad on an input of `shape` seeded 100 as example_loop's first step: (the block's
+    Dynamo graph, the graph's inputs, the block's eager output, the block, the input)."""
+    torch.manual_seed(0)
+    block = model.Block().eval()
+    x = torch.randn(*shape, generator=torch.Generator().manual_seed(100))
+    with torch.no_grad():
+        return *dynamo_graph(block, x), block(x), block, x
+
+
+def run_rewritten(gm: torch.fx.GraphModule, inputs: list, rewrite) -> tuple:
+    """Rewrites a copy of `gm` with `rewrite` (an example backend's fuse, in place) and runs the
+    copy on `inputs` without grad: (what rewrite returned, the first output, the copy)."""
+    gm = copy.deepcopy(gm)
+    result = rewrite(gm)
+    with torch.no_grad():
+        out = gm(*inputs)
+    return result, out[0] if isinstance(out, (list, tuple)) else out, gm
 
 
 def rule_counts(graph_result: dict) -> dict:

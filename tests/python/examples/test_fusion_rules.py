@@ -13,12 +13,13 @@ import torch
 from example_runs import (  # noqa: F401
     EXAMPLES,
     PYTHON,
-    dynamo_graph,
+    block_graph,
     example_cache,
     example_model,
     example_runs,
     needs,
     rule_counts,
+    run_rewritten,
 )
 
 fusion_model = example_model("fusion_rules")
@@ -37,20 +38,12 @@ ALL_RULES = {
 @pytest.fixture(scope="module")
 def model_graph():
     """The example's Dynamo graph, its inputs and the eager reference output."""
-    torch.manual_seed(0)
-    block = fusion_model.Block().eval()
-    x = torch.randn(8, 16, generator=torch.Generator().manual_seed(100))
-    with torch.no_grad():
-        return *dynamo_graph(block, x), block(x)
+    return block_graph(fusion_model, 8, 16)[:3]
 
 
 def fused(model_graph, switches=None, faults=""):
     gm, inputs, reference = model_graph
-    gm = copy.deepcopy(gm)
-    result = fb.fuse(gm, switches or {}, fb.read_faults(faults))
-    with torch.no_grad():
-        out = gm(*inputs)
-    out = out[0] if isinstance(out, (list, tuple)) else out
+    result, out, _ = run_rewritten(gm, inputs, lambda g: fb.fuse(g, switches or {}, fb.read_faults(faults)))
     return result, float((out - reference).abs().max())
 
 

@@ -9,7 +9,7 @@ import json
 import pytest
 import torch
 
-from example_runs import dynamo_graph, example_model
+from example_runs import block_graph, example_model
 
 graph_only_model = example_model("graph_only_defect")
 import mock_ge  # noqa: E402
@@ -19,11 +19,7 @@ import vendor_backend as vb  # noqa: E402
 @pytest.fixture(scope="module")
 def model_graph():
     """The example's Dynamo graph, its inputs and the eager output."""
-    torch.manual_seed(0)
-    block = graph_only_model.Block().eval()
-    x = torch.randn(8, 16, generator=torch.Generator().manual_seed(100))
-    with torch.no_grad():
-        return *dynamo_graph(block, x), block(x)
+    return block_graph(graph_only_model, 8, 16)[:3]
 
 
 def run_vendor(gm, inputs, monkeypatch, tmp_path, switch=None):

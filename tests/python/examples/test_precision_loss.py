@@ -9,7 +9,7 @@ import json
 import pytest
 import torch
 
-from example_runs import dynamo_graph, example_model, rule_counts
+from example_runs import block_graph, example_model, rule_counts, run_rewritten
 
 precision_model = example_model("precision_loss")
 import mock_ge  # noqa: E402
@@ -28,11 +28,9 @@ PLANTED_OFF = {"GraphFusion": {"SoftmaxFusionPass": "off", "GeluFusionPass": "of
 @pytest.fixture(scope="module")
 def model_graph():
     """The example's Dynamo graph, its inputs, the eager output and a float64 run's output."""
-    torch.manual_seed(0)
-    block = precision_model.Block().eval()
-    x = torch.randn(64, 64, generator=torch.Generator().manual_seed(100))
+    gm, inputs, eager, block, x = block_graph(precision_model, 64, 64)
     with torch.no_grad():
-        return *dynamo_graph(block, x), block(x), copy.deepcopy(block).double()(x.double())
+        return gm, inputs, eager, copy.deepcopy(block).double()(x.double())
 
 
 def rmse(a, b):
@@ -42,11 +40,7 @@ def rmse(a, b):
 def fused(model_graph, switches=None, plant="none"):
     """(fusion result, the rewritten graph's output, its rewritten graph)."""
     gm, inputs, _, _ = model_graph
-    gm = copy.deepcopy(gm)
-    result = pb.fuse(gm, switches or {}, plant)
-    with torch.no_grad():
-        out = gm(*inputs)
-    return result, out[0] if isinstance(out, (list, tuple)) else out, gm
+    return run_rewritten(gm, inputs, lambda g: pb.fuse(g, switches or {}, plant))
 
 
 def targets(gm):
