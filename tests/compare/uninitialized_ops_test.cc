@@ -19,19 +19,17 @@ using testing::write_bytes;
 using testing::write_npy_f32;
 
 TEST(UninitializedOps, EveryOverloadAndOpKeyForm) {
-  EXPECT_TRUE(is_uninitialized_op("aten.empty_like.default"));
-  EXPECT_TRUE(is_uninitialized_op("aten.empty.memory_format"));
-  EXPECT_TRUE(is_uninitialized_op("aten.new_empty_strided.out"));
-  EXPECT_TRUE(is_uninitialized_op("prims.empty_strided.default"));
-  EXPECT_TRUE(is_uninitialized_op("empty_like-aten.empty_like.default"));  // FX and compiled dumps
-  EXPECT_TRUE(is_uninitialized_op("net.drop/aten.empty_like.default#3"));  // eager dumps
-  EXPECT_TRUE(is_uninitialized_op("aten.empty_strided.default#0"));        // eager, root module
-  EXPECT_FALSE(is_uninitialized_op("aten.empty_like"));                    // a packet is no operator
-  EXPECT_FALSE(is_uninitialized_op("aten.zeros_like.default"));
-  EXPECT_FALSE(is_uninitialized_op("aten.bernoulli_.float"));
-  EXPECT_FALSE(is_uninitialized_op("empty_like-aten.add.Tensor"));  // a node named empty_like computing an add
-  EXPECT_FALSE(is_uninitialized_op(""));
-  EXPECT_FALSE(is_uninitialized_op("output.logits"));
+  for (const char* name : {"aten.empty_like.default", "aten.empty.memory_format", "aten.new_empty_strided.out",
+                           "prims.empty_strided.default",
+                           "empty_like-aten.empty_like.default",  // FX and compiled dumps
+                           "net.drop/aten.empty_like.default#3",  // eager dumps
+                           "aten.empty_strided.default#0"})       // eager, root module
+    EXPECT_TRUE(is_uninitialized_op(name)) << name;
+  for (const char* name : {"aten.empty_like",  // a packet is no operator
+                           "aten.zeros_like.default", "aten.bernoulli_.float",
+                           "empty_like-aten.add.Tensor",  // a node named empty_like computing an add
+                           "", "output.logits"})
+    EXPECT_FALSE(is_uninitialized_op(name)) << name;
 }
 
 CompareResult compare_dirs(const std::string& golden, const std::string& mine) {
