@@ -726,8 +726,7 @@ TEST(DiagnosticSteps, CompareSummaryNamesWhereTheSidesDisagreeOnNan) {
 
 TEST(DiagnosticSteps, ModelWithoutScriptIsAnErrorNamingTheFix) {
   TempDir dir;
-  write_text(dir / "wf.yaml", "model: {argv: [" + python() + ", " + script("model.py") +
-                                  "]}\nsteps:\n  - {id: graph, kind: graph_dump_compare}\n");
+  write_text(dir / "wf.yaml", stand_in_model_yaml() + "steps:\n  - {id: graph, kind: graph_dump_compare}\n");
   Finished r = run_diagnose({"wf.yaml"}, dir.path());
   EXPECT_EQ(r.code, 3) << r.out << r.err;
   EXPECT_NE(report_of(dir)["steps"][0]["summary"].get<std::string>().find("give model.script"), std::string::npos);

@@ -34,6 +34,31 @@ inline std::string script(const std::string& name) {
   return std::string(DIAGNOSE_SOURCE_DIR) + "/tests/support/scripts/" + name;
 }
 
+// A workflow's model section: the stand-in model (scripts/model.py) run by the project's Python.
+inline std::string stand_in_model_yaml() { return "model:\n  argv: [" + python() + ", " + script("model.py") + "]\n"; }
+
+// Three steps: `eager` and `graph`, the stand-in in each mode dumping its ops (`graph_args` end
+// the graph run's arguments: "--perturb, relu" plants an error from that op on), and `compare`,
+// the graph dump against the eager one, diagnosing `diagnoses` and continuing when it fails.
+inline std::string stand_in_comparison_steps(const std::string& graph_args, const std::string& diagnoses) {
+  return R"yaml(  - id: eager
+    kind: run
+    args: [--mode, eager, --dump, "${run.dump_dir}"]
+    outputs: ["${run.dump_dir}/00_embedding.npy"]
+  - id: graph
+    kind: run
+    args: [--mode, graph, --dump, "${run.dump_dir}", )yaml" +
+         graph_args + R"yaml(]
+  - id: compare
+    kind: compare
+    golden: ${steps.eager.dump_dir}
+    target: ${steps.graph.dump_dir}
+    diagnoses: )yaml" +
+         diagnoses + R"yaml(
+    on_failure: continue
+)yaml";
+}
+
 // The diagnose binary, started in `cwd` with stdout/stderr captured to files.
 class DiagnoseProcess {
  public:

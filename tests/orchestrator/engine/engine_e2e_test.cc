@@ -14,36 +14,15 @@ namespace {
 
 using namespace testing_support;
 
-// The model section: the stand-in model.py run by the project's Python.
-std::string model_yaml(const std::string& extra = "") {
-  return "model:\n  argv: [" + python() + ", " + script("model.py") + "]\n" + extra;
-}
-
-const char* kEagerGraphCompare = R"yaml(
-steps:
-  - id: eager
-    kind: run
-    args: [--mode, eager, --dump, "${run.dump_dir}"]
-    outputs: ["${run.dump_dir}/00_embedding.npy"]
-  - id: graph
-    kind: run
-    args: [--mode, graph, --dump, "${run.dump_dir}", PERTURB]
-  - id: compare
-    kind: compare
-    golden: ${steps.eager.dump_dir}
-    target: ${steps.graph.dump_dir}
-    diagnoses: localized_op_defect
-    on_failure: continue
-  - id: explain
+// The stand-in's eager and graph runs compared, then an assert that runs only when the
+// comparison fails.
+std::string eager_graph_compare(const std::string& graph_args) {
+  return stand_in_model_yaml() + "steps:\n" + stand_in_comparison_steps(graph_args, "localized_op_defect") +
+         R"yaml(  - id: explain
     kind: assert
     when: steps.compare.status == fail
     fail_if: steps.compare.failed > 100
 )yaml";
-
-std::string eager_graph_compare(const std::string& perturb_args) {
-  std::string steps = kEagerGraphCompare;
-  steps.replace(steps.find("PERTURB"), 7, perturb_args);
-  return model_yaml() + steps;
 }
 
 TEST(EndToEnd, PassingFlowExitsZeroWithNoProblem) {
@@ -114,7 +93,7 @@ TEST(EndToEnd, FailingCompareProducesAVerdictNamingTheOp) {
 
 TEST(EndToEnd, StepSkippedByWhenIsSkippedEverywhere) {
   TempDir dir;
-  write_text(dir / "wf.yaml", model_yaml() + R"yaml(
+  write_text(dir / "wf.yaml", stand_in_model_yaml() + R"yaml(
 steps:
   - id: first
     kind: run
@@ -175,7 +154,7 @@ steps:
 
 TEST(EndToEnd, ModelFailingWithAnExceptionIsAnInfrastructureFailure) {
   TempDir dir;
-  write_text(dir / "wf.yaml", model_yaml() + R"yaml(
+  write_text(dir / "wf.yaml", stand_in_model_yaml() + R"yaml(
 steps:
   - id: model
     kind: run
@@ -305,7 +284,7 @@ steps:
 
 TEST(EndToEnd, RunsOfAStepOverlapUpToTheSlots) {
   TempDir dir;
-  write_text(dir / "wf.yaml", model_yaml() + kTwoSlowRuns);
+  write_text(dir / "wf.yaml", stand_in_model_yaml() + kTwoSlowRuns);
   Finished r = run_diagnose({"wf.yaml"}, dir.path());
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   auto times = intervals(dir / "times.log");
@@ -316,14 +295,14 @@ TEST(EndToEnd, RunsOfAStepOverlapUpToTheSlots) {
   EXPECT_TRUE(fs::exists(only_run_dir(dir / "runs") + "/steps/both/b/stdout.log"));
 
   TempDir sequential;
-  write_text(sequential / "wf.yaml", model_yaml() + kTwoSlowRuns);
+  write_text(sequential / "wf.yaml", stand_in_model_yaml() + kTwoSlowRuns);
   ASSERT_EQ(run_diagnose({"wf.yaml", "--slots", "1"}, sequential.path()).code, 0);
   auto one_slot = intervals(sequential / "times.log");
   EXPECT_TRUE(one_slot["a"].end <= one_slot["b"].start || one_slot["b"].end <= one_slot["a"].start);
 }
 
 std::string resumable_workflow() {
-  return model_yaml() + R"yaml(
+  return stand_in_model_yaml() + R"yaml(
 steps:
   - id: quick
     kind: run
@@ -420,7 +399,7 @@ TEST(EndToEnd, SecondCtrlCKillsAChildThatIgnoresTheFirst) {
 
 TEST(EndToEnd, CompareStepRunsBothSidesInParallel) {
   TempDir dir;
-  write_text(dir / "wf.yaml", model_yaml() + R"yaml(
+  write_text(dir / "wf.yaml", stand_in_model_yaml() + R"yaml(
 defaults:
   slots: 2
 steps:
@@ -450,7 +429,7 @@ steps:
 
 TEST(EndToEnd, ResumeRerunsAStepWhoseDefinitionChanged) {
   TempDir dir;
-  std::string first = model_yaml() + R"yaml(
+  std::string first = stand_in_model_yaml() + R"yaml(
 steps:
   - id: kept
     kind: run
@@ -514,7 +493,8 @@ TEST(EndToEnd, JsonLogFormatPrintsOneEventPerLine) {
 
 TEST(EndToEnd, VerboseTailsTheRunsOutputLive) {
   TempDir dir;
-  write_text(dir / "wf.yaml", model_yaml() + "steps:\n  - {id: one, kind: run, args: [--dump, \"${run.dump_dir}\"]}\n");
+  write_text(dir / "wf.yaml",
+             stand_in_model_yaml() + "steps:\n  - {id: one, kind: run, args: [--dump, \"${run.dump_dir}\"]}\n");
   Finished r = run_diagnose({"wf.yaml", "--verbose"}, dir.path());
   ASSERT_EQ(r.code, 0);
   EXPECT_NE(r.err.find("one/main | model: done"), std::string::npos) << r.err;
