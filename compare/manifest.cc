@@ -171,14 +171,32 @@ std::optional<RecordedStats> recorded_stats(const ManifestRecord& record) {
   return s;
 }
 
+namespace {
+
+// A tensor file holds its elements in C order; records that view equal contents at other shapes
+// share one file, whose header has the first one's shape (docs/dump-format.md): the record's
+// shape rules wherever the element counts agree.
+void view_at_record_shape(const ManifestRecord& record, const std::string& what, TensorRef& ref) {
+  if (!ref.ok() || ref.shape == record.shape) return;
+  const std::string shapes =
+      "the record says shape " + shape_to_string(record.shape) + ", the " + what + " " + shape_to_string(ref.shape);
+  if (element_count(record.shape) != element_count(ref.shape)) {
+    if (!record.shape.empty()) ref.error = shapes;
+  } else if (ref.fortran_order && ref.shape.size() > 1) {
+    ref.error = shapes + " in column-major order, which holds its elements in another order";
+  } else {
+    ref.shape = record.shape;
+  }
+}
+
+}  // namespace
+
 std::optional<TensorRef> manifest_truth(const Manifest& manifest, const ManifestRecord& record) {
   const std::string& file = record.truth_delta_file.empty() ? record.truth_file : record.truth_delta_file;
   if (file.empty()) return std::nullopt;
   if (auto bad = escaping_path(file)) return bad;
   TensorRef ref = read_npy(manifest.dir + "/" + file);
-  if (ref.ok() && !record.shape.empty() && element_count(record.shape) != element_count(ref.shape))
-    ref.error =
-        "truth holds shape " + shape_to_string(ref.shape) + ", the record says " + shape_to_string(record.shape);
+  view_at_record_shape(record, "truth holds", ref);
   if (!ref.ok() || record.truth_delta_file.empty()) return ref;
   TensorRef value = manifest_tensor(manifest, record);
   if (!value.ok())
@@ -218,8 +236,7 @@ TensorRef manifest_tensor(const Manifest& manifest, const ManifestRecord& record
     else
       ref.declared_dtype = declared;
   }
-  if (!record.shape.empty() && element_count(record.shape) != element_count(ref.shape))
-    ref.error = "manifest says shape " + shape_to_string(record.shape) + ", file holds " + shape_to_string(ref.shape);
+  view_at_record_shape(record, "file holds", ref);
   return ref;
 }
 

@@ -104,8 +104,8 @@ std::string dump_budget_text(const nlohmann::json& budget) {
   if (budget.contains("written_bytes")) text += " The dumps wrote " + size_text(budget["written_bytes"]) + ".";
   if (!budget.contains("left_out")) return text;
   text += budget["left_out"].empty() ? " Every record kept its tensor."
-                                     : " The budget was reached: past it these dumps kept statistics only, "
-                                       "and their rows were compared on statistics.";
+                                     : " The budget was reached: these dumps kept statistics only of the records "
+                                       "whose tensors no longer fit, and their rows were compared on statistics.";
   return text + run_directory_text(budget.value("run_directory", nlohmann::json()), budget["limit_bytes"]);
 }
 

@@ -7,6 +7,7 @@
 #include <set>
 #include <utility>
 
+#include "compare/npy.h"
 #include "orchestrator/engine/digest.h"
 
 namespace diagnose {
@@ -19,9 +20,28 @@ bool is_tensor_file(const std::filesystem::path& path) {
   return path.extension() == ".npy" && path.parent_path().filename() == "tensors";
 }
 
-std::optional<uint64_t> file_digest(const std::filesystem::path& path) {
+// A tensor file's data and what else two files must share to hold the same tensor viewed at any
+// shape: the element type and the data's size; a column-major file's elements are in the order of
+// its shape, which must agree too. A file that is not an npy file is compared whole.
+struct TensorData {
+  std::string kind;
+  uint64_t offset = 0;
+};
+
+std::optional<TensorData> tensor_data(const std::filesystem::path& path) {
+  std::error_code error;
+  const uintmax_t size = std::filesystem::file_size(path, error);
+  if (error) return std::nullopt;
+  const compare::TensorRef npy = compare::read_npy(path.string());
+  if (!npy.ok()) return TensorData{"file " + std::to_string(size), 0};
+  std::string kind = npy.source_dtype + " " + std::to_string(size - npy.offset);
+  if (npy.fortran_order) kind += " column-major " + compare::shape_to_string(npy.shape);
+  return TensorData{kind, npy.offset};
+}
+
+std::optional<uint64_t> file_digest(const std::filesystem::path& path, uint64_t offset) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
+  if (!in.seekg(static_cast<std::streamoff>(offset))) return std::nullopt;
   std::string chunk(kChunk, '\0');
   uint64_t hash = kFnv1aOffset;
   while (in.read(chunk.data(), chunk.size()) || in.gcount() > 0)
@@ -29,8 +49,11 @@ std::optional<uint64_t> file_digest(const std::filesystem::path& path) {
   return in.bad() ? std::nullopt : std::optional<uint64_t>(hash);
 }
 
-bool same_bytes(const std::filesystem::path& a, const std::filesystem::path& b) {  // of equal sizes
+// whether the data of two files of one kind (from their offsets on) are the same bytes
+bool same_bytes(const std::filesystem::path& a, uint64_t offset_a, const std::filesystem::path& b, uint64_t offset_b) {
   std::ifstream in_a(a, std::ios::binary), in_b(b, std::ios::binary);
+  in_a.seekg(static_cast<std::streamoff>(offset_a));
+  in_b.seekg(static_cast<std::streamoff>(offset_b));
   std::string chunk_a(kChunk, '\0'), chunk_b(kChunk, '\0');
   while (in_a && in_b) {
     in_a.read(chunk_a.data(), chunk_a.size());
@@ -66,18 +89,19 @@ EqualTensorFiles::Linked EqualTensorFiles::share(const std::filesystem::path& di
   Linked linked;
   for (const std::filesystem::path& path : files) {
     const uintmax_t size = std::filesystem::file_size(path, error);
-    if (error) continue;
-    std::vector<Kept>& same_size = by_size_[size];
+    const std::optional<TensorData> data = tensor_data(path);
+    if (error || !data) continue;
+    std::vector<Kept>& same_kind = by_kind_[data->kind];
     bool shared = false;
     std::optional<uint64_t> digest;
-    for (Kept& kept : same_size) {
+    for (Kept& kept : same_kind) {
       if (std::filesystem::equivalent(kept.path, path, error)) {  // linked already (an earlier invocation)
         shared = true;
         break;
       }
-      if (!digest) digest = file_digest(path);
-      if (!kept.digest) kept.digest = file_digest(kept.path);
-      if (!digest || kept.digest != digest || !same_bytes(kept.path, path)) continue;
+      if (!digest) digest = file_digest(path, data->offset);
+      if (!kept.digest) kept.digest = file_digest(kept.path, kept.data_offset);
+      if (!digest || kept.digest != digest || !same_bytes(kept.path, kept.data_offset, path, data->offset)) continue;
       if (link_to(kept.path, path)) {
         shared = true;
         ++linked.files;
@@ -85,7 +109,7 @@ EqualTensorFiles::Linked EqualTensorFiles::share(const std::filesystem::path& di
       }
       break;
     }
-    if (!shared) same_size.push_back({path, digest});
+    if (!shared) same_kind.push_back({path, data->offset, digest});
   }
   total_.files += linked.files;
   total_.bytes += linked.bytes;

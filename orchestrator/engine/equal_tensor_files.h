@@ -2,11 +2,13 @@
 // the final outputs of every run that computes them as eager does (the reference, its repeat,
 // Dynamo's backends), the compiled target's outputs dumped and undumped, a transposed weight
 // dumped by the ATen-level and the FX-level runs, the single-op check's eager and compiled
-// outputs where they agree. After each step the engine replaces every tensor file of that step
-// whose bytes equal a file it kept before by a hard link to that file: the run directory holds
-// those bytes once and every reader sees the same files. Tensor files are the .npy files of a
-// dump's tensors/ folder (docs/dump-format.md); no writer writes into one again once its record
-// is appended (the plugin replaces a file of that name instead).
+// outputs where they agree, the logits row of a module-output dump ([128, V]) and the final
+// output that is its view ([1, 128, V]). After each step the engine replaces every tensor file of
+// that step whose data equal a file it kept before (same element type and bytes, whatever shape its
+// .npy header gives) by a hard link to that file: the run directory holds those bytes once, and
+// readers view a file at its record's shape (docs/dump-format.md). Tensor files are the .npy files
+// of a dump's tensors/ folder; one that is not an npy file is compared whole. No writer writes into
+// one again once its record is appended (the plugin replaces a file of that name instead).
 #pragma once
 
 #include <cstdint>
@@ -33,9 +35,12 @@ class EqualTensorFiles {
  private:
   struct Kept {
     std::filesystem::path path;
-    std::optional<uint64_t> digest;  // computed when another file of its size comes
+    uint64_t data_offset = 0;        // where its data start (after the .npy header)
+    std::optional<uint64_t> digest;  // of its data, computed when another file of its kind comes
   };
-  std::map<uintmax_t, std::vector<Kept>> by_size_;
+  // by what must agree besides the data: the element type, the data's size (and, column-major,
+  // the shape)
+  std::map<std::string, std::vector<Kept>> by_kind_;
   Linked total_;
 };
 

@@ -228,6 +228,52 @@ TEST(Compare, CompactTruthReadsAsValuePlusDifference) {
   EXPECT_NE(truth->error.find("difference from the record's tensor"), std::string::npos) << truth->error;
 }
 
+// A file shared by records that view its elements at other shapes (the logits row [2, 3] and the
+// final output that is its view [1, 2, 3]) is read at each record's shape, its truth too; a file
+// of another element count, or column-major at another shape, is not comparable and says why.
+TEST(Compare, ASharedFileIsReadAtEachRecordsShape) {
+  TempDir golden, mine;
+  const std::vector<float> value = {1, 2, 3, 4, 5, 6};
+  write_npy_f32(golden.path() + "/tensors/row.npy", value, "(2, 3)");
+  write_npy_f32(golden.path() + "/tensors/row.truth_delta.npy", {0, 0, 0, 0, 0, 0}, "(2, 3)");
+  write_bytes(golden.path() + "/tensors/column_major.npy",
+              testing::npy_bytes("<f4", "(3, 2)", value.data(), 24, /*fortran=*/true));
+  const std::string files = R"("file": "tensors/row.npy", "truth_delta_file": "tensors/row.truth_delta.npy")";
+  write_manifest_records(
+      golden.path(),
+      {R"({"type": "tensor", "seq": 0, "op_key": "mm", "io": "output", "index": 0, "dtype": "torch.float32", "shape": [2, 3], )" +
+           files + "}",
+       R"({"type": "tensor", "seq": 1, "kind": "final", "op_key": "output", "io": "output", "index": 0, "dtype": "torch.float32", "shape": [1, 2, 3], )" +
+           files + "}",
+       R"({"type": "tensor", "seq": 2, "op_key": "wrong_count", "io": "output", "index": 0, "dtype": "torch.float32", "shape": [4], "file": "tensors/row.npy"})",
+       R"({"type": "tensor", "seq": 3, "op_key": "transposed", "io": "output", "index": 0, "dtype": "torch.float32", "shape": [2, 3], "file": "tensors/column_major.npy"})"},
+      /*truth=*/true);
+  const Manifest manifest = read_manifest(golden.path());
+  ASSERT_EQ(manifest.records.size(), 4u);
+  const TensorRef final_output = manifest_tensor(manifest, manifest.records[1]);
+  ASSERT_TRUE(final_output.ok()) << final_output.error;
+  EXPECT_EQ(final_output.shape, (Shape{1, 2, 3}));
+  const std::optional<TensorRef> truth = manifest_truth(manifest, manifest.records[1]);
+  ASSERT_TRUE(truth && truth->ok()) << (truth ? truth->error : "no truth");
+  EXPECT_EQ(truth->shape, (Shape{1, 2, 3}));
+  EXPECT_EQ(manifest_tensor(manifest, manifest.records[2]).error, "the record says shape [4], the file holds [2, 3]");
+  EXPECT_NE(manifest_tensor(manifest, manifest.records[3]).error.find("column-major"), std::string::npos);
+
+  write_npy_f32(mine.path() + "/tensors/mm.npy", value, "(2, 3)");
+  write_npy_f32(mine.path() + "/tensors/out.npy", value, "(1, 2, 3)");
+  write_manifest_records(
+      mine.path(),
+      {R"({"type": "tensor", "seq": 0, "op_key": "mm", "io": "output", "index": 0, "dtype": "torch.float32", "shape": [2, 3], "file": "tensors/mm.npy"})",
+       R"({"type": "tensor", "seq": 1, "kind": "final", "op_key": "output", "io": "output", "index": 0, "dtype": "torch.float32", "shape": [1, 2, 3], "file": "tensors/out.npy"})"});
+  CompareResult r = compare_dirs(golden.path(), mine.path());
+  ASSERT_EQ(r.fatal_error, "");
+  for (const char* op : {"mm", "output"}) {
+    const Row* row = find_row(r, op, Direction::Output, 0);
+    ASSERT_NE(row, nullptr) << op;
+    EXPECT_EQ(row->verdict, Verdict::Pass) << op << ": " << (row->reasons.empty() ? "" : row->reasons.front());
+  }
+}
+
 // Records the byte budget left without a tensor (not_kept: budget) are compared on their
 // statistics, and the row says so; equal hashes are bitwise-equal tensors.
 TEST(Compare, RecordsOverTheBudgetAreComparedOnStatistics) {

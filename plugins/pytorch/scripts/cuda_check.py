@@ -46,7 +46,7 @@ def final_output(run_dir: Path) -> np.ndarray:
     with open(run_dir / "outputs" / "manifest.jsonl") as f:
         records = [json.loads(line) for line in f]
     first = next(r for r in records if r["type"] == "tensor")
-    return np.load(run_dir / "outputs" / first["file"])
+    return np.load(run_dir / "outputs" / first["file"]).reshape(first["shape"])
 
 
 def check(label: str, golden: Path, mine: Path, diagnose: str | None) -> bool:

@@ -171,7 +171,8 @@ TEST(DumpBudget, TheOutcomeSaysWhatTheDumpsWroteAndWhatTheBudgetLeftOut) {
   EXPECT_EQ(dump_budget_text(planned).substr(dump_budget_text(planned).find(" The dumps")),
             " The dumps wrote 700.0 MiB. Every record kept its tensor.");
   planned["left_out"] = state.dump_budget["left_out"];
-  EXPECT_NE(dump_budget_text(planned).find("The budget was reached: past it these dumps kept statistics only"),
+  EXPECT_NE(dump_budget_text(planned).find(
+                "The budget was reached: these dumps kept statistics only of the records whose tensors no longer fit"),
             std::string::npos);
   EXPECT_EQ(dump_budget_text(nullptr), "");
 }

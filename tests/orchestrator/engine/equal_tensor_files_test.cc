@@ -63,5 +63,35 @@ TEST_F(EqualTensorFilesTest, EqualTensorFilesOfLaterStepsBecomeLinksToTheFirst) 
   EXPECT_EQ(usage.other, static_cast<int64_t>(logits.size()));
 }
 
+// An .npy v1.0 file of `descr` and `shape` (Python tuple text) holding `data`.
+std::string npy(const std::string& descr, const std::string& shape, const std::string& data,
+                bool fortran_order = false) {
+  std::string header = "{'descr': '" + descr + "', 'fortran_order': " + (fortran_order ? "True" : "False") +
+                       ", 'shape': " + shape + ", }";
+  header.append(63 - (10 + header.size()) % 64, ' ');
+  header += '\n';
+  const std::string length{static_cast<char>(header.size() & 0xff), static_cast<char>(header.size() >> 8)};
+  return std::string("\x93NUMPY\x01\x00", 8) + length + header + data;
+}
+
+TEST_F(EqualTensorFilesTest, TheSameTensorViewedAtAnotherShapeIsStoredOnce) {
+  // the logits row of a module-output dump and the final output that is its view
+  const std::string data(1 << 20, 'z');
+  const fs::path row = write("steps/g/golden-modules/dump/tensors/122.npy", npy("<f4", "(128, 2048)", data));
+  const fs::path final_output =
+      write("steps/g/golden-modules/outputs/tensors/124.npy", npy("<f4", "(1, 128, 2048)", data));
+  const fs::path other_type = write("steps/g/target/outputs/tensors/3.npy", npy("<i4", "(1, 128, 2048)", data));
+  const fs::path column_major =
+      write("steps/g/target/dump/tensors/4.npy", npy("<f4", "(2048, 128)", data, /*fortran_order=*/true));
+
+  EqualTensorFiles files;
+  EqualTensorFiles::Linked linked = files.share(root / "steps/g");
+  EXPECT_EQ(linked.files, 1);
+  EXPECT_TRUE(fs::equivalent(row, final_output));
+  EXPECT_EQ(read(final_output), npy("<f4", "(128, 2048)", data));  // read at its record's shape
+  EXPECT_FALSE(fs::equivalent(row, other_type));                   // other elements, the same bytes
+  EXPECT_FALSE(fs::equivalent(row, column_major));                 // its elements in another order
+}
+
 }  // namespace
 }  // namespace diagnose

@@ -10,7 +10,7 @@ from fixtures.dump_reader import read_dump
 def tensors(run):
     dump = run.run_dir / "dump"
     return {
-        (r["op_key"], r["io"], r["index"], r.get("item")): (r, np.load(dump / r["file"]))
+        (r["op_key"], r["io"], r["index"], r.get("item")): (r, np.load(dump / r["file"]).reshape(r["shape"]))
         for r in read_dump(dump).tensors
         if r.get("kind") == "op"
     }

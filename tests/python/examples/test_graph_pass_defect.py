@@ -11,7 +11,7 @@ from fixtures.dump_reader import read_dump
 def by_key(run, kind="op"):
     dump = run.run_dir / "dump"
     return {
-        r["op_key"]: (r, np.load(dump / r["file"]))
+        r["op_key"]: (r, np.load(dump / r["file"]).reshape(r["shape"]))
         for r in read_dump(dump).tensors
         if r.get("kind") == kind and r["io"] == "output"
     }

@@ -35,7 +35,7 @@ def probe(example_runs, cache, tmp_path, backend, ops):
 
 
 def outputs_by_key(dump):
-    return {(r["op_key"], r["index"]): np.load(dump / r["file"]) for r in read_dump(dump).tensors}
+    return {(r["op_key"], r["index"]): np.load(dump / r["file"]).reshape(r["shape"]) for r in read_dump(dump).tensors}
 
 
 @needs("lowering/eager")

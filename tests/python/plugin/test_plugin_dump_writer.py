@@ -126,11 +126,33 @@ def test_byte_budget_stops_tensor_files_and_says_so(tmp_path):
     assert lines == ["header", "tensor", "tensor", "budget", "tensor", "tensor", "tensor", "end"]
 
 
+def test_small_tensors_that_still_fit_after_the_budget_is_reached_are_kept(tmp_path):
+    """A record left out by the budget (the logits) does not stop a later one that still fits
+    (a rotary-frequency buffer): each record that no longer fits says so (`not_kept`), the
+    others keep their files; a value and its truth are kept both or neither."""
+    writer = DumpWriter(tmp_path, {"mode": "compiled"}, max_bytes=200)
+    generator = torch.Generator().manual_seed(4)
+    plan = [(16, False), (64, False), (8, True), (8, False), (16, True), (4, False)]  # (floats, with truth)
+    for seq, (size, with_truth) in enumerate(plan):
+        value = torch.randn(size, generator=generator)
+        truth = value.double() + 1e-3 if with_truth else None
+        writer.write_tensor(value, {"seq": seq, "op_key": f"op{seq}", "io": "output", "index": 0}, truth=truth)
+    writer.close()
+    dump = read_dump(tmp_path)
+    # 64 bytes; 256 left out; 32 + 32 of truth; 32; 64 + 64 of truth left out (160 + 128 > 200); 16
+    assert [r.get("not_kept") for r in dump.tensors] == [None, "budget", None, None, "budget", None]
+    assert [("truth_delta_file" in r) for r in dump.tensors] == [False, False, True, False, False, False]
+    assert dump.budget == {"type": "budget", "limit_bytes": 200, "written_bytes": 64}
+    assert writer.written_bytes == 64 + 64 + 32 + 16 and writer.not_kept == {"stats_only": 0, "budget": 2}
+    lines = [json.loads(line)["type"] for line in (tmp_path / "manifest.jsonl").read_text().splitlines()]
+    assert lines.count("budget") == 1 and lines.index("budget") == 2  # before the first record left out
+
+
 def test_needed_records_take_the_reserve_and_pass_a_record_too_large(tmp_path):
     """What a check cannot do without (the inputs of an op signature's first call) may use the
-    reserved part of the budget and is kept whenever it fits, also after the ordinary records
-    were stopped; a needed record too large for what is left is left out alone. Ordinary records
-    may use what the needed ones leave of the reserve."""
+    reserved part of the budget and is kept whenever it fits; a needed record too large for what
+    is left is left out alone. Ordinary records may use only what the needed ones leave of the
+    reserve, also after one was left out."""
     writer = DumpWriter(tmp_path, {"mode": "eager"}, max_bytes=256, reserved_bytes=128)
     plan = [(16, False), (16, False), (16, True), (64, True), (16, True), (16, False)]  # (floats, needed)
     for seq, (size, needed) in enumerate(plan):
@@ -139,7 +161,8 @@ def test_needed_records_take_the_reserve_and_pass_a_record_too_large(tmp_path):
     writer.close()
     dump = read_dump(tmp_path)
     # 64 + 64 ordinary bytes reach the ordinary limit (256 - 128); the needed 64 bytes fit in the
-    # reserve, the needed 256 do not (and stop nothing), the last needed 64 fit, the ordinary not
+    # reserve, the needed 256 do not (and stop nothing), the last needed 64 fit, the ordinary 64
+    # no longer do
     assert [r.get("not_kept") for r in dump.tensors] == [None, None, None, "budget", None, "budget"]
     assert writer.written_bytes == 256 and writer.needed_bytes == 128 and writer.budget_reached
 
@@ -157,14 +180,37 @@ def test_needed_records_take_the_reserve_and_pass_a_record_too_large(tmp_path):
 
 def test_equal_contents_share_one_file_that_costs_the_budget_once(tmp_path):
     """An op's input is mostly an earlier op's output: the same bytes are one file, named by
-    both records; the same bytes as another dtype or shape are a file of their own."""
+    both records; the same bytes as another dtype are a file of their own."""
     x = torch.randn(16, generator=torch.Generator().manual_seed(2))
-    dump = write(tmp_path, [x, x.clone(), x.reshape(4, 4), x.view(torch.int32), x + 1], max_bytes=4 * 64)
-    first, again, reshaped, as_int, other = dump.tensors
+    dump = write(tmp_path, [x, x.clone(), x.view(torch.int32), x + 1], max_bytes=3 * 64)
+    first, again, as_int, other = dump.tensors
     assert again["file"] == first["file"] and again["stats"]["hash"] == first["stats"]["hash"]
-    assert len({first["file"], reshaped["file"], as_int["file"], other["file"]}) == 4
-    assert dump.budget is None and len(list((tmp_path / "tensors").iterdir())) == 4
+    assert len({first["file"], as_int["file"], other["file"]}) == 3
+    assert dump.budget is None and len(list((tmp_path / "tensors").iterdir())) == 3
     np.testing.assert_array_equal(dump.load(again), x.numpy())
+
+
+def test_a_tensor_viewed_at_another_shape_shares_its_file_and_truth(tmp_path):
+    """lm_head's logits row [S, V] and the final output that is its view [1, S, V] hold the same
+    bytes: one file (with the first record's shape in its header) and one truth difference,
+    which cost the budget once; each record keeps its own shape and is read at it."""
+    generator = torch.Generator().manual_seed(5)
+    row = torch.randn(8, 6, generator=generator).to(torch.bfloat16)
+    truth = row.double() + 1e-3 * torch.randn(8, 6, generator=generator, dtype=torch.float64)
+    writer = DumpWriter(tmp_path, {"mode": "compiled"}, max_bytes=2 * 48 * 4)  # the value and its truth once
+    record = {"op_key": "mm", "io": "output", "index": 0}
+    writer.write_tensor(row, {"seq": 0, **record}, truth=truth)
+    writer.write_tensor(row.view(1, 8, 6), {"seq": 1, **record, "op_key": "view"}, truth=truth.view(1, 8, 6))
+    writer.write_tensor(row.t(), {"seq": 2, **record, "op_key": "t"})  # other bytes in C order
+    writer.close()
+    dump = read_dump(tmp_path)
+    mm, view, transposed = dump.tensors
+    assert (view["file"], view["truth_delta_file"]) == (mm["file"], mm["truth_delta_file"])
+    assert view["shape"] == [1, 8, 6] and np.load(tmp_path / view["file"]).shape == (8, 6)
+    assert writer.written_bytes == dump.budget["written_bytes"] == 2 * 48 * 4  # reached at the third
+    np.testing.assert_array_equal(dump.load(view), row.float().view(1, 8, 6).numpy())
+    assert dump.load(view, "truth_delta_file").shape == (1, 8, 6)
+    assert transposed["not_kept"] == "budget"
 
 
 def test_large_tensors_walked_in_pieces_give_the_records_of_one_piece(tmp_path, monkeypatch):

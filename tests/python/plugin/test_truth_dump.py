@@ -51,9 +51,9 @@ def truth(dump, record: dict) -> np.ndarray:
     """The record's float64 truth: its value plus the stored difference, or the truth file read
     as float64 (the full truth, or the value's own file where they are equal)."""
     if "truth_file" in record:
-        whole = np.load(dump.root / record["truth_file"], allow_pickle=False)
+        whole = dump.load(record, "truth_file")
         return whole.astype(np.complex128 if np.iscomplexobj(whole) else np.float64)
-    delta = np.load(dump.root / record["truth_delta_file"], allow_pickle=False)
+    delta = dump.load(record, "truth_delta_file")
     return dump.load(record).astype(np.complex128 if np.iscomplexobj(delta) else np.float64) + delta
 
 

@@ -58,6 +58,20 @@ def test_clean_model_is_judged_at_module_outputs(diagnose_bin, tmp_path, inducto
     assert metrics["passed_on_statistics_only"] == 0 and metrics["judged"] == metrics["rows"] > 0, metrics
     # only the module-output runs were dumped: no op-by-op pass
     assert {run["name"] for run in step["runs"]} == {"golden-modules", "target-modules", "target-undumped"}
+    # lm_head's logits row [16, 1024] holds the bytes of the final output, its view [1, 16, 1024]:
+    # stored once, the golden's truth difference too (docs/dump-format.md)
+    for run, files in (("golden-modules", ("file", "truth_delta_file")), ("target-modules", ("file",))):
+        run_dir = done["run_dir"] / "steps" / "graph_compare" / run
+        (final,) = [r for r in records(run_dir / "outputs") if r.get("kind") == "final"]
+        (row,) = [r for r in records(run_dir / "dump") if r["shape"] == [16, 1024] and r["io"] == "output"]
+        assert final["shape"] == [1, 16, 1024] and row["stats"]["hash"] == final["stats"]["hash"], (row, final)
+        for field in files:
+            assert os.path.samefile(run_dir / "dump" / row[field], run_dir / "outputs" / final[field]), (run, field)
+
+
+def records(dump: Path) -> list[dict]:
+    lines = (dump / "manifest.jsonl").read_text().splitlines()
+    return [record for line in lines if (record := json.loads(line))["type"] == "tensor"]
 
 
 def test_planted_defect_is_localised_inside_the_diverging_module(diagnose_bin, tmp_path, inductor_cache):

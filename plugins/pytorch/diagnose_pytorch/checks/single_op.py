@@ -43,7 +43,8 @@ from .uninitialized_ops import UNINITIALIZED, is_uninitialized_op
 def _load_tensor(dump: Path, record: dict) -> torch.Tensor:
     if "file" not in record:
         raise NotReplayable(f"{record['op_key']} input {record['index']} has statistics only")
-    array = np.load(dump / record["file"], allow_pickle=False)
+    # a file may be shared by records viewing its elements at other shapes (docs/dump-format.md)
+    array = np.load(dump / record["file"], allow_pickle=False).reshape(record["shape"])
     dtype = getattr(torch, record["dtype"].removeprefix("torch."))
     return torch.from_numpy(np.ascontiguousarray(array)).to(dtype)
 

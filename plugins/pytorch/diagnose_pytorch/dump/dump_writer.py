@@ -123,10 +123,9 @@ class DumpWriter:
         self.needed_bytes = 0  # written for needed records
         self.records = 0
         self.budget_reached = False  # a record was left out by the budget
-        self._ordinary_closed = False  # ... an ordinary one: every later ordinary record is too
         self.not_kept = {"stats_only": 0, "budget": 0}  # records without a tensor file, by why
         self._closed = False
-        # (npy descr, shape, hash) of each tensor file written -> its name: equal contents share one file
+        # _file_key of each tensor file written -> its name
         self._files: dict[tuple, str] = {}
         self._manifest = open(self.directory / "manifest.jsonl", "w", encoding="utf-8")
         created = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -150,8 +149,9 @@ class DumpWriter:
         the same budget (both or neither); `precision` is the lowest floating precision the
         value was computed from. A record whose tensor is not written says why in `not_kept`.
         A `needed` record (one a check cannot do without: the inputs of an op signature's first
-        call, for the single-op check) may use the whole budget, the reserved part included, and
-        is kept whenever it fits, even after an ordinary record was left out."""
+        call, for the single-op check) may use the whole budget, the reserved part included. Past
+        the budget a record is kept whenever it still fits (a small tensor after a large one
+        left out)."""
         array = to_numpy(tensor)
         full = {
             "type": "tensor",
@@ -164,10 +164,12 @@ class DumpWriter:
         if precision is not None:
             full["precision"] = str(precision)
         stats_only = self.stats_only or record["io"] not in self.tensor_io
-        reason = "stats_only" if stats_only else "budget" if self._ordinary_closed and not needed else None
+        reason = "stats_only" if stats_only else None
+        name = _file_name(record)
+        files = [("file", name, array, full["stats"]["hash"])]
+        if reason is None and not self._fits(files, needed):  # the value alone: its truth is not computed
+            reason = self._left_out()
         if reason is None:
-            name = _file_name(record)
-            files = [("file", name, array, full["stats"]["hash"])]
             truth_is_value = False
             if truth is not None:
                 delta = truth_delta(array, truth)
@@ -198,17 +200,11 @@ class DumpWriter:
         """Writes `files` ((field, name, array, hash) each) unless the budget forbids, naming
         each in `record`; a file whose contents were written before is that file again and
         costs nothing. Returns "budget" when the budget stopped them (then none is written)."""
-        keys = [(array.dtype.str, array.shape, digest) for _, _, array, digest in files]
-        size = sum(array.nbytes for (_, _, array, _), key in zip(files, keys) if key not in self._files)
-        unused_reserve = max(0, self.reserved_bytes - self.needed_bytes)
-        limit = None if self.max_bytes is None else self.max_bytes - (0 if needed else unused_reserve)
-        if limit is not None and self.written_bytes + size > limit:
-            if not self.budget_reached:
-                self._append({"type": "budget", "limit_bytes": self.max_bytes, "written_bytes": self.written_bytes})
-            self.budget_reached = True
-            self._ordinary_closed = self._ordinary_closed or not needed
-            return "budget"
-        for (field_name, name, array, _), key in zip(files, keys):
+        if not self._fits(files, needed):
+            return self._left_out()
+        size = self._new_bytes(files)
+        for field_name, name, array, digest in files:
+            key = _file_key(array, digest)
             if key not in self._files:
                 path = self.directory / "tensors" / name
                 # a new file, never the old one written into: the engine links equal tensor files
@@ -222,9 +218,33 @@ class DumpWriter:
         self.needed_bytes += size if needed else 0
         return None
 
+    def _new_bytes(self, files: list[tuple]) -> int:
+        return sum(array.nbytes for _, _, array, digest in files if _file_key(array, digest) not in self._files)
+
+    def _fits(self, files: list[tuple], needed: bool) -> bool:
+        """Whether the files not written before still fit: in the whole budget for a needed
+        record, in what the needed records' unused reserve leaves for the others."""
+        if self.max_bytes is None:
+            return True
+        unused_reserve = max(0, self.reserved_bytes - self.needed_bytes)
+        limit = self.max_bytes - (0 if needed else unused_reserve)
+        return self.written_bytes + self._new_bytes(files) <= limit
+
+    def _left_out(self) -> str:
+        if not self.budget_reached:  # said once, before the first record left out
+            self._append({"type": "budget", "limit_bytes": self.max_bytes, "written_bytes": self.written_bytes})
+        self.budget_reached = True
+        return "budget"
+
     def _append(self, record: dict) -> None:
         self._manifest.write(json.dumps(record, allow_nan=False) + "\n")
         self._manifest.flush()
+
+
+def _file_key(array: np.ndarray, digest: str) -> tuple:
+    """Equal contents share one file whatever shape each record views them at (the record's
+    `shape` rules): the npy descr, the element count and the hash of the bytes."""
+    return (array.dtype.str, array.size, digest)
 
 
 def _file_name(record: dict) -> str:
