@@ -246,6 +246,8 @@ def test_an_unmapped_buffer_names_its_graph_nodes_and_the_dumped_buffers_that_re
     # status.json's inductor_unmapped: a buffer of a node the user's pass made is listed with the
     # Dynamo nodes it was traced from, where in the code, and which dumped buffers read it (the
     # confirmation's candidate when their rows fail first); a reduction's partial sum only by name
+    from types import SimpleNamespace
+
     from diagnose_pytorch.dump.inductor_dump import MAX_LISTED, BufferInfo, GraphBuffers
 
     norm = {"node": "add_1", "module": "layers.0.norm", "line": "model.py:9", "code": "h = self.norm(x)"}
@@ -260,7 +262,19 @@ def test_an_unmapped_buffer_names_its_graph_nodes_and_the_dumped_buffers_that_re
             ["var_mean", "add_1"],
             [{**norm, "node": "var_mean"}, norm],
             unmapped_because="traced from no unchanged node of Dynamo's graph",
+            nodes=[SimpleNamespace(name="mul_9", op="call_function")],
             graph_nodes=["g0.embedding", "g0.layer_norm"],
+        ),
+        "buf2": BufferInfo(  # a graph input's copy (the cache a cat extends): no candidate
+            "buf2",
+            "keys",
+            "",
+            0,
+            ["cat_4"],
+            [],
+            unmapped_because="a graph input: the golden dumps none",
+            nodes=[SimpleNamespace(name="keys", op="placeholder")],
+            graph_nodes=["g1.keys"],
         ),
         "buf4": BufferInfo("buf4", "addmm", "aten.addmm.default", 0, ["addmm"], []),
         "buf5": BufferInfo("buf5", "addmm_1", "aten.addmm.default", 0, ["addmm_1"], []),
@@ -268,7 +282,8 @@ def test_an_unmapped_buffer_names_its_graph_nodes_and_the_dumped_buffers_that_re
     }
     table.copies = {"buf5"}
     table.readers = {"buf3": ["buf4", "buf5", "buf6", "buf0"], "buf0": ["buf3"]}
-    partial, made = table.unmapped()
+    partial, made, cache = table.unmapped()
+    assert cache == {"buffer": "buf2", "fx_nodes": ["cat_4"], "reason": "a graph input: the golden dumps none"}
     assert partial == {"buffer": "buf0", "fx_nodes": ["var_mean"]}
     assert made == {
         "buffer": "buf3",

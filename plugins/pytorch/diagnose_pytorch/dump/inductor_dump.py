@@ -75,6 +75,10 @@ class BufferInfo:
     def mapped(self) -> bool:
         return bool(self.target)
 
+    def computed_by_a_node(self) -> bool:
+        """Whether an op node of the graph computes it (not a graph input's copy)."""
+        return any(n.name == self.origin and n.op == "call_function" for n in self.nodes)
+
 
 @dataclass
 class GraphBuffers:
@@ -172,7 +176,7 @@ class GraphBuffers:
 
     def unmapped(self) -> list[dict]:
         """The buffers that hold no golden node's value. One that the alignment left unmapped (a
-        user pass's node, `reason`) also says which Dynamo nodes made it (`graph_nodes`), where
+        user pass's node, `reason`), computed by an op node, also says which Dynamo nodes made it (`graph_nodes`), where
         (`sources`, its last node's first: the buffer holds that node's value) and which dumped
         buffers read it (`read_by`, their op keys): a defect of that pass shows first in those
         readers' rows, and its producer is a culprit candidate that the confirmation can run
@@ -184,7 +188,7 @@ class GraphBuffers:
             entry = {"buffer": i.buffer, "fx_nodes": i.fx_nodes}
             if i.unmapped_because:
                 entry["reason"] = i.unmapped_because
-                if i.graph_nodes:
+                if i.graph_nodes and i.computed_by_a_node():
                     entry["graph_nodes"] = i.graph_nodes
                     entry["sources"] = _distinct_places(i.sources[::-1])[:MAX_LISTED]
                     entry["read_by"] = self.dumped_readers(i.buffer)[:MAX_LISTED]
