@@ -42,13 +42,21 @@ struct RowGroup {
   std::vector<Row> rows;  // in execution order
 };
 
+// What is known of a source op's inputs: only Passed says that they pass.
+enum class SourceInputs {
+  Passed,        // dumped, each judged a pass
+  NotDumped,     // none dumped: a source for being the first failing row
+  NotAllJudged,  // none fails, some were not judged (not comparable, statistics missing)
+};
+
 // First failing row and the ops where the error starts (see divergence.h).
 struct Divergence {
   int rank = -1, graph = -1;
   int64_t token_id = 0;
   std::optional<int64_t> first_failing_data_id;
   std::string first_failing_op;
-  std::vector<std::string> source_ops;  // inputs pass, some output fails
+  std::vector<std::string> source_ops;      // no input fails, some output fails
+  std::vector<SourceInputs> source_inputs;  // of each of source_ops
 };
 
 struct CompareSummary {

@@ -7,7 +7,7 @@ namespace diagnose::compare {
 namespace {
 
 struct OpState {
-  bool has_inputs = false, input_fails = false, output_fails = false;
+  bool has_inputs = false, input_fails = false, input_unjudged = false, output_fails = false;
 };
 
 }  // namespace
@@ -30,6 +30,7 @@ std::vector<Divergence> find_divergences(const std::vector<RowGroup>& groups) {
         if (row.spec.direction == Direction::Input && !row.spec.self_compare) {
           it->second.has_inputs = true;
           it->second.input_fails |= failed;
+          it->second.input_unjudged |= !failed && row.verdict != Verdict::Pass;
         } else {
           it->second.output_fails |= failed;
         }
@@ -46,12 +47,25 @@ std::vector<Divergence> find_divergences(const std::vector<RowGroup>& groups) {
         const OpState& op = ops[key];
         if (!op.output_fails) continue;
         const bool source = op.has_inputs ? !op.input_fails : key == d.first_failing_op;
-        if (source) d.source_ops.push_back(key);
+        if (!source) continue;
+        d.source_ops.push_back(key);
+        d.source_inputs.push_back(!op.has_inputs      ? SourceInputs::NotDumped
+                                  : op.input_unjudged ? SourceInputs::NotAllJudged
+                                                      : SourceInputs::Passed);
       }
       out.push_back(std::move(d));
     }
   }
   return out;
+}
+
+std::string source_inputs_text(SourceInputs inputs) {
+  switch (inputs) {
+    case SourceInputs::Passed: return "its inputs pass, an output fails";
+    case SourceInputs::NotAllJudged: return "no input fails, but not every input was judged; an output fails";
+    case SourceInputs::NotDumped: break;
+  }
+  return "the first failing row; its inputs were not dumped, so not judged";
 }
 
 }  // namespace diagnose::compare

@@ -45,7 +45,6 @@ std::string message_of(const Folded& f) {
 constexpr const char* kFinalOutputs = "final outputs: ";
 constexpr const char* kFirstFailing = "first failing op";
 constexpr const char* kErrorStarts = "error starts at op ";
-constexpr const char* kInputsPass = " (its inputs pass, an output fails)";
 
 bool starts_with(const std::string& text, const std::string& prefix) { return text.rfind(prefix, 0) == 0; }
 
@@ -53,18 +52,20 @@ std::string without_final_outputs(const std::string& message) {
   return starts_with(message, kFinalOutputs) ? message.substr(std::string(kFinalOutputs).size()) : message;
 }
 
-// "error starts at op X (its inputs pass, an output fails)..." where "first failing op ...: X..." is
-// said already: one fact, said once, as "first failing op ...: X...; the error starts there (its
-// inputs pass, an output fails)".
+// "error starts at op X (why)..." where "first failing op ...: X..." is said already: one fact,
+// said once, as "first failing op ...: X...; the error starts there (why)" (why: what is known of
+// its inputs, compare::source_inputs_text).
 std::vector<Finding> error_start_folded(std::vector<Finding> findings) {
   std::vector<Finding> out;
   for (Finding& f : findings) {
-    if (!f.op.empty() && starts_with(f.message, kErrorStarts) && f.message.find(kInputsPass) != std::string::npos) {
+    const std::string start = kErrorStarts + f.op + " (";
+    const size_t close = f.message.find(')', start.size());
+    if (!f.op.empty() && starts_with(f.message, start) && close != std::string::npos) {
       auto first = std::find_if(out.begin(), out.end(), [&](const Finding& o) {
         return o.op == f.op && starts_with(o.message, kFirstFailing);
       });
       if (first != out.end()) {
-        first->message += "; the error starts there" + std::string(kInputsPass);
+        first->message += "; the error starts there " + f.message.substr(start.size() - 1, close - start.size() + 2);
         continue;
       }
     }

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <map>
 #include <set>
+
 #include <sstream>
+#include "compare/divergence.h"
 
 #include "compare/match.h"
 
@@ -166,9 +168,10 @@ std::string RankDeparture::text() const {
     return "rank " + std::to_string(rank) + " departs first, at " + op + " where it should agree with rank " +
            std::to_string(mismatch->reference) + " (" + mismatch->detail + "; " + mismatch->why + ")";
   std::string text = "rank " + std::to_string(rank) + " departs first, at " + op;
-  for (const auto& [other, collective] : receiving)
-    text += "; rank " + std::to_string(other) + " receives its error through the collective " + collective +
-            " (whose own inputs pass)";
+  for (const Receiving& other : receiving)
+    text += "; rank " + std::to_string(other.rank) + " receives its error through the collective " + other.collective +
+            (other.inputs == compare::SourceInputs::Passed ? std::string(" (whose own inputs pass)")
+                                                           : " (" + compare::source_inputs_text(other.inputs) + ")");
   return text;
 }
 
@@ -178,17 +181,21 @@ namespace {
 // collective.
 std::optional<RankDeparture> departing_on_its_own(const std::vector<compare::Divergence>& divergences) {
   // Each rank's first op-level divergence (graphs in execution order), and where its error starts.
-  std::map<int, std::string> starts;
+  std::map<int, std::pair<std::string, compare::SourceInputs>> starts;
   for (const compare::Divergence& d : divergences) {
     if (d.rank < 0 || d.graph < 0 || starts.count(d.rank)) continue;
-    starts[d.rank] = d.source_ops.empty() ? d.first_failing_op : d.source_ops.front();
+    starts[d.rank] = d.source_ops.empty() ? std::make_pair(d.first_failing_op, compare::SourceInputs::NotDumped)
+                                          : std::make_pair(d.source_ops.front(), d.source_inputs.empty()
+                                                                                     ? compare::SourceInputs::NotDumped
+                                                                                     : d.source_inputs.front());
   }
   if (starts.size() < 2) return std::nullopt;
   std::optional<RankDeparture> departure;
-  std::vector<std::pair<int, std::string>> receiving;
-  for (const auto& [rank, op] : starts) {
+  std::vector<RankDeparture::Receiving> receiving;
+  for (const auto& [rank, start] : starts) {
+    const std::string& op = start.first;
     if (collective_op(op)) {
-      receiving.emplace_back(rank, op);
+      receiving.push_back({rank, op, start.second});
     } else {
       if (departure) return std::nullopt;  // more than one rank goes wrong on its own
       departure = RankDeparture{rank, op, {}, std::nullopt};

@@ -60,7 +60,12 @@ struct RankDeparture {
   int rank = -1;
   std::string op;  // where its error starts
   // The other failing ranks, each with the collective where the error reaches it.
-  std::vector<std::pair<int, std::string>> receiving;
+  struct Receiving {
+    int rank = -1;
+    std::string collective;
+    compare::SourceInputs inputs = compare::SourceInputs::NotDumped;  // what is known of its own inputs
+  };
+  std::vector<Receiving> receiving;
   // Set when the departure was found by comparing ranks with each other.
   std::optional<RankMismatch> mismatch;
   std::string text() const;  // "rank 1 departs first at OP; rank 0 receives it at COLLECTIVE"

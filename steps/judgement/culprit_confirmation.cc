@@ -155,7 +155,68 @@ std::string named(const CulpritCandidate& c) {
     return "the in-place writes of " + joined(quoted) +
            (c.graph_nodes.empty() ? "" : " (graph nodes " + joined(c.graph_nodes) + ")");
   }
-  return "`" + c.op + "`" + (c.graph_nodes.empty() ? "" : " (graph nodes " + joined(c.graph_nodes) + ")");
+  std::vector<std::string> about;
+  if (!c.graph_nodes.empty()) about.push_back("graph nodes " + joined(c.graph_nodes));
+  if (!c.producer_of.empty())
+    about.push_back("a buffer the alignment left unmapped that `" + c.producer_of + "` reads");
+  return "`" + c.op + "`" + (about.empty() ? "" : " (" + joined(about, "; ") + ")");
+}
+
+// The status.json of `rank` in a run directory, an empty object when it cannot be read.
+nlohmann::json status_of_rank(const std::string& run_dir, int rank) {
+  const std::optional<std::string> text =
+      read_file(rank <= 0 ? plugin_status_path(run_dir) : run_dir + "/status_rank" + std::to_string(rank) + ".json");
+  nlohmann::json status = text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
+  return status.is_object() ? status : nlohmann::json::object();
+}
+
+std::vector<std::string> strings_in(const nlohmann::json& list) {
+  std::vector<std::string> found;
+  if (list.is_array())
+    for (const nlohmann::json& item : list)
+      if (item.is_string()) found.push_back(item.get<std::string>());
+  return found;
+}
+
+// The unmapped producer in `status` of the buffers `reader` reads: the inductor_unmapped entries with
+// a reason and graph_nodes, of each graph where `reader` fails, whose read_by names it; nullopt when none.
+std::optional<CulpritCandidate> unmapped_producer(const CulpritCandidate& reader, const nlohmann::json& status) {
+  const nlohmann::json unmapped = status.value("inductor_unmapped", nlohmann::json::object());
+  if (!unmapped.is_object()) return std::nullopt;
+  std::vector<int> graphs = {reader.graph};
+  for (int graph : reader.failing_graphs)
+    if (std::find(graphs.begin(), graphs.end(), graph) == graphs.end()) graphs.push_back(graph);
+  std::optional<CulpritCandidate> found;
+  for (int graph : graphs) {
+    const nlohmann::json entries = unmapped.value(std::to_string(graph), nlohmann::json::array());
+    for (const nlohmann::json& entry : entries.is_array() ? entries : nlohmann::json::array()) {
+      if (!entry.is_object() || !entry.contains("reason")) continue;
+      const std::vector<std::string> readers = strings_in(entry.value("read_by", nlohmann::json()));
+      const std::vector<std::string> graph_nodes = strings_in(entry.value("graph_nodes", nlohmann::json()));
+      if (graph_nodes.empty() || std::find(readers.begin(), readers.end(), reader.op) == readers.end()) continue;
+      if (!found) {
+        CulpritCandidate& c = found.emplace();
+        c.op = entry.value("buffer", std::string("buffer")) + " of " + graph_nodes.back();
+        c.fx_nodes = strings_in(entry.value("fx_nodes", nlohmann::json()));
+        compare::RowSpec places;
+        const nlohmann::json sources = entry.value("sources", nlohmann::json());
+        for (const nlohmann::json& source : sources.is_array() ? sources : nlohmann::json::array())
+          if (source.is_object())
+            places.sources.push_back({source.value("node", std::string()), source.value("module", std::string()),
+                                      source.value("custom_op", std::string()), source.value("line", std::string()),
+                                      source.value("code", std::string())});
+        c.sources = source_places(places);
+        c.rank = reader.rank;
+        c.graph = reader.graph;
+        c.step = reader.step;
+        c.producer_of = reader.op;
+      }
+      for (const std::string& node : graph_nodes)
+        if (std::find(found->graph_nodes.begin(), found->graph_nodes.end(), node) == found->graph_nodes.end())
+          found->graph_nodes.push_back(node);
+    }
+  }
+  return found;
 }
 
 }  // namespace
@@ -177,7 +238,7 @@ std::vector<CulpritCandidate> culprit_candidates(const compare::CompareResult& c
         first = &row;
   const bool ge_dump =
       compared.my_kind == compare::DumpKind::GeDump || compared.my_kind == compare::DumpKind::GeDumpFile;
-  auto add = [ge_dump](std::vector<CulpritCandidate>& list, const compare::Row& row, bool artifact) {
+  auto add = [ge_dump, &compared](std::vector<CulpritCandidate>& list, const compare::Row& row, bool artifact) {
     for (const CulpritCandidate& c : list)
       if (c.op == row.spec.op_key) return;
     CulpritCandidate& c = list.emplace_back();
@@ -190,6 +251,11 @@ std::vector<CulpritCandidate> culprit_candidates(const compare::CompareResult& c
     c.step = row.spec.token_id;
     c.suspected_artifact = artifact;
     c.ge_op = ge_dump;
+    for (const compare::RowGroup& group : compared.groups)
+      for (const compare::Row& other : group.rows)
+        if (other.verdict == compare::Verdict::Fail && other.spec.op_key == c.op && other.spec.rank == c.rank &&
+            std::find(c.failing_graphs.begin(), c.failing_graphs.end(), other.spec.graph) == c.failing_graphs.end())
+          c.failing_graphs.push_back(other.spec.graph);
     c.row = row;
   };
   if (first) add(found, *first, false);
@@ -204,6 +270,21 @@ std::vector<CulpritCandidate> culprit_candidates(const compare::CompareResult& c
       }
     }
   std::vector<CulpritCandidate>& chosen = found.empty() ? suspected : found;
+  if (chosen.size() > kMaxConfirmationRuns) chosen.resize(kMaxConfirmationRuns);
+  return chosen;
+}
+
+std::vector<CulpritCandidate> with_unmapped_producers(const std::vector<CulpritCandidate>& candidates,
+                                                      const std::string& run_dir) {
+  std::vector<CulpritCandidate> chosen;
+  for (const CulpritCandidate& c : candidates) {
+    chosen.push_back(c);
+    if (c.ge_op || c.graph < 0 || !c.forced_writes.empty()) continue;
+    std::optional<CulpritCandidate> producer = unmapped_producer(c, status_of_rank(run_dir, c.rank));
+    if (producer &&
+        std::none_of(chosen.begin(), chosen.end(), [&](const CulpritCandidate& o) { return o.op == producer->op; }))
+      chosen.push_back(std::move(*producer));
+  }
   if (chosen.size() > kMaxConfirmationRuns) chosen.resize(kMaxConfirmationRuns);
   return chosen;
 }
@@ -261,6 +342,7 @@ void confirm_culprit(const StepContext& context, const std::vector<CulpritCandid
                               {"run", nullptr},
                               {"suspected_artifact", c.suspected_artifact}};
     if (c.rank >= 0) attempt["rank"] = c.rank;
+    if (!c.producer_of.empty()) attempt["producer_of"] = c.producer_of;
     auto unconfirmable = [&](const std::string& why) {
       attempt["outcome"] = "unconfirmable";
       attempt["reason"] = why;

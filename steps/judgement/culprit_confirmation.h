@@ -48,6 +48,7 @@ struct CulpritCandidate {
   std::vector<std::string> fx_nodes;
   std::vector<std::string> sources;  // where its nodes come from in the user's code
   int rank = -1, graph = -1;         // -1: none (a dump without ranks; a state culprit, forced on every rank)
+  std::vector<int> failing_graphs;   // the graphs (ids) where a row of its op fails on its rank, in order
   int64_t step = 0;
   bool suspected_artifact = false;
   bool ge_op = false;  // a TorchAir GE op (a GE dump's row): no run can take it out of the compiled graph
@@ -55,6 +56,9 @@ struct CulpritCandidate {
   std::vector<std::string> forced_writes;
   // its failing row as the pass judged it (rmse to float64 in referee_rmse_mine, when it had a truth)
   std::optional<compare::Row> row;
+  // a producer the alignment left unmapped (with_unmapped_producers): the op key of the candidate
+  // that reads it; "" for an op row of its own
+  std::string producer_of;
   // the graph node whose value the run records (isolation.observe): a masked culprit's own
   // value, the golden row's value_of when that node runs eagerly; "" none
   std::string observe;
@@ -75,6 +79,16 @@ Observation judge_observed_value(const CulpritCandidate& candidate, const std::s
 // artifacts only when nothing else fails), each op once; at most kMaxConfirmationRuns.
 std::vector<CulpritCandidate> culprit_candidates(const compare::CompareResult& compared, const std::string& culprit,
                                                  const std::vector<SuspectedArtifact>& artifacts);
+
+// `candidates`, each followed by the producer of the buffers it reads that the alignment left unmapped
+// (the target run's status.json in `run_dir`, inductor_unmapped: a buffer of a node a user backend's pass
+// created or changed, which no golden node holds and the dump leaves out, so that its readers' rows
+// are the first to fail), as a candidate of its own: its graph_nodes run eagerly confirm it as
+// any op row's would. It is that buffer in each of the graphs where the reader's rows fail (a pass
+// changes every graph it compiles: the prefill's and the decode's), named after the reader's graph's.
+// At most kMaxConfirmationRuns in all, the likeliest first.
+std::vector<CulpritCandidate> with_unmapped_producers(const std::vector<CulpritCandidate>& candidates,
+                                                      const std::string& run_dir);
 
 // A run of the compiled model with the candidate's graph_nodes (and the writers of its
 // forced_writes) run eagerly, named `name`.

@@ -359,11 +359,15 @@ DumpJudgement judge_recorded(const StepContext& context, RecordedComparison reco
                                    d.first_failing_op + failure_detail(compared, d.first_failing_op) +
                                    origin(d.first_failing_op),
                                d.first_failing_op});
-    for (const std::string& op : d.source_ops) {
+    for (size_t i = 0; i < d.source_ops.size(); ++i) {
+      const std::string& op = d.source_ops[i];
       if (row_kind(compared, op) == "op")
-        result.findings.push_back({prefix + "error starts at op " + op + " (its inputs pass, an output fails)" +
-                                       failure_detail(compared, op) + origin(op),
-                                   op});
+        result.findings.push_back(
+            {prefix + "error starts at op " + op + " (" +
+                 compare::source_inputs_text(i < d.source_inputs.size() ? d.source_inputs[i]
+                                                                        : compare::SourceInputs::NotDumped) +
+                 ")" + failure_detail(compared, op) + origin(op),
+             op});
       source_ops.push_back(op);
     }
   }

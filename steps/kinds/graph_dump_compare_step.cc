@@ -246,6 +246,8 @@ class GraphDumpCompareStep : public StepKind {
     // false also when nothing could be compared: no op, node or buffer is known to fail
     if (!result.metrics.contains("localized")) result.metrics["localized"] = false;
     if (!pass.boundaries && !o.target.path && !o.golden.path && needs_confirmation(result)) {
+      for (size_t i = 0; i < requests.size(); ++i)
+        if (requests[i].dump_dir == target) candidates = with_unmapped_producers(candidates, runs[i].dir);
       ConfirmationSides sides{final_outputs_of(golden),
                               undumped ? undumped->dir + "/outputs" : final_outputs_of(target), std::nullopt};
       if (referee && !final_outputs_of(*referee).empty()) sides.referee_outputs = final_outputs_of(*referee);

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "compare/divergence.h"
 #include "compare/manifest.h"
 #include "compare/report.h"
 #include "tests/compare/test_files.h"
@@ -63,7 +64,31 @@ TEST(Compare, NpyDirectoriesFirstDivergenceAndSourceOp) {
   const Divergence& d = r.summary.divergences[0];
   EXPECT_EQ(d.first_failing_op, "b-aten.add.Tensor");
   EXPECT_EQ(d.source_ops, std::vector<std::string>{"b-aten.add.Tensor"});
+  EXPECT_EQ(d.source_inputs, std::vector<SourceInputs>{SourceInputs::Passed});
   EXPECT_EQ(exit_code_for(r), 1);
+}
+
+TEST(Compare, ASourceSaysItsInputsPassOnlyWhereEachWasJudgedAPass) {
+  RowGroup group;
+  auto row = [&](const std::string& op, Direction direction, Verdict verdict) {
+    Row& r = group.rows.emplace_back();
+    r.spec.op_key = op;
+    r.spec.direction = direction;
+    r.verdict = verdict;
+  };
+  row("addmm", Direction::Output, Verdict::Fail);  // an Inductor buffer: outputs only
+  row("add", Direction::Input, Verdict::Pass);
+  row("add", Direction::Output, Verdict::Fail);
+  row("mul", Direction::Input, Verdict::NotComparable);
+  row("mul", Direction::Output, Verdict::Fail);
+  const std::vector<Divergence> found = find_divergences({group});
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].source_ops, (std::vector<std::string>{"addmm", "add", "mul"}));
+  EXPECT_EQ(found[0].source_inputs,
+            (std::vector<SourceInputs>{SourceInputs::NotDumped, SourceInputs::Passed, SourceInputs::NotAllJudged}));
+  EXPECT_EQ(source_inputs_text(SourceInputs::Passed), "its inputs pass, an output fails");
+  EXPECT_EQ(source_inputs_text(SourceInputs::NotDumped),
+            "the first failing row; its inputs were not dumped, so not judged");
 }
 
 TEST(Compare, IdenticalDumpsPassAndExitZero) {

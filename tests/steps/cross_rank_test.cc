@@ -14,6 +14,7 @@ compare::Divergence divergence(int rank, int graph, const std::string& first, st
   d.rank = rank;
   d.graph = graph;
   d.first_failing_op = first;
+  d.source_inputs.assign(sources.size(), compare::SourceInputs::Passed);
   d.source_ops = std::move(sources);
   return d;
 }
@@ -33,6 +34,11 @@ TEST(CrossRank, TheRankWhoseErrorStartsAtItsOwnOpDepartsTheOthersReceiveItThroug
                                    "; rank 0 receives its error through the collective " + kWait +
                                    " (whose own inputs pass)");
   EXPECT_EQ(ranks_text(failing_ranks(divergences)), "0, 1");
+  divergences[0].source_inputs = {compare::SourceInputs::NotDumped};  // an outputs-only dump claims nothing
+  EXPECT_EQ(departing_rank(divergences)->text(), std::string("rank 1 departs first, at ") + kGelu +
+                                                     "; rank 0 receives its error through the collective " + kWait +
+                                                     " (the first failing row; its inputs were not dumped, so not "
+                                                     "judged)");
 }
 
 TEST(CrossRank, NoSingleRankDepartsWhenTwoGoWrongOnTheirOwnOrOnlyOneFails) {

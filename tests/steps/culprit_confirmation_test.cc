@@ -258,5 +258,100 @@ TEST(CulpritConfirmation, AValueTheRunDidNotRecordIsNoObservation) {
             "no node of it was observed");
 }
 
+// A user backend's pass scales a LayerNorm's output: that buffer holds no golden node's value, so
+// the dump leaves it out (status.json's inductor_unmapped) and its reader, q_proj's addmm, is the
+// first failing row. Run eagerly, the addmm changes nothing (rejected); its unmapped producer,
+// the next candidate, is confirmed by one run.
+TEST(CulpritConfirmation, TheUnmappedProducerOfARejectedCandidatesInputIsConfirmedInItsPlace) {
+  Fixture f;
+  const std::string target = f.dir / "target";
+  const nlohmann::json made = {
+      {"buffer", "buf3"},
+      {"fx_nodes", {"var_mean", "add_1"}},
+      {"reason", "traced from no unchanged node of Dynamo's graph"},
+      {"graph_nodes", {"g0.embedding", "g0.layer_norm"}},
+      {"sources", {{{"node", "add_1"}, {"module", "layers.0.norm"}, {"line", "model.py:9"}, {"code", "h = norm(x)"}}}},
+      {"read_by", {"addmm-aten.addmm.default"}}};
+  const nlohmann::json partial_sum = {{"buffer", "buf0"}, {"fx_nodes", {"var_mean"}}};  // no reason: never a candidate
+  nlohmann::json in_decode = made;  // the pass changes the decode graph alike, where addmm fails too
+  in_decode["graph_nodes"] = {"g1.embedding", "g1.layer_norm"};
+  nlohmann::json elsewhere = made;  // a graph where addmm passes
+  elsewhere["graph_nodes"] = {"g2.layer_norm"};
+  testing::write_bytes(
+      target + "/status.json",
+      nlohmann::json({{"inductor_unmapped", {{"1", {partial_sum, made}}, {"3", {in_decode}}, {"5", {elsewhere}}}}})
+          .dump());
+  CulpritCandidate addmm, neg;
+  addmm.op = "addmm-aten.addmm.default";
+  addmm.graph_nodes = {"g0.linear"};
+  addmm.graph = 1;
+  addmm.failing_graphs = {1, 3};
+  neg.op = "neg-aten.neg.default";
+  neg.graph_nodes = {"g0.neg"};
+  neg.graph = 1;
+  const std::vector<CulpritCandidate> candidates = with_unmapped_producers({addmm, neg}, target);
+  ASSERT_EQ(candidates.size(), kMaxConfirmationRuns);
+  EXPECT_EQ(candidates[1].op, "buf3 of g0.layer_norm");
+  EXPECT_EQ(candidates[1].producer_of, "addmm-aten.addmm.default");
+  EXPECT_EQ(candidates[1].graph_nodes,
+            (std::vector<std::string>{"g0.embedding", "g0.layer_norm", "g1.embedding", "g1.layer_norm"}));
+  EXPECT_EQ(candidates[1].sources, (std::vector<std::string>{"module layers.0.norm model.py:9 `h = norm(x)`"}));
+  EXPECT_EQ(with_unmapped_producers({neg}, target).size(), 1u);  // neg reads no unmapped buffer
+
+  std::map<std::string, CulpritCandidate> asked;
+  StepContext context(f.workflow, f.workflow.steps[0], f.state, f.dir / "run", [&](const std::vector<RunRequest>& rs) {
+    std::vector<RunRecord> records;
+    for (const RunRequest& request : rs) {
+      const std::vector<std::string>& eager = asked[request.name].graph_nodes;
+      const bool fixed = std::find(eager.begin(), eager.end(), "g0.layer_norm") != eager.end();
+      write_outputs(request.dir + "/outputs", fixed ? kEager : kLost);
+      nlohmann::json nodes = nlohmann::json::array(), compiled = nlohmann::json::array();
+      for (const char* node : {"g0.embedding", "g0.layer_norm", "g0.linear", "g1.embedding", "g1.layer_norm"}) {
+        nodes.push_back({{"id", node}, {"graph", 0}, {"op", "op"}});
+        if (std::find(eager.begin(), eager.end(), node) == eager.end()) compiled.push_back(node);
+      }
+      testing::write_bytes(request.dir + "/status.json", nlohmann::json({{"format", "diagnose-run-status"},
+                                                                         {"state", "ok"},
+                                                                         {"isolation",
+                                                                          {{"graphs", 1},
+                                                                           {"nodes", nodes},
+                                                                           {"compiled", compiled},
+                                                                           {"pieces", nlohmann::json::array()},
+                                                                           {"unmatched", nlohmann::json::array()}}}})
+                                                             .dump());
+      RunRecord record;
+      static_cast<RunCommand&>(record) = request;
+      record.status = RunStatus::Succeeded;
+      records.push_back(record);
+    }
+    return records;
+  });
+  StepResult result;
+  result.status = StepStatus::Fail;
+  result.metrics = {{"culprit", addmm.op}, {"localized", true}};
+  confirm_culprit(
+      context, candidates, {f.golden, f.before, std::nullopt},
+      [&](const std::string& name, const CulpritCandidate& candidate) {
+        asked[name] = candidate;
+        RunRequest request;
+        request.name = name;
+        request.dir = context.run_dir_of(name);
+        return request;
+      },
+      result);
+  const nlohmann::json& confirmation = result.metrics["confirmation"];
+  EXPECT_EQ(confirmation["outcome"], "confirmed");
+  EXPECT_EQ(confirmation["runs"], 2);
+  EXPECT_EQ(confirmation["attempts"][0]["outcome"], "rejected");
+  EXPECT_EQ(confirmation["attempts"][1]["producer_of"], "addmm-aten.addmm.default");
+  EXPECT_EQ(result.metrics["culprit"], "buf3 of g0.layer_norm");
+  EXPECT_EQ(result.metrics["culprit_sources"], nlohmann::json({"module layers.0.norm model.py:9 `h = norm(x)`"}));
+  EXPECT_NE(result.summary.find("culprit confirmed: with `buf3 of g0.layer_norm` (graph nodes g0.embedding, "
+                                "g0.layer_norm, g1.embedding, g1.layer_norm; a buffer the alignment left unmapped that "
+                                "`addmm-aten.addmm.default` reads) run eagerly, the rest compiled, calls 1–2 match"),
+            std::string::npos)
+      << result.summary;
+}
+
 }  // namespace culprit_confirmation_test
 }  // namespace diagnose

@@ -54,6 +54,18 @@ TEST(DistinctFindings, AnErrorStartIsFoldedIntoAnOpsFirstFailureNeverAnOutputs) 
                 "final outputs: first failing output call 2: output.logits (rmse to float64 0.3)"}));
 }
 
+TEST(DistinctFindings, AnErrorStartWhoseInputsWereNotDumpedIsFoldedWithWhatIsKnown) {
+  const std::vector<Finding> findings = {
+      {"first failing op call 1: addmm (rmse to float64 0.5)", "addmm"},
+      {"error starts at op addmm (the first failing row; its inputs were not dumped, so not judged) (rmse to float64 "
+       "0.5)",
+       "addmm"},
+  };
+  EXPECT_EQ(finding_messages(distinct_findings(findings, "addmm")),
+            (std::vector<std::string>{"first failing op call 1: addmm (rmse to float64 0.5); the error starts there "
+                                      "(the first failing row; its inputs were not dumped, so not judged)"}));
+}
+
 TEST(DistinctFindings, DifferentNumbersAreDifferentFacts) {
   const std::vector<Finding> findings = {{"first failing op rank 0: add (rmse to float64 0.5)", "add"},
                                          {"first failing op rank 1: add (rmse to float64 0.7)", "add"},

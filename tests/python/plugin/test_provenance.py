@@ -240,3 +240,59 @@ def test_a_pre_grad_custom_pass_is_aligned_like_a_users_backend(monkeypatch):
     assert not renames_nodes(None) and renames_nodes(lambda gm, inputs: gm)
     monkeypatch.setattr(compat.inductor_config, "pre_grad_custom_pass", lambda graph: None)
     assert renames_nodes(None)
+
+
+def test_an_unmapped_buffer_names_its_graph_nodes_and_the_dumped_buffers_that_read_it():
+    # status.json's inductor_unmapped: a buffer of a node the user's pass made is listed with the
+    # Dynamo nodes it was traced from, where in the code, and which dumped buffers read it (the
+    # confirmation's candidate when their rows fail first); a reduction's partial sum only by name
+    from types import SimpleNamespace
+
+    from diagnose_pytorch.dump.inductor_dump import MAX_LISTED, BufferInfo, GraphBuffers
+
+    norm = {"node": "add_1", "module": "layers.0.norm", "line": "model.py:9", "code": "h = self.norm(x)"}
+    table = GraphBuffers()
+    table.by_buffer = {
+        "buf0": BufferInfo("buf0", "buf0", "", 0, ["var_mean"], []),
+        "buf3": BufferInfo(
+            "buf3",
+            "mul_9",
+            "",
+            0,
+            ["var_mean", "add_1"],
+            [{**norm, "node": "var_mean"}, norm],
+            unmapped_because="traced from no unchanged node of Dynamo's graph",
+            nodes=[SimpleNamespace(name="mul_9", op="call_function")],
+            graph_nodes=["g0.embedding", "g0.layer_norm"],
+        ),
+        "buf2": BufferInfo(  # a graph input's copy (the cache a cat extends): no candidate
+            "buf2",
+            "keys",
+            "",
+            0,
+            ["cat_4"],
+            [],
+            unmapped_because="a graph input: the golden dumps none",
+            nodes=[SimpleNamespace(name="keys", op="placeholder")],
+            graph_nodes=["g1.keys"],
+        ),
+        "buf4": BufferInfo("buf4", "addmm", "aten.addmm.default", 0, ["addmm"], []),
+        "buf5": BufferInfo("buf5", "addmm_1", "aten.addmm.default", 0, ["addmm_1"], []),
+        "buf6": BufferInfo("buf6", "addmm", "aten.addmm.default", 1, ["addmm"], []),
+    }
+    table.copies = {"buf5"}
+    table.readers = {"buf3": ["buf4", "buf5", "buf6", "buf0"], "buf0": ["buf3"]}
+    partial, made, cache = table.unmapped()
+    assert cache == {"buffer": "buf2", "fx_nodes": ["cat_4"], "reason": "a graph input: the golden dumps none"}
+    assert partial == {"buffer": "buf0", "fx_nodes": ["var_mean"]}
+    assert made == {
+        "buffer": "buf3",
+        "fx_nodes": ["var_mean", "add_1"],
+        "reason": "traced from no unchanged node of Dynamo's graph",
+        "graph_nodes": ["g0.embedding", "g0.layer_norm"],
+        "sources": [norm],  # each place once, the last node's (whose value the buffer holds) first
+        "read_by": ["addmm-aten.addmm.default"],  # dumped readers' op keys, once; no copy, no unmapped one
+    }
+    table.readers["buf3"] = [f"r{i}" for i in range(2 * MAX_LISTED)]
+    table.by_buffer.update({f"r{i}": BufferInfo(f"r{i}", f"mm_{i}", "aten.mm.default", 0, [], []) for i in range(20)})
+    assert len(table.unmapped()[1]["read_by"]) == MAX_LISTED

@@ -75,6 +75,10 @@ class BufferInfo:
     def mapped(self) -> bool:
         return bool(self.target)
 
+    def computed_by_a_node(self) -> bool:
+        """Whether an op node of the graph computes it (not a graph input's copy)."""
+        return any(n.name == self.origin and n.op == "call_function" for n in self.nodes)
+
 
 @dataclass
 class GraphBuffers:
@@ -84,6 +88,8 @@ class GraphBuffers:
     concats: dict[str, list[str]] = field(default_factory=dict)
     # buffers holding a value another buffer of the same name already holds (not dumped)
     copies: set[str] = field(default_factory=set)
+    # buffer -> the buffers whose kernels read it
+    readers: dict[str, list[str]] = field(default_factory=dict)
     # each FX node's target as AOT Autograd made the graph, before Inductor's post-grad passes
     # changed some in place (aten.view becomes aten.reshape): the FX-level dump's names
     targets: dict[str, str] = field(default_factory=dict)
@@ -169,15 +175,49 @@ class GraphBuffers:
         return info
 
     def unmapped(self) -> list[dict]:
-        return [
-            {
-                "buffer": i.buffer,
-                "fx_nodes": i.fx_nodes,
-                **({"reason": i.unmapped_because} if i.unmapped_because else {}),
-            }
-            for i in self.by_buffer.values()
-            if not i.mapped
-        ]
+        """The buffers that hold no golden node's value. One that the alignment left unmapped (a
+        user pass's node, `reason`), computed by an op node, also says which Dynamo nodes made it (`graph_nodes`), where
+        (`sources`, its last node's first: the buffer holds that node's value) and which dumped
+        buffers read it (`read_by`, their op keys): a defect of that pass shows first in those
+        readers' rows, and its producer is a culprit candidate that the confirmation can run
+        eagerly (docs/workflow.md, How a culprit is confirmed)."""
+        entries = []
+        for i in self.by_buffer.values():
+            if i.mapped:
+                continue
+            entry = {"buffer": i.buffer, "fx_nodes": i.fx_nodes}
+            if i.unmapped_because:
+                entry["reason"] = i.unmapped_because
+                if i.graph_nodes and i.computed_by_a_node():
+                    entry["graph_nodes"] = i.graph_nodes
+                    entry["sources"] = _distinct_places(i.sources[::-1])[:MAX_LISTED]
+                    entry["read_by"] = self.dumped_readers(i.buffer)[:MAX_LISTED]
+            entries.append(entry)
+        return entries
+
+    def dumped_readers(self, buffer: str) -> list[str]:
+        """The op keys of the dumped buffers whose kernels read `buffer`, in schedule order."""
+        keys = []
+        for reader in self.readers.get(buffer, ()):
+            info = self.by_buffer.get(reader)
+            if info is not None and info.mapped and reader not in self.copies and info.op_key not in keys:
+                keys.append(info.op_key)
+        return keys
+
+
+# At most this many sources and readers are listed for an unmapped buffer (status.json stays small).
+MAX_LISTED = 8
+
+
+def _distinct_places(sources: list[dict]) -> list[dict]:
+    """The sources that name a place in the user's code, each place once."""
+    places, seen = [], set()
+    for source in sources:
+        place = (source.get("module"), source.get("line"))
+        if source.get("line") and place not in seen:
+            seen.add(place)
+            places.append(source)
+    return places
 
 
 _collecting: GraphBuffers | None = None
@@ -233,6 +273,9 @@ def _describe_scheduler(scheduler) -> None:
             for buffer in snode.get_outputs():
                 irs[buffer.get_name()] = ir_node
                 table.add(buffer.get_name(), origin, ir_node.get_origins())
+            for dep in snode.read_writes.reads:
+                for buffer in snode.get_outputs():
+                    table.readers.setdefault(dep.name, []).append(buffer.get_name())
     # which FX node each buffer without origin node holds, from the kernel that reads it
     consumers: dict[str, list] = {}
     for node in scheduler.nodes:
