@@ -22,8 +22,9 @@ const std::vector<VerdictCategory>& verdict_categories() {
        "apply the fix and run the workflow again before looking for a compiler defect.",
        true},
       {"fusion_defect", "Graph structure / fusion defect",
-       "A fusion rule (or graph pass) produces the wrong result: turn the named rule off (fusion_switch_file) "
-       "to work around it, and report it with the failing subgraph.",
+       "A fusion rule (or graph pass) produces the wrong result: turn the named rule off to work around it (a "
+       "TorchAir/GE backend: the fusion switch file the step wrote; Inductor: the torch._inductor.config setting its "
+       "workaround names, run spec switches.inductor_off), and report it with the failing subgraph.",
        true},
       {"user_pass_defect", "Your own graph pass produces the wrong result",
        "A graph pass of your own, set in one of torch._inductor.config's custom-pass slots (the culprit names it and "
