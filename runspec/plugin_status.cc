@@ -89,6 +89,17 @@ DumpOutcome dump_of(const nlohmann::json& dump) {
           count(budget).value_or(0)};
 }
 
+std::map<std::string, InductorRule> inductor_rules_of(const nlohmann::json& inductor_rules) {
+  std::map<std::string, InductorRule> out;
+  const nlohmann::json& rules = json_member(inductor_rules, "rules");
+  if (!rules.is_object()) return out;
+  const nlohmann::json& user_passes = json_member(inductor_rules, "user_passes");
+  for (const auto& [name, rule] : rules.items())
+    out[name] = {string_or(json_member(rule, "config")), json_member(rule, "off_value"),
+                 string_or(json_member(rule, "gate")), string_or(json_member(user_passes, name.c_str()))};
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json PluginStatus::dump_max_bytes() const { return json_member(json_member(spec, "dump"), "max_bytes"); }
@@ -113,6 +124,9 @@ PluginStatus parse_plugin_status(const nlohmann::json& status) {
   out.torchair_options = json_member(out.active_switches, "torchair");
   out.isolated_nodes = isolated_nodes_of(json_member(status, "isolation"));
   out.dump = dump_of(json_member(status, "dump"));
+  out.inductor_rules = inductor_rules_of(json_member(status, "inductor_rules"));
+  const nlohmann::json& compile_calls = json_member(status, "compile_calls");
+  if (compile_calls.is_array()) out.compile_calls = compile_calls.size();
   return out;
 }
 

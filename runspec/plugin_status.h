@@ -61,6 +61,16 @@ struct DumpOutcome {
   int64_t records_over_budget = 0;  // not_kept.budget: records kept as statistics only
 };
 
+// An Inductor rule a fusion bisection can turn off (status.json inductor_rules.rules): the config
+// key and its eager-like setting; a user's own pass (its slot's config key) also has its gate, the
+// Inductor rule whose switch skips it too, and the qualified name of the pass the slot held
+// (inductor_rules.user_passes; "" when the slot held none).
+struct InductorRule {
+  std::string config;
+  nlohmann::json off_value;
+  std::string gate, user_pass;
+};
+
 struct PluginStatus {
   bool written = false;  // a status.json object was read
   nlohmann::json spec;   // the run spec as the run echoes it (null when absent)
@@ -75,6 +85,9 @@ struct PluginStatus {
   nlohmann::json torchair_options;  // switches.active.torchair: the TorchAir options applied (null when none)
   std::vector<IsolatedNode> isolated_nodes;
   DumpOutcome dump;
+  std::map<std::string, InductorRule> inductor_rules;
+  std::optional<size_t>
+      compile_calls;  // the torch.compile calls the script made (compile_calls); nullopt: not recorded
 
   // Whether the run ran the model's script (`python -m diagnose_pytorch run ...`).
   bool ran_script() const { return argv.size() >= 2 && argv[1] == "run"; }

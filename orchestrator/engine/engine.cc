@@ -1,5 +1,6 @@
 #include "orchestrator/engine/engine.h"
 
+#include "orchestrator/engine/compiled_nothing.h"
 #include "orchestrator/engine/digest.h"
 #include "orchestrator/engine/dump_budget.h"
 #include "orchestrator/engine/equal_tensor_files.h"
@@ -98,8 +99,10 @@ class Engine {
         outcome.interrupted = true;
         break;
       }
-      if ((result.status == StepStatus::Fail || result.status == StepStatus::Error) &&
-          step.on_failure == OnFailure::Stop)
+      if (script_compiled_nothing(result.runs))
+        stopped_by = "not run: the script ended without compiling anything (step '" + step.id + "')";
+      else if ((result.status == StepStatus::Fail || result.status == StepStatus::Error) &&
+               step.on_failure == OnFailure::Stop)
         stopped_by = "not run: step '" + step.id + "' " + (result.status == StepStatus::Fail ? "failed" : "errored") +
                      " and has on_failure: stop";
     }
@@ -226,6 +229,12 @@ class Engine {
     result.evidence = evaluated.evidence;
     result.metrics = evaluated.metrics.is_object() ? evaluated.metrics : nlohmann::json::object();
     result.reproduce = evaluated.reproduce;
+    if (std::optional<StepResult> nothing = script_compiled_nothing(result.runs)) {
+      result.status = nothing->status;
+      result.summary = nothing->summary;
+      result.findings.clear();
+      result.evidence = nothing->evidence;
+    }
     result.category = category_of(step, result);
     result.finished = now_seconds();
     save();

@@ -12,6 +12,7 @@ std::string culprit_of(const StepResult& step) {
   // a culprit that an intervention run did not confirm is never named
   const nlohmann::json confirmation = step.metrics.value("confirmation", nlohmann::json());
   if (confirmation.is_object() && confirmation.value("outcome", "") != "confirmed") return "";
+  if (step.metrics.value("category", nlohmann::json()) == "unconfirmed_divergence") return "";
   for (const char* key : {"culprit", "first_failing_op"}) {
     if (step.metrics.contains(key) && step.metrics.at(key).is_string()) return step.metrics.at(key).get<std::string>();
   }

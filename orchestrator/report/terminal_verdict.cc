@@ -233,8 +233,11 @@ void what_to_do(const RunReport& report, std::vector<VerdictLine>& lines) {
       return e.kind == "file" && e.name.rfind("workaround", 0) == 0 && !e.path.empty();
     });
     const bool has_file = file != decisive->evidence.end();
+    const json setting = metric(*decisive, "workaround_setting");
     lines.push_back({"what to do",
-                     v.culprit + " off through " + metric(*decisive, "knob").get<std::string>() + " works around it" +
+                     (setting.is_string() ? setting.get<std::string>()
+                                          : v.culprit + " off through " + metric(*decisive, "knob").get<std::string>() +
+                                                " works around it") +
                          (has_file ? ":" : "."),
                      false});
     if (has_file) lines.push_back({"", file->path, true});

@@ -22,8 +22,15 @@ const std::vector<VerdictCategory>& verdict_categories() {
        "apply the fix and run the workflow again before looking for a compiler defect.",
        true},
       {"fusion_defect", "Graph structure / fusion defect",
-       "A fusion rule (or graph pass) produces the wrong result: turn the named rule off (fusion_switch_file) "
-       "to work around it, and report it with the failing subgraph.",
+       "A fusion rule (or graph pass) produces the wrong result: turn the named rule off to work around it (a "
+       "TorchAir/GE backend: the fusion switch file the step wrote; Inductor: the torch._inductor.config setting its "
+       "workaround names, run spec switches.inductor_off), and report it with the failing subgraph.",
+       true},
+      {"user_pass_defect", "Your own graph pass produces the wrong result",
+       "A graph pass of your own, set in one of torch._inductor.config's custom-pass slots (the culprit names it and "
+       "the slot), produces the wrong result: the bisection found the failure gone with only that pass taken out, "
+       "Inductor's own passes on. Fix the pass, or run without it (the slot set to None); the reproduce commands run "
+       "the model with and without it.",
        true},
       {"state_defect", "The compiled graph does not carry the state between calls",
        "After a call whose outputs match eager, state that the next call reads (a module buffer, an input "
@@ -41,9 +48,11 @@ const std::vector<VerdictCategory>& verdict_categories() {
        "inputs, layout and precision handling in context.",
        true},
       {"unconfirmed_divergence", "The compiled graph diverges; no culprit confirmed",
-       "The graph run diverges from eager and its op rows point at the named candidate op(s), but the intervention "
-       "run with a candidate run eagerly (the rest compiled) did not make the failure go away, or could not be made: "
-       "a candidate is where to look first, not a proven cause. Read the confirmation's figures (report.json "
+       "The graph run diverges from eager and its op rows (or the state that differs after a call) point at the "
+       "candidate(s) the findings name, but the intervention run with a candidate run eagerly (a state's writes "
+       "forced), the rest compiled, did not make the failure go away, or could not be made, or no op row localises "
+       "the failure at all: a candidate is where to look first, not a proven cause. Read the confirmation's figures "
+       "(report.json "
        "`confirmation`: rows and rmse before and after), run the model with the candidate's graph nodes eager "
        "yourself (run spec isolation.eager_nodes), and look for the minimal failing subgraph (subgraph_isolate).",
        true},

@@ -1,5 +1,8 @@
 #include "steps/bisection/bisection_knobs.h"
 
+#include <algorithm>
+#include <set>
+
 #include <boost/filesystem.hpp>
 
 #include <nlohmann/json.hpp>
@@ -89,6 +92,29 @@ std::string FusionSwitchFileKnob::write_workaround(const bisect::Config& culprit
   std::string path = dir + "/fusion_switch.json";
   torchair::write_fusion_switch_file(path, switch_for(culprits, sections));
   return path;
+}
+
+std::optional<std::string> user_pass_of(const std::vector<std::string>& set,
+                                        const std::map<std::string, InductorRule>& rules) {
+  for (const std::string& name : set) {
+    auto rule = rules.find(name);
+    if (rule == rules.end() || rule->second.user_pass.empty()) continue;
+    if (set.size() == 1 || (set.size() == 2 && std::count(set.begin(), set.end(), rule->second.gate))) return name;
+  }
+  return std::nullopt;
+}
+
+bisect::Config without_user_pass_gates(const bisect::Config& culprits,
+                                       const std::map<std::string, InductorRule>& rules) {
+  std::set<std::string> gates;
+  for (const std::string& name : culprits) {
+    auto rule = rules.find(name);
+    if (rule != rules.end() && !rule->second.user_pass.empty()) gates.insert(rule->second.gate);
+  }
+  bisect::Config off;
+  for (const std::string& name : culprits)
+    if (!gates.count(name)) off.push_back(name);
+  return off;
 }
 
 }  // namespace diagnose

@@ -13,6 +13,7 @@
 
 #include "fusion_files/fusion_switch.h"
 #include "orchestrator/bisect/knob.h"
+#include "runspec/plugin_status.h"
 
 namespace diagnose {
 
@@ -28,6 +29,16 @@ torchair::FusionSwitch switch_for(const bisect::Config& off,
 
 // The switch file sections a fusion_result.json gives its rules (none for other reports).
 std::map<std::string, torchair::FusionSection> report_sections(const std::string& path);
+
+// A user's own pass in an Inductor custom-pass slot (status.json inductor_rules) fails only with
+// its gate on, the Inductor switch that skips it too. The user's pass a culprit set is (the pass
+// alone, or the pass and its gate); nullopt when the set is anything else.
+std::optional<std::string> user_pass_of(const std::vector<std::string>& set,
+                                        const std::map<std::string, InductorRule>& rules);
+// The culprits less the gates of the user's passes among them: the workaround takes out the
+// user's pass and leaves Inductor's own passes on.
+bisect::Config without_user_pass_gates(const bisect::Config& culprits,
+                                       const std::map<std::string, InductorRule>& rules);
 
 // Each trial gets the fusion switch file turning its configuration off (fusion_switch.json in
 // its directory), and so does the workaround. The section of each rule comes from the caller

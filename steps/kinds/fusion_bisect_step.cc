@@ -2,15 +2,20 @@
 // running the target with rules switched off, one fresh process per trial, judged against
 // the golden run (orchestrator/bisect/driver.h).
 
+#include <algorithm>
+#include <fstream>
 #include <optional>
 #include <set>
+#include <sstream>
 
 #include "orchestrator/bisect/driver.h"
 #include "orchestrator/engine/step.h"
 #include "orchestrator/exec/command_line.h"
+#include "orchestrator/util/files.h"
 #include "orchestrator/workflow/validate.h"
 #include "orchestrator/workflow/workflow_loader.h"
 #include "orchestrator/workflow/workflow_schema.h"
+#include "runspec/plugin_status.h"
 #include "steps/bisection/bisection_knobs.h"
 #include "steps/bisection/bisection_steps.h"
 #include "steps/judgement/dump_judgement.h"
@@ -70,9 +75,22 @@ class RuleKnob : public FusionSwitchFileKnob {
   virtual std::set<std::string> needed_features() const { return {}; }
   // The workaround's evidence besides the switch file.
   virtual void add_workaround(const bisect::Config& /*culprits*/, StepResult& /*result*/) const {}
+  // The rules the workaround turns off.
+  virtual bisect::Config workaround_off(const bisect::Config& culprits) const { return culprits; }
+  // Where the culprits are the user's own graph passes rather than the compiler's rules: the
+  // culprit, category and workaround name them.
+  virtual void name_user_passes(const bisect::Result& /*bisection*/, StepResult& /*result*/) const {}
 };
 
+// The Python literal of an eager-like setting as status.json gives it (false: False, null: None).
+std::string python_literal(const nlohmann::json& value) {
+  return value.is_boolean() ? (value.get<bool>() ? "True" : "False") : value.is_null() ? "None" : value.dump();
+}
+
 // Inductor's pass switches: switches.inductor_off, the fired ones in the plugin's status.json.
+// A user's own pass in one of Inductor's custom-pass slots is a rule too, failing only with its
+// gate (the Inductor switch that skips it as well) on: a culprit set of the pass and its gate is
+// the user's pass, and its workaround empties the slot alone.
 class InductorKnob : public RuleKnob {
  public:
   using RuleKnob::RuleKnob;
@@ -80,9 +98,68 @@ class InductorKnob : public RuleKnob {
   void clear(RunSwitches& switches) const override { switches.inductor_off.reset(); }
   void apply(const bisect::Trial& trial, RunSpec& spec) const override { spec.run_switches().inductor_off = trial.off; }
   std::set<std::string> needed_features() const override { return {"inductor_rules"}; }
-  void add_workaround(const bisect::Config& culprits, StepResult& result) const override {
-    result.evidence.push_back({"metric", "workaround: run spec switches.inductor_off", "", culprits});
+  void learn(const std::string& report_path, bool listing) override {
+    if (listing) rules_ = read_rules(report_path);
   }
+  void resume(const nlohmann::json&, const std::vector<std::string>&, const std::string& all_on_report) override {
+    rules_ = read_rules(all_on_report);
+  }
+  // The run spec's switches that turn the culprits off (a user's pass without its gate).
+  std::string write_workaround(const bisect::Config& culprits, const std::string& dir) const override {
+    const std::string path = dir + "/switches.json";
+    write_file_atomically(path, nlohmann::json{{"inductor_off", workaround_off(culprits)}}.dump(2) + "\n");
+    return path;
+  }
+  void add_workaround(const bisect::Config& culprits, StepResult& result) const override {
+    const bisect::Config off = workaround_off(culprits);
+    result.evidence.push_back({"metric", "workaround: run spec switches.inductor_off", "", off});
+    std::vector<std::string> settings;
+    for (const std::string& rule : off) {
+      auto known = rules_.find(rule);
+      if (known != rules_.end() && !known->second.config.empty())
+        settings.push_back("torch._inductor.config." + known->second.config + " = " +
+                           python_literal(known->second.off_value));
+    }
+    result.metrics["workaround_setting"] = (settings.empty() ? "" : joined(settings, "; ") + " ") +
+                                           "(run spec switches.inductor_off: " + joined(off) + ")";
+  }
+  void name_user_passes(const bisect::Result& bisection, StepResult& result) const override {
+    std::vector<std::string> passes, slots;
+    for (const bisect::CulpritSet& set : bisection.culprit_sets) {
+      std::optional<std::string> pass = user_pass_of(set.rules, rules_);
+      if (!pass) return;  // an Inductor rule of its own among the culprits: a fusion defect
+      auto rule = rules_.find(*pass);
+      passes.push_back(rule->second.user_pass);
+      slots.push_back("torch._inductor.config." + rule->second.config);
+      result.findings.insert(result.findings.begin(),
+                             {"your own graph pass " + rule->second.user_pass + ", set as " + slots.back() +
+                                  ", breaks precision (not a rule of Inductor's): with it the target fails, with "
+                                  "only it taken out (Inductor's own passes on) it passes",
+                              rule->second.user_pass});
+    }
+    if (passes.empty()) return;
+    result.metrics["culprit"] = joined(passes, "+");
+    result.metrics["category"] = "user_pass_defect";
+    result.summary = "your own graph pass " + joined(passes, ", ") + " (" + joined(slots, ", ") +
+                     ") breaks precision, not a rule of Inductor's; " + result.summary;
+    result.metrics["workaround_setting"] = "fix " + joined(passes, " and ") +
+                                           ", or run without it: " + joined(slots, " = None; ") + " = None" +
+                                           " (the last reproduce command runs the model so)";
+  }
+
+  // The culprits without the gates of the user's passes among them.
+  bisect::Config workaround_off(const bisect::Config& culprits) const override {
+    return without_user_pass_gates(culprits, rules_);
+  }
+
+ private:
+  static std::map<std::string, InductorRule> read_rules(const std::string& status_path) {
+    std::ifstream file(status_path, std::ios::binary);
+    std::stringstream text;
+    text << file.rdbuf();
+    return parse_plugin_status(nlohmann::json::parse(text.str(), nullptr, false)).inductor_rules;
+  }
+  std::map<std::string, InductorRule> rules_;
 };
 
 // A TorchAir-style backend's fusion switch file: switches.fusion_switch_file.
@@ -162,8 +239,8 @@ class FusionBisectStep : public StepKind {
     return properties;
   }
   std::vector<std::string> result_fields() const override {
-    return {"conclusion",      "culprit", "culprits", "trials",    "new_trials",
-            "replayed_trials", "rounds",  "verified", "confidence"};
+    return {"conclusion", "culprit",  "culprits",   "trials",   "new_trials",        "replayed_trials",
+            "rounds",     "verified", "confidence", "category", "workaround_setting"};
   }
   std::string default_category() const override { return "fusion_defect"; }
 
@@ -401,8 +478,9 @@ class FusionBisectStep : public StepKind {
         result.evidence.push_back(
             {"file", "workaround: switch file turning only the culprits off", outcome.workaround_path, nullptr});
         knob.add_workaround(culprits, result);
+        knob.name_user_passes(bisection, result);
         result.reproduce.push_back("# the workaround (culprits off)");
-        result.reproduce.push_back(command_of(culprits));
+        result.reproduce.push_back(command_of(knob.workaround_off(culprits)));
         break;
       }
       case bisect::Conclusion::NoFailure:

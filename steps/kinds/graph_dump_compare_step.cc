@@ -17,6 +17,7 @@
 #include "orchestrator/engine/step.h"
 #include "orchestrator/exec/command_line.h"
 #include "runspec/plugin_status.h"
+#include "steps/judgement/confirmed_claims.h"
 #include "steps/judgement/culprit_confirmation.h"
 #include "steps/judgement/dump_judgement.h"
 #include "steps/plugin_runs/feature_notes.h"
@@ -268,6 +269,7 @@ class GraphDumpCompareStep : public StepKind {
           },
           result);
     }
+    claim_only_what_is_confirmed(result);
     note_unavailable_features(runs, result);
     return result;
   }

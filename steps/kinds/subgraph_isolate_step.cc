@@ -17,6 +17,7 @@
 #include "orchestrator/workflow/workflow_schema.h"
 #include "steps/bisection/bisection_knobs.h"
 #include "steps/bisection/bisection_steps.h"
+#include "steps/bisection/subgraph_culprits.h"
 #include "steps/json_text.h"
 #include "steps/judgement/dump_judgement.h"
 #include "steps/plugin_runs/plugin_run.h"
@@ -233,7 +234,8 @@ class SubgraphIsolateStep : public StepKind {
 
   static void describe(const StepContext& context, const std::vector<Subgraph>& subgraphs, size_t total,
                        StepResult& result) {
-    std::vector<std::string> culprits, all_nodes, all_ops;
+    std::vector<SubgraphCulprit> culprits;
+    std::vector<std::string> all_nodes, all_ops;
     bool all_fail = true;
     for (const Subgraph& subgraph : subgraphs) {
       std::map<std::string, NodeInfo> infos = node_infos(read_plugin_status(subgraph.request.dir));
@@ -252,7 +254,7 @@ class SubgraphIsolateStep : public StepKind {
             {{"node", id}, {"op", op}, {"module", info.module}, {"source", info.source}, {"culprit", culprit}});
       }
       std::string culprit = joined(ops, "+");
-      culprits.push_back(culprit);
+      culprits.push_back({culprit, subgraph.nodes});
       all_nodes.insert(all_nodes.end(), subgraph.nodes.begin(), subgraph.nodes.end());
       all_ops.insert(all_ops.end(), ops.begin(), ops.end());
       std::string or_less =
@@ -280,12 +282,13 @@ class SubgraphIsolateStep : public StepKind {
       result.reproduce.push_back("# the same with the backend replaced by eager: passes");
       result.reproduce.push_back(reproduce_command(dir, {}, {python, subgraph.repro(), "--backend", "eager"}));
     }
-    result.metrics["culprit"] = joined(culprits, ", ");
+    const std::vector<std::string> named = grouped_culprits(culprits);
+    result.metrics["culprit"] = joined(named, ", ");
     result.metrics["subgraph"] = all_nodes;
     result.metrics["subgraph_ops"] = all_ops;
     result.metrics["repro"] = subgraphs.front().repro();
     result.metrics["repro_fails"] = all_fail;
-    result.summary = "minimal failing subgraph: " + joined(culprits, ", ") + " (" + std::to_string(all_nodes.size()) +
+    result.summary = "minimal failing subgraph: " + joined(named, ", ") + " (" + std::to_string(all_nodes.size()) +
                      " of " + std::to_string(total) + " nodes; repro " + subgraphs.front().repro() + ")";
   }
 };

@@ -13,6 +13,38 @@ namespace {
 using testing_support::TempDir;
 using testing_support::write_text;
 
+// The user's pass of Inductor's pre-grad slot as the plugin's status.json describes it.
+std::map<std::string, InductorRule> rules_with_user_pass() {
+  const nlohmann::json status = {
+      {"inductor_rules",
+       {{"rules",
+         {{"pre_grad_passes", {{"config", "use_pre_grad_passes"}, {"off_value", false}}},
+          {"split_reductions", {{"config", "split_reductions"}, {"off_value", false}}},
+          {"pre_grad_custom_pass",
+           {{"config", "pre_grad_custom_pass"}, {"off_value", nullptr}, {"gate", "pre_grad_passes"}}},
+          {"post_grad_custom_post_pass",
+           {{"config", "post_grad_custom_post_pass"}, {"off_value", nullptr}, {"gate", "post_grad_passes"}}}}},
+        {"user_passes", {{"pre_grad_custom_pass", "__main__.scale_second_softmax"}}}}}};
+  return parse_plugin_status(status).inductor_rules;
+}
+
+TEST(BisectionKnobs, AUserPassWithItsGateIsTheUsersPassAndItsWorkaroundLeavesTheGateOn) {
+  const std::map<std::string, InductorRule> rules = rules_with_user_pass();
+  EXPECT_EQ(rules.at("pre_grad_custom_pass").user_pass, "__main__.scale_second_softmax");
+  EXPECT_EQ(rules.at("pre_grad_custom_pass").gate, "pre_grad_passes");
+  EXPECT_TRUE(rules.at("pre_grad_custom_pass").off_value.is_null());
+  EXPECT_EQ(user_pass_of({"pre_grad_passes", "pre_grad_custom_pass"}, rules), "pre_grad_custom_pass");
+  EXPECT_EQ(user_pass_of({"pre_grad_custom_pass"}, rules), "pre_grad_custom_pass");
+  // an Inductor rule of its own among them, an Inductor rule alone, a slot that held no pass
+  EXPECT_FALSE(user_pass_of({"pre_grad_custom_pass", "split_reductions"}, rules));
+  EXPECT_FALSE(user_pass_of({"pre_grad_passes"}, rules));
+  EXPECT_FALSE(user_pass_of({"post_grad_custom_post_pass"}, rules));
+  EXPECT_EQ(without_user_pass_gates({"pre_grad_custom_pass", "pre_grad_passes"}, rules),
+            (bisect::Config{"pre_grad_custom_pass"}));
+  EXPECT_EQ(without_user_pass_gates({"pre_grad_passes", "split_reductions"}, rules),
+            (bisect::Config{"pre_grad_passes", "split_reductions"}));
+}
+
 TEST(BisectionKnobs, FiredRulesFromFusionResultOrPluginStatus) {
   TempDir dir;
   write_text(dir / "fusion_result.json",

@@ -1,6 +1,8 @@
 """Inductor's precision-relevant switches as named rules, for `fusion_bisect` with knob
 `inductor`: each rule is on in Inductor's default configuration and has an eager-like setting
-that turns it off. The run spec's `switches.inductor_off` lists the rules to turn off; the run's
+that turns it off. A graph pass of the user's own set in one of Inductor's custom-pass slots is a
+rule too (off: the slot emptied), with its gate: the Inductor switch that also skips it. The run
+spec's `switches.inductor_off` lists the rules to turn off; the run's
 status.json says which were candidates, off and fired (inductor_rules_fired.py). No torch here:
 the run spec and compat's probe read this table."""
 
@@ -15,6 +17,7 @@ class Rule:
     off_value: object  # the eager-like setting
     what: str
     counter: str = ""  # Inductor counter that shows the rule rewrote something
+    gate: str = ""  # a user's pass: the rule whose switch skips the passes around it, this one included
 
 
 RULES = {
@@ -40,6 +43,16 @@ RULES = {
     "pre_grad_passes": Rule("use_pre_grad_passes", False, "the pre-grad FX passes (fusions on the Dynamo graph)"),
     "joint_graph_passes": Rule("use_joint_graph_passes", False, "the joint-graph passes (pattern rewrites, folding)"),
     "post_grad_passes": Rule("use_post_grad_passes", False, "the post-grad passes (pattern rewrites, reinplacing)"),
+    **{
+        slot: Rule(slot, None, f"the user's own graph pass set as torch._inductor.config.{slot}", gate=gate)
+        for slot, gate in (
+            ("pre_grad_custom_pass", "pre_grad_passes"),
+            ("joint_custom_pre_pass", "joint_graph_passes"),
+            ("joint_custom_post_pass", "joint_graph_passes"),
+            ("post_grad_custom_pre_pass", "post_grad_passes"),
+            ("post_grad_custom_post_pass", "post_grad_passes"),
+        )
+    },
 }
 
 

@@ -135,7 +135,7 @@ TEST(Verdict, EveryDiagnosableCategoryHasTitleAndAdvice) {
     EXPECT_FALSE(c.advice.empty());
     diagnosable += c.diagnosable;
   }
-  EXPECT_EQ(diagnosable, 10u);
+  EXPECT_EQ(diagnosable, 11u);
 }
 
 }  // namespace

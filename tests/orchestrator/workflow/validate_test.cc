@@ -120,7 +120,8 @@ steps:
      "wf.yaml:5:16: error: steps.a.diagnoses: unknown value 'eager_defect' (did you mean 'state_defect'?); expected "
      "one "
      "of: single_op_graph_defect, "
-     "eager_device_defect, dynamo_meta_defect, known_cause, fusion_defect, state_defect, subgraph_defect, "
+     "eager_device_defect, dynamo_meta_defect, known_cause, fusion_defect, user_pass_defect, state_defect, "
+     "subgraph_defect, "
      "localized_op_defect, unconfirmed_divergence, "
      "precision_problem",
      1},
@@ -385,7 +386,8 @@ verdict:
   order: [fusion_defect, single_op_defect]
 )yaml",
      "wf.yaml:5:26: error: verdict.order[1]: unknown value 'single_op_defect'; expected one of: "
-     "single_op_graph_defect, eager_device_defect, dynamo_meta_defect, known_cause, fusion_defect, state_defect, "
+     "single_op_graph_defect, eager_device_defect, dynamo_meta_defect, known_cause, fusion_defect, user_pass_defect, "
+     "state_defect, "
      "subgraph_defect, "
      "localized_op_defect, unconfirmed_divergence, precision_problem",
      1},

@@ -71,6 +71,25 @@ def test_check_help_and_bad_input(diagnose_bin, tmp_path, inductor_cache):
     assert not (tmp_path / "runs").exists()
 
 
+def test_a_script_that_ends_without_compiling_stops_at_once(diagnose_bin, tmp_path, inductor_cache):
+    script = tmp_path / "no_compile.py"
+    script.write_text(
+        "import sys\nimport torch\n\nif sys.argv[1:] == ['--skip']:\n    print('skipped the model')\n"
+        "    raise SystemExit(0)\ntorch.compile(torch.nn.Linear(2, 2))(torch.ones(1, 2))\n"
+    )
+    checked = diagnose(
+        diagnose_bin, ["check", str(script), "--output-dir", "runs", "--", "--skip"], tmp_path, inductor_cache
+    )
+    assert checked.returncode == 3, checked.stdout + checked.stderr
+    assert "? Inconclusive" in checked.stdout and "skipped the model" in checked.stdout, checked.stdout
+    report = json.loads((the_run(tmp_path / "runs") / "report.json").read_text())
+    assert report["verdict"]["category"] == "inconclusive"
+    first, *later = report["steps"]
+    assert first["status"] == "error", first
+    assert first["summary"].startswith("the script ended without compiling anything: run "), first["summary"]
+    assert all(step["status"] == "skipped" for step in later), [step["status"] for step in later]
+
+
 def test_check_runs_the_scripts_own_backend(diagnose_bin, tmp_path, inductor_cache):
     """A script that passes its own backend object to torch.compile (examples/fusion_rules,
     unchanged) is checked with that backend, named as its workflow.yaml names it: the same
