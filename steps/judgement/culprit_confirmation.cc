@@ -458,13 +458,20 @@ void confirm_culprit(const StepContext& context, const std::vector<CulpritCandid
     rejected.push_back(c.graph_nodes);
   }
 
+  // the confirmed attempt leads; the rejected ones before it follow
+  std::string tried = joined(texts, "; ");
+  if (confirmed) {
+    const std::string last = texts.back();
+    texts.pop_back();
+    tried = last + (texts.empty() ? "" : " (before it, " + joined(texts, "; ") + ")");
+  }
   std::string outcome = confirmed ? "confirmed" : "unconfirmable";
   for (const nlohmann::json& a : attempts)
     if (!confirmed && a.value("outcome", "") == "rejected") outcome = "rejected";
   nlohmann::json confirmation = {{"outcome", outcome},   {"runs", runs},
                                  {"candidate", nullptr}, {"graph_nodes", nlohmann::json::array()},
                                  {"run", nullptr},       {"before", before ? before->to_json() : nlohmann::json()},
-                                 {"after", nullptr},     {"text", joined(texts, "; ")},
+                                 {"after", nullptr},     {"text", tried},
                                  {"attempts", attempts}};
   if (shown.is_object())
     for (const char* key : {"candidate", "graph_nodes", "forced_writes", "run", "after"})
@@ -480,9 +487,7 @@ void confirm_culprit(const StepContext& context, const std::vector<CulpritCandid
       result.metrics["localized"] = true;
     }
     if (result.status == StepStatus::Error) result.status = StepStatus::Fail;
-    texts.pop_back();
-    const std::string text = "culprit " + attempts.back()["text"].get<std::string>() +
-                             (texts.empty() ? "" : " (before it, " + joined(texts, "; ") + ")");
+    const std::string text = "culprit " + tried;
     result.summary += "; " + text;
     result.findings.insert(result.findings.begin(), {text, confirmed->op});
     return;
