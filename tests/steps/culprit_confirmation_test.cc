@@ -32,6 +32,15 @@ void write_outputs(const std::string& dir, const std::vector<Record>& records) {
   testing::write_f32_dump(dir, written);
 }
 
+// a run of `request` that ended well, having written `status` as its status.json
+RunRecord succeeded(const RunRequest& request, const nlohmann::json& status) {
+  testing::write_bytes(request.dir + "/status.json", status.dump());
+  RunRecord record;
+  static_cast<RunCommand&>(record) = request;
+  record.status = RunStatus::Succeeded;
+  return record;
+}
+
 const std::vector<float> kOut1 = {1, 2, 3, 4, 5, 6, 7, 8}, kOut2 = {2, 2, 2, 2, 2, 2, 2, 2};
 const std::vector<float> kCache1 = {1, 0, 0, 0, 5, 0, 0, 0}, kCache2 = {1, 3, 0, 0, 5, 7, 0, 0};
 const std::vector<float> kStale(8, 0), kWrong = {9, 9, 9, 9, 9, 9, 9, 9};
@@ -74,11 +83,7 @@ struct Fixture {
       std::vector<RunRecord> records;
       for (const RunRequest& request : requests) {
         write_outputs(request.dir + "/outputs", outputs);
-        testing::write_bytes(request.dir + "/status.json", status.dump());
-        RunRecord record;
-        static_cast<RunCommand&>(record) = request;
-        record.status = RunStatus::Succeeded;
-        records.push_back(record);
+        records.push_back(succeeded(request, status));
       }
       return records;
     });
@@ -310,19 +315,14 @@ TEST(CulpritConfirmation, TheUnmappedProducerOfARejectedCandidatesInputIsConfirm
         nodes.push_back({{"id", node}, {"graph", 0}, {"op", "op"}});
         if (std::find(eager.begin(), eager.end(), node) == eager.end()) compiled.push_back(node);
       }
-      testing::write_bytes(request.dir + "/status.json", nlohmann::json({{"format", "diagnose-run-status"},
-                                                                         {"state", "ok"},
-                                                                         {"isolation",
-                                                                          {{"graphs", 1},
-                                                                           {"nodes", nodes},
-                                                                           {"compiled", compiled},
-                                                                           {"pieces", nlohmann::json::array()},
-                                                                           {"unmatched", nlohmann::json::array()}}}})
-                                                             .dump());
-      RunRecord record;
-      static_cast<RunCommand&>(record) = request;
-      record.status = RunStatus::Succeeded;
-      records.push_back(record);
+      records.push_back(succeeded(request, {{"format", "diagnose-run-status"},
+                                            {"state", "ok"},
+                                            {"isolation",
+                                             {{"graphs", 1},
+                                              {"nodes", nodes},
+                                              {"compiled", compiled},
+                                              {"pieces", nlohmann::json::array()},
+                                              {"unmatched", nlohmann::json::array()}}}}));
     }
     return records;
   });
