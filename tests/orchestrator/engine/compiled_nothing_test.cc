@@ -1,5 +1,7 @@
 #include "orchestrator/engine/compiled_nothing.h"
 
+#include "runspec/plugin_status.h"
+
 #include <gtest/gtest.h>
 
 #include <boost/filesystem.hpp>
