@@ -151,12 +151,12 @@ std::optional<std::vector<std::string>> fired_rules_in_status(const nlohmann::js
   return rules;
 }
 
-std::string plugin_status_path(const std::string& run_dir) { return run_dir + "/status.json"; }
+std::string plugin_status_path(const std::string& run_dir, int rank) {
+  return run_dir + (rank <= 0 ? std::string("/status.json") : "/status_rank" + std::to_string(rank) + ".json");
+}
 
 PluginStatus read_plugin_status(const std::string& run_dir, int rank) {
-  const std::string path =
-      rank == 0 ? plugin_status_path(run_dir) : run_dir + "/status_rank" + std::to_string(rank) + ".json";
-  std::ifstream file(path, std::ios::binary);
+  std::ifstream file(plugin_status_path(run_dir, rank), std::ios::binary);
   if (!file) return {};
   std::stringstream text;
   text << file.rdbuf();

@@ -99,8 +99,8 @@ PluginStatus parse_plugin_status(const nlohmann::json& status);
 // The status of the run in `run_dir` (rank 0's status.json; rank R > 0's status_rank{R}.json);
 // empty (written false) when missing or unreadable.
 PluginStatus read_plugin_status(const std::string& run_dir, int rank = 0);
-// The path of a run's status.json.
-std::string plugin_status_path(const std::string& run_dir);
+// The path of a run's status (rank 0's status.json; rank R > 0's status_rank{R}.json).
+std::string plugin_status_path(const std::string& run_dir, int rank = 0);
 
 // Whether a JSON document is a run status (its `format`), as a fired-rule report may also be
 // GE's fusion_result.json.

@@ -164,8 +164,7 @@ std::string named(const CulpritCandidate& c) {
 
 // The status.json of `rank` in a run directory, an empty object when it cannot be read.
 nlohmann::json status_of_rank(const std::string& run_dir, int rank) {
-  const std::optional<std::string> text =
-      read_file(rank <= 0 ? plugin_status_path(run_dir) : run_dir + "/status_rank" + std::to_string(rank) + ".json");
+  const std::optional<std::string> text = read_file(plugin_status_path(run_dir, rank));
   nlohmann::json status = text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
   return status.is_object() ? status : nlohmann::json::object();
 }
