@@ -3,10 +3,8 @@
 // the golden run (orchestrator/bisect/driver.h).
 
 #include <algorithm>
-#include <fstream>
 #include <optional>
 #include <set>
-#include <sstream>
 
 #include "orchestrator/bisect/driver.h"
 #include "orchestrator/engine/step.h"
@@ -154,10 +152,8 @@ class InductorKnob : public RuleKnob {
 
  private:
   static std::map<std::string, InductorRule> read_rules(const std::string& status_path) {
-    std::ifstream file(status_path, std::ios::binary);
-    std::stringstream text;
-    text << file.rdbuf();
-    return parse_plugin_status(nlohmann::json::parse(text.str(), nullptr, false)).inductor_rules;
+    const std::optional<std::string> text = read_file(status_path);
+    return parse_plugin_status(text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json()).inductor_rules;
   }
   std::map<std::string, InductorRule> rules_;
 };
