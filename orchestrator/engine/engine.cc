@@ -90,7 +90,7 @@ class Engine {
         finish_without_running(result, StepStatus::Skipped, stopped_by);
         continue;
       }
-      run_step(i, step, result);
+      const bool compiled_nothing = run_step(i, step, result);
       equal_files_.share(step_dir_of(run_dir_, step.id));
       if (interrupt_count() > 0) {
         state_.interrupted = true;
@@ -99,7 +99,7 @@ class Engine {
         outcome.interrupted = true;
         break;
       }
-      if (script_compiled_nothing(result.runs))
+      if (compiled_nothing)
         stopped_by = "not run: the script ended without compiling anything (step '" + step.id + "')";
       else if ((result.status == StepStatus::Fail || result.status == StepStatus::Error) &&
                step.on_failure == OnFailure::Stop)
@@ -189,12 +189,17 @@ class Engine {
     progress_.step_finished(result);
   }
 
-  void run_step(size_t index, const StepSpec& step, StepResult& result) {
+  // Runs the step into `result`. Returns whether one of its runs shows the script compiled
+  // nothing (compiled_nothing.h): the result then says so, and the workflow stops after it.
+  bool run_step(size_t index, const StepSpec& step, StepResult& result) {
     const StepKind& kind = *find_step_kind(step.kind);
     if (!step.when.empty()) {
       bool holds = Condition::parse(step.when).evaluate(
           [&](const std::string& name) { return result_value(state_, run_dir_, name); });
-      if (!holds) return finish_without_running(result, StepStatus::Skipped, "skipped: `" + step.when + "` is false");
+      if (!holds) {
+        finish_without_running(result, StepStatus::Skipped, "skipped: `" + step.when + "` is false");
+        return false;
+      }
     }
 
     std::vector<RunRecord> earlier_runs = result.runs;  // from an interrupted invocation
@@ -218,7 +223,7 @@ class Engine {
         if (record.status == RunStatus::Running) record.status = RunStatus::Interrupted;
       result.summary = "interrupted";
       save();
-      return;
+      return false;
     } catch (const std::exception& e) {
       evaluated.status = StepStatus::Error;
       evaluated.summary = std::string("cannot evaluate the step: ") + e.what();
@@ -229,7 +234,8 @@ class Engine {
     result.evidence = evaluated.evidence;
     result.metrics = evaluated.metrics.is_object() ? evaluated.metrics : nlohmann::json::object();
     result.reproduce = evaluated.reproduce;
-    if (std::optional<StepResult> nothing = script_compiled_nothing(result.runs)) {
+    const std::optional<StepResult> nothing = script_compiled_nothing(result.runs);
+    if (nothing) {
       result.status = nothing->status;
       result.summary = nothing->summary;
       result.findings.clear();
@@ -239,6 +245,7 @@ class Engine {
     result.finished = now_seconds();
     save();
     progress_.step_finished(result);
+    return nothing.has_value();
   }
 
   // One round of a step's runs, in parallel. A run that succeeded with the same name and
