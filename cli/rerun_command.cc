@@ -14,6 +14,7 @@
 #include "orchestrator/exec/subprocess.h"
 #include "orchestrator/util/files.h"
 #include "orchestrator/util/paths.h"
+#include "runspec/run_spec.h"
 
 namespace diagnose {
 
@@ -150,8 +151,8 @@ int rerun_command(int argc, char** argv) {
       return kExitUsage;
     }
     const std::string copied = moved(*text, from, where);
-    write_file_atomically(where + "/spec.json", copied);
-    spec.env["DIAGNOSE_RUN_SPEC"] = where + "/spec.json";
+    write_file_atomically(run_spec_path(where), copied);
+    spec.env["DIAGNOSE_RUN_SPEC"] = run_spec_path(where);
     spec.env["DIAGNOSE_RUN_SPEC_DIGEST"] = hex_digest(fnv1a(copied));
   }
   spec.stdout_path = where + "/stdout.log";
