@@ -104,9 +104,9 @@ class InductorKnob : public RuleKnob {
   }
   // The run spec's switches that turn the culprits off (a user's pass without its gate).
   std::string write_workaround(const bisect::Config& culprits, const std::string& dir) const override {
-    const std::string path = dir + "/switches.json";
-    write_file_atomically(path, nlohmann::json{{"inductor_off", workaround_off(culprits)}}.dump(2) + "\n");
-    return path;
+    RunSwitches off;
+    off.inductor_off = workaround_off(culprits);
+    return write_switches_file(dir, off);
   }
   void add_workaround(const bisect::Config& culprits, StepResult& result) const override {
     const bisect::Config off = workaround_off(culprits);

@@ -8,7 +8,6 @@
 // the summary says how many ops that settled and how many were compiled alone.
 #include <algorithm>
 #include <boost/filesystem.hpp>
-#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -153,9 +152,7 @@ class SingleOpCheck {
   // The target's switches, as the file the single-op processes read (none without switches).
   void write_switches_file() {
     if (!target_.switches || nlohmann::json(*target_.switches).empty()) return;
-    switches_file_ = context_.step_dir() + "/switches.json";
-    fs::create_directories(context_.step_dir());
-    std::ofstream(switches_file_) << nlohmann::json(*target_.switches).dump(2) << "\n";
+    switches_file_ = diagnose::write_switches_file(context_.step_dir(), *target_.switches);
   }
 
   // Rounds of single-op processes, in parallel, until every op was checked, skipped, failed to

@@ -10,6 +10,7 @@
 #include "orchestrator/engine/run_dir.h"
 #include "orchestrator/engine/shared_runs.h"
 #include "orchestrator/engine/state.h"
+#include "orchestrator/util/files.h"
 #include "orchestrator/workflow/workflow_loader.h"
 #include "orchestrator/workflow/workflow_schema.h"
 
@@ -179,6 +180,13 @@ RunRequest plugin_command(const StepContext& context, const std::string& run_nam
   RunRequest request = context.model_run(run_name, command);
   request.argv = argv;  // model_run expands templates; these arguments are literal
   return request;
+}
+
+std::string write_switches_file(const std::string& dir, const RunSwitches& switches) {
+  fs::create_directories(dir);
+  const std::string path = dir + "/switches.json";
+  write_file_atomically(path, nlohmann::json(switches).dump(2) + "\n");
+  return path;
 }
 
 std::string plugin_status_path(const RunRequest& run) { return plugin_status_path(run.dir); }

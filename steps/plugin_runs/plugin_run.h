@@ -89,6 +89,10 @@ RunOverrides compiled_side(const StepContext& context, const RunOverrides& side,
 PlannedRun planned_plugin_run(const StepContext& context, const std::string& run_name, RunSpec spec,
                               const RunOverrides& side, int repeat = 0);
 
+// The run spec's `switches` as the file `single-op --switches` reads, <dir>/switches.json (a
+// search's trial, a workaround); returns its path.
+std::string write_switches_file(const std::string& dir, const RunSwitches& switches);
+
 // The plugin's status.json of a run (read it with runspec/plugin_status.h's read_plugin_status).
 std::string plugin_status_path(const RunRequest& run);
 

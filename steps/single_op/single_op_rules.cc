@@ -31,8 +31,7 @@ RunRequest trial_request(const StepContext& context, const SingleOpTarget& targe
     switches = with_inductor_off(target, trial.off);
   else
     switches.fusion_switch_file = trial.switch_file;
-  std::string switches_file = trial.dir + "/switches.json";
-  write_file_atomically(switches_file, nlohmann::json(switches).dump(2) + "\n");
+  const std::string switches_file = write_switches_file(trial.dir, switches);
   RunRequest request = plugin_command(
       context, trial.name, single_op_args(target.eager_dir, trial.dir + "/out", target.spec, switches_file, ops),
       target.eager);
@@ -57,10 +56,7 @@ bisect::BisectionPlan rule_plan(const StepContext& context, const RuleSearchOpti
 // wrote.
 std::string workaround_file(const bisect::BisectionOutcome& outcome, const SingleOpTarget& target,
                             const bisect::Config& culprits, bool inductor, const std::string& dir) {
-  if (!inductor) return outcome.workaround_path;
-  std::string path = dir + "/switches.json";
-  write_file_atomically(path, nlohmann::json(with_inductor_off(target, culprits)).dump(2) + "\n");
-  return path;
+  return inductor ? write_switches_file(dir, with_inductor_off(target, culprits)) : outcome.workaround_path;
 }
 
 std::string culprits_clause(const bisect::Result& bisection, const bisect::Config& culprits, bool inductor,

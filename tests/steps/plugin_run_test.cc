@@ -160,6 +160,16 @@ TEST(PluginRun, YamlScalarsBecomeJsonTypes) {
                    {"a", true}, {"b", 3}, {"c", 1.5e-3}, {"d", nullptr}, {"e", "3"}, {"f", "text"}, {"g", {1, "x"}}}));
 }
 
+TEST(PluginRun, SwitchesFileHoldsTheSetSwitchesOnly) {
+  TempDir dir;
+  RunSwitches off;
+  off.inductor_off = std::vector<std::string>{"fallback_random", "pattern_matcher"};
+  const std::string path = write_switches_file(dir / "rules", off);
+  EXPECT_EQ(path, dir / "rules/switches.json");
+  EXPECT_EQ(testing_support::read_text(path),
+            "{\n  \"inductor_off\": [\n    \"fallback_random\",\n    \"pattern_matcher\"\n  ]\n}\n");
+}
+
 TEST(PluginRun, ModelSectionErrors) {
   EXPECT_EQ(load_errors("model:\n  script: m.py\n  argv: [python]\nsteps: [{id: a, kind: run}]\n"),
             std::vector<std::string>{"wf.yaml:3:9: error: model: give either script or argv, not both"});
