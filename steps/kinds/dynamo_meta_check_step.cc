@@ -4,10 +4,16 @@
 // decompositions); graph breaks counted and listed; and the plugin's per-op meta check
 // (each op of the eager run under FakeTensor, shape/dtype/stride against the real output;
 // each custom op also against its schema: undeclared mutation or aliasing of its inputs).
+// The backends are stages of one another: the fullest runs first, and the others only when it
+// diverges from eager, to tell which stage does (each run traces the model with Dynamo again:
+// most of a run's time on a model of many graphs).
+
+#include <algorithm>
 
 #include "orchestrator/engine/step.h"
 #include "orchestrator/exec/command_line.h"
 #include "orchestrator/util/log_tail.h"
+#include "orchestrator/util/strings.h"
 #include "steps/judgement/dump_judgement.h"
 #include "steps/judgement/dynamo_findings.h"
 #include "steps/plugin_runs/plugin_run.h"
@@ -17,7 +23,16 @@ namespace diagnose {
 
 namespace {
 
+// Each backend runs every stage of the one before it: Dynamo, then AOT Autograd and the fake-tensor
+// trace, then Inductor's decompositions.
 const std::vector<std::string> kDefaultBackends = {"eager", "aot_eager", "aot_eager_decomp_partition"};
+
+// The listed backend whose stages hold every other listed one's; empty for none.
+std::string fullest_backend(const std::vector<std::string>& backends) {
+  for (auto it = kDefaultBackends.rbegin(); it != kDefaultBackends.rend(); ++it)
+    if (std::find(backends.begin(), backends.end(), *it) != backends.end()) return *it;
+  return "";
+}
 
 // The step's keys.
 struct DynamoMetaCheckOptions : ComparingOptions {
@@ -85,33 +100,68 @@ class DynamoMetaCheckStep : public StepKind {
 
   StepResult evaluate(const StepContext& context) const override {
     const DynamoMetaCheckOptions& o = context.options<DynamoMetaCheckOptions>();
-    std::vector<RunRecord> runs = run_eager_and_backends(context, o);
+    std::vector<std::string> backends;
+    std::vector<RunRecord> runs = run_eager_and_backends(context, o, backends);
     StepResult result;
     for (const RunRecord& run : runs) result.reproduce.push_back(reproduce_command(run.cwd, run.env, run.argv));
     if (std::optional<StepResult> error = error_from_runs({runs[0]})) {
       error->reproduce = result.reproduce;
       return *error;
     }
-    BackendComparison backends;
-    if (std::optional<StepResult> error = compare_backends(context, o.backends, runs, backends, result)) return *error;
+    BackendComparison comparison;
+    if (std::optional<StepResult> error = compare_backends(context, backends, runs, comparison, result)) return *error;
     MetaCheckSummary meta_summary;
     if (o.meta_check) {
       if (std::optional<StepResult> error = read_meta_check(runs[0].dir, meta_summary, result)) return *error;
     }
-    conclude(o, backends, meta_summary, result);
+    conclude(o, backends, comparison, meta_summary, result);
     return result;
   }
 
  private:
-  // The eager run (with the meta check when asked) and one compiled run per backend, together.
-  static std::vector<RunRecord> run_eager_and_backends(const StepContext& context, const DynamoMetaCheckOptions& o) {
+  // The eager run (with the meta check when asked) and the fullest backend's run, together; when
+  // that one fails or diverges, every other backend's run too. `backends`: those run, in the
+  // list's order, as `runs` after the eager run.
+  static std::vector<RunRecord> run_eager_and_backends(const StepContext& context, const DynamoMetaCheckOptions& o,
+                                                       std::vector<std::string>& backends) {
+    const std::string fullest = fullest_backend(o.backends);
+    if (!fullest.empty()) backends = {fullest};
     std::vector<RunRequest> requests = {plugin_run(context, "eager", meta_eager_spec(context, o), o.eager)};
+    for (const std::string& backend : backends) requests.push_back(backend_run(context, o, backend));
+    std::vector<RunRecord> runs = context.run(requests);
+    if (backends.size() == o.backends.size() || !fullest_diverges(context, backends, runs)) return runs;
+
+    std::vector<std::string> others;
+    std::vector<RunRequest> more;
+    for (const std::string& backend : o.backends)
+      if (backend != fullest) {
+        others.push_back(backend);
+        more.push_back(backend_run(context, o, backend));
+      }
+    std::vector<RunRecord> more_runs = context.run(more);
+    std::vector<RunRecord> all = {runs[0]};
     for (const std::string& backend : o.backends) {
-      RunSpec spec = side_spec(context, o.compiled, spec_of("compiled", dump_at("none")));
-      spec.backend = backend;
-      requests.push_back(plugin_run(context, "backend-" + backend, spec, o.compiled));
+      auto other = std::find(others.begin(), others.end(), backend);
+      all.push_back(other == others.end() ? runs[1] : more_runs[other - others.begin()]);
     }
-    return context.run(requests);
+    backends = o.backends;
+    return all;
+  }
+
+  static RunRequest backend_run(const StepContext& context, const DynamoMetaCheckOptions& o,
+                                const std::string& backend) {
+    RunSpec spec = side_spec(context, o.compiled, spec_of("compiled", dump_at("none")));
+    spec.backend = backend;
+    return plugin_run(context, "backend-" + backend, spec, o.compiled);
+  }
+
+  // Whether, after a good eager run, the fullest backend's run fails or its outputs differ from eager's.
+  static bool fullest_diverges(const StepContext& context, const std::vector<std::string>& fullest,
+                               const std::vector<RunRecord>& runs) {
+    if (error_from_runs({runs[0]})) return false;
+    StepResult scratch;
+    BackendComparison comparison;
+    return !compare_backends(context, fullest, runs, comparison, scratch) && !comparison.failed.empty();
   }
 
   // What the backends' runs showed against eager.
@@ -188,8 +238,8 @@ class DynamoMetaCheckStep : public StepKind {
 
   // The culprit (the first op whose meta differs or that breaks its schema, else the first
   // failing backend), the metrics, the status and the summary.
-  static void conclude(const DynamoMetaCheckOptions& o, const BackendComparison& backends,
-                       const MetaCheckSummary& meta_summary, StepResult& result) {
+  static void conclude(const DynamoMetaCheckOptions& o, const std::vector<std::string>& ran,
+                       const BackendComparison& backends, const MetaCheckSummary& meta_summary, StepResult& result) {
     const nlohmann::json& failed_backends = backends.failed;
     std::string first_culprit;
     if (!meta_summary.mismatched_ops.empty())
@@ -208,8 +258,13 @@ class DynamoMetaCheckStep : public StepKind {
                       {"schema_violating_ops", meta_summary.violating_ops},
                       {"failed_backends", failed_backends},
                       {"culprit", first_culprit.empty() ? nlohmann::json() : nlohmann::json(first_culprit)}};
-    std::string counts = std::to_string(o.backends.size()) + " backends against eager, " +
-                         std::to_string(backends.graph_breaks) + " graph break(s)";
+    std::vector<std::string> not_run;
+    for (const std::string& backend : o.backends)
+      if (std::find(ran.begin(), ran.end(), backend) == ran.end()) not_run.push_back(backend);
+    std::string counts = not_run.empty()
+                             ? std::to_string(o.backends.size()) + " backends against eager"
+                             : ran.front() + " agrees with eager (" + joined(not_run) + ", its first stages, not run)";
+    counts += ", " + std::to_string(backends.graph_breaks) + " graph break(s)";
     if (o.meta_check)
       counts += ", " + std::to_string(meta_summary.ok + meta_summary.mismatched) + " ops meta-checked, " +
                 std::to_string(meta_summary.custom_ops) + " custom op(s) schema-checked";

@@ -525,6 +525,23 @@ TEST(DiagnosticSteps, DynamoMetaCheckPassesOnAgreement) {
   EXPECT_EQ(report_of(dir)["steps"][0]["metrics"]["failed_backends"], nlohmann::json::array());
 }
 
+// The fullest backend agrees: the others, its first stages, are not run.
+TEST(DiagnosticSteps, DynamoMetaCheckRunsTheFullestBackendAloneWhenItAgrees) {
+  TempDir dir;
+  write_text(dir / "wf.yaml", stand_in_model("") + "steps:\n  - {id: dynamo, kind: dynamo_meta_check}\n");
+  Finished r = run_diagnose({"wf.yaml"}, dir.path());
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const nlohmann::json step = report_of(dir)["steps"][0];
+  std::vector<std::string> runs;
+  for (const nlohmann::json& run : step["runs"]) runs.push_back(run["name"]);
+  EXPECT_EQ(runs, (std::vector<std::string>{"eager", "backend-aot_eager_decomp_partition"}));
+  EXPECT_EQ(step["metrics"]["failed_backends"], nlohmann::json::array());
+  EXPECT_NE(step["summary"].get<std::string>().find(
+                "aot_eager_decomp_partition agrees with eager (eager, aot_eager, its first stages, not run)"),
+            std::string::npos)
+      << step["summary"];
+}
+
 TEST(DiagnosticSteps, EagerDeviceVsCpuComparesTheConfigurationUnderTest) {
   TempDir dir;
   write_text(dir / "wf.yaml",
