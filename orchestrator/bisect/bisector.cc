@@ -383,8 +383,10 @@ class SearchState {
     return hi;
   }
 
-  // One 1-minimal culprit set among `pool` (whose rules all on fail), one member per search.
-  std::optional<CulpritSet> minimise(const std::vector<std::string>& remaining) {
+  // One 1-minimal culprit set among `pool` (whose rules all on fail), one member per search;
+  // `ask_ahead`: a spare slot asks whether culprits remain besides it (not among suspects, whose
+  // trials ran beforehand).
+  std::optional<CulpritSet> minimise(const std::vector<std::string>& remaining, bool ask_ahead) {
     std::vector<std::string> fixed, pool = remaining;
     CulpritSet set;
     while (true) {
@@ -396,7 +398,7 @@ class SearchState {
       pool.resize(*boundary - 1);
       std::vector<Request> checks{{fixed, 1}};
       // A spare slot asks ahead whether other culprits remain, in case this set is complete.
-      if (options_.slots > 1) checks.push_back({without(remaining, fixed), 1});
+      if (ask_ahead && options_.slots > 1) checks.push_back({without(remaining, fixed), 1});
       ConfigVerdict alone = judge(checks, Phase::Check).front();
       if (alone == ConfigVerdict::Fails) {
         set.rules = in_candidate_order(fixed);
@@ -438,8 +440,9 @@ class SearchState {
       if (std::optional<Result> stop = sanity_stop()) return *stop;
 
     std::vector<std::string> remaining = active_;
+    std::vector<std::string> pool = suspected_pool();
     while (true) {
-      std::optional<CulpritSet> set = minimise(remaining);
+      std::optional<CulpritSet> set = minimise(pool, pool == remaining);
       if (!set) {
         if (std::optional<Result> stop = sanity_stop()) return *stop;  // it may say why, when all off never ran
         return make_result(Conclusion::Inconclusive,
@@ -460,9 +463,31 @@ class SearchState {
         contradiction("all rules off passed and failed");
         break;
       }
+      pool = remaining;
     }
     verify(remaining);
     return make_result(Conclusion::CulpritsFound, culprits_text());
+  }
+
+  // Where the first culprit set is searched: among the suspects when they alone on fail, else
+  // among every active rule. With slots to spare, everything but the suspects on (the check that
+  // no other culprit remains) runs beside them, and then each suspect alone on, side by side: a
+  // set of two takes two rounds, where a search of every rule takes two binary searches.
+  std::vector<std::string> suspected_pool() {
+    std::vector<std::string> suspects;
+    for (const std::string& rule : active_)
+      if (std::count(options_.suspects.begin(), options_.suspects.end(), rule)) suspects.push_back(rule);
+    if (suspects.empty() || suspects.size() == active_.size()) return active_;
+    std::vector<Request> round{{suspects, 1}};
+    if (options_.slots > 1) round.push_back({without(active_, suspects), 1});
+    if (judge(round, Phase::Search).front() != ConfigVerdict::Fails) return active_;
+    if (suspects.size() > 1 && suspects.size() <= static_cast<size_t>(options_.slots)) {
+      std::vector<Request> alone;
+      for (const std::string& rule : suspects) alone.push_back({{rule}, 1});
+      judge(alone, Phase::Search);
+    }
+    note("the suspects " + rule_list(suspects) + " alone on fail: the first culprit set was searched among them");
+    return suspects;
   }
 
   // The all-on runs: more than one, the same outcome, and metrics that agree bit for bit.

@@ -113,6 +113,9 @@ struct Options {
   int max_votes = 5;
   bool crash_is_failure = false;  // a crash counts as a (precision) failure instead of no evidence
   int max_trials = 200;
+  // Rules likeliest to fail together (a user's own graph pass and its gate): tried alone on
+  // first; where they fail, the first culprit set is searched among them alone.
+  std::vector<std::string> suspects;
   // Called after every parallel round with every trial so far (to save the log for a resume).
   std::function<void(const std::vector<TrialRecord>&)> after_round;
 };

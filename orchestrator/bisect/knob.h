@@ -46,6 +46,10 @@ class Knob {
   // The fields the knob keeps in the trial log.
   virtual nlohmann::json state() const { return nlohmann::json::object(); }
 
+  // The candidates likeliest to be a culprit set together, which the search tries first
+  // (Options::suspects); none by default.
+  virtual std::vector<std::string> suspects(const std::vector<std::string>& /*candidates*/) const { return {}; }
+
   // The workaround turning only `culprits` off, written into `dir`: its path ("" when none).
   virtual std::string write_workaround(const Config& /*culprits*/, const std::string& /*dir*/) const { return ""; }
 };

@@ -4,19 +4,33 @@
 
 namespace diagnose {
 
-void claim_only_what_is_confirmed(StepResult& result) {
+void claim_only_what_is_confirmed(StepResult& result, const std::string& no_intervention) {
   if (result.status != StepStatus::Fail) return;
   const nlohmann::json confirmation = result.metrics.value("confirmation", nlohmann::json());
   const bool ran = confirmation.is_object();
   if (ran && confirmation.value("outcome", "") == "confirmed") return;
   const nlohmann::json category = result.metrics.value("category", nlohmann::json());
+  const nlohmann::json culprit = result.metrics.value("culprit", nlohmann::json());
   std::string why;
-  if (category == "state_defect")
-    why = ran ? "" : "the differing state is a candidate, not a culprit: no intervention run forced its writes";
-  else if (category.is_null() && result.metrics.value("localized", false) == false)
+  if (category == "state_defect") {
+    why = ran ? ""
+              : "the differing state is a candidate, not a culprit: " +
+                    (no_intervention.empty() ? "no intervention run forced its writes"
+                                             : no_intervention + ": no run can force its writes to confirm it");
+  } else if (category.is_null() && result.metrics.value("localized", false) == false) {
     why = "no op row localises the failure: no candidate to confirm";
-  else
+  } else if (category.is_null() && !ran) {
+    const nlohmann::json first = result.metrics.value("first_failing_op", nlohmann::json());
+    const std::string candidate = culprit.is_string() ? culprit.get<std::string>()
+                                  : first.is_string() ? first.get<std::string>()
+                                                      : "the first failing row";
+    why = unconfirmed_candidates({"`" + candidate + "`"}) + ": " +
+          (no_intervention.empty() ? "no intervention run took it out"
+                                   : no_intervention + ": no run can take the op out to confirm it");
+    result.metrics["localized"] = false;  // the next steps search on, as after a rejected candidate
+  } else {
     return;
+  }
   result.metrics["category"] = kUnconfirmedDivergence;
   result.metrics["culprit"] = nullptr;
   if (why.empty()) return;  // the confirmation's own summary says why

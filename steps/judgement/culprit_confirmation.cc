@@ -318,6 +318,11 @@ Observation judge_observed_value(const CulpritCandidate& candidate, const std::s
   return seen;
 }
 
+std::string unconfirmed_candidates(const std::vector<std::string>& named) {
+  return "the op rows point at " + joined(named) +
+         (named.size() == 1 ? ", an unconfirmed candidate" : ", unconfirmed candidates") + ", not a culprit";
+}
+
 void confirm_culprit(const StepContext& context, const std::vector<CulpritCandidate>& candidates,
                      const ConfirmationSides& sides, const InterventionRun& intervention, StepResult& result) {
   const compare::Tolerances& tolerances = comparison_settings(context).tolerances;
@@ -500,14 +505,11 @@ void confirm_culprit(const StepContext& context, const std::vector<CulpritCandid
   }
   std::vector<std::string> unconfirmed;
   for (const CulpritCandidate& c : candidates) unconfirmed.push_back(named(c));
-  const std::string text =
-      "no culprit confirmed by intervention (" + (texts.empty() ? std::string("no candidate") : joined(texts, "; ")) +
-      (state ? "): the differing state is not shown to cause the failure"
-       : candidates.empty()
-           ? "): the op rows localise no culprit"
-           : "): the op rows point at " + joined(unconfirmed) +
-                 (unconfirmed.size() == 1 ? ", an unconfirmed candidate" : ", unconfirmed candidates") +
-                 ", not a culprit");
+  const std::string text = "no culprit confirmed by intervention (" +
+                           (texts.empty() ? std::string("no candidate") : joined(texts, "; ")) +
+                           (state                ? "): the differing state is not shown to cause the failure"
+                            : candidates.empty() ? "): the op rows localise no culprit"
+                                                 : "): " + unconfirmed_candidates(unconfirmed));
   result.summary += "; " + text;
   result.findings.insert(result.findings.begin(), {text, ""});
 }

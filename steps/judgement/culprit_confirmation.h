@@ -90,6 +90,10 @@ std::vector<CulpritCandidate> culprit_candidates(const compare::CompareResult& c
 std::vector<CulpritCandidate> with_unmapped_producers(const std::vector<CulpritCandidate>& candidates,
                                                       const std::string& run_dir);
 
+// How op candidates that no intervention confirmed are named, each as `named` says it
+// ("the op rows point at `mul` (graph nodes g0.mul), an unconfirmed candidate, not a culprit").
+std::string unconfirmed_candidates(const std::vector<std::string>& named);
+
 // A run of the compiled model with the candidate's graph_nodes (and the writers of its
 // forced_writes) run eagerly, named `name`.
 using InterventionRun = std::function<RunRequest(const std::string& name, const CulpritCandidate& candidate)>;

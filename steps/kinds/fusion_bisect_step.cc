@@ -145,6 +145,11 @@ class InductorKnob : public RuleKnob {
                                            " (the last reproduce command runs the model so)";
   }
 
+  // Each user's pass with its gate, both among the candidates: tried first.
+  std::vector<std::string> suspects(const std::vector<std::string>& candidates) const override {
+    return user_passes_with_gates(candidates, rules_);
+  }
+
   // The culprits without the gates of the user's passes among them.
   bisect::Config workaround_off(const bisect::Config& culprits) const override {
     return without_user_pass_gates(culprits, rules_);

@@ -269,7 +269,7 @@ class GraphDumpCompareStep : public StepKind {
           },
           result);
     }
-    claim_only_what_is_confirmed(result);
+    claim_only_what_is_confirmed(result, why_no_intervention(o, pass));
     note_unavailable_features(runs, result);
     return result;
   }
@@ -369,6 +369,15 @@ class GraphDumpCompareStep : public StepKind {
   }
   static RunOverrides undumped_side(const StepContext& context, const GraphDumpCompareOptions& o) {
     return compiled_side(context, o.target.run, undumped_spec(context, o));
+  }
+
+  // Why no intervention run can confirm a pass's culprit: no model to rerun behind a dump given
+  // as a path; the module outputs' pass leaves it to the op-by-op pass after it. "" otherwise.
+  static std::string why_no_intervention(const GraphDumpCompareOptions& o, const PassRuns& pass) {
+    if (o.target.path && o.golden.path) return "the dumps were given as paths";
+    if (o.target.path || o.golden.path)
+      return std::string("the ") + (o.target.path ? "target's" : "golden's") + " dump was given as a path";
+    return pass.boundaries ? "only module outputs were judged (the op-by-op pass after them confirms)" : "";
   }
 
   // Whether the failure's culprit must be confirmed by an intervention run: the state that

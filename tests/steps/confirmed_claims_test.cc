@@ -39,6 +39,25 @@ TEST(ConfirmedClaims, AFailureNoOpRowLocalisesIsNoLocalisedOpDefect) {
   EXPECT_NE(result.summary.find("no op row localises the failure"), std::string::npos) << result.summary;
 }
 
+TEST(ConfirmedClaims, AnOpNoInterventionCouldTakeOutIsACandidateNotACulprit) {
+  StepResult result = failed({{"localized", true}, {"culprit", "add"}, {"first_failing_op", "add"}});
+  claim_only_what_is_confirmed(result, "the dumps were given as paths");
+  EXPECT_EQ(result.metrics["category"], "unconfirmed_divergence");
+  EXPECT_EQ(result.metrics["culprit"], nullptr);
+  EXPECT_EQ(result.metrics["localized"], false);
+  EXPECT_EQ(result.metrics["first_failing_op"], "add") << "the first divergence is still reported";
+  EXPECT_EQ(result.summary,
+            "the compiled graph diverges from eager; the op rows point at `add`, an unconfirmed candidate, not a "
+            "culprit: the dumps were given as paths: no run can take the op out to confirm it");
+  StepResult state = failed({{"category", "state_defect"}, {"culprit", "state.buffers.k_cache"}});
+  claim_only_what_is_confirmed(state, "the dumps were given as paths");
+  EXPECT_EQ(state.metrics["category"], "unconfirmed_divergence");
+  EXPECT_NE(state.summary.find("a candidate, not a culprit: the dumps were given as paths: no run can force its "
+                               "writes to confirm it"),
+            std::string::npos)
+      << state.summary;
+}
+
 TEST(ConfirmedClaims, ConfirmedCulpritsAndPassesKeepTheirClaims) {
   StepResult state = failed({{"category", "state_defect"},
                              {"culprit", "state.buffers.k_cache"},

@@ -573,8 +573,10 @@ TEST(DiagnosticSteps, GraphDumpCompareLocalisesAndTakesExternalDumps) {
                  "steps:\n  - {id: graph, kind: graph_dump_compare, on_failure: continue}\n"
                  "  - id: again\n    kind: graph_dump_compare\n    on_failure: continue\n"
                  "    golden: ${steps.graph.dir}/golden/dump\n    target: ${steps.graph.dir}/golden/dump\n"
-                 "  - id: outputs_only\n    kind: graph_dump_compare\n"
-                 "    golden: ${steps.graph.dir}/golden/outputs\n    target: ${steps.graph.dir}/target/outputs\n");
+                 "  - id: outputs_only\n    kind: graph_dump_compare\n    on_failure: continue\n"
+                 "    golden: ${steps.graph.dir}/golden/outputs\n    target: ${steps.graph.dir}/target/outputs\n"
+                 "  - id: given_dumps\n    kind: graph_dump_compare\n"
+                 "    golden: ${steps.graph.dir}/golden/dump\n    target: ${steps.graph.dir}/target/dump\n");
   Finished r = run_diagnose({"wf.yaml"}, dir.path());
   ASSERT_EQ(r.code, 1) << r.out << r.err;
   nlohmann::json report = report_of(dir);
@@ -605,6 +607,18 @@ TEST(DiagnosticSteps, GraphDumpCompareLocalisesAndTakesExternalDumps) {
             0u)
       << report["steps"][0]["findings"][0];
   EXPECT_FALSE(report["steps"][1]["metrics"].contains("confirmation"));
+  // dumps given as paths: no run can take the op out, so the first divergence is a candidate, not a culprit
+  const nlohmann::json& given = report["steps"][3];
+  EXPECT_EQ(given["status"], "fail");
+  EXPECT_TRUE(given["runs"].empty());
+  EXPECT_EQ(given["metrics"]["category"], "unconfirmed_divergence");
+  EXPECT_EQ(given["metrics"]["culprit"], nullptr);
+  EXPECT_EQ(given["metrics"]["first_failing_op"], "mul-aten.mul.Tensor");
+  EXPECT_NE(given["summary"].get<std::string>().find(
+                "the op rows point at `mul-aten.mul.Tensor`, an unconfirmed candidate, not a culprit: the dumps were "
+                "given as paths: no run can take the op out to confirm it"),
+            std::string::npos)
+      << given["summary"];
 }
 
 // localisation: modules_first: the module outputs' runs dump with dump.boundaries; a pass there

@@ -29,8 +29,9 @@ EXPECTED = [
     # tests/python/examples/test_single_op_rule.py, which checks its verdict as this test does and more
     ("device_kernel_defect", "eager_device_defect", ("diagnose_example.rms_norm.default",)),
     ("meta_defect", "dynamo_meta_defect", ("diagnose_example.rms_scale.default",)),
-    # the buffer that computes mean, sub, mul (named after mul), whose input sub is wrong
-    ("graph_pass_defect", "localized_op_defect", ("mul-aten.mul.Tensor", "sub")),
+    # the user's own pass in Inductor's post-grad slot; graph_compare localises the buffer that
+    # computes mean, sub, mul (named after mul), whose input sub it negated
+    ("graph_pass_defect", "user_pass_defect", ("CanonicalizeOperandOrder",)),
     # a custom op writing its input in place under mutates_args=(): the schema check names it
     ("custom_op_mutation", "dynamo_meta_defect", ("diagnose_example.scaled_gate.default",)),
     # no __main__ guard: argparse (a required --case), the custom op and the backend at top level
@@ -110,6 +111,18 @@ def check_the_fused_nodes_and_their_lines(steps: dict) -> None:
     assert any(
         "fused FX nodes mean, sub, mul; from model.py:24" in f["message"] for f in steps["graph_compare"]["findings"]
     )
+
+
+def check_the_users_pass_and_the_fused_nodes(steps: dict) -> None:
+    """The user's own pass in Inductor's post-grad slot named by the bisection, its pair (the pass
+    and the switch that skips it) tried first; the negated buffer still localised and confirmed."""
+    fusion = steps["fusion"]["metrics"]
+    assert fusion["knob"] == "inductor" and fusion["category"] == "user_pass_defect", steps["fusion"]["summary"]
+    assert fusion["culprit"] == "graph_pass_backend.CanonicalizeOperandOrder", fusion
+    assert "post_grad_custom_post_pass = None" in fusion["workaround_setting"], fusion
+    assert fusion["trials"] <= 6, fusion  # the suspects first: 14 trial compiles without them
+    assert steps["graph_compare"]["metrics"]["confirmation"]["outcome"] == "confirmed"
+    check_the_fused_nodes_and_their_lines(steps)
 
 
 def check_the_undeclared_mutation(steps: dict) -> None:
@@ -247,7 +260,7 @@ def check_the_rerun(diagnose_bin: Path, report: dict) -> None:
 MORE_CHECKS = {
     "mlp": check_every_comparison_stays_finite,
     "graph_only_defect": check_the_subgraph_and_its_repro,
-    "graph_pass_defect": check_the_fused_nodes_and_their_lines,
+    "graph_pass_defect": check_the_users_pass_and_the_fused_nodes,
     "custom_op_mutation": check_the_undeclared_mutation,
     "nondeterministic_op": check_the_run_to_run_difference,
     "forgotten_eval": check_the_empty_buffer_is_not_judged,
