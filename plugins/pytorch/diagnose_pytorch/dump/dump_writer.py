@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from ..compat import FakeTensor, pytree
+from .recorded_views import RecordedViews
 from .stats import content_hash, pieces, tensor_stats
 
 FORMAT = "diagnose-dump"
@@ -43,6 +44,13 @@ def to_numpy(tensor: torch.Tensor) -> np.ndarray:
     if host.is_neg():
         host = host.resolve_neg()
     return host.numpy()
+
+
+def stored_dtype(tensor: torch.Tensor) -> np.dtype:
+    """The numpy dtype of `tensor`'s .npy file (to_numpy's), without converting it."""
+    if tensor.dtype in _WIDENED:
+        return np.dtype(np.float32)
+    return torch.empty(0, dtype=tensor.dtype).numpy().dtype
 
 
 def dumpable(value) -> bool:
@@ -127,6 +135,7 @@ class DumpWriter:
         self._closed = False
         # _file_key of each tensor file written -> its name
         self._files: dict[tuple, str] = {}
+        self.views = RecordedViews()  # of the records written with `reuse`
         self._manifest = open(self.directory / "manifest.jsonl", "w", encoding="utf-8")
         created = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         self._append(
@@ -141,6 +150,7 @@ class DumpWriter:
         truth: torch.Tensor | None = None,
         precision: torch.dtype | None = None,
         needed: bool = False,
+        reuse: bool = False,
     ) -> None:
         """Appends a `tensor` record. `record` holds seq, op_key, io, index and the optional
         fields; dtype, shape, stride, stats and file are filled in here. With `truth` (the
@@ -151,25 +161,35 @@ class DumpWriter:
         A `needed` record (one a check cannot do without: the inputs of an op signature's first
         call, for the single-op check) may use the whole budget, the reserved part included. Past
         the budget a record is kept whenever it still fits (a small tensor after a large one
-        left out)."""
-        array = to_numpy(tensor)
+        left out). `reuse`: the caller tells `views` of every write (the eager dump mode), so
+        the statistics of the same view recorded before are this record's (recorded_views.py)."""
+        stats = self.views.stats(tensor) if reuse else None
+        array = None
+        if stats is None:
+            array = to_numpy(tensor)
+            stats = tensor_stats(tensor, array)
+            if reuse:
+                self.views.add(tensor, stats)
         full = {
             "type": "tensor",
             **record,
             "dtype": str(tensor.dtype),
             "shape": list(tensor.shape),
             "stride": list(tensor.stride()),
-            "stats": tensor_stats(tensor, array),
+            "stats": stats,
         }
         if precision is not None:
             full["precision"] = str(precision)
         stats_only = self.stats_only or record["io"] not in self.tensor_io
         reason = "stats_only" if stats_only else None
-        name = _file_name(record)
-        files = [("file", name, array, full["stats"]["hash"])]
-        if reason is None and not self._fits(files, needed):  # the value alone: its truth is not computed
+        descr = stored_dtype(tensor)
+        value_file = ((descr.str, tensor.numel(), stats["hash"]), descr.itemsize * tensor.numel())
+        if reason is None and not self._fits([value_file], needed):  # the value alone: its truth is not computed
             reason = self._left_out()
         if reason is None:
+            array = to_numpy(tensor) if array is None else array
+            name = _file_name(record)
+            files = [("file", name, array, stats["hash"])]
             truth_is_value = False
             if truth is not None:
                 delta = truth_delta(array, truth)
@@ -200,9 +220,10 @@ class DumpWriter:
         """Writes `files` ((field, name, array, hash) each) unless the budget forbids, naming
         each in `record`; a file whose contents were written before is that file again and
         costs nothing. Returns "budget" when the budget stopped them (then none is written)."""
-        if not self._fits(files, needed):
+        sized = [(_file_key(array, digest), array.nbytes) for _, _, array, digest in files]
+        if not self._fits(sized, needed):
             return self._left_out()
-        size = self._new_bytes(files)
+        size = self._new_bytes(sized)
         for field_name, name, array, digest in files:
             key = _file_key(array, digest)
             if key not in self._files:
@@ -218,17 +239,18 @@ class DumpWriter:
         self.needed_bytes += size if needed else 0
         return None
 
-    def _new_bytes(self, files: list[tuple]) -> int:
-        return sum(array.nbytes for _, _, array, digest in files if _file_key(array, digest) not in self._files)
+    def _new_bytes(self, sized: list[tuple]) -> int:
+        return sum(nbytes for key, nbytes in sized if key not in self._files)
 
-    def _fits(self, files: list[tuple], needed: bool) -> bool:
-        """Whether the files not written before still fit: in the whole budget for a needed
-        record, in what the needed records' unused reserve leaves for the others."""
+    def _fits(self, sized: list[tuple], needed: bool) -> bool:
+        """Whether the files ((_file_key, bytes) each) not written before still fit: in the
+        whole budget for a needed record, in what the needed records' unused reserve leaves for
+        the others."""
         if self.max_bytes is None:
             return True
         unused_reserve = max(0, self.reserved_bytes - self.needed_bytes)
         limit = self.max_bytes - (0 if needed else unused_reserve)
-        return self.written_bytes + self._new_bytes(files) <= limit
+        return self.written_bytes + self._new_bytes(sized) <= limit
 
     def _left_out(self) -> str:
         if not self.budget_reached:  # said once, before the first record left out

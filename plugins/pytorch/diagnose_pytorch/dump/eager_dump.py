@@ -15,7 +15,7 @@ from .. import compat
 from ..compat import TorchDispatchMode, pytree
 from ..custom_op_schema import schema_check
 from .call_args import encode_call
-from .call_state import StateWriters
+from .call_state import StateWriters, written_tensors
 from .dump_writer import dumpable, nonfinite_constant
 
 # The share of an eager ATen dump's byte budget kept for the inputs of each op signature's first
@@ -90,6 +90,8 @@ class EagerDumpMode(TorchDispatchMode):
             out = func(*args, **kwargs)
             if pending is not None:
                 shadows.complete(pending, out)
+            if session.dump is not None:  # before the outputs are recorded (recorded_views.py)
+                session.dump.views.forget(written_tensors(func, args, kwargs))
             return out
 
         if not session.dumping():
@@ -125,7 +127,16 @@ class EagerDumpMode(TorchDispatchMode):
             needed = signature not in self.signatures
             self.signatures.add(signature)
             session.write_args(
-                args, seq=seq, op_key=op_key, io="input", op=op, module=module, call=call, needed=needed, **fields
+                args,
+                seq=seq,
+                op_key=op_key,
+                io="input",
+                op=op,
+                module=module,
+                call=call,
+                needed=needed,
+                reuse=True,
+                **fields,
             )
         out = run()
         if session.wants_io("output"):
@@ -138,6 +149,7 @@ class EagerDumpMode(TorchDispatchMode):
                 op=op,
                 module=module,
                 call=call if session.dump.records == written else None,
+                reuse=True,
                 **fields,
             )
         return out
@@ -161,6 +173,7 @@ class EagerDumpMode(TorchDispatchMode):
                 kind="module",
                 op=type(module).__name__,
                 module=path,
+                reuse=True,
             )
 
 

@@ -153,10 +153,20 @@ class Session:
         return io in self.spec.dump.io
 
     def write(
-        self, value, *, seq: int, op_key: str, io: str, index: int, item=None, needed: bool = False, **fields
+        self,
+        value,
+        *,
+        seq: int,
+        op_key: str,
+        io: str,
+        index: int,
+        item=None,
+        needed: bool = False,
+        reuse: bool = False,
+        **fields,
     ) -> None:
-        """Writes one tensor record; non-tensors (and fake/meta tensors) are skipped. `needed`:
-        DumpWriter.write_tensor's."""
+        """Writes one tensor record; non-tensors (and fake/meta tensors) are skipped. `needed`
+        and `reuse`: DumpWriter.write_tensor's."""
         if not dumpable(value):
             return
         record = {"seq": seq, "kind": fields.pop("kind", "op"), "op_key": op_key, "io": io, "index": index}
@@ -165,7 +175,7 @@ class Session:
         record.update({k: v for k, v in fields.items() if v is not None})
         record["step"] = self.step
         truth = self._truth(self.shadows.peek(value) if self.shadows else None)
-        self.dump.write_tensor(value, record, needed=needed, **truth)
+        self.dump.write_tensor(value, record, needed=needed, reuse=reuse, **truth)
 
     @staticmethod
     def _truth(entry) -> dict:
@@ -205,6 +215,8 @@ class Session:
         self.status.record_call(self.step, elapsed)
         if self.shadows is not None:
             self.shadows.settle()
+        if self.dump is not None:
+            self.dump.views.clear()  # the user's code may write anything before the next call
         if outputs is not None:
             self._write_final(outputs)
         if state is not None:
