@@ -27,8 +27,11 @@ namespace {
 // trace, then Inductor's decompositions.
 const std::vector<std::string> kDefaultBackends = {"eager", "aot_eager", "aot_eager_decomp_partition"};
 
-// The listed backend whose stages hold every other listed one's; empty for none.
+// The listed backend whose stages hold every other listed one's; empty for none (a listed backend
+// that is no stage of the defaults, e.g. inductor or the user's own, is run whatever the others show).
 std::string fullest_backend(const std::vector<std::string>& backends) {
+  for (const std::string& backend : backends)
+    if (std::find(kDefaultBackends.begin(), kDefaultBackends.end(), backend) == kDefaultBackends.end()) return "";
   for (auto it = kDefaultBackends.rbegin(); it != kDefaultBackends.rend(); ++it)
     if (std::find(backends.begin(), backends.end(), *it) != backends.end()) return *it;
   return "";
@@ -125,7 +128,7 @@ class DynamoMetaCheckStep : public StepKind {
   static std::vector<RunRecord> run_eager_and_backends(const StepContext& context, const DynamoMetaCheckOptions& o,
                                                        std::vector<std::string>& backends) {
     const std::string fullest = fullest_backend(o.backends);
-    if (!fullest.empty()) backends = {fullest};
+    backends = fullest.empty() ? o.backends : std::vector<std::string>{fullest};
     std::vector<RunRequest> requests = {plugin_run(context, "eager", meta_eager_spec(context, o), o.eager)};
     for (const std::string& backend : backends) requests.push_back(backend_run(context, o, backend));
     std::vector<RunRecord> runs = context.run(requests);
