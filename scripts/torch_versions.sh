@@ -23,7 +23,7 @@ VERSIONS=(2.5.1 2.14.1)
 EXPECTED=(
   "2.5.1 fusion_rules fusion_defect GeluFusionPass compiled_dump,provenance"
   "2.5.1 meta_defect dynamo_meta_defect diagnose_example.rms_scale.default inductor_rules,provenance"
-  "2.14.1 graph_pass_defect localized_op_defect mul-aten.mul.Tensor -"
+  "2.14.1 graph_pass_defect user_pass_defect graph_pass_backend.CanonicalizeOperandOrder -"
   "2.14.1 mlp no_precision_problem - -"
 )
 mkdir -p "$RESULTS"
