@@ -4,6 +4,17 @@
 
 namespace diagnose {
 
+namespace {
+
+// Why no run confirmed the candidate: none was made (`did`: what it would have done), or
+// `no_intervention` says why none can be (`would`: what it would do).
+std::string no_confirming_run(const std::string& no_intervention, const std::string& did, const std::string& would) {
+  if (no_intervention.empty()) return "no intervention run " + did;
+  return no_intervention + ": no run can " + would + " to confirm it";
+}
+
+}  // namespace
+
 void claim_only_what_is_confirmed(StepResult& result, const std::string& no_intervention) {
   if (result.status != StepStatus::Fail) return;
   const nlohmann::json confirmation = result.metrics.value("confirmation", nlohmann::json());
@@ -13,10 +24,9 @@ void claim_only_what_is_confirmed(StepResult& result, const std::string& no_inte
   const nlohmann::json culprit = result.metrics.value("culprit", nlohmann::json());
   std::string why;
   if (category == "state_defect") {
-    why = ran ? ""
-              : "the differing state is a candidate, not a culprit: " +
-                    (no_intervention.empty() ? "no intervention run forced its writes"
-                                             : no_intervention + ": no run can force its writes to confirm it");
+    if (!ran)
+      why = "the differing state is a candidate, not a culprit: " +
+            no_confirming_run(no_intervention, "forced its writes", "force its writes");
   } else if (category.is_null() && result.metrics.value("localized", false) == false) {
     why = "no op row localises the failure: no candidate to confirm";
   } else if (category.is_null() && !ran) {
@@ -25,8 +35,7 @@ void claim_only_what_is_confirmed(StepResult& result, const std::string& no_inte
                                   : first.is_string() ? first.get<std::string>()
                                                       : "the first failing row";
     why = unconfirmed_candidates({"`" + candidate + "`"}) + ": " +
-          (no_intervention.empty() ? "no intervention run took it out"
-                                   : no_intervention + ": no run can take the op out to confirm it");
+          no_confirming_run(no_intervention, "took it out", "take the op out");
     result.metrics["localized"] = false;  // the next steps search on, as after a rejected candidate
   } else {
     return;
