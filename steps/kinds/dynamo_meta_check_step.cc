@@ -104,7 +104,8 @@ class DynamoMetaCheckStep : public StepKind {
   StepResult evaluate(const StepContext& context) const override {
     const DynamoMetaCheckOptions& o = context.options<DynamoMetaCheckOptions>();
     std::vector<std::string> backends;
-    std::vector<RunRecord> runs = run_eager_and_backends(context, o, backends);
+    std::vector<BackendJudgement> judged;
+    std::vector<RunRecord> runs = run_eager_and_backends(context, o, backends, judged);
     StepResult result;
     for (const RunRecord& run : runs) result.reproduce.push_back(reproduce_command(run.cwd, run.env, run.argv));
     if (std::optional<StepResult> error = error_from_runs({runs[0]})) {
@@ -112,7 +113,7 @@ class DynamoMetaCheckStep : public StepKind {
       return *error;
     }
     BackendComparison comparison;
-    if (std::optional<StepResult> error = compare_backends(context, backends, runs, comparison, result)) return *error;
+    if (std::optional<StepResult> error = gather_backends(backends, judged, comparison, result)) return *error;
     MetaCheckSummary meta_summary;
     if (o.meta_check) {
       if (std::optional<StepResult> error = read_meta_check(runs[0].dir, meta_summary, result)) return *error;
@@ -122,17 +123,30 @@ class DynamoMetaCheckStep : public StepKind {
   }
 
  private:
+  // One backend's run against eager: what it adds to the step's result.
+  struct BackendJudgement {
+    bool failed = false;  // the run fails where eager ran, or its final outputs differ
+    GraphBreaks breaks;
+    StepResult result;                // its findings, evidence and reproduce commands
+    std::optional<StepResult> error;  // the run or the comparison could not be judged: ends the step
+  };
+
   // The eager run (with the meta check when asked) and the fullest backend's run, together; when
   // that one fails or diverges, every other backend's run too. `backends`: those run, in the
-  // list's order, as `runs` after the eager run.
+  // list's order, as `runs` after the eager run; `judged`: each one's run against eager, in the
+  // same order (each compared once; none when the eager run failed).
   static std::vector<RunRecord> run_eager_and_backends(const StepContext& context, const DynamoMetaCheckOptions& o,
-                                                       std::vector<std::string>& backends) {
+                                                       std::vector<std::string>& backends,
+                                                       std::vector<BackendJudgement>& judged) {
     const std::string fullest = fullest_backend(o.backends);
     backends = fullest.empty() ? o.backends : std::vector<std::string>{fullest};
     std::vector<RunRequest> requests = {plugin_run(context, "eager", meta_eager_spec(context, o), o.eager)};
     for (const std::string& backend : backends) requests.push_back(backend_run(context, o, backend));
     std::vector<RunRecord> runs = context.run(requests);
-    if (backends.size() == o.backends.size() || !fullest_diverges(context, backends, runs)) return runs;
+    if (error_from_runs({runs[0]})) return runs;
+    for (size_t i = 1; i < runs.size(); ++i)
+      judged.push_back(judge_backend(context, backends[i - 1], runs[0], runs[i]));
+    if (backends.size() == o.backends.size() || judged[0].error || !judged[0].failed) return runs;
 
     std::vector<std::string> others;
     std::vector<RunRequest> more;
@@ -143,11 +157,19 @@ class DynamoMetaCheckStep : public StepKind {
       }
     std::vector<RunRecord> more_runs = context.run(more);
     std::vector<RunRecord> all = {runs[0]};
+    std::vector<BackendJudgement> all_judged;
     for (const std::string& backend : o.backends) {
       auto other = std::find(others.begin(), others.end(), backend);
-      all.push_back(other == others.end() ? runs[1] : more_runs[other - others.begin()]);
+      if (other == others.end()) {
+        all.push_back(runs[1]);
+        all_judged.push_back(std::move(judged[0]));
+      } else {
+        all.push_back(more_runs[other - others.begin()]);
+        all_judged.push_back(judge_backend(context, backend, runs[0], all.back()));
+      }
     }
     backends = o.backends;
+    judged = std::move(all_judged);
     return all;
   }
 
@@ -158,62 +180,66 @@ class DynamoMetaCheckStep : public StepKind {
     return plugin_run(context, "backend-" + backend, spec, o.compiled);
   }
 
-  // Whether, after a good eager run, the fullest backend's run fails or its outputs differ from eager's.
-  static bool fullest_diverges(const StepContext& context, const std::vector<std::string>& fullest,
-                               const std::vector<RunRecord>& runs) {
-    if (error_from_runs({runs[0]})) return false;
-    StepResult scratch;
-    BackendComparison comparison;
-    return !compare_backends(context, fullest, runs, comparison, scratch) && !comparison.failed.empty();
-  }
-
   // What the backends' runs showed against eager.
   struct BackendComparison {
     nlohmann::json failed = nlohmann::json::array();  // the backends that fail or diverge
     long long graph_breaks = 0;                       // the most of any backend's run
   };
 
-  // Each backend's run against eager: a run that fails where eager ran, or final outputs that
-  // differ, fail the backend; graph breaks are counted and tabled. An error ends the step.
-  static std::optional<StepResult> compare_backends(const StepContext& context,
-                                                    const std::vector<std::string>& backends,
-                                                    const std::vector<RunRecord>& runs, BackendComparison& comparison,
-                                                    StepResult& result) {
+  // A backend's run against eager's: a run that fails where eager ran, or final outputs that
+  // differ, fail the backend; its graph breaks are read.
+  static BackendJudgement judge_backend(const StepContext& context, const std::string& backend, const RunRecord& eager,
+                                        const RunRecord& run) {
+    BackendJudgement judgement;
+    if (run.status == RunStatus::Failed || run.status == RunStatus::Crashed) {
+      // Eager ran; the same script failing under this backend is Dynamo/AOT's doing.
+      judgement.failed = true;
+      judgement.result.findings.push_back(
+          {"torch.compile with backend " + backend + " fails where eager runs: " + run.error, ""});
+      judgement.result.evidence.push_back(
+          {"log", backend + " run (stderr tail)", run.stderr_path, log_tail(run.stderr_path, 40, 1500)});
+      return judgement;
+    }
+    if (run.status != RunStatus::Succeeded) {
+      judgement.error = *error_from_runs({run});
+      return judgement;
+    }
+    judgement.breaks = graph_breaks_of(read_plugin_status(run.dir));
+    DumpJudgement j = judge_dumps(context, eager.dir + "/outputs", run.dir + "/outputs", std::nullopt,
+                                  context.step_dir() + "/compare/" + backend, "eager vs " + backend);
+    judgement.result.evidence = j.result.evidence;
+    judgement.result.reproduce = j.result.reproduce;
+    if (j.result.status == StepStatus::Error) {
+      judgement.error = j.result;
+    } else if (j.result.status == StepStatus::Fail) {
+      judgement.failed = true;
+      judgement.result.findings.push_back(
+          {"final outputs with backend " + backend + " differ from eager (" + j.result.summary + ")", ""});
+    }
+    return judgement;
+  }
+
+  // The backends' judgements into the step's result, in the list's order: failing backends and
+  // graph breaks counted and tabled. An error ends the step.
+  static std::optional<StepResult> gather_backends(const std::vector<std::string>& backends,
+                                                   const std::vector<BackendJudgement>& judged,
+                                                   BackendComparison& comparison, StepResult& result) {
     nlohmann::json break_table = nlohmann::json::array();
-    for (size_t i = 1; i < runs.size(); ++i) {
-      const RunRecord& run = runs[i];
-      const std::string& backend = backends[i - 1];
-      if (run.status == RunStatus::Failed || run.status == RunStatus::Crashed) {
-        // Eager ran; the same script failing under this backend is Dynamo/AOT's doing.
-        comparison.failed.push_back(backend);
-        result.findings.push_back(
-            {"torch.compile with backend " + backend + " fails where eager runs: " + run.error, ""});
-        result.evidence.push_back(
-            {"log", backend + " run (stderr tail)", run.stderr_path, log_tail(run.stderr_path, 40, 1500)});
-        continue;
-      }
-      if (run.status != RunStatus::Succeeded) {
-        StepResult error = *error_from_runs({run});
+    for (size_t i = 0; i < judged.size(); ++i) {
+      const BackendJudgement& judgement = judged[i];
+      result.evidence.insert(result.evidence.end(), judgement.result.evidence.begin(), judgement.result.evidence.end());
+      result.reproduce.insert(result.reproduce.end(), judgement.result.reproduce.begin(),
+                              judgement.result.reproduce.end());
+      if (judgement.error) {
+        StepResult error = *judgement.error;
         error.reproduce = result.reproduce;
         return error;
       }
-      GraphBreaks breaks = graph_breaks_of(read_plugin_status(run.dir));
-      comparison.graph_breaks = std::max(comparison.graph_breaks, breaks.count);
-      for (const std::string& reason : breaks.reasons)
-        break_table.push_back({{"backend", backend}, {"reason", reason}});
-      DumpJudgement j = judge_dumps(context, runs[0].dir + "/outputs", run.dir + "/outputs", std::nullopt,
-                                    context.step_dir() + "/compare/" + backend, "eager vs " + backend);
-      for (const Evidence& e : j.result.evidence) result.evidence.push_back(e);
-      result.reproduce.insert(result.reproduce.end(), j.result.reproduce.begin(), j.result.reproduce.end());
-      if (j.result.status == StepStatus::Error) {
-        j.result.reproduce = result.reproduce;
-        return j.result;
-      }
-      if (j.result.status == StepStatus::Fail) {
-        comparison.failed.push_back(backend);
-        result.findings.push_back(
-            {"final outputs with backend " + backend + " differ from eager (" + j.result.summary + ")", ""});
-      }
+      result.findings.insert(result.findings.end(), judgement.result.findings.begin(), judgement.result.findings.end());
+      if (judgement.failed) comparison.failed.push_back(backends[i]);
+      comparison.graph_breaks = std::max(comparison.graph_breaks, judgement.breaks.count);
+      for (const std::string& reason : judgement.breaks.reasons)
+        break_table.push_back({{"backend", backends[i]}, {"reason", reason}});
     }
     if (!break_table.empty()) result.evidence.push_back({"table", "graph breaks", "", break_table});
     return std::nullopt;
