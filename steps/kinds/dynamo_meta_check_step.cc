@@ -72,8 +72,11 @@ class DynamoMetaCheckStep : public StepKind {
                  plugin_side_schema("Overrides shared by the compiled runs (their backend is set per run).")),
         optional("backends",
                  array_schema("Backends compared with eager (default: eager, aot_eager, "
-                              "aot_eager_decomp_partition).",
-                              string_schema("backend", {"eager", "aot_eager", "aot_eager_decomp_partition"}))),
+                              "aot_eager_decomp_partition: stages of one another, the fullest run first and the "
+                              "others only when it diverges); with another listed (inductor, module:function) every "
+                              "listed backend runs.",
+                              string_schema("backend: eager, aot_eager, aot_eager_decomp_partition, inductor, "
+                                            "torchair or module:function"))),
         optional("meta_check", defaulted(boolean_schema("Run the per-op meta check."), true)),
         optional("fail_on_graph_breaks", boolean_schema("Graph breaks make the step fail (default: only reported).")),
     });

@@ -542,6 +542,26 @@ TEST(DiagnosticSteps, DynamoMetaCheckRunsTheFullestBackendAloneWhenItAgrees) {
       << step["summary"];
 }
 
+// A listed backend that is no stage of the defaults (inductor, the user's own) may diverge where
+// every default agrees: every listed backend runs, the fullest default stage too.
+TEST(DiagnosticSteps, DynamoMetaCheckRunsEveryListedBackendWhenOneIsNoStageOfTheDefaults) {
+  for (const std::string& listed : {"[inductor]", "[aot_eager, aot_eager_decomp_partition, inductor]"}) {
+    TempDir dir;
+    write_text(dir / "wf.yaml", stand_in_model("STAND_IN_WRONG_BACKEND: inductor") +
+                                    "steps:\n  - {id: dynamo, kind: dynamo_meta_check, backends: " + listed + "}\n");
+    Finished r = run_diagnose({"wf.yaml"}, dir.path());
+    ASSERT_EQ(r.code, 1) << listed << r.out << r.err;
+    const nlohmann::json step = report_of(dir)["steps"][0];
+    std::vector<std::string> runs;
+    for (const nlohmann::json& run : step["runs"]) runs.push_back(run["name"]);
+    std::vector<std::string> expected = {"eager", "backend-inductor"};
+    if (listed != "[inductor]")
+      expected = {"eager", "backend-aot_eager", "backend-aot_eager_decomp_partition", "backend-inductor"};
+    EXPECT_EQ(runs, expected) << listed;
+    EXPECT_EQ(step["metrics"]["failed_backends"], nlohmann::json{"inductor"}) << listed;
+  }
+}
+
 TEST(DiagnosticSteps, EagerDeviceVsCpuComparesTheConfigurationUnderTest) {
   TempDir dir;
   write_text(dir / "wf.yaml",
