@@ -235,8 +235,46 @@ class SearchState {
     if (!reason.empty()) throw Restart{reason};
   }
 
-  // Runs (or replays) the configurations until each has a verdict; one oracle call per round.
+  // Whether `on` holds rules and every one of them waits for a gate that is off (Options::gates):
+  // the trial would run none of them, as all off runs none.
+  bool runs_no_rule(const std::vector<std::string>& on) const {
+    return !on.empty() && std::all_of(on.begin(), on.end(), [&](const std::string& rule) {
+      auto gate = options_.gates.find(rule);
+      return gate != options_.gates.end() && std::count(active_.begin(), active_.end(), gate->second) &&
+             !std::count(on.begin(), on.end(), gate->second);
+    });
+  }
+
+  // Whether all off passes without a trial of its own: under a deterministic oracle a failure
+  // needs every rule of a culprit set on, so any trial that passed shows it.
+  bool all_off_passes_by_model() const {
+    return deterministic_ && std::any_of(trials_.begin(), trials_.end(),
+                                         [&](const TrialRecord& trial) { return signal_of(trial) == Signal::Passes; });
+  }
+
+  // The verdict of each configuration: one that runs no rule passes when all off is known to
+  // (no trial); the others run (or replay) until each has a verdict, one oracle call per round.
   std::vector<ConfigVerdict> judge(const std::vector<Request>& requests, Phase phase) {
+    std::vector<Request> tried;
+    std::vector<size_t> tried_index(requests.size(), requests.size());
+    for (size_t i = 0; i < requests.size(); ++i) {
+      if (runs_no_rule(requests[i].on) && all_off_passes_by_model()) {
+        note("rules on without their gate run none of them (" + rule_list(requests[i].on) +
+             "): such a configuration passes as all off does, not tried");
+        continue;
+      }
+      tried_index[i] = tried.size();
+      tried.push_back(requests[i]);
+    }
+    std::vector<ConfigVerdict> tried_verdicts = tried.empty() ? std::vector<ConfigVerdict>() : run_trials(tried, phase);
+    std::vector<ConfigVerdict> verdicts;
+    for (size_t index : tried_index)
+      verdicts.push_back(index == requests.size() ? ConfigVerdict::Passes : tried_verdicts[index]);
+    return verdicts;
+  }
+
+  // Runs (or replays) the configurations until each has a verdict; one oracle call per round.
+  std::vector<ConfigVerdict> run_trials(const std::vector<Request>& requests, Phase phase) {
     std::vector<Config> configs;
     std::vector<std::string> keys;
     for (const auto& request : requests) {
@@ -469,14 +507,16 @@ class SearchState {
     return make_result(Conclusion::CulpritsFound, culprits_text());
   }
 
-  // Where the first culprit set is searched: among the suspects when they alone on fail, else
-  // among every active rule. With slots to spare, everything but the suspects on (the check that
-  // no other culprit remains) runs beside them, and then each suspect alone on, side by side: a
-  // set of two takes two rounds, where a search of every rule takes two binary searches.
+  // Where the first culprit set is searched: among the suspects (Options::gates) when they alone
+  // on fail, else among every active rule. With slots to spare, everything but the suspects on
+  // (the check that no other culprit remains) runs beside them, and then each suspect alone on,
+  // side by side, but a rule that runs only with its gate (alone it runs nothing: it passes once
+  // that check has): a set of two takes two rounds, where a search of every rule takes two binary
+  // searches.
   std::vector<std::string> suspected_pool() {
     std::vector<std::string> suspects;
     for (const std::string& rule : active_)
-      if (std::count(options_.suspects.begin(), options_.suspects.end(), rule)) suspects.push_back(rule);
+      if (is_suspect(rule)) suspects.push_back(rule);
     if (suspects.empty() || suspects.size() == active_.size()) return active_;
     std::vector<Request> round{{suspects, 1}};
     if (options_.slots > 1) round.push_back({without(active_, suspects), 1});
@@ -488,6 +528,14 @@ class SearchState {
     }
     note("the suspects " + rule_list(suspects) + " alone on fail: the first culprit set was searched among them");
     return suspects;
+  }
+
+  // A rule that runs only with its gate on, or that gate, both active.
+  bool is_suspect(const std::string& rule) const {
+    auto active = [&](const std::string& name) { return std::count(active_.begin(), active_.end(), name) > 0; };
+    for (const auto& [gated, gate] : options_.gates)
+      if ((rule == gated || rule == gate) && active(gated) && active(gate)) return true;
+    return false;
   }
 
   // The all-on runs: more than one, the same outcome, and metrics that agree bit for bit.

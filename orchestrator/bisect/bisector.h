@@ -113,9 +113,13 @@ struct Options {
   int max_votes = 5;
   bool crash_is_failure = false;  // a crash counts as a (precision) failure instead of no evidence
   int max_trials = 200;
-  // Rules likeliest to fail together (a user's own graph pass and its gate): tried alone on
-  // first; where they fail, the first culprit set is searched among them alone.
-  std::vector<std::string> suspects;
+  // Rules that run only while another is on, each with that rule, its gate (a user's own graph
+  // pass and the switch that skips it too). Each such rule and its gate are the suspects: the
+  // likeliest to fail together, tried alone on first; where they fail, the first culprit set is
+  // searched among them alone. A configuration whose rules on all wait for a gate that is off runs
+  // none of them, as all off runs none: under a deterministic oracle it passes once any trial has
+  // passed, without a trial of its own.
+  std::map<std::string, std::string> gates;
   // Called after every parallel round with every trial so far (to save the log for a resume).
   std::function<void(const std::vector<TrialRecord>&)> after_round;
 };

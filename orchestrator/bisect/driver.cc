@@ -106,7 +106,7 @@ BisectionOutcome Bisection::run(const BisectionPlan& plan, const nlohmann::json&
   write_trial_log(log_path_, log);
   if (plan.on_candidates) plan.on_candidates(log.candidates);
   Options options = plan.options;
-  options.suspects = setup_.knob->suspects(log.candidates);
+  options.gates = setup_.knob->gates(log.candidates);
   options.max_votes = std::max(options.max_votes, options.confirmations);
   const size_t horizon =
       static_cast<size_t>(one_culprit_floor(log.candidates.size(), 1 + std::max(0, options.baseline_repeats)));

@@ -6,6 +6,7 @@
 // engine (steps/bisection/bisection_knobs.h).
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,9 +47,9 @@ class Knob {
   // The fields the knob keeps in the trial log.
   virtual nlohmann::json state() const { return nlohmann::json::object(); }
 
-  // The candidates likeliest to be a culprit set together, which the search tries first
-  // (Options::suspects); none by default.
-  virtual std::vector<std::string> suspects(const std::vector<std::string>& /*candidates*/) const { return {}; }
+  // The candidates that run only while another candidate, their gate, is on: rule -> gate
+  // (Options::gates); none by default.
+  virtual std::map<std::string, std::string> gates(const std::vector<std::string>& /*candidates*/) const { return {}; }
 
   // The workaround turning only `culprits` off, written into `dir`: its path ("" when none).
   virtual std::string write_workaround(const Config& /*culprits*/, const std::string& /*dir*/) const { return ""; }

@@ -104,18 +104,15 @@ std::optional<std::string> user_pass_of(const std::vector<std::string>& set,
   return std::nullopt;
 }
 
-std::vector<std::string> user_passes_with_gates(const std::vector<std::string>& candidates,
-                                                const std::map<std::string, InductorRule>& rules) {
-  std::set<std::string> wanted;
+std::map<std::string, std::string> user_pass_gates(const std::vector<std::string>& candidates,
+                                                   const std::map<std::string, InductorRule>& rules) {
+  std::map<std::string, std::string> gates;
   for (const std::string& name : candidates) {
     auto rule = rules.find(name);
     if (rule == rules.end() || rule->second.user_pass.empty()) continue;
-    if (std::count(candidates.begin(), candidates.end(), rule->second.gate)) wanted.insert({name, rule->second.gate});
+    if (std::count(candidates.begin(), candidates.end(), rule->second.gate)) gates[name] = rule->second.gate;
   }
-  std::vector<std::string> suspects;
-  for (const std::string& name : candidates)
-    if (wanted.count(name)) suspects.push_back(name);
-  return suspects;
+  return gates;
 }
 
 bisect::Config without_user_pass_gates(const bisect::Config& culprits,

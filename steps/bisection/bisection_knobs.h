@@ -35,10 +35,10 @@ std::map<std::string, torchair::FusionSection> report_sections(const std::string
 // alone, or the pass and its gate); nullopt when the set is anything else.
 std::optional<std::string> user_pass_of(const std::vector<std::string>& set,
                                         const std::map<std::string, InductorRule>& rules);
-// The candidates that are a user's pass whose gate is a candidate too, and those gates (in
-// candidate order): the bisection's suspects.
-std::vector<std::string> user_passes_with_gates(const std::vector<std::string>& candidates,
-                                                const std::map<std::string, InductorRule>& rules);
+// Each candidate that is a user's pass whose gate is a candidate too, with that gate: the
+// bisection's gates (bisect::Options::gates).
+std::map<std::string, std::string> user_pass_gates(const std::vector<std::string>& candidates,
+                                                   const std::map<std::string, InductorRule>& rules);
 // The culprits less the gates of the user's passes among them: the workaround takes out the
 // user's pass and leaves Inductor's own passes on.
 bisect::Config without_user_pass_gates(const bisect::Config& culprits,

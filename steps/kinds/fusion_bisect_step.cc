@@ -146,8 +146,8 @@ class InductorKnob : public RuleKnob {
   }
 
   // Each user's pass with its gate, both among the candidates: tried first.
-  std::vector<std::string> suspects(const std::vector<std::string>& candidates) const override {
-    return user_passes_with_gates(candidates, rules_);
+  std::map<std::string, std::string> gates(const std::vector<std::string>& candidates) const override {
+    return user_pass_gates(candidates, rules_);
   }
 
   // The culprits without the gates of the user's passes among them.

@@ -39,11 +39,11 @@ TEST(BisectionKnobs, AUserPassWithItsGateIsTheUsersPassAndItsWorkaroundLeavesThe
   EXPECT_FALSE(user_pass_of({"pre_grad_custom_pass", "split_reductions"}, rules));
   EXPECT_FALSE(user_pass_of({"pre_grad_passes"}, rules));
   EXPECT_FALSE(user_pass_of({"post_grad_custom_post_pass"}, rules));
-  // the bisection's suspects: a user's pass with its gate among the candidates, in their order
-  EXPECT_EQ(user_passes_with_gates({"split_reductions", "pre_grad_passes", "pre_grad_custom_pass"}, rules),
-            (std::vector<std::string>{"pre_grad_passes", "pre_grad_custom_pass"}));
-  EXPECT_TRUE(user_passes_with_gates({"split_reductions", "pre_grad_custom_pass"}, rules).empty());
-  EXPECT_TRUE(user_passes_with_gates({"pre_grad_passes", "post_grad_custom_post_pass"}, rules).empty());
+  // the bisection's gates: a user's pass with its gate, both among the candidates
+  EXPECT_EQ(user_pass_gates({"split_reductions", "pre_grad_passes", "pre_grad_custom_pass"}, rules),
+            (std::map<std::string, std::string>{{"pre_grad_custom_pass", "pre_grad_passes"}}));
+  EXPECT_TRUE(user_pass_gates({"split_reductions", "pre_grad_custom_pass"}, rules).empty());
+  EXPECT_TRUE(user_pass_gates({"pre_grad_passes", "post_grad_custom_post_pass"}, rules).empty());
   EXPECT_EQ(without_user_pass_gates({"pre_grad_custom_pass", "pre_grad_passes"}, rules),
             (bisect::Config{"pre_grad_custom_pass"}));
   EXPECT_EQ(without_user_pass_gates({"pre_grad_passes", "split_reductions"}, rules),

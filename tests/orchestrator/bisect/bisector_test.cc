@@ -210,17 +210,19 @@ TEST(Bisector, TwoRulesThatOnlyFailTogether) {
   EXPECT_EQ(result.culprits_off(), (Config{"Rule105", "Rule121"}));
 }
 
-// A user's pass and its gate (the knob's suspects) that fail only together, among nine rules as
-// Inductor's are, two slots as the standard workflow has: the suspects alone on fail, the pair
-// is found inside them: 6 trials in 3 rounds where the search of every rule took 14 in 8 (both
-// with the two all-on runs, which the standard workflow shares with earlier steps).
+// A user's pass and its gate (Options::gates: the pass runs only with the gate on) that fail only
+// together, among nine rules as Inductor's are, two slots as the standard workflow has: the pair
+// alone on fails, the pass is found with its gate: 5 trials in 3 rounds where the search of every
+// rule took 14 in 8 (both with the two all-on runs, which the standard workflow shares with earlier
+// steps). The pass alone on runs nothing (its gate is off): never tried, where it took a sixth trial
+// when the bisector knew the pair only as suspects.
 TEST(Bisector, SuspectsThatFailTogetherAreFoundInAFewTrials) {
   SimulatedModel searched{rules(9), {{"Rule103", "Rule108"}}};
   Options options = sequential_options();
   options.slots = 2;
   const Result without = run_bisect(searched, options);
   SimulatedModel suspected{rules(9), {{"Rule103", "Rule108"}}};
-  options.suspects = {"Rule108", "Rule103"};
+  options.gates = {{"Rule108", "Rule103"}};
   const Result with = run_bisect(suspected, options);
   for (const Result* result : {&without, &with}) {
     EXPECT_EQ(found_sets(*result), (std::set<RuleSet>{{"Rule103", "Rule108"}}));
@@ -228,13 +230,17 @@ TEST(Bisector, SuspectsThatFailTogetherAreFoundInAFewTrials) {
     EXPECT_EQ(result->confidence, Confidence::High);
   }
   EXPECT_EQ(searched.trials, 14);
-  EXPECT_EQ(suspected.trials, 6);
+  EXPECT_EQ(suspected.trials, 5);
   EXPECT_EQ(without.rounds, 8);
   EXPECT_EQ(with.rounds, 3);
   EXPECT_EQ(trials_of(with, suspected.candidates, {"Rule103", "Rule108"}, Phase::Search), 1);
+  EXPECT_EQ(trials_of(with, suspected.candidates, {"Rule103"}), 1);  // the gate alone: Inductor's own passes
+  EXPECT_EQ(trials_of(with, suspected.candidates, {"Rule108"}), 0);  // the pass alone runs nothing
+  // the gate alone failing is Inductor's own passes, not the user's: the pass is not blamed
+  SimulatedModel gate{rules(9), {{"Rule103"}}};
+  EXPECT_EQ(found_sets(run_bisect(gate, options)), (std::set<RuleSet>{{"Rule103"}}));
   // suspects that are not the culprit cost their one trial and the search goes on as before
   SimulatedModel elsewhere{rules(9), {{"Rule101"}}};
-  options.suspects = {"Rule103", "Rule108"};
   EXPECT_EQ(found_sets(run_bisect(elsewhere, options)), (std::set<RuleSet>{{"Rule101"}}));
 }
 
