@@ -208,14 +208,15 @@ def _graph_call_recorder(session, ge_dump_dir: Path, backend):
     (a prefill graph and a decode graph, recompiles under dynamic shapes) token k of one graph
     is not call k (docs/dump-format.md, "GE graph calls"). Dynamo hands the backend one graph
     and TorchAir compiles it to one GE graph before returning (inference), so the graph id
-    TorchAir took last is this graph's."""
+    TorchAir took while compiling it is this graph's; a graph that took none runs no GE graph."""
     path = ge_dump_dir / GRAPH_CALLS_FILE.format(rank=session.rank)
     graphs: dict[str, list[int]] = {}
 
     def backend_fn(gm, example_inputs, **kwargs):
+        before = _torchair_graph_id()
         compiled = backend(gm, example_inputs, **kwargs)
         graph_id = _torchair_graph_id()
-        if graph_id is None:
+        if graph_id is None or graph_id == before:
             return compiled
         runs = graphs.setdefault(str(graph_id), [])
 
