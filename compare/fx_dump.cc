@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 
 namespace diagnose::compare {
 namespace {
@@ -57,6 +58,7 @@ std::vector<FxGroup> scan_graph_dirs(const std::string& dir) {
     if (!starts_with(e.name, "graph_") || !parse_number(e.name.substr(6), &id)) continue;
     FxGroup g;
     g.name = e.name;
+    g.graph = id > std::numeric_limits<int>::max() ? -1 : static_cast<int>(id);
     for (const auto& [step, s] : numeric_subdirs(e.path)) g.steps.push_back({step, s.path});
     if (g.steps.empty() && has_npy(e.path)) g.steps.push_back({0, e.path});
     groups.emplace_back(id, std::move(g));

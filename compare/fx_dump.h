@@ -50,6 +50,7 @@ std::map<std::string, FxNode> index_fx_step(const std::string& dir, std::vector<
 struct FxGroup {
   std::string name;
   std::vector<TokenDir> steps;  // by token id
+  int graph = -1;               // N of graph_{N}; -1 in the older layout
 };
 
 using FxRank = RankDir<FxGroup>;  // groups in graph id order

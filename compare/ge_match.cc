@@ -66,14 +66,22 @@ bool has_ge_dump_file(const fs::path& dir) {
   return false;
 }
 
+// N of a group directory .../graph_N/{model_id}; nullopt when its model name is not graph_N.
+std::optional<int64_t> graph_number(const std::string& path) {
+  const std::string model_name = fs::path(path).parent_path().filename().string();
+  return starts_with(model_name, "graph_") ? number(model_name.substr(6)) : std::nullopt;
+}
+
+int graph_of_group(const std::string& path) {
+  const auto graph = graph_number(path);
+  return graph && *graph <= std::numeric_limits<int>::max() ? static_cast<int>(*graph) : -1;
+}
+
 // Sort key of a group directory .../{model_name}/{model_id}: graph_N, then model id.
 std::tuple<int64_t, int64_t, std::string> group_order(const std::string& path) {
-  const fs::path p(path);
-  const std::string model_name = p.parent_path().filename().string();
-  const auto graph = starts_with(model_name, "graph_") ? number(model_name.substr(6)) : std::nullopt;
-  const auto model_id = number(p.filename().string());
+  const auto model_id = number(fs::path(path).filename().string());
   constexpr int64_t kLast = std::numeric_limits<int64_t>::max();
-  return {graph.value_or(kLast), model_id.value_or(kLast), path};
+  return {graph_number(path).value_or(kLast), model_id.value_or(kLast), path};
 }
 
 std::vector<GeGroup> scan_groups(const std::string& root, std::vector<std::string>* warnings) {
@@ -83,6 +91,7 @@ std::vector<GeGroup> scan_groups(const std::string& root, std::vector<std::strin
     const std::string group = depth == 0 ? dir.string() : dir.parent_path().string();
     GeGroup& g = by_path[group];
     g.path = group;
+    g.graph = graph_of_group(group);
     g.tokens.push_back({number(dir.filename().string()).value_or(0), dir.string()});
   });
   std::vector<GeGroup> groups;
@@ -106,6 +115,12 @@ struct GroupContext {
   MatchResult* out = nullptr;
   std::set<std::string> unmatched_seen;
   const std::map<std::string, std::vector<std::string>>* graph_nodes = nullptr;  // this graph's GeGraphNodes
+  const std::vector<int64_t>* calls = nullptr;  // this graph's GeGraphCalls: rows carry the call, not GE's token
+
+  // Whether GE's token `token` of this graph can be given its model call: always without a record.
+  bool knows_call_of(int64_t token) const {
+    return !calls || (token >= 0 && static_cast<size_t>(token) < calls->size());
+  }
 
   void unmatched(const std::string& name, const std::string& reason) {
     std::string label = name;
@@ -118,6 +133,10 @@ struct GroupContext {
     r.rank = rank;
     r.graph = graph;
     r.token_id = token;
+    if (calls) {
+      r.graph_step = token;
+      r.token_id = (*calls)[static_cast<size_t>(token)];
+    }
     r.op_key = op_key;
     r.direction = d;
     r.index = index;
@@ -432,9 +451,11 @@ void note_fx_nodes(GroupContext& ctx, size_t first, const std::vector<const GeGr
   }
 }
 
-const std::map<std::string, std::vector<std::string>>* graph_nodes_of(const GeGraphNodes& nodes, int graph) {
-  const auto found = nodes.find(graph);
-  return found == nodes.end() ? nullptr : &found->second;
+// What a plugin record beside the dump says of `graph` (GeGraphNodes, GeGraphCalls); nullptr when nothing.
+template <typename ByGraph>
+const typename ByGraph::mapped_type* of_graph(const ByGraph& record, int graph) {
+  const auto found = record.find(graph);
+  return found == record.end() ? nullptr : &found->second;
 }
 
 // The FX output a dump output stands for: through its OriginalOp (a fused op names the op of the
@@ -522,8 +543,8 @@ void match_op_fx(GroupContext& ctx, const GeGraph& graph, int64_t token, FxStepI
 }
 
 struct LoadedGraph {
-  int id = -1;
-  std::optional<GeGraph> graph;
+  int graph = -1;  // the id in its file name
+  std::optional<GeGraph> graph_txt;
 };
 
 std::vector<LoadedGraph> load_graphs(const std::vector<std::string>& files, MatchResult& out) {
@@ -531,7 +552,7 @@ std::vector<LoadedGraph> load_graphs(const std::vector<std::string>& files, Matc
   for (const auto& f : files) {
     std::string error;
     LoadedGraph g{graph_id_of_file(f), read_ge_graph(f, &error)};
-    if (!g.graph) out.warnings.push_back("graph txt skipped: " + error);
+    if (!g.graph_txt) out.warnings.push_back("graph txt skipped: " + error);
     graphs.push_back(std::move(g));
   }
   return graphs;
@@ -579,17 +600,103 @@ std::vector<std::pair<const A*, const B*>> pair_ranks(const std::vector<A>& gold
   return pairs;
 }
 
+// Graph txt i, my group j and golden group k of one rank, paired: by graph id where every graph txt
+// and group names one (each once) and each of my groups finds the graph txt and the golden group of
+// its id (two dumps made in one process number their graphs on: then by position); else by
+// position, with a warning when the counts differ.
+struct GroupPair {
+  size_t graph, mine, golden;
+};
+
+template <typename Groups>
+bool graphs_named_once(const Groups& groups) {
+  std::set<int> seen;
+  return std::all_of(groups.begin(), groups.end(),
+                     [&](const auto& g) { return g.graph >= 0 && seen.insert(g.graph).second; });
+}
+
+// The index of the group with graph id `graph`; groups.size() when none has it.
+template <typename Groups>
+size_t index_of_graph(const Groups& groups, int graph) {
+  return static_cast<size_t>(
+      std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.graph == graph; }) - groups.begin());
+}
+
 template <typename G>
-size_t paired_count(const std::vector<LoadedGraph>& graphs, size_t my_groups, const std::vector<G>& golden_groups,
-                    int rank, MatchResult& out) {
-  const size_t n = std::min({graphs.size(), my_groups, golden_groups.size()});
-  if (graphs.size() != my_groups || my_groups != golden_groups.size()) {
-    out.warnings.push_back((rank >= 0 ? "rank " + std::to_string(rank) + ": " : std::string()) +
-                           std::to_string(graphs.size()) + " graph txt file(s), " + std::to_string(my_groups) +
-                           " GE graph dir(s), " + std::to_string(golden_groups.size()) +
+std::vector<GroupPair> paired_groups(const std::vector<LoadedGraph>& graphs, const std::vector<GeGroup>& mine,
+                                     const std::vector<G>& golden, int rank, MatchResult& out) {
+  const std::string where = rank >= 0 ? "rank " + std::to_string(rank) + ": " : std::string();
+  std::vector<GroupPair> pairs;
+  const auto by_id = [&](const GeGroup& g) {
+    return index_of_graph(graphs, g.graph) < graphs.size() && index_of_graph(golden, g.graph) < golden.size();
+  };
+  if (graphs_named_once(graphs) && graphs_named_once(mine) && graphs_named_once(golden) &&
+      std::all_of(mine.begin(), mine.end(), by_id)) {
+    for (size_t j = 0; j < mine.size(); ++j)
+      pairs.push_back({index_of_graph(graphs, mine[j].graph), j, index_of_graph(golden, mine[j].graph)});
+    for (const G& g : golden)
+      if (index_of_graph(mine, g.graph) == mine.size())
+        out.warnings.push_back(where + "graph " + std::to_string(g.graph) +
+                               " has a golden directory and no GE dump directory; skipped");
+    return pairs;
+  }
+  const size_t n = std::min({graphs.size(), mine.size(), golden.size()});
+  if (graphs.size() != mine.size() || mine.size() != golden.size()) {
+    out.warnings.push_back(where + std::to_string(graphs.size()) + " graph txt file(s), " +
+                           std::to_string(mine.size()) + " GE graph dir(s), " + std::to_string(golden.size()) +
                            " golden graph dir(s); pairing the first " + std::to_string(n) + " by position");
   }
-  return n;
+  for (size_t i = 0; i < n; ++i) pairs.push_back({i, i, i});
+  return pairs;
+}
+
+// Whether GE's token `token` can be given its model call; warns and says no when the record of calls
+// lacks it.
+bool call_recorded(const GroupContext& ctx, const TokenDir& token) {
+  if (ctx.knows_call_of(token.token_id)) return true;
+  ctx.out->warnings.push_back(token.path + ": token " + std::to_string(token.token_id) + " of graph " +
+                              std::to_string(ctx.graph) + " is not in the record of calls (" +
+                              std::to_string(ctx.calls->size()) + " runs recorded); skipped");
+  return false;
+}
+
+const std::vector<TokenDir>& tokens_of(const GeGroup& group) { return group.tokens; }
+const std::vector<TokenDir>& tokens_of(const FxGroup& group) { return group.steps; }
+
+// Calls match(ctx, graph txt, my token, golden token) for each token of each graph of one rank, its
+// graph paired with my and the golden group and its token with the golden one of the same number
+// (`golden_token` names that directory in the warning when there is none); `ctx` carries what the
+// plugin's records beside `my_graph_files` say of the graph.
+template <typename G, typename MatchToken>
+void match_tokens(const std::vector<LoadedGraph>& graphs, const std::vector<GeGroup>& mine,
+                  const std::vector<G>& golden, int rank, const std::vector<std::string>& my_graph_files,
+                  const std::string& golden_token, MatchResult& out, const MatchToken& match) {
+  // the Dynamo nodes of my run's graphs (what an intervention on it runs eagerly), and their calls
+  const GeGraphNodes graph_nodes = read_ge_graph_nodes(my_graph_files, rank, &out.warnings);
+  const GeGraphCalls graph_calls = read_ge_graph_calls(my_graph_files, rank, &out.warnings);
+  const std::vector<GroupPair> pairs = paired_groups(graphs, mine, golden, rank, out);
+  for (const GroupPair& pair : pairs) {
+    const LoadedGraph& loaded = graphs[pair.graph];
+    if (!loaded.graph_txt) continue;
+    const int graph = loaded.graph >= 0 ? loaded.graph : static_cast<int>(pair.graph);
+    GroupContext ctx{
+        rank, graph, pairs.size() > 1, &out, {}, of_graph(graph_nodes, graph), of_graph(graph_calls, graph)};
+    if (!graph_calls.empty() && !ctx.calls)
+      out.warnings.push_back("graph " + std::to_string(graph) + " has no entry in the record of calls beside " +
+                             my_graph_files.front() + ": its rows carry GE's tokens, not model calls");
+    std::map<int64_t, const TokenDir*> golden_tokens;
+    for (const TokenDir& t : tokens_of(golden[pair.golden])) golden_tokens.emplace(t.token_id, &t);
+    for (const TokenDir& token : mine[pair.mine].tokens) {
+      if (!call_recorded(ctx, token)) continue;
+      const auto found = golden_tokens.find(token.token_id);
+      if (found == golden_tokens.end()) {
+        out.warnings.push_back(token.path + ": token " + std::to_string(token.token_id) + " has no " + golden_token +
+                               "; skipped");
+        continue;
+      }
+      match(ctx, *loaded.graph_txt, token, *found->second);
+    }
+  }
 }
 
 void no_rows_is_fatal(MatchResult& out, const std::string& what) {
@@ -748,29 +855,70 @@ std::vector<std::string> graph_files_for_rank(const GeDumpLayout& layout, int ra
   return any_ranked ? out : layout.graph_files;
 }
 
+namespace {
+
+// The "graphs" object of the plugin's JSON file `name` beside `graph_files`; nullopt when there is
+// no such file, and with a warning when it holds no such object.
+std::optional<nlohmann::json> plugin_graphs(const std::vector<std::string>& graph_files, const std::string& name,
+                                            const std::string& expected, std::vector<std::string>* warnings) {
+  if (graph_files.empty()) return std::nullopt;
+  const fs::path path = fs::path(graph_files.front()).parent_path() / name;
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return std::nullopt;
+  std::ifstream in(path);
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (!j.is_object() || !j.contains("graphs") || !j["graphs"].is_object()) {
+    if (warnings) warnings->push_back(path.string() + ": not " + expected + " ({\"graphs\": {...}}); ignored");
+    return std::nullopt;
+  }
+  return std::move(j["graphs"]);
+}
+
+// A "graphs" key: the graph id, nullopt when it is not one.
+std::optional<int> graph_key(const std::string& key) {
+  const std::optional<int64_t> graph = number(key);
+  if (!graph || *graph > std::numeric_limits<int>::max()) return std::nullopt;
+  return static_cast<int>(*graph);
+}
+
+std::string rank_file(const char* stem, int rank) {
+  return std::string(stem) + "_rank_" + std::to_string(std::max(rank, 0)) + ".json";
+}
+
+}  // namespace
+
 GeGraphNodes read_ge_graph_nodes(const std::vector<std::string>& graph_files, int rank,
                                  std::vector<std::string>* warnings) {
   GeGraphNodes out;
-  if (graph_files.empty()) return out;
-  const fs::path path = fs::path(graph_files.front()).parent_path() /
-                        ("diagnose_graph_nodes_rank_" + std::to_string(std::max(rank, 0)) + ".json");
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) return out;
-  std::ifstream in(path);
-  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  const nlohmann::json* graphs = j.is_object() && j.contains("graphs") ? &j["graphs"] : nullptr;
-  if (!graphs || !graphs->is_object()) {
-    if (warnings) warnings->push_back(path.string() + ": not a map of graph nodes ({\"graphs\": {...}}); ignored");
-    return out;
-  }
+  const auto graphs =
+      plugin_graphs(graph_files, rank_file("diagnose_graph_nodes", rank), "a map of graph nodes", warnings);
+  if (!graphs) return out;
   for (const auto& [id, nodes] : graphs->items()) {
-    const std::optional<int64_t> graph = number(id);
-    if (!graph || *graph > std::numeric_limits<int>::max() || !nodes.is_object()) continue;
-    auto& table = out[static_cast<int>(*graph)];
+    const std::optional<int> graph = graph_key(id);
+    if (!graph || !nodes.is_object()) continue;
+    auto& table = out[*graph];
     for (const auto& [node, ids] : nodes.items()) {
       if (!ids.is_array()) continue;
       for (const nlohmann::json& one : ids)
         if (one.is_string()) table[node].push_back(one.get<std::string>());
+    }
+  }
+  return out;
+}
+
+GeGraphCalls read_ge_graph_calls(const std::vector<std::string>& graph_files, int rank,
+                                 std::vector<std::string>* warnings) {
+  GeGraphCalls out;
+  const auto graphs = plugin_graphs(graph_files, rank_file("diagnose_graph_calls", rank),
+                                    "a record of the calls each graph ran in", warnings);
+  if (!graphs) return out;
+  for (const auto& [id, calls] : graphs->items()) {
+    const std::optional<int> graph = graph_key(id);
+    if (!graph || !calls.is_array()) continue;
+    std::vector<int64_t>& runs = out[*graph];
+    for (const nlohmann::json& call : calls) {
+      if (!call.is_number_integer()) break;  // the runs after one unreadable are not known
+      runs.push_back(call.get<int64_t>());
     }
   }
   return out;
@@ -818,29 +966,15 @@ MatchResult match_ge_vs_fx(const std::string& fx_dir, const std::string& ge_dir,
   for (const auto& [fx_rank, ge_rank] : pair_ranks(fx.ranks, ge.ranks, rank, out)) {
     const int rank_id = std::max(ge_rank->rank, fx_rank->rank);
     const std::vector<std::string> files = graph_files_for_rank(ge, ge_rank->rank);
-    const auto graphs = load_graphs(files, out);
-    const GeGraphNodes graph_nodes = read_ge_graph_nodes(files, rank_id, &out.warnings);
-    const size_t n = paired_count(graphs, ge_rank->groups.size(), fx_rank->groups, rank_id, out);
-    for (size_t i = 0; i < n; ++i) {
-      if (!graphs[i].graph) continue;
-      const int graph = graphs[i].id >= 0 ? graphs[i].id : static_cast<int>(i);
-      GroupContext ctx{rank_id, graph, n > 1, &out, {}, graph_nodes_of(graph_nodes, graph)};
-      std::map<int64_t, const TokenDir*> steps;
-      for (const auto& s : fx_rank->groups[i].steps) steps.emplace(s.token_id, &s);
-      for (const auto& token : ge_rank->groups[i].tokens) {
-        const auto step = steps.find(token.token_id);
-        if (step == steps.end()) {
-          out.warnings.push_back(token.path + ": token " + std::to_string(token.token_id) +
-                                 " has no FX step directory; skipped");
-          continue;
-        }
-        FxStepIndex fx_index{index_fx_step(step->second->path, &out.warnings), {}};
-        const auto files = index_ge_token(token.path, &out.warnings);
-        for (const GeOpFile* f : by_time(files)) match_op_fx(ctx, *graphs[i].graph, token.token_id, fx_index, *f);
-        for (const auto& [prefix, node] : fx_index.nodes)
-          if (!fx_index.used.count(prefix)) ctx.unmatched(prefix, "FX node has no linked GE op in the GE dump");
-      }
-    }
+    match_tokens(load_graphs(files, out), ge_rank->groups, fx_rank->groups, rank_id, files, "FX step directory", out,
+                 [&](GroupContext& ctx, const GeGraph& graph, const TokenDir& token, const TokenDir& step) {
+                   FxStepIndex fx_index{index_fx_step(step.path, &out.warnings), {}};
+                   const auto ge_files = index_ge_token(token.path, &out.warnings);
+                   for (const GeOpFile* f : by_time(ge_files)) match_op_fx(ctx, graph, token.token_id, fx_index, *f);
+                   for (const auto& [prefix, node] : fx_index.nodes)
+                     if (!fx_index.used.count(prefix))
+                       ctx.unmatched(prefix, "FX node has no linked GE op in the GE dump");
+                 });
   }
   no_rows_is_fatal(out, fx_dir + " and " + ge_dir);
   return out;
@@ -859,31 +993,16 @@ MatchResult match_ge_vs_ge(const std::string& golden_ge_dir, const std::string& 
   }
   for (const auto& [golden_rank, my_rank] : pair_ranks(golden.ranks, mine.ranks, rank, out)) {
     const int rank_id = std::max(golden_rank->rank, my_rank->rank);
-    const auto graphs = load_graphs(graph_files_for_rank(graph_source, my_rank->rank), out);
-    // the Dynamo nodes of my run's graphs: what an intervention on it runs eagerly
-    const GeGraphNodes graph_nodes =
-        read_ge_graph_nodes(graph_files_for_rank(mine, my_rank->rank), rank_id, &out.warnings);
-    const size_t n = paired_count(graphs, my_rank->groups.size(), golden_rank->groups, rank_id, out);
-    for (size_t i = 0; i < n; ++i) {
-      if (!graphs[i].graph) continue;
-      const int graph = graphs[i].id >= 0 ? graphs[i].id : static_cast<int>(i);
-      GroupContext ctx{rank_id, graph, n > 1, &out, {}, graph_nodes_of(graph_nodes, graph)};
-      std::map<int64_t, const TokenDir*> golden_tokens;
-      for (const auto& t : golden_rank->groups[i].tokens) golden_tokens.emplace(t.token_id, &t);
-      for (const auto& token : my_rank->groups[i].tokens) {
-        const auto gt = golden_tokens.find(token.token_id);
-        if (gt == golden_tokens.end()) {
-          out.warnings.push_back(token.path + ": token " + std::to_string(token.token_id) +
-                                 " has no golden token directory; skipped");
-          continue;
-        }
-        GoldenToken golden_index{index_ge_token(gt->second->path, &out.warnings), {}};
-        const auto files = index_ge_token(token.path, &out.warnings);
-        for (const GeOpFile* f : by_time(files)) match_op_ge(ctx, *graphs[i].graph, token.token_id, golden_index, *f);
-        for (const auto& [name, f] : golden_index.files)
-          if (!golden_index.used.count(name)) ctx.unmatched(name, "golden GE op has no counterpart in my dump");
-      }
-    }
+    match_tokens(load_graphs(graph_files_for_rank(graph_source, my_rank->rank), out), my_rank->groups,
+                 golden_rank->groups, rank_id, graph_files_for_rank(mine, my_rank->rank), "golden token directory", out,
+                 [&](GroupContext& ctx, const GeGraph& graph, const TokenDir& token, const TokenDir& golden_token) {
+                   GoldenToken golden_index{index_ge_token(golden_token.path, &out.warnings), {}};
+                   const auto files = index_ge_token(token.path, &out.warnings);
+                   for (const GeOpFile* f : by_time(files)) match_op_ge(ctx, graph, token.token_id, golden_index, *f);
+                   for (const auto& [name, f] : golden_index.files)
+                     if (!golden_index.used.count(name))
+                       ctx.unmatched(name, "golden GE op has no counterpart in my dump");
+                 });
   }
   no_rows_is_fatal(out, golden_ge_dir + " and " + my_ge_dir);
   return out;

@@ -21,6 +21,7 @@ namespace diagnose::compare {
 struct GeGroup {
   std::string path;
   std::vector<TokenDir> tokens;  // by token id
+  int graph = -1;                // N of its graph_N directory; -1 when the path names none
 };
 
 using GeRank = RankDir<GeGroup>;  // groups in graph order (graph_N, then model id)
@@ -50,6 +51,18 @@ using GeGraphNodes = std::map<int, std::map<std::string, std::vector<std::string
 // The map of `rank` (rank 0's for -1) beside its graph txt files `graph_files`; empty when there
 // is none (a dump the plugin did not make), with a warning when one is there but unreadable.
 GeGraphNodes read_ge_graph_nodes(const std::vector<std::string>& graph_files, int rank,
+                                 std::vector<std::string>* warnings);
+
+// Which model call (0-based, the plugin's step) each run of a TorchAir graph belongs to, by graph
+// id: entry k is the call of the graph's k-th run, whose GE dump directory is token k. GE numbers
+// each graph's runs on its own, so with a prefill and a decode graph token 0 of both is not call 0
+// of both. What the plugin writes beside its GE dumps (diagnose_graph_calls_rank_<R>.json,
+// docs/dump-format.md).
+using GeGraphCalls = std::map<int, std::vector<int64_t>>;
+
+// The record of `rank` (rank 0's for -1) beside its graph txt files; empty when there is none (a
+// dump the plugin did not make: tokens stay GE's), with a warning when one is there but unreadable.
+GeGraphCalls read_ge_graph_calls(const std::vector<std::string>& graph_files, int rank,
                                  std::vector<std::string>* warnings);
 
 struct GeOpFile {

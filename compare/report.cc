@@ -334,6 +334,7 @@ nlohmann::json result_to_json(const CompareResult& result, const CompareOptions&
       nlohmann::json r;
       for (const auto& [name, cell] : row_cells(row)) r[name] = json_value(cell);
       r["reasons"] = row.reasons;
+      r["graph_step"] = row.spec.graph_step ? nlohmann::json(*row.spec.graph_step) : nlohmann::json();
       r["cosine_unrounded"] =
           row.metrics && row.metrics_valid ? json_number(row.metrics->cosine_unrounded) : nlohmann::json();
       rows.push_back(std::move(r));

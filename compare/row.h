@@ -38,7 +38,10 @@ struct NodeSource {
 struct RowSpec {
   int rank = -1;         // -1 when the layout has no ranks
   int graph = -1;        // graph id (TorchAir graph_N), -1 when none
-  int64_t token_id = 0;  // token / step
+  int64_t token_id = 0;  // token / step: the model call (0-based) where the dumps say
+  // GE's own token of the row's graph (its k-th run) where token_id is the model call the run belonged
+  // to (the plugin's record of calls beside a GE dump, ge_match.h); absent elsewhere.
+  std::optional<int64_t> graph_step;
 
   // Identity of the op the row belongs to, stable across the two sides
   // (FX node name when known, GE op name otherwise). Rows with the same op_key

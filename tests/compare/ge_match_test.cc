@@ -406,6 +406,99 @@ TEST(GeMatch, TwoRanksGraphsAndTokens) {
   EXPECT_NE(missing.fatal_error.find("rank 5"), std::string::npos) << missing.fatal_error;
 }
 
+// A prefill graph run once and a decode graph run three times: GE numbers each graph's runs on its
+// own (graph_2's tokens 0..2), and the plugin's record of calls gives each run its model call.
+struct PrefillAndDecode : GeAndFxDumps {
+  PrefillAndDecode() {
+    const std::string ge_rank = ge / "worldsize1_global_rank0/20240101010101/0";
+    const std::string fx_rank = fx / "worldsize1_global_rank0";
+    for (const auto& [graph, model, runs] : {std::tuple{"1", "1", 1}, std::tuple{"2", "2", 3}}) {
+      write_file(ge / ("dynamo_original_graph_" + std::string(graph) + "_rank_0_pid_9_ts_1.txt"), graph_text(kOps));
+      for (int token = 0; token < runs; ++token) {
+        write_ge_token(ge_rank + "/graph_" + graph + "/" + model + "/" + std::to_string(token));
+        write_fx_step(fx_rank + "/graph_" + graph + "/" + std::to_string(token));
+      }
+    }
+  }
+  // (graph, token_id, graph_step) of the Add_1 rows
+  static std::set<std::tuple<int, int64_t, int64_t>> calls_of(const MatchResult& r) {
+    std::set<std::tuple<int, int64_t, int64_t>> seen;
+    for (const RowSpec* row : rows_of(r, "Add.Add_1."))
+      seen.emplace(row->graph, row->token_id, row->graph_step.value_or(-1));
+    return seen;
+  }
+};
+
+TEST(GeMatch, RowsCarryTheModelCallOfTheirGraphsRunFromThePluginsRecord) {
+  PrefillAndDecode dumps;
+  // without the record (a dump the plugin did not make) the rows carry GE's tokens, as GE wrote them
+  EXPECT_EQ(PrefillAndDecode::calls_of(dumps.match()),
+            (std::set<std::tuple<int, int64_t, int64_t>>{{1, 0, -1}, {2, 0, -1}, {2, 1, -1}, {2, 2, -1}}));
+
+  write_file(dumps.ge / "diagnose_graph_calls_rank_0.json", R"({"graphs": {"1": [0], "2": [1, 2, 3]}})");
+  const MatchResult r = dumps.match();
+  ASSERT_TRUE(r.fatal_error.empty()) << r.fatal_error;
+  EXPECT_EQ(PrefillAndDecode::calls_of(r),
+            (std::set<std::tuple<int, int64_t, int64_t>>{{1, 0, 0}, {2, 1, 0}, {2, 2, 1}, {2, 3, 2}}));
+
+  // GE against GE: the record beside my dump
+  const MatchResult both = match_ge_vs_ge(dumps.ge.path(), dumps.ge.path(), std::nullopt);
+  ASSERT_TRUE(both.fatal_error.empty()) << both.fatal_error;
+  EXPECT_EQ(PrefillAndDecode::calls_of(both), PrefillAndDecode::calls_of(r));
+}
+
+TEST(GeMatch, ATokenTheRecordOfCallsLacksIsSkippedWithAWarning) {
+  PrefillAndDecode dumps;
+  write_file(dumps.ge / "diagnose_graph_calls_rank_0.json", R"({"graphs": {"1": [0], "2": [1, 2]}})");
+  const MatchResult r = dumps.match();
+  EXPECT_EQ(PrefillAndDecode::calls_of(r),
+            (std::set<std::tuple<int, int64_t, int64_t>>{{1, 0, 0}, {2, 1, 0}, {2, 2, 1}}));
+  EXPECT_TRUE(std::any_of(r.warnings.begin(), r.warnings.end(), [](const std::string& w) {
+    return w.find("token 2 of graph 2 is not in the record of calls (2 runs recorded); skipped") != std::string::npos;
+  })) << ::testing::PrintToString(r.warnings);
+
+  write_file(dumps.ge / "diagnose_graph_calls_rank_0.json", "[1, 2]");
+  const MatchResult unreadable = dumps.match();
+  EXPECT_EQ(PrefillAndDecode::calls_of(unreadable).size(), 4u);
+  EXPECT_TRUE(std::any_of(unreadable.warnings.begin(), unreadable.warnings.end(), [](const std::string& w) {
+    return w.find("diagnose_graph_calls_rank_0.json: not a record of the calls each graph ran in") != std::string::npos;
+  }));
+}
+
+// A graph none of whose runs GE dumped (dump_step left them out) has no GE directory: the graphs
+// that have one pair with their own graph txt and FX directory by id, not by position.
+TEST(GeMatch, GraphsPairByIdWhenOneSideLacksAGraph) {
+  PrefillAndDecode dumps;
+  fs::remove_all(dumps.ge / "worldsize1_global_rank0/20240101010101/0/graph_1");
+  const MatchResult r = dumps.match();
+  ASSERT_TRUE(r.fatal_error.empty()) << r.fatal_error;
+  const auto add = rows_of(r, "Add.Add_1.");
+  ASSERT_EQ(add.size(), 3u * 3u);
+  for (const RowSpec* row : add) {
+    EXPECT_EQ(row->graph, 2);
+    EXPECT_NE(row->my_path.find("/graph_2/"), std::string::npos) << row->my_path;
+    EXPECT_NE(row->golden_path.find("/graph_2/"), std::string::npos) << row->golden_path;
+  }
+  EXPECT_TRUE(std::any_of(r.warnings.begin(), r.warnings.end(), [](const std::string& w) {
+    return w == "rank 0: graph 1 has a golden directory and no GE dump directory; skipped";
+  })) << ::testing::PrintToString(r.warnings);
+}
+
+// The FX dump and the GE dump made in one process: TorchAir numbers the graphs on (FX graph_1, GE
+// graph_2), so the ids do not pair them; their positions do.
+TEST(GeMatch, GraphsNumberedOnInOneProcessPairByPosition) {
+  GeAndFxDumps dumps;
+  write_file(dumps.ge / "dynamo_original_graph_2_rank_0_pid_9_ts_1.txt", graph_text(kOps));
+  write_ge_token(dumps.ge / "worldsize1_global_rank0/20240101010101/0/graph_2/2/0");
+  write_fx_step(dumps.fx / "worldsize1_global_rank0/graph_1/0");
+  const MatchResult r = dumps.match();
+  ASSERT_TRUE(r.fatal_error.empty()) << r.fatal_error;
+  const auto add = rows_of(r, "Add.Add_1.");
+  ASSERT_EQ(add.size(), 3u);
+  EXPECT_EQ(add[0]->graph, 2);
+  EXPECT_TRUE(r.warnings.empty()) << ::testing::PrintToString(r.warnings);
+}
+
 TEST(GeMatch, DuplicateOpKeepsLargerFile) {
   Fixture f;
   const std::string token = f.ge / "worldsize1_global_rank0/20240101010101/0/graph_1/1/0";

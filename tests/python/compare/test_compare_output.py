@@ -24,7 +24,7 @@ EXTRA_COLUMNS = (
     "mean_ulp_error,snr_db,allclose_violations,golden_nan_count,golden_inf_count,"
     "my_nan_count,my_inf_count,referee_rmse_golden,referee_rmse_mine,truth_bound"
 )
-ROW_EXTRA_JSON = {"reasons", "cosine_unrounded", "shape_mismatch"}
+ROW_EXTRA_JSON = {"reasons", "cosine_unrounded", "shape_mismatch", "graph_step"}
 
 
 def _npy_pair(tmp_path, pairs: dict):

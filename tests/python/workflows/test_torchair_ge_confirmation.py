@@ -2,7 +2,13 @@
 whose GeluFusionPass is planted faulty, on a model with one GELU after a linear layer. The GE
 dump names the GELU's op only by a node of TorchAir's ATen graph; the map the plugin writes beside
 it (diagnose_graph_nodes_rank_0.json) ties that node to Dynamo's, and the run with that node run
-eagerly (the rest compiled by TorchAir, where the GELU is no longer fused) matches eager."""
+eagerly (the rest compiled by TorchAir, where the GELU is no longer fused) matches eager.
+
+The model is called as a decoder is under `dynamic=True`: a 4-token prompt, then 3 one-token
+calls, which Dynamo compiles to a graph of their own (it specialises the size 1), and only the
+one-token calls take the GELU. GE numbers each graph's runs on its own (the decode graph's tokens
+0-2 are calls 2-4); the record of calls the plugin writes beside the dump
+(diagnose_graph_calls_rank_0.json) gives each row its call, so the first diverging call is 2."""
 
 from __future__ import annotations
 
@@ -20,15 +26,11 @@ from fixtures.compare_cli import find_binary
 ROOT = Path(__file__).resolve().parents[3]
 
 SCRIPT = """
-import sys
 import torch
 from torch import nn
 
-sys.path.append({examples!r})
-import example_loop
 
-
-class LinearGelu(nn.Module):
+class PrefillDecode(nn.Module):
     def __init__(self):
         super().__init__()
         self.up = nn.Linear(16, 32)
@@ -36,20 +38,23 @@ class LinearGelu(nn.Module):
         self.down = nn.Linear(32, 8)
 
     def forward(self, x):
-        return self.down(self.act(self.up(x)))
+        h = self.up(x)
+        return self.down(self.act(h) if x.shape[0] == 1 else torch.relu(h))
 
 
 if __name__ == "__main__":
-    args = example_loop.parser().parse_args()
     torch.manual_seed(0)
-    example_loop.run("linear_gelu", torch.compile(LinearGelu().eval()), (4, 16), args)
+    model = torch.compile(PrefillDecode().eval(), dynamic=True)
+    with torch.no_grad():
+        for call, tokens in enumerate((4, 1, 1, 1)):
+            model(torch.randn(tokens, 16, generator=torch.Generator().manual_seed(100 + call)))
 """
 
 
 @pytest.mark.e2e
-def test_a_ge_op_is_confirmed_through_the_map_of_graph_nodes(tmp_path: Path):
+def test_a_ge_op_of_the_decode_graph_is_confirmed_at_its_call(tmp_path: Path):
     script = tmp_path / "model.py"
-    script.write_text(SCRIPT.format(examples=str(ROOT / "examples")))
+    script.write_text(SCRIPT)
     pythonpath = [*real_torchair.pythonpath(), str(ROOT / "plugins" / "pytorch")]
     workflow = {
         "name": "torchair_ge_confirmation",
@@ -76,8 +81,14 @@ def test_a_ge_op_is_confirmed_through_the_map_of_graph_nodes(tmp_path: Path):
     step = next(s for s in json.loads((run / "report.json").read_text())["steps"] if s["id"] == "graph_compare")
     graph_nodes = json.loads(next(run.rglob("diagnose_graph_nodes_rank_0.json")).read_text())["graphs"]
     assert any(nodes.get("gelu") for nodes in graph_nodes.values()), graph_nodes
+    graph_calls = json.loads(next(run.rglob("diagnose_graph_calls_rank_0.json")).read_text())["graphs"]
+    assert sorted(graph_calls.values()) == [[0], [1, 2, 3]], graph_calls
+    calls = step["metrics"]["calls"]
+    assert calls["first_diverging_call"] == 2, calls
+    assert [c["failed"] > 0 for c in calls["calls"]] == [False, True, True, True], calls
     confirmation = step["metrics"]["confirmation"]
     assert confirmation["outcome"] == "confirmed" and confirmation["runs"] == 1, confirmation
+    assert confirmation["attempts"][0]["call"] == 2, confirmation
     assert confirmation["candidate"] == "gelu-aten.gelu.default" and confirmation["graph_nodes"], confirmation
     assert step["metrics"]["culprit"] == "gelu-aten.gelu.default" and step["metrics"]["localized"] is True, step
     assert step["findings"][0]["message"].startswith("culprit confirmed: with `gelu-aten.gelu.default`"), step

@@ -4,6 +4,7 @@ spec with `backend: torchair` uses. Only the documented CompilerConfig fields ar
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -161,10 +162,21 @@ def npu_backend(session):
             config.dump_config.dump_data = "stats"
         config.post_grad_custom_post_pass = _graph_node_recorder(session, Path(dump_dir) / GE_DUMP_DIR)
         _check_side_file_directory()
-    return torchair.get_npu_backend(compiler_config=_switched(config, spec.switches))
+    backend = torchair.get_npu_backend(compiler_config=_switched(config, spec.switches))
+    if session.level != "compiled":
+        return backend
+    return _graph_call_recorder(session, Path(dump_dir) / GE_DUMP_DIR, backend)
 
 
 GRAPH_NODES_FILE = "diagnose_graph_nodes_rank_{rank}.json"
+GRAPH_CALLS_FILE = "diagnose_graph_calls_rank_{rank}.json"
+
+
+def _torchair_graph_id() -> int | None:
+    """The id of the graph TorchAir compiled last (graph_<N>, dynamo_original_graph_<N>); None
+    for a torchair that keeps it elsewhere."""
+    graph_id = getattr(sys.modules.get("torchair.npu_fx_compiler"), "_GLOBAL_GRAPH_ID", None)
+    return graph_id if isinstance(graph_id, int) else None
 
 
 def _graph_node_recorder(session, ge_dump_dir: Path):
@@ -178,8 +190,8 @@ def _graph_node_recorder(session, ge_dump_dir: Path):
     graphs: dict[str, dict[str, list[str]]] = {}
 
     def record(gm, example_inputs=None, config=None):
-        graph_id = getattr(sys.modules.get("torchair.npu_fx_compiler"), "_GLOBAL_GRAPH_ID", None)
-        if not isinstance(graph_id, int):
+        graph_id = _torchair_graph_id()
+        if graph_id is None:
             return
         nodes = {n.name: session.provenance.graph_nodes([n]) for n in gm.graph.nodes if n.op == "call_function"}
         graphs[str(graph_id)] = {name: ids for name, ids in nodes.items() if ids}
@@ -187,6 +199,37 @@ def _graph_node_recorder(session, ge_dump_dir: Path):
             json.dump({"graphs": graphs}, f, indent=1)
 
     return record
+
+
+def _graph_call_recorder(session, ge_dump_dir: Path, backend):
+    """`backend`, each graph it compiles recording, beside the GE dump, which model call (the
+    session's step) each of its runs belongs to, by TorchAir graph id: GE numbers a graph's
+    dump directories by its own runs (token k is the graph's k-th run), so with several graphs
+    (a prefill graph and a decode graph, recompiles under dynamic shapes) token k of one graph
+    is not call k (docs/dump-format.md, "GE graph calls"). Dynamo hands the backend one graph
+    and TorchAir compiles it to one GE graph before returning (inference), so the graph id
+    TorchAir took while compiling it is this graph's; a graph that took none runs no GE graph."""
+    path = ge_dump_dir / GRAPH_CALLS_FILE.format(rank=session.rank)
+    graphs: dict[str, list[int]] = {}
+
+    def backend_fn(gm, example_inputs, **kwargs):
+        before = _torchair_graph_id()
+        compiled = backend(gm, example_inputs, **kwargs)
+        graph_id = _torchair_graph_id()
+        if graph_id is None or graph_id == before:
+            return compiled
+        runs = graphs.setdefault(str(graph_id), [])
+
+        @functools.wraps(compiled)
+        def run(*args):
+            runs.append(session.step)
+            with open(path, "w") as f:
+                json.dump({"graphs": graphs}, f)
+            return compiled(*args)
+
+        return run
+
+    return backend_fn
 
 
 def fusion_result(cwd: Path | None = None) -> dict | list | None:
