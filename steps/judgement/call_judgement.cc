@@ -17,8 +17,6 @@ namespace {
 constexpr const char* kStatePrefix = "state.";
 constexpr uint64_t kMaxElementsToLocate = uint64_t{1} << 24;
 
-std::string call_name(int64_t step) { return "call " + std::to_string(step + 1); }
-
 // "2", "2–4", "1, 3–5": the calls of `steps` (sorted), numbered from 1.
 std::string call_ranges(const std::vector<int64_t>& steps) {
   std::string text;
@@ -116,6 +114,8 @@ std::string content_hash(const compare::ManifestRecord& record) {
 }
 
 }  // namespace
+
+std::string call_name(int64_t step) { return "call " + std::to_string(step + 1); }
 
 CallJudgement judge_calls(const compare::CompareResult& compared, const compare::Tolerances& tolerances) {
   CallJudgement judgement;

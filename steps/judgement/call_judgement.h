@@ -16,6 +16,9 @@
 
 namespace diagnose {
 
+// "call 3": the dumps' step 2, numbered from 1 as every message numbers calls.
+std::string call_name(int64_t step);
+
 struct CallOutcome {
   int64_t step = 0;  // the dumps' step: call `step + 1` of the run
   uint64_t judged = 0, failed = 0;

@@ -75,7 +75,7 @@ const ComparisonSettings& comparison_settings(const StepContext& context) {
 
 namespace {
 
-// The (graph, call) groups of rows of which none was judged: "graph 1 call 0 (12 rows)".
+// The (graph, call) groups of rows of which none was judged: "graph 1 call 1 (12 rows)".
 std::string unjudged_groups(const compare::CompareResult& compared) {
   std::map<std::pair<int, int64_t>, std::pair<size_t, size_t>> judged_of;  // (judged, rows)
   for (const compare::RowGroup& group : compared.groups)
@@ -88,8 +88,8 @@ std::string unjudged_groups(const compare::CompareResult& compared) {
   std::string out;
   for (const auto& [key, counts] : judged_of) {
     if (counts.first > 0) continue;
-    out += (out.empty() ? "" : ", ") + (key.first >= 0 ? "graph " + std::to_string(key.first) + " " : "") + "call " +
-           std::to_string(key.second) + " (" + std::to_string(counts.second) + " rows)";
+    out += (out.empty() ? "" : ", ") + (key.first >= 0 ? "graph " + std::to_string(key.first) + " " : "") +
+           call_name(key.second) + " (" + std::to_string(counts.second) + " rows)";
   }
   return out;
 }
