@@ -650,10 +650,11 @@ std::vector<GroupPair> paired_groups(const std::vector<LoadedGraph>& graphs, con
   return pairs;
 }
 
-// Whether GE's token `token` can be given its model call; warns and says no when the record of calls
-// lacks it.
+// Whether GE's token `token` can be given its model call and is one of the calls the run chose;
+// warns and says no when the record of calls lacks it, says no quietly for a call left out.
 bool call_recorded(const GroupContext& ctx, const TokenDir& token) {
-  if (ctx.knows_call_of(token.token_id)) return true;
+  if (ctx.knows_call_of(token.token_id))
+    return !ctx.calls || (*ctx.calls)[static_cast<size_t>(token.token_id)] != kCallLeftOut;
   ctx.out->warnings.push_back(token.path + ": token " + std::to_string(token.token_id) + " of graph " +
                               std::to_string(ctx.graph) + " is not in the record of calls (" +
                               std::to_string(ctx.calls->size()) + " runs recorded); skipped");
@@ -917,6 +918,10 @@ GeGraphCalls read_ge_graph_calls(const std::vector<std::string>& graph_files, in
     if (!graph || !calls.is_array()) continue;
     std::vector<int64_t>& runs = out[*graph];
     for (const nlohmann::json& call : calls) {
+      if (call.is_null()) {
+        runs.push_back(kCallLeftOut);
+        continue;
+      }
       if (!call.is_number_integer()) break;  // the runs after one unreadable are not known
       runs.push_back(call.get<int64_t>());
     }

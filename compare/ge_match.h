@@ -57,8 +57,10 @@ GeGraphNodes read_ge_graph_nodes(const std::vector<std::string>& graph_files, in
 // id: entry k is the call of the graph's k-th run, whose GE dump directory is token k. GE numbers
 // each graph's runs on its own, so with a prefill and a decode graph token 0 of both is not call 0
 // of both. What the plugin writes beside its GE dumps (diagnose_graph_calls_rank_<R>.json,
-// docs/dump-format.md).
+// docs/dump-format.md). A run in a call the run's `dump.steps` left out (GE chooses its dumps by
+// token, so it may have dumped it) is kCallLeftOut, and its token is not compared.
 using GeGraphCalls = std::map<int, std::vector<int64_t>>;
+constexpr int64_t kCallLeftOut = -1;
 
 // The record of `rank` (rank 0's for -1) beside its graph txt files; empty when there is none (a
 // dump the plugin did not make: tokens stay GE's), with a warning when one is there but unreadable.

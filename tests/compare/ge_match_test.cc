@@ -465,6 +465,19 @@ TEST(GeMatch, ATokenTheRecordOfCallsLacksIsSkippedWithAWarning) {
   }));
 }
 
+// dump.steps [1]: GE chose tokens 0-1 of each graph (it chooses by token), and the record leaves
+// out the runs of the calls not chosen, so only call 1 (the decode graph's token 0) is compared.
+TEST(GeMatch, TheRunsOfCallsLeftOutByDumpStepsAreNotCompared) {
+  PrefillAndDecode dumps;
+  write_file(dumps.ge / "diagnose_graph_calls_rank_0.json", R"({"graphs": {"1": [null], "2": [1, null, null]}})");
+  const MatchResult r = dumps.match();
+  ASSERT_TRUE(r.fatal_error.empty()) << r.fatal_error;
+  EXPECT_EQ(PrefillAndDecode::calls_of(r), (std::set<std::tuple<int, int64_t, int64_t>>{{2, 1, 0}}));
+  EXPECT_TRUE(std::none_of(r.warnings.begin(), r.warnings.end(), [](const std::string& w) {
+    return w.find("skipped") != std::string::npos;
+  })) << ::testing::PrintToString(r.warnings);
+}
+
 // A graph none of whose runs GE dumped (dump_step left them out) has no GE directory: the graphs
 // that have one pair with their own graph txt and FX directory by id, not by position.
 TEST(GeMatch, GraphsPairByIdWhenOneSideLacksAGraph) {

@@ -97,6 +97,9 @@ def _catalog() -> dict[str, RunConfig]:
             "mlp/torchair-defect": RunConfig(
                 mlp, {"backend": "torchair"}, cost=2, env={"CANN_STAND_IN_FAULTS": "MatMulBiasAddFusionPass"}
             ),
+            "prefill_decode/torchair-steps": RunConfig(
+                str(HERE / "scripts" / "prefill_decode.py"), {"backend": "torchair", "dump": {"steps": [1]}}, cost=2
+            ),
             "graph_break/aot_eager": RunConfig(
                 str(HERE / "scripts" / "graph_break.py"), {"backend": "aot_eager"}, cost=2
             ),

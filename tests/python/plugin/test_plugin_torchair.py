@@ -3,6 +3,7 @@ msit's two config helpers and set_field against the real CompilerConfig (its val
 included), the signal handlers torchair installs, and what a run with `backend: torchair`
 leaves behind (FX npy dump, GE dump + graph txt, fusion_result.json)."""
 
+import json
 import os
 import re
 import struct
@@ -166,6 +167,19 @@ def test_ge_ops_link_to_fx_dump_files_and_hold_the_same_values(plugin_runs):
         np.testing.assert_allclose(values, np.load(fx[link]), rtol=1e-5, atol=1e-6, err_msg=link)
     (options,) = (ge.run_dir / "ge_dump_data_json").glob("dump_options_worldsize1_rank0_pid*.json")
     assert '"model_name": "graph_1"' in options.read_text()  # torchair's side file, in the working directory
+
+
+@uses("prefill_decode/torchair-steps")
+def test_dump_steps_choose_model_calls_not_ges_tokens(plugin_runs):
+    """dump.steps [1] on a prefill graph (call 0) and a decode graph (calls 1-3): call 1 is the
+    decode graph's token 0, not its token 1. GE chooses by token, so it dumps tokens 0-1 of each
+    graph; the record of calls names call 1 alone, and the compare skips the runs recorded null."""
+    run = ok_run(plugin_runs, "prefill_decode/torchair-steps")
+    ge_dir = run.run_dir / "dump" / "ge_dump"
+    graph_calls = json.loads((ge_dir / "diagnose_graph_calls_rank_0.json").read_text())["graphs"]
+    assert sorted(graph_calls.values(), key=len) == [[None], [1, None, None]], graph_calls
+    tokens = {(p.parent.parent.name, p.name) for p in ge_dir.glob("worldsize1_global_rank0/*/0/graph_*/*/*")}
+    assert tokens == {("graph_1", "0"), ("graph_2", "0"), ("graph_2", "1")}, tokens
 
 
 @uses("mlp/torchair-ge", "mlp/torchair-switch")

@@ -4,9 +4,9 @@ dump names the GELU's op only by a node of TorchAir's ATen graph; the map the pl
 it (diagnose_graph_nodes_rank_0.json) ties that node to Dynamo's, and the run with that node run
 eagerly (the rest compiled by TorchAir, where the GELU is no longer fused) matches eager.
 
-The model is called as a decoder is under `dynamic=True`: a 4-token prompt, then 3 one-token
-calls, which Dynamo compiles to a graph of their own (it specialises the size 1), and only the
-one-token calls take the GELU. GE numbers each graph's runs on its own (the decode graph's tokens
+The model is called as a decoder is under `dynamic=True` (plugin/scripts/prefill_decode.py): a
+4-token prompt, then 3 one-token calls, a graph of their own; only the one-token calls take the
+GELU. GE numbers each graph's runs on its own (the decode graph's tokens
 0-2 are calls 2-4); the record of calls the plugin writes beside the dump
 (diagnose_graph_calls_rank_0.json) gives each row its call, so the first diverging call is 2."""
 
@@ -25,41 +25,16 @@ from fixtures.compare_cli import find_binary
 
 ROOT = Path(__file__).resolve().parents[3]
 
-SCRIPT = """
-import torch
-from torch import nn
-
-
-class PrefillDecode(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.up = nn.Linear(16, 32)
-        self.act = nn.GELU()
-        self.down = nn.Linear(32, 8)
-
-    def forward(self, x):
-        h = self.up(x)
-        return self.down(self.act(h) if x.shape[0] == 1 else torch.relu(h))
-
-
-if __name__ == "__main__":
-    torch.manual_seed(0)
-    model = torch.compile(PrefillDecode().eval(), dynamic=True)
-    with torch.no_grad():
-        for call, tokens in enumerate((4, 1, 1, 1)):
-            model(torch.randn(tokens, 16, generator=torch.Generator().manual_seed(100 + call)))
-"""
+SCRIPT = ROOT / "tests" / "python" / "plugin" / "scripts" / "prefill_decode.py"
 
 
 @pytest.mark.e2e
 def test_a_ge_op_of_the_decode_graph_is_confirmed_at_its_call(tmp_path: Path):
-    script = tmp_path / "model.py"
-    script.write_text(SCRIPT)
     pythonpath = [*real_torchair.pythonpath(), str(ROOT / "plugins" / "pytorch")]
     workflow = {
         "name": "torchair_ge_confirmation",
         "model": {
-            "script": str(script),
+            "script": str(SCRIPT),
             "python": sys.executable,
             "backend": "torchair",
             "timeout": 600,

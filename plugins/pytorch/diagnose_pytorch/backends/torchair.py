@@ -155,7 +155,7 @@ def npu_backend(session):
         get_ge_dump_config(
             dump_path=dump_dir,
             dump_mode="all" if len(modes) == 2 else modes.pop(),
-            dump_token=spec.dump.steps,
+            dump_token=_ge_tokens(spec.dump.steps),
             compiler_config=config,
         )
         if spec.dump.stats_only:
@@ -166,6 +166,14 @@ def npu_backend(session):
     if session.level != "compiled":
         return backend
     return _graph_call_recorder(session, Path(dump_dir) / GE_DUMP_DIR, backend)
+
+
+def _ge_tokens(steps: list[int] | None) -> list[str] | None:
+    """GE's dump_step for the model calls `steps`: GE chooses by each graph's own run number
+    (token), not by call, and which graph runs which call is known only as the model runs. A
+    graph's k-th run is call k or later, so tokens 0 to the last chosen call hold every chosen
+    call; the record of calls leaves the others out of the compare (_graph_call_recorder)."""
+    return None if steps is None else [f"0-{max(steps)}"]
 
 
 GRAPH_NODES_FILE = "diagnose_graph_nodes_rank_{rank}.json"
@@ -208,9 +216,11 @@ def _graph_call_recorder(session, ge_dump_dir: Path, backend):
     (a prefill graph and a decode graph, recompiles under dynamic shapes) token k of one graph
     is not call k (docs/dump-format.md, "GE graph calls"). Dynamo hands the backend one graph
     and TorchAir compiles it to one GE graph before returning (inference), so the graph id
-    TorchAir took while compiling it is this graph's; a graph that took none runs no GE graph."""
+    TorchAir took while compiling it is this graph's; a graph that took none runs no GE graph.
+    A run in a call `dump.steps` leaves out is recorded as null: GE may have dumped it (GE
+    chooses by token: _ge_tokens), and the compare skips it."""
     path = ge_dump_dir / GRAPH_CALLS_FILE.format(rank=session.rank)
-    graphs: dict[str, list[int]] = {}
+    graphs: dict[str, list[int | None]] = {}
 
     def backend_fn(gm, example_inputs, **kwargs):
         before = _torchair_graph_id()
@@ -222,7 +232,7 @@ def _graph_call_recorder(session, ge_dump_dir: Path, backend):
 
         @functools.wraps(compiled)
         def run(*args):
-            runs.append(session.step)
+            runs.append(session.step if session.step_chosen() else None)
             with open(path, "w") as f:
                 json.dump({"graphs": graphs}, f)
             return compiled(*args)

@@ -130,15 +130,18 @@ class Session:
         self.status.record_graph_count(self.graph_count)
         return self.graph_count - 1
 
+    def step_chosen(self) -> bool:
+        """Whether `dump.steps` chooses this step (every step without it)."""
+        steps = self.spec.dump.steps
+        return steps is None or self.step in steps
+
     def dumping(self) -> bool:
         """Whether this step is dumped at all."""
-        steps = self.spec.dump.steps
-        return self.dump is not None and (steps is None or self.step in steps)
+        return self.dump is not None and self.step_chosen()
 
     def shadowing(self) -> bool:
         """Whether this step's ops are shadowed in float64 (dump.truth; shadow.py)."""
-        steps = self.spec.dump.steps
-        return self.shadows is not None and (steps is None or self.step in steps)
+        return self.shadows is not None and self.step_chosen()
 
     def dumping_ops(self) -> bool:
         return self.spec.dump.ops and self.dumping()
