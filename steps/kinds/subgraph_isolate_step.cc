@@ -10,6 +10,9 @@
 #include <functional>
 #include <map>
 
+#include <boost/filesystem.hpp>
+
+#include "compare/compare.h"
 #include "orchestrator/bisect/driver.h"
 #include "orchestrator/bisect/subgraph.h"
 #include "orchestrator/engine/step.h"
@@ -19,6 +22,7 @@
 #include "steps/bisection/bisection_steps.h"
 #include "steps/bisection/subgraph_culprits.h"
 #include "steps/json_text.h"
+#include "steps/judgement/call_judgement.h"
 #include "steps/judgement/dump_judgement.h"
 #include "steps/plugin_runs/plugin_run.h"
 #include "steps/plugin_runs/side.h"
@@ -63,6 +67,7 @@ struct Subgraph {
   std::vector<std::string> nodes, culprits;
   RunRequest request;
   bisect::TrialOutcome outcome;
+  std::string failing_calls;  // "calls 2–4": its final outputs' calls that fail; "" with one call
   std::string repro() const { return request.dir + "/repro/repro.py"; }
 };
 
@@ -221,6 +226,8 @@ class SubgraphIsolateStep : public StepKind {
     for (size_t i = 0; i < subgraphs.size(); ++i) {
       Trial trial{requests[i].name, requests[i].dir, "", all_but(candidates, subgraphs[i].nodes)};
       subgraphs[i].outcome = judge.judge(trial, requests[i], records.at(i));
+      if (subgraphs[i].outcome.outcome == bisect::Outcome::Fail)
+        subgraphs[i].failing_calls = failing_calls(setup.judge, requests[i].dir);
     }
     result.status = StepStatus::Fail;
     describe(context, subgraphs, candidates.size(), result);
@@ -230,6 +237,17 @@ class SubgraphIsolateStep : public StepKind {
                                bisection.culprits_off()});
     result.metrics["trials"] = bisection.trials.size() + subgraphs.size();
     return result;
+  }
+
+  // The calls whose final outputs in the run in `dir` fail against the golden, as the trials are
+  // judged ("calls 2–4"); "" with one call, or when they cannot be compared.
+  static std::string failing_calls(const bisect::TrialJudge& judge, const std::string& dir) {
+    compare::CompareOptions options;
+    options.golden_path = boost::filesystem::absolute(judge.golden, dir).string();
+    options.my_path = boost::filesystem::absolute(judge.dump, dir).string();
+    options.tolerances = judge.tolerances;
+    const compare::CompareResult compared = compare::run_compare(options);
+    return compared.fatal_error.empty() ? judge_calls(compared, judge.tolerances).failing_calls_text() : "";
   }
 
   static void describe(const StepContext& context, const std::vector<Subgraph>& subgraphs, size_t total,
@@ -261,9 +279,9 @@ class SubgraphIsolateStep : public StepKind {
           subgraph.culprits.size() == 1 ? "" : " (or all of it but " + joined(subgraph.culprits, " or ") + ")";
       result.findings.push_back({"minimal failing subgraph, " + std::to_string(subgraph.nodes.size()) + " of " +
                                      std::to_string(total) + " nodes: " + joined(described, " -> ") +
-                                     ". Compiled with the backend, every other node eager, it fails; compiling every "
-                                     "other node" +
-                                     or_less + " passes",
+                                     ". Compiled with the backend, every other node eager, it fails" +
+                                     (subgraph.failing_calls.empty() ? "" : " at " + subgraph.failing_calls) +
+                                     "; compiling every other node" + or_less + " passes",
                                  culprit});
       bool fails = subgraph.outcome.outcome == bisect::Outcome::Fail;
       all_fail = all_fail && fails;

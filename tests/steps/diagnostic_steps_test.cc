@@ -814,6 +814,19 @@ TEST(DiagnosticSteps, SubgraphIsolationNamesTheMinimalSubgraphAndItsRepro) {
   EXPECT_FALSE(boost::filesystem::exists(only_run_dir(dir / "runs") + "/steps/subgraph/fusion_switch.json"));
 }
 
+// Four calls, the first right: the finding says which calls the minimal subgraph fails at, and the
+// culprit stays the subgraph's ops.
+TEST(DiagnosticSteps, SubgraphIsolationNamesTheCallsItsSubgraphFailsAt) {
+  TempDir dir;
+  nlohmann::json report = isolate_nodes(
+      dir, "STAND_IN_CULPRIT_NODES: \"g0.mul,g0.add\", STAND_IN_CALLS: \"4\", STAND_IN_RIGHT_CALLS: \"0\"", 1);
+  EXPECT_EQ(report["verdict"]["culprit"], "aten.mul+aten.add");
+  EXPECT_NE(report["steps"][0]["findings"].back()["message"].get<std::string>().find(
+                "every other node eager, it fails at calls 2–4; compiling every other node"),
+            std::string::npos)
+      << report["steps"][0]["findings"].dump();
+}
+
 TEST(DiagnosticSteps, SubgraphIsolationWithNothingToIsolateSaysWhy) {
   TempDir passing, always_wrong;
   nlohmann::json report = isolate_nodes(passing, "STAND_IN_CULPRIT_NODES: \"\"", 0);

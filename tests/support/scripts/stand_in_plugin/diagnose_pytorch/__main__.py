@@ -9,7 +9,8 @@ files, with behaviour chosen by environment variables, for the step kinds' focus
                     graph breaks: $STAND_IN_BREAKS; a spec's isolation (subgraph_isolate):
                     the graph's nodes $STAND_IN_NODES, wrong while every one of
                     $STAND_IN_CULPRIT_NODES is compiled (status.json isolation; repro/repro.py),
-                    right otherwise whatever the backend; the op record's graph_nodes:
+                    right otherwise whatever the backend; $STAND_IN_CALLS calls (outputs/
+                    by step), those of $STAND_IN_RIGHT_CALLS (steps) right; the op record's graph_nodes:
                     $STAND_IN_GRAPH_NODES; a compiled run's graphs compute
                     $STAND_IN_VALUE_BYTES bytes (status.json graphs.value_bytes); a
                     dump.boundaries dump's record leaves module $STAND_IN_LEAVES
@@ -45,7 +46,7 @@ class Dump:
         self.manifest.write(json.dumps({"type": "header", "format": "diagnose-dump", "version": 1}) + "\n")
         self.seq = 0
 
-    def write(self, op, op_key, value, kind="op", graph_nodes=(), leaves=None):
+    def write(self, op, op_key, value, kind="op", graph_nodes=(), leaves=None, step=0):
         name = f"tensors/{self.seq:07d}.output.0.npy"
         np.save(os.path.join(self.directory, name), value)
         record = {
@@ -59,6 +60,7 @@ class Dump:
             "file": name,
             "dtype": "torch.float32",
             "shape": list(value.shape),
+            "step": step,
         }
         if graph_nodes:
             record["graph_nodes"] = list(graph_nodes)
@@ -115,7 +117,10 @@ def run(argv):
             graph_nodes=env_list("STAND_IN_GRAPH_NODES"),
             leaves=os.environ.get("STAND_IN_LEAVES") if spec["dump"].get("boundaries") else None,
         )
-    Dump(os.path.join(out, "outputs")).write("output", "output.0", result, kind="final")
+    outputs = Dump(os.path.join(out, "outputs"))
+    for step in range(int(os.environ.get("STAND_IN_CALLS", "1"))):
+        right = str(step) in env_list("STAND_IN_RIGHT_CALLS")
+        outputs.write("output", "output.0", value() if right else result, kind="final", step=step)
     if spec.get("checks", {}).get("meta"):
         with open(os.path.join(out, "meta_check.json"), "w") as f:
             json.dump({"ops": json.loads(os.environ.get("STAND_IN_META", "[]"))}, f)
