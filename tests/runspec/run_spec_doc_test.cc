@@ -12,13 +12,16 @@
 
 #include "runspec/plugin_status.h"
 #include "runspec/run_spec.h"
+#include "tests/support/source_tree.h"
 
 namespace diagnose {
 namespace {
 
+using testing_support::source_dir;
+
 // The table under the heading that starts with `heading`: each field's type as written.
 std::map<std::string, std::string> documented_fields(const std::string& heading) {
-  std::ifstream file(std::string(DIAGNOSE_SOURCE_DIR) + "/docs/run-spec.md");
+  std::ifstream file(source_dir() + "/docs/run-spec.md");
   std::map<std::string, std::string> fields;
   bool inside = false;
   const std::regex row(R"(^\| `([a-z_.]+)` \| ([^|]+) \|)");

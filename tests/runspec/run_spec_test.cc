@@ -6,11 +6,15 @@
 
 #include <fstream>
 
+#include "tests/support/source_tree.h"
+
 namespace diagnose {
 namespace {
 
+using testing_support::source_dir;
+
 nlohmann::json read_vectors(const std::string& name) {
-  std::ifstream file(std::string(DIAGNOSE_SOURCE_DIR) + "/tests/vectors/" + name);
+  std::ifstream file(source_dir() + "/tests/vectors/" + name);
   return nlohmann::json::parse(file);
 }
 

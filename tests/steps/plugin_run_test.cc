@@ -11,6 +11,7 @@ namespace diagnose {
 namespace {
 
 using testing_support::read_json;
+using testing_support::source_dir;
 using testing_support::TempDir;
 
 std::vector<std::string> load_errors(const std::string& yaml) {
@@ -222,8 +223,8 @@ TEST(WorkflowExtends, ErrorsNameTheBaseFile) {
 }
 
 TEST(WorkflowExtends, TheStandardWorkflowAndEveryExampleValidate) {
-  std::vector<std::string> files = {std::string(DIAGNOSE_SOURCE_DIR) + "/workflows/graph-mode-precision.yaml"};
-  for (const auto& entry : boost::filesystem::directory_iterator(std::string(DIAGNOSE_SOURCE_DIR) + "/examples")) {
+  std::vector<std::string> files = {source_dir() + "/workflows/graph-mode-precision.yaml"};
+  for (const auto& entry : boost::filesystem::directory_iterator(source_dir() + "/examples")) {
     if (boost::filesystem::exists(entry.path() / "workflow.yaml"))
       files.push_back((entry.path() / "workflow.yaml").string());
   }

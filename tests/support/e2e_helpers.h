@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/support/files.h"
+#include "tests/support/source_tree.h"
 
 namespace diagnose::testing_support {
 
@@ -26,13 +27,11 @@ namespace fs = boost::filesystem;
 inline nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(read_text(path)); }
 
 inline std::string python() {
-  std::string venv = std::string(DIAGNOSE_SOURCE_DIR) + "/.venv/bin/python";
+  std::string venv = source_dir() + "/.venv/bin/python";
   return fs::exists(venv) ? venv : "python3";
 }
 
-inline std::string script(const std::string& name) {
-  return std::string(DIAGNOSE_SOURCE_DIR) + "/tests/support/scripts/" + name;
-}
+inline std::string script(const std::string& name) { return source_dir() + "/tests/support/scripts/" + name; }
 
 // A workflow's model section: the stand-in model (scripts/model.py) run by the project's Python.
 inline std::string stand_in_model_yaml() { return "model:\n  argv: [" + python() + ", " + script("model.py") + "]\n"; }
@@ -74,7 +73,7 @@ class DiagnoseProcess {
       ::dup2(err, 2);
       for (const auto& [key, value] : env) ::setenv(key.c_str(), value.c_str(), 1);
       std::vector<char*> argv;
-      std::string binary = DIAGNOSE_BINARY;
+      std::string binary = diagnose_binary();
       argv.push_back(binary.data());
       std::vector<std::string> copy = args;
       for (std::string& a : copy) argv.push_back(a.data());

@@ -39,7 +39,7 @@ class ReportHtml : public testing::Test {
 
   // A compare step whose result.json the comparison core wrote (golden vs target example dumps).
   StepResult compare_step(const std::string& golden, const std::string& target) {
-    std::string examples = std::string(DIAGNOSE_SOURCE_DIR) + "/examples/dumps/";
+    std::string examples = source_dir() + "/examples/dumps/";
     compare::CompareOptions options;
     options.golden_path = examples + golden;
     options.my_path = examples + target;

@@ -17,7 +17,7 @@ namespace {
 
 using namespace testing_support;
 
-nlohmann::json report_schema() { return read_json(std::string(DIAGNOSE_SOURCE_DIR) + "/docs/report-schema.json"); }
+nlohmann::json report_schema() { return read_json(source_dir() + "/docs/report-schema.json"); }
 
 // A workflow that exercises every status: pass, fail, error (crash), skipped.
 std::string mixed_workflow() {
@@ -157,7 +157,7 @@ TEST(WorkflowSchema, ExampleWorkflowValidatesAgainstTheSchemaCommandOutput) {
   nlohmann::json schema = nlohmann::json::parse(r.out);
   EXPECT_EQ(schema["$schema"], "https://json-schema.org/draft/2020-12/schema");
   EXPECT_EQ(schema["required"], nlohmann::json::array({"model", "steps"}));
-  nlohmann::json workflow = yaml_to_json(YAML::LoadFile(std::string(DIAGNOSE_SOURCE_DIR) + "/workflows/minimal.yaml"));
+  nlohmann::json workflow = yaml_to_json(YAML::LoadFile(source_dir() + "/workflows/minimal.yaml"));
   EXPECT_EQ(schema_violations(workflow, schema), std::vector<std::string>{});
 
   nlohmann::json misspelt = workflow;

@@ -579,6 +579,7 @@ steps:
 namespace fs = boost::filesystem;
 using testing_support::Finished;
 using testing_support::run_diagnose;
+using testing_support::source_dir;
 using testing_support::TempDir;
 using testing_support::write_text;
 
@@ -648,11 +649,11 @@ TEST(Validate, AnExtendingWorkflowIsNamedAfterItsFileAndResolvesTheBasesModelFro
 TEST(Validate, ExampleWorkflowsAreValid) {
   for (const char* name : {"workflows/minimal.yaml"}) {
     Diagnostics diagnostics(name);
-    EXPECT_TRUE(load_workflow(std::string(DIAGNOSE_SOURCE_DIR) + "/" + name, diagnostics)) << name;
+    EXPECT_TRUE(load_workflow(source_dir() + "/" + name, diagnostics)) << name;
     for (const Diagnostic& d : diagnostics.list()) ADD_FAILURE() << format_diagnostic(d);
   }
   for (const char* name : {"workflows/graph-mode-precision.yaml", "workflows/minimal.yaml", "workflows/ci-gate.yaml"})
-    EXPECT_EQ(path_errors(std::string(DIAGNOSE_SOURCE_DIR) + "/" + name), std::vector<std::string>{}) << name;
+    EXPECT_EQ(path_errors(source_dir() + "/" + name), std::vector<std::string>{}) << name;
 }
 
 }  // namespace
