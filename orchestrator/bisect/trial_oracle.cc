@@ -102,13 +102,13 @@ std::string absolute_in(const std::string& path, const std::string& base) {
 }
 
 void judge_by_comparison(const TrialJudge& judge, const std::string& golden, const std::string& dump,
-                         TrialOutcome& outcome) {
+                         compare::CompareResult& compared, TrialOutcome& outcome) {
   compare::CompareOptions options;
   options.golden_path = golden;
   options.my_path = dump;
   options.tolerances = judge.tolerances;
   options.threads = 1;  // trials already run side by side
-  compare::CompareResult compared = compare::run_compare(options);
+  compared = compare::run_compare(options);
   if (!compared.fatal_error.empty()) {
     outcome.outcome = Outcome::Crash;
     outcome.detail = "cannot compare with the golden dump: " + compared.fatal_error;
@@ -156,8 +156,10 @@ void judge_by_comparison(const TrialJudge& judge, const std::string& golden, con
 
 }  // namespace
 
-TrialOutcome TrialOracle::judge(const Trial& trial, const RunRequest& request, const RunRecord& record) const {
+TrialOutcome TrialOracle::judge(const Trial& trial, const RunRequest& request, const RunRecord& record,
+                                compare::CompareResult* compared) const {
   TrialOutcome outcome;
+  compare::CompareResult unkept;
   outcome.duration_s = record.finished > record.started ? record.finished - record.started : 0;
   std::string why = record.error.empty() ? run_status_name(record.status) : record.error;
   std::string tail = last_lines(record.stderr_path, 3);
@@ -167,7 +169,7 @@ TrialOutcome TrialOracle::judge(const Trial& trial, const RunRequest& request, c
         outcome.outcome = Outcome::Pass;
       else
         judge_by_comparison(setup_.judge, absolute_in(setup_.judge.golden, trial.dir),
-                            absolute_in(setup_.judge.dump, request.dir), outcome);
+                            absolute_in(setup_.judge.dump, request.dir), compared ? *compared : unkept, outcome);
       break;
     case RunStatus::Failed:
       outcome.outcome = setup_.judge.kind == JudgeKind::ExitCode ? Outcome::Fail : Outcome::Crash;

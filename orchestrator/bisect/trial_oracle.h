@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "compare/compare.h"
 #include "compare/judge.h"
 #include "orchestrator/bisect/bisector.h"
 #include "orchestrator/bisect/knob.h"
@@ -82,8 +83,10 @@ class TrialOracle : public Oracle {
 
   // The trial that runs `off` for the k-th time: directory and switch file ready.
   Trial prepare(const Config& off, int occurrence) const;
-  // The outcome of a finished run of `trial`; the knob learns from its report.
-  TrialOutcome judge(const Trial& trial, const RunRequest& request, const RunRecord& record) const;
+  // The outcome of a finished run of `trial`; the knob learns from its report. `compared`, where
+  // given, receives the comparison a compare judge made of it (left empty where none was made).
+  TrialOutcome judge(const Trial& trial, const RunRequest& request, const RunRecord& record,
+                     compare::CompareResult* compared = nullptr) const;
 
  private:
   TrialSetup setup_;

@@ -10,8 +10,6 @@
 #include <functional>
 #include <map>
 
-#include <boost/filesystem.hpp>
-
 #include "compare/compare.h"
 #include "orchestrator/bisect/driver.h"
 #include "orchestrator/bisect/subgraph.h"
@@ -225,9 +223,11 @@ class SubgraphIsolateStep : public StepKind {
     bisect::TrialOracle judge(setup, {});
     for (size_t i = 0; i < subgraphs.size(); ++i) {
       Trial trial{requests[i].name, requests[i].dir, "", all_but(candidates, subgraphs[i].nodes)};
-      subgraphs[i].outcome = judge.judge(trial, requests[i], records.at(i));
+      compare::CompareResult compared;
+      subgraphs[i].outcome = judge.judge(trial, requests[i], records.at(i), &compared);
+      // the calls whose final outputs fail, as the trial's comparison judged them
       if (subgraphs[i].outcome.outcome == bisect::Outcome::Fail)
-        subgraphs[i].failing_calls = failing_calls(setup.judge, requests[i].dir);
+        subgraphs[i].failing_calls = judge_calls(compared, setup.judge.tolerances).failing_calls_text();
     }
     result.status = StepStatus::Fail;
     describe(context, subgraphs, candidates.size(), result);
@@ -237,17 +237,6 @@ class SubgraphIsolateStep : public StepKind {
                                bisection.culprits_off()});
     result.metrics["trials"] = bisection.trials.size() + subgraphs.size();
     return result;
-  }
-
-  // The calls whose final outputs in the run in `dir` fail against the golden, as the trials are
-  // judged ("calls 2–4"); "" with one call, or when they cannot be compared.
-  static std::string failing_calls(const bisect::TrialJudge& judge, const std::string& dir) {
-    compare::CompareOptions options;
-    options.golden_path = boost::filesystem::absolute(judge.golden, dir).string();
-    options.my_path = boost::filesystem::absolute(judge.dump, dir).string();
-    options.tolerances = judge.tolerances;
-    const compare::CompareResult compared = compare::run_compare(options);
-    return compared.fatal_error.empty() ? judge_calls(compared, judge.tolerances).failing_calls_text() : "";
   }
 
   static void describe(const StepContext& context, const std::vector<Subgraph>& subgraphs, size_t total,
