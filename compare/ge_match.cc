@@ -72,10 +72,13 @@ std::optional<int64_t> graph_number(const std::string& path) {
   return starts_with(model_name, "graph_") ? number(model_name.substr(6)) : std::nullopt;
 }
 
-int graph_of_group(const std::string& path) {
-  const auto graph = graph_number(path);
-  return graph && *graph <= std::numeric_limits<int>::max() ? static_cast<int>(*graph) : -1;
+// A number read as a graph id; nullopt when there is none or it is too large for one.
+std::optional<int> as_graph_id(std::optional<int64_t> number) {
+  if (!number || *number > std::numeric_limits<int>::max()) return std::nullopt;
+  return static_cast<int>(*number);
 }
+
+int graph_of_group(const std::string& path) { return as_graph_id(graph_number(path)).value_or(-1); }
 
 // Sort key of a group directory .../{model_name}/{model_id}: graph_N, then model id.
 std::tuple<int64_t, int64_t, std::string> group_order(const std::string& path) {
@@ -875,13 +878,6 @@ std::optional<nlohmann::json> plugin_graphs(const std::vector<std::string>& grap
   return std::move(j["graphs"]);
 }
 
-// A "graphs" key: the graph id, nullopt when it is not one.
-std::optional<int> graph_key(const std::string& key) {
-  const std::optional<int64_t> graph = number(key);
-  if (!graph || *graph > std::numeric_limits<int>::max()) return std::nullopt;
-  return static_cast<int>(*graph);
-}
-
 std::string rank_file(const char* stem, int rank) {
   return std::string(stem) + "_rank_" + std::to_string(std::max(rank, 0)) + ".json";
 }
@@ -895,7 +891,7 @@ GeGraphNodes read_ge_graph_nodes(const std::vector<std::string>& graph_files, in
       plugin_graphs(graph_files, rank_file("diagnose_graph_nodes", rank), "a map of graph nodes", warnings);
   if (!graphs) return out;
   for (const auto& [id, nodes] : graphs->items()) {
-    const std::optional<int> graph = graph_key(id);
+    const std::optional<int> graph = as_graph_id(number(id));
     if (!graph || !nodes.is_object()) continue;
     auto& table = out[*graph];
     for (const auto& [node, ids] : nodes.items()) {
@@ -914,7 +910,7 @@ GeGraphCalls read_ge_graph_calls(const std::vector<std::string>& graph_files, in
                                     "a record of the calls each graph ran in", warnings);
   if (!graphs) return out;
   for (const auto& [id, calls] : graphs->items()) {
-    const std::optional<int> graph = graph_key(id);
+    const std::optional<int> graph = as_graph_id(number(id));
     if (!graph || !calls.is_array()) continue;
     std::vector<int64_t>& runs = out[*graph];
     for (const nlohmann::json& call : calls) {
