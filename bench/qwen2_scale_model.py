@@ -1,5 +1,5 @@
-"""Qwen2-0.5B's public shape (hidden 896, intermediate 4864, 14 heads, 2 KV heads, vocab 151936,
-tied embeddings, rope_theta 1e6) with random seeded weights (nothing is downloaded), in bfloat16,
+"""Qwen2-0.5B's public shape (qwen2_0_5b/config.json: hidden 896, intermediate 4864, 14 heads, 2 KV
+heads, vocab 151936, tied embeddings, rope_theta 1e6) with random seeded weights (nothing is downloaded), in bfloat16,
 compiled with torch.compile as a user would: one forward of 128 tokens, batch 1, no KV cache.
 
     python bench/qwen2_scale_model.py [--layers N] [--vocab V] [--tokens T] [--planted-layer L]
@@ -11,6 +11,7 @@ model's dtype is the run spec's (the workflow's `model: dtype:`).
 """
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -24,18 +25,8 @@ import transformers  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import planted_defect_backend  # noqa: E402
 
-QWEN2_0_5B = dict(
-    hidden_size=896,
-    intermediate_size=4864,
-    num_attention_heads=14,
-    num_key_value_heads=2,
-    vocab_size=151936,
-    max_position_embeddings=32768,
-    rope_theta=1000000.0,
-    rms_norm_eps=1e-6,
-    tie_word_embeddings=True,
-    hidden_act="silu",
-)
+# Qwen2-0.5B's sizes in the config.json form a checkpoint carries them in, read as a user's script reads it.
+QWEN2_0_5B = json.loads((Path(__file__).resolve().parent / "qwen2_0_5b" / "config.json").read_text())
 
 
 def build(layers: int, vocab: int) -> torch.nn.Module:
