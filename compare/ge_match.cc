@@ -606,7 +606,9 @@ std::vector<std::pair<const A*, const B*>> pair_ranks(const std::vector<A>& gold
 // Graph txt i, my group j and golden group k of one rank, paired: by graph id where every graph txt
 // and group names one (each once) and each of my groups finds the graph txt and the golden group of
 // its id (two dumps made in one process number their graphs on: then by position); else by
-// position, with a warning when the counts differ.
+// position, with a warning when the counts differ. A group of mine whose every run the record of
+// calls leaves out (`dump.steps` chose none of its calls) has nothing to compare: it needs no
+// partner, so the golden run may have dumped nothing of its graph, and it is not paired.
 struct GroupPair {
   size_t graph, mine, golden;
 };
@@ -627,16 +629,23 @@ size_t index_of_graph(const Groups& groups, int graph) {
 
 template <typename G>
 std::vector<GroupPair> paired_groups(const std::vector<LoadedGraph>& graphs, const std::vector<GeGroup>& mine,
-                                     const std::vector<G>& golden, int rank, MatchResult& out) {
+                                     const std::vector<G>& golden, const GeGraphCalls& graph_calls, int rank,
+                                     MatchResult& out) {
   const std::string where = rank >= 0 ? "rank " + std::to_string(rank) + ": " : std::string();
   std::vector<GroupPair> pairs;
+  const auto all_left_out = [&](const GeGroup& g) {
+    const std::vector<int64_t>* runs = of_graph(graph_calls, g.graph);
+    return runs && std::all_of(runs->begin(), runs->end(), [](int64_t call) { return call == kCallLeftOut; });
+  };
   const auto by_id = [&](const GeGroup& g) {
-    return index_of_graph(graphs, g.graph) < graphs.size() && index_of_graph(golden, g.graph) < golden.size();
+    return all_left_out(g) ||
+           (index_of_graph(graphs, g.graph) < graphs.size() && index_of_graph(golden, g.graph) < golden.size());
   };
   if (graphs_named_once(graphs) && graphs_named_once(mine) && graphs_named_once(golden) &&
       std::all_of(mine.begin(), mine.end(), by_id)) {
     for (size_t j = 0; j < mine.size(); ++j)
-      pairs.push_back({index_of_graph(graphs, mine[j].graph), j, index_of_graph(golden, mine[j].graph)});
+      if (!all_left_out(mine[j]))
+        pairs.push_back({index_of_graph(graphs, mine[j].graph), j, index_of_graph(golden, mine[j].graph)});
     for (const G& g : golden)
       if (index_of_graph(mine, g.graph) == mine.size())
         out.warnings.push_back(where + "graph " + std::to_string(g.graph) +
@@ -678,7 +687,7 @@ void match_tokens(const std::vector<LoadedGraph>& graphs, const std::vector<GeGr
   // the Dynamo nodes of my run's graphs (what an intervention on it runs eagerly), and their calls
   const GeGraphNodes graph_nodes = read_ge_graph_nodes(my_graph_files, rank, &out.warnings);
   const GeGraphCalls graph_calls = read_ge_graph_calls(my_graph_files, rank, &out.warnings);
-  const std::vector<GroupPair> pairs = paired_groups(graphs, mine, golden, rank, out);
+  const std::vector<GroupPair> pairs = paired_groups(graphs, mine, golden, graph_calls, rank, out);
   for (const GroupPair& pair : pairs) {
     const LoadedGraph& loaded = graphs[pair.graph];
     if (!loaded.graph_txt) continue;

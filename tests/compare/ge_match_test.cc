@@ -478,6 +478,22 @@ TEST(GeMatch, TheRunsOfCallsLeftOutByDumpStepsAreNotCompared) {
   })) << ::testing::PrintToString(r.warnings);
 }
 
+// The FX side of the same run as TorchAir's FX dumper writes it under dump.steps [1]: only the
+// chosen call (the decode graph's step 1 directory), no directory of the prefill graph. The prefill
+// graph's GE runs are all left out, so it needs no FX partner: the decode graph pairs by id.
+TEST(GeMatch, AGraphWhoseRunsAreAllLeftOutNeedsNoGoldenPartner) {
+  PrefillAndDecode dumps;
+  write_file(dumps.ge / "diagnose_graph_calls_rank_0.json", R"({"graphs": {"1": [null], "2": [null, 2, null]}})");
+  fs::remove_all(dumps.fx / "worldsize1_global_rank0/graph_1");
+  for (const char* step : {"0", "2"}) fs::remove_all(dumps.fx / "worldsize1_global_rank0/graph_2/" + step);
+  const MatchResult r = dumps.match();
+  ASSERT_TRUE(r.fatal_error.empty()) << r.fatal_error;
+  EXPECT_EQ(PrefillAndDecode::calls_of(r), (std::set<std::tuple<int, int64_t, int64_t>>{{2, 2, 1}}));
+  for (const RowSpec* row : rows_of(r, "Add.Add_1."))
+    EXPECT_NE(row->golden_path.find("/graph_2/1/"), std::string::npos) << row->golden_path;
+  EXPECT_TRUE(r.warnings.empty()) << ::testing::PrintToString(r.warnings);
+}
+
 // A graph none of whose runs GE dumped (dump_step left them out) has no GE directory: the graphs
 // that have one pair with their own graph txt and FX directory by id, not by position.
 TEST(GeMatch, GraphsPairByIdWhenOneSideLacksAGraph) {

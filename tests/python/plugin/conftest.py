@@ -100,6 +100,11 @@ def _catalog() -> dict[str, RunConfig]:
             "prefill_decode/torchair-steps": RunConfig(
                 str(HERE / "scripts" / "prefill_decode.py"), {"backend": "torchair", "dump": {"steps": [1]}}, cost=2
             ),
+            "prefill_decode/torchair-fx-steps": RunConfig(
+                str(HERE / "scripts" / "prefill_decode.py"),
+                {"backend": "torchair", "dump": {"level": "fx", "steps": [1]}},
+                cost=2,
+            ),
             "graph_break/aot_eager": RunConfig(
                 str(HERE / "scripts" / "graph_break.py"), {"backend": "aot_eager"}, cost=2
             ),

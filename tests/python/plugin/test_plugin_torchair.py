@@ -182,6 +182,18 @@ def test_dump_steps_choose_model_calls_not_ges_tokens(plugin_runs):
     assert tokens == {("graph_1", "0"), ("graph_2", "0"), ("graph_2", "1")}, tokens
 
 
+@uses("prefill_decode/torchair-fx-steps")
+def test_the_fx_dump_holds_the_calls_dump_steps_chooses_and_no_other(plugin_runs):
+    """TorchAir's FX dumper numbers a graph's step directories by the graph's own runs, as GE its
+    tokens: call 1 is the decode graph's first run, its step 0 directory. The filter the plugin
+    gives the dumper dumps that call alone (the prefill graph and the other decode calls not at all)."""
+    run = ok_run(plugin_runs, "prefill_decode/torchair-fx-steps")
+    fx_rank = run.run_dir / "dump" / "fx_dump" / "worldsize1_global_rank0"
+    steps = {(p.parent.name, p.name) for p in fx_rank.glob("graph_*/*")}
+    assert steps == {("graph_2", "0")}, steps
+    assert list((fx_rank / "graph_2" / "0").glob("*.npy"))
+
+
 @uses("mlp/torchair-ge", "mlp/torchair-switch")
 def test_fusion_switch_file_is_applied_and_reported(plugin_runs):
     default = ok_run(plugin_runs, "mlp/torchair-ge").status["switches"]

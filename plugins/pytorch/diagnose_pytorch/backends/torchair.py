@@ -150,6 +150,7 @@ def npu_backend(session):
     dump_dir = str(session.dump_dir)
     if session.level == "fx":
         get_fx_dump_config(dump_path=dump_dir, compiler_config=config)
+        config.debug.data_dump.filter = _chosen_calls_only(session)
     elif session.level == "compiled":
         modes = set(spec.dump.io)
         get_ge_dump_config(
@@ -166,6 +167,13 @@ def npu_backend(session):
     if session.level != "compiled":
         return backend
     return _graph_call_recorder(session, Path(dump_dir) / GE_DUMP_DIR, backend)
+
+
+def _chosen_calls_only(session):
+    """TorchAir's FX dump filter (a node to dump, or None to run it undumped) that dumps the calls
+    `dump.steps` chooses and no other. The dumper still numbers a graph's step directories by the
+    graph's own runs, as GE numbers its tokens, so a chosen call's directory pairs with its GE run."""
+    return lambda node: node if session.step_chosen() else None
 
 
 def _ge_tokens(steps: list[int] | None) -> list[str] | None:
