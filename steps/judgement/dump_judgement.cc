@@ -342,8 +342,17 @@ DumpJudgement judge_recorded(const StepContext& context, RecordedComparison reco
   const CallJudgement calls = judge_calls(consistent, record.options.tolerances);
   std::optional<int64_t> first_call = calls.first_diverging_step();
   if (finals && finals->summary.failed > 0)
-    if (std::optional<int64_t> outputs_first = judge_calls(*finals, record.options.tolerances).first_diverging_step())
+    if (std::optional<int64_t> outputs_first = judge_calls(*finals, record.options.tolerances).first_diverging_step()) {
       first_call = outputs_first;
+      const bool op_rows_of_call = std::any_of(calls.calls.begin(), calls.calls.end(),
+                                               [&](const CallOutcome& c) { return c.step == *first_call; });
+      if (!op_rows_of_call)
+        result.findings.push_back({prefix + "no op row of " + call_name(*first_call) +
+                                       " was judged, where the final outputs first diverge: dump that call "
+                                       "(`dump.steps: [" +
+                                       std::to_string(*first_call) + "]`, calls numbered from 0) to localise it",
+                                   ""});
+    }
   for (const SuspectedArtifact& artifact : artifacts) result.findings.push_back({prefix + artifact.reason(), ""});
   if (!artifacts.empty()) {
     result.metrics["suspected_artifacts"] = nlohmann::json::array();

@@ -28,8 +28,9 @@ ROOT = Path(__file__).resolve().parents[3]
 SCRIPT = ROOT / "tests" / "python" / "plugin" / "scripts" / "prefill_decode.py"
 
 
-@pytest.mark.e2e
-def test_a_ge_op_of_the_decode_graph_is_confirmed_at_its_call(tmp_path: Path):
+def run_steps(tmp_path: Path, steps: list[dict]) -> tuple[Path, dict[str, dict]]:
+    """Runs the workflow of `steps` on the prefill/decode model, GELU fusion faulty; its run
+    directory and its steps' reports by id."""
     pythonpath = [*real_torchair.pythonpath(), str(ROOT / "plugins" / "pytorch")]
     workflow = {
         "name": "torchair_ge_confirmation",
@@ -41,7 +42,7 @@ def test_a_ge_op_of_the_decode_graph_is_confirmed_at_its_call(tmp_path: Path):
             "env": {"PYTHONPATH": os.pathsep.join(pythonpath), "CANN_STAND_IN_FAULTS": "GeluFusionPass"},
         },
         "defaults": {"slots": 1},
-        "steps": [{"id": "graph_compare", "kind": "graph_dump_compare", "referee": True}],
+        "steps": steps,
     }
     (tmp_path / "workflow.yaml").write_text(json.dumps(workflow))  # JSON is YAML
     out = tmp_path / "out"
@@ -53,7 +54,13 @@ def test_a_ge_op_of_the_decode_graph_is_confirmed_at_its_call(tmp_path: Path):
         timeout=600,
     )
     (run,) = [p for p in out.iterdir() if p.is_dir()]
-    step = next(s for s in json.loads((run / "report.json").read_text())["steps"] if s["id"] == "graph_compare")
+    return run, {s["id"]: s for s in json.loads((run / "report.json").read_text())["steps"]}
+
+
+@pytest.mark.e2e
+def test_a_ge_op_of_the_decode_graph_is_confirmed_at_its_call(tmp_path: Path):
+    run, steps = run_steps(tmp_path, [{"id": "graph_compare", "kind": "graph_dump_compare", "referee": True}])
+    step = steps["graph_compare"]
     graph_nodes = json.loads(next(run.rglob("diagnose_graph_nodes_rank_0.json")).read_text())["graphs"]
     assert any(nodes.get("gelu") for nodes in graph_nodes.values()), graph_nodes
     graph_calls = json.loads(next(run.rglob("diagnose_graph_calls_rank_0.json")).read_text())["graphs"]
@@ -67,3 +74,25 @@ def test_a_ge_op_of_the_decode_graph_is_confirmed_at_its_call(tmp_path: Path):
     assert confirmation["candidate"] == "gelu-aten.gelu.default" and confirmation["graph_nodes"], confirmation
     assert step["metrics"]["culprit"] == "gelu-aten.gelu.default" and step["metrics"]["localized"] is True, step
     assert step["findings"][0]["message"].startswith("culprit confirmed: with `gelu-aten.gelu.default`"), step
+
+
+@pytest.mark.e2e
+def test_dump_steps_choose_the_calls_both_dumps_hold(tmp_path: Path):
+    """`dump.steps` on both sides: [2] (call 3, the decode graph's second run) is localised and
+    confirmed, GE's and TorchAir's FX dump paired by the decode graph's id though neither holds
+    the prefill graph's call; [0] (the prompt, which matches) holds no row of call 2, where the
+    outputs first diverge, and the step says which call to dump."""
+
+    def compare(step_id: str, steps: list[int]) -> dict:
+        sides = {"dump": {"steps": steps}}
+        return {"id": step_id, "kind": "graph_dump_compare", "on_failure": "continue", "golden": sides, "target": sides}
+
+    _, steps = run_steps(tmp_path, [compare("third_call", [2]), compare("prompt", [0])])
+    third = steps["third_call"]
+    assert third["metrics"]["culprit"] == "gelu-aten.gelu.default", third["summary"]
+    assert third["metrics"]["confirmation"]["outcome"] == "confirmed", third["metrics"]["confirmation"]
+    prompt = steps["prompt"]
+    assert prompt["metrics"]["culprit"] is None, prompt["summary"]
+    messages = [f["message"] for f in prompt["findings"]]
+    assert "no op row of call 2 was judged, where the final outputs first diverge: dump that call " in messages[0]
+    assert "(`dump.steps: [1]`" in messages[0], messages
