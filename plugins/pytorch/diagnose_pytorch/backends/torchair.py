@@ -150,7 +150,8 @@ def npu_backend(session):
     dump_dir = str(session.dump_dir)
     if session.level == "fx":
         get_fx_dump_config(dump_path=dump_dir, compiler_config=config)
-        config.debug.data_dump.filter = _chosen_calls_only(session)
+        if hasattr(config.debug.data_dump, "filter"):  # else every call is dumped, and compared by its step
+            config.debug.data_dump.filter = _chosen_calls_only(session)
     elif session.level == "compiled":
         modes = set(spec.dump.io)
         get_ge_dump_config(
