@@ -604,11 +604,12 @@ std::vector<std::pair<const A*, const B*>> pair_ranks(const std::vector<A>& gold
 }
 
 // Graph txt i, my group j and golden group k of one rank, paired: by graph id where every graph txt
-// and group names one (each once) and each of my groups finds the graph txt and the golden group of
-// its id (two dumps made in one process number their graphs on: then by position); else by
-// position, with a warning when the counts differ. A group of mine whose every run the record of
-// calls leaves out (`dump.steps` chose none of its calls) has nothing to compare: it needs no
-// partner, so the golden run may have dumped nothing of its graph, and it is not paired.
+// and group names one (each once) and the groups of one side all find the graph txt and the other
+// side's group of their id (a side that dumped fewer graphs: `dump.steps` chose calls none of
+// their runs made), the other side's groups without a partner skipped with a warning; else by
+// position (two dumps made in one process number their graphs on), with a warning when the counts
+// differ. A group of mine whose every run the record of calls leaves out (`dump.steps` chose none
+// of its calls) has nothing to compare: it needs no partner, and it is not paired.
 struct GroupPair {
   size_t graph, mine, golden;
 };
@@ -637,15 +638,27 @@ std::vector<GroupPair> paired_groups(const std::vector<LoadedGraph>& graphs, con
     const std::vector<int64_t>* runs = of_graph(graph_calls, g.graph);
     return runs && std::all_of(runs->begin(), runs->end(), [](int64_t call) { return call == kCallLeftOut; });
   };
-  const auto by_id = [&](const GeGroup& g) {
-    return all_left_out(g) ||
-           (index_of_graph(graphs, g.graph) < graphs.size() && index_of_graph(golden, g.graph) < golden.size());
+  const auto paired_by_id = [&](const GeGroup& g) {
+    return index_of_graph(graphs, g.graph) < graphs.size() && index_of_graph(golden, g.graph) < golden.size();
   };
+  const bool every_mine_paired =
+      std::all_of(mine.begin(), mine.end(), [&](const GeGroup& g) { return all_left_out(g) || paired_by_id(g); });
+  const bool every_golden_paired = !golden.empty() && std::all_of(golden.begin(), golden.end(), [&](const G& g) {
+    const size_t j = index_of_graph(mine, g.graph);
+    return j < mine.size() && paired_by_id(mine[j]);
+  });
   if (graphs_named_once(graphs) && graphs_named_once(mine) && graphs_named_once(golden) &&
-      std::all_of(mine.begin(), mine.end(), by_id)) {
-    for (size_t j = 0; j < mine.size(); ++j)
-      if (!all_left_out(mine[j]))
+      (every_mine_paired || every_golden_paired)) {
+    for (size_t j = 0; j < mine.size(); ++j) {
+      if (all_left_out(mine[j])) continue;
+      if (paired_by_id(mine[j]))
         pairs.push_back({index_of_graph(graphs, mine[j].graph), j, index_of_graph(golden, mine[j].graph)});
+      else
+        out.warnings.push_back(
+            where + "graph " + std::to_string(mine[j].graph) + " has a GE dump directory and no " +
+            (index_of_graph(graphs, mine[j].graph) < graphs.size() ? "golden directory" : "graph txt file") +
+            "; skipped");
+    }
     for (const G& g : golden)
       if (index_of_graph(mine, g.graph) == mine.size())
         out.warnings.push_back(where + "graph " + std::to_string(g.graph) +

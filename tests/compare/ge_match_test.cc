@@ -494,6 +494,22 @@ TEST(GeMatch, AGraphWhoseRunsAreAllLeftOutNeedsNoGoldenPartner) {
   EXPECT_TRUE(r.warnings.empty()) << ::testing::PrintToString(r.warnings);
 }
 
+// dump.steps [2] on the golden side only: the FX dump holds the decode graph's second run alone,
+// GE every run of both graphs. The golden groups all find theirs by id, so graph 2 still pairs
+// with graph 2 (by position it would pair with the prefill graph 1), and graph 1 is skipped.
+TEST(GeMatch, GraphsPairByIdWhenTheGoldenSideDumpedFewerGraphs) {
+  PrefillAndDecode dumps;
+  write_file(dumps.ge / "diagnose_graph_calls_rank_0.json", R"({"graphs": {"1": [0], "2": [1, 2, 3]}})");
+  fs::remove_all(dumps.fx / "worldsize1_global_rank0/graph_1");
+  for (const char* step : {"0", "2"}) fs::remove_all(dumps.fx / "worldsize1_global_rank0/graph_2/" + step);
+  const MatchResult r = dumps.match();
+  ASSERT_TRUE(r.fatal_error.empty()) << r.fatal_error;
+  EXPECT_EQ(PrefillAndDecode::calls_of(r), (std::set<std::tuple<int, int64_t, int64_t>>{{2, 2, 1}}));
+  EXPECT_TRUE(std::any_of(r.warnings.begin(), r.warnings.end(), [](const std::string& w) {
+    return w == "rank 0: graph 1 has a GE dump directory and no golden directory; skipped";
+  })) << ::testing::PrintToString(r.warnings);
+}
+
 // A graph none of whose runs GE dumped (dump_step left them out) has no GE directory: the graphs
 // that have one pair with their own graph txt and FX directory by id, not by position.
 TEST(GeMatch, GraphsPairByIdWhenOneSideLacksAGraph) {
