@@ -420,6 +420,12 @@ struct PrefillAndDecode : GeAndFxDumps {
       }
     }
   }
+  // The FX dump as TorchAir's FX dumper writes it when dump.steps chose call 2 alone: the decode
+  // graph's step 1 directory, nothing of the prefill graph.
+  void fx_dump_holds_call_2_only() const {
+    fs::remove_all(fx / "worldsize1_global_rank0/graph_1");
+    for (const char* step : {"0", "2"}) fs::remove_all(fx / "worldsize1_global_rank0/graph_2/" + step);
+  }
   // (graph, token_id, graph_step) of the Add_1 rows
   static std::set<std::tuple<int, int64_t, int64_t>> calls_of(const MatchResult& r) {
     std::set<std::tuple<int, int64_t, int64_t>> seen;
@@ -478,36 +484,31 @@ TEST(GeMatch, TheRunsOfCallsLeftOutByDumpStepsAreNotCompared) {
   })) << ::testing::PrintToString(r.warnings);
 }
 
-// The FX side of the same run as TorchAir's FX dumper writes it under dump.steps [1]: only the
-// chosen call (the decode graph's step 1 directory), no directory of the prefill graph. The prefill
-// graph's GE runs are all left out, so it needs no FX partner: the decode graph pairs by id.
-TEST(GeMatch, AGraphWhoseRunsAreAllLeftOutNeedsNoGoldenPartner) {
-  PrefillAndDecode dumps;
-  write_file(dumps.ge / "diagnose_graph_calls_rank_0.json", R"({"graphs": {"1": [null], "2": [null, 2, null]}})");
-  fs::remove_all(dumps.fx / "worldsize1_global_rank0/graph_1");
-  for (const char* step : {"0", "2"}) fs::remove_all(dumps.fx / "worldsize1_global_rank0/graph_2/" + step);
-  const MatchResult r = dumps.match();
-  ASSERT_TRUE(r.fatal_error.empty()) << r.fatal_error;
-  EXPECT_EQ(PrefillAndDecode::calls_of(r), (std::set<std::tuple<int, int64_t, int64_t>>{{2, 2, 1}}));
-  for (const RowSpec* row : rows_of(r, "Add.Add_1."))
-    EXPECT_NE(row->golden_path.find("/graph_2/1/"), std::string::npos) << row->golden_path;
-  EXPECT_TRUE(r.warnings.empty()) << ::testing::PrintToString(r.warnings);
-}
-
-// dump.steps [2] on the golden side only: the FX dump holds the decode graph's second run alone,
-// GE every run of both graphs. The golden groups all find theirs by id, so graph 2 still pairs
-// with graph 2 (by position it would pair with the prefill graph 1), and graph 1 is skipped.
-TEST(GeMatch, GraphsPairByIdWhenTheGoldenSideDumpedFewerGraphs) {
-  PrefillAndDecode dumps;
-  write_file(dumps.ge / "diagnose_graph_calls_rank_0.json", R"({"graphs": {"1": [0], "2": [1, 2, 3]}})");
-  fs::remove_all(dumps.fx / "worldsize1_global_rank0/graph_1");
-  for (const char* step : {"0", "2"}) fs::remove_all(dumps.fx / "worldsize1_global_rank0/graph_2/" + step);
-  const MatchResult r = dumps.match();
-  ASSERT_TRUE(r.fatal_error.empty()) << r.fatal_error;
-  EXPECT_EQ(PrefillAndDecode::calls_of(r), (std::set<std::tuple<int, int64_t, int64_t>>{{2, 2, 1}}));
-  EXPECT_TRUE(std::any_of(r.warnings.begin(), r.warnings.end(), [](const std::string& w) {
-    return w == "rank 0: graph 1 has a GE dump directory and no golden directory; skipped";
-  })) << ::testing::PrintToString(r.warnings);
+// The FX dump of a run whose dump.steps chose call 2 alone (TorchAir's FX dumper: the decode
+// graph's step 1 directory, nothing of the prefill graph) pairs with the decode graph's GE dump by
+// id, where by position it would pair with the prefill graph's. With dump.steps [2] on both sides
+// the prefill graph's GE runs are all left out, so it needs no FX partner; on the golden side
+// alone GE dumped every run, and the GE graph without a golden directory is skipped with a warning.
+TEST(GeMatch, AnFxDumpOfTheChosenCallAlonePairsWithItsGraphById) {
+  for (const bool both_sides : {true, false}) {
+    PrefillAndDecode dumps;
+    write_file(dumps.ge / "diagnose_graph_calls_rank_0.json", both_sides
+                                                                  ? R"({"graphs": {"1": [null], "2": [null, 2, null]}})"
+                                                                  : R"({"graphs": {"1": [0], "2": [1, 2, 3]}})");
+    dumps.fx_dump_holds_call_2_only();
+    const MatchResult r = dumps.match();
+    ASSERT_TRUE(r.fatal_error.empty()) << r.fatal_error;
+    EXPECT_EQ(PrefillAndDecode::calls_of(r), (std::set<std::tuple<int, int64_t, int64_t>>{{2, 2, 1}}));
+    for (const RowSpec* row : rows_of(r, "Add.Add_1."))
+      EXPECT_NE(row->golden_path.find("/graph_2/1/"), std::string::npos) << row->golden_path;
+    const bool prefill_skipped = std::any_of(r.warnings.begin(), r.warnings.end(), [](const std::string& w) {
+      return w == "rank 0: graph 1 has a GE dump directory and no golden directory; skipped";
+    });
+    EXPECT_EQ(prefill_skipped, !both_sides) << ::testing::PrintToString(r.warnings);
+    if (both_sides) {
+      EXPECT_TRUE(r.warnings.empty()) << ::testing::PrintToString(r.warnings);
+    }
+  }
 }
 
 // A graph none of whose runs GE dumped (dump_step left them out) has no GE directory: the graphs
