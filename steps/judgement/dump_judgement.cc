@@ -154,8 +154,12 @@ const compare::RowSpec* row_with_nodes(const compare::CompareResult& compared, c
 }  // namespace
 
 std::vector<std::string> source_places(const compare::RowSpec& row) {
+  const std::string own_node = row.op_key.substr(0, row.op_key.find('-'));
+  std::vector<compare::NodeSource> sources = row.sources;
+  std::stable_partition(sources.begin(), sources.end(),
+                        [&](const compare::NodeSource& s) { return !own_node.empty() && s.node == own_node; });
   std::vector<std::string> places;
-  for (const compare::NodeSource& source : row.sources) {
+  for (const compare::NodeSource& source : sources) {
     std::vector<std::string> parts;
     if (!source.custom_op.empty()) parts.push_back("custom op " + source.custom_op);
     if (!source.module.empty()) parts.push_back("module " + source.module);
@@ -169,7 +173,7 @@ std::vector<std::string> source_places(const compare::RowSpec& row) {
 namespace {
 
 // What a localised op (an Inductor buffer, a GE op, an FX node) is in the model: "fused FX nodes mean,
-// sub, mul; from model.py:24 `...`, model.py:25 `...`"; "" when its dump does not say.
+// sub, mul; from model.py:25 `...`, model.py:24 `...`"; "" when its dump does not say.
 std::string origin_text(const compare::CompareResult& compared, const std::string& op) {
   const compare::RowSpec* row = row_with_nodes(compared, op);
   if (!row) return "";

@@ -106,7 +106,9 @@ void judge_final_outputs(const StepContext& context, const std::string& golden, 
 std::string final_outputs_of(const std::string& dump);
 
 // Where the nodes of a row came from in the user's code, each place once:
-// "custom op demo::scale module layers.0 model.py:24 `h = scale(x)`".
+// "custom op demo::scale module layers.0 model.py:24 `h = scale(x)`". The place of the node whose
+// value the row holds (its op_key's node: a fused kernel's output) comes first, the others follow
+// in graph order.
 std::vector<std::string> source_places(const compare::RowSpec& row);
 
 // The operator a row belongs to: the dump's op name (aten.mm.default) when it has one, else its op_key.

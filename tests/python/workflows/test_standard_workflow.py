@@ -107,9 +107,9 @@ def check_the_fused_nodes_and_their_lines(steps: dict) -> None:
     """The culprit buffer's FX nodes and the model lines they come from, in metrics and findings."""
     metrics = steps["graph_compare"]["metrics"]
     assert metrics["localized"] is True and metrics["culprit_nodes"] == ["mean", "sub", "mul"], metrics
-    assert [place.split(" ")[0] for place in metrics["culprit_sources"]] == ["model.py:24", "model.py:25"], metrics
+    assert [place.split(" ")[0] for place in metrics["culprit_sources"]] == ["model.py:25", "model.py:24"], metrics
     assert any(
-        "fused FX nodes mean, sub, mul; from model.py:24" in f["message"] for f in steps["graph_compare"]["findings"]
+        "fused FX nodes mean, sub, mul; from model.py:25" in f["message"] for f in steps["graph_compare"]["findings"]
     )
 
 
