@@ -83,6 +83,7 @@ BisectionOutcome Bisection::run(const BisectionPlan& plan, const nlohmann::json&
     TrialOutcome listing = oracle_->judge(*all_on, request, records.back());
     outcome.listed = true;
     outcome.listing_run = request.name;
+    outcome.listing_dir = request.dir;
     outcome.listing_outcome = outcome_name(listing.outcome) + (listing.detail.empty() ? "" : ": " + listing.detail);
     outcome.listing_had_no_report = !listing.fired_rules;
     if (!listing.fired_rules || listing.fired_rules->empty())

@@ -73,7 +73,7 @@ struct BisectionOutcome {
   // and what it left ("no fired-rule report at X", "an empty report at X"; empty when it listed).
   bool listed = false;
   bool listing_had_no_report = false;  // the all-on run left no fired-rule report at all
-  std::string listing_run, listing_outcome, listing_report;
+  std::string listing_run, listing_dir, listing_outcome, listing_report;  // listing_dir: where it ran
   Result result;
   std::string json_path;        // bisection.json (Bisected)
   std::string workaround_path;  // the knob's culprits-off workaround (CulpritsFound, when the knob writes one)

@@ -50,8 +50,9 @@ bisect::Options bisection_options(const StepSpec& step, const Workflow& workflow
   return options;
 }
 
-BisectionPlan bisection_plan(const StepContext& context, const bisect::Options& options) {
-  BisectionPlan plan = resumable_plan(context.step_dir(), context.fingerprint());
+BisectionPlan bisection_plan(const StepContext& context, const bisect::Options& options, const nlohmann::json& also) {
+  const std::string fingerprint = context.fingerprint() + (also.empty() ? "" : " " + also.dump());
+  BisectionPlan plan = resumable_plan(context.step_dir(), fingerprint);
   plan.options = options;
   plan.on_trials = [&context](size_t done, size_t about) { context.search_progress(done, about); };
   return plan;

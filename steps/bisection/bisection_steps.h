@@ -26,8 +26,10 @@ bisect::BisectionPlan resumable_plan(const std::string& dir, const nlohmann::jso
 // The search options under the step's keys bisection_properties() declares, at load.
 bisect::Options bisection_options(const StepSpec& step, const Workflow& workflow);
 // A plan in the step's directory under the step's fingerprint with the search `options`, resuming
-// the saved trial log of an earlier invocation of this same step.
-bisect::BisectionPlan bisection_plan(const StepContext& context, const bisect::Options& options);
+// the saved trial log of an earlier invocation of this same step; `also`'s keys join the
+// fingerprint (a log kept under others, another knob's, is not resumed).
+bisect::BisectionPlan bisection_plan(const StepContext& context, const bisect::Options& options,
+                                     const nlohmann::json& also = nlohmann::json::object());
 
 // Trials judged by the comparison core against a golden: `golden` a dump path, a plugin run (an
 // eager run whose final outputs, or `judge_ops`' records, carry their float64 truth) or a

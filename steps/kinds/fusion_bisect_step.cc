@@ -78,6 +78,9 @@ class RuleKnob : public FusionSwitchFileKnob {
   // Where the culprits are the user's own graph passes rather than the compiler's rules: the
   // culprit, category and workaround name them.
   virtual void name_user_passes(const bisect::Result& /*bisection*/, StepResult& /*result*/) const {}
+  // Whether each trial runs in a directory of its own (a report other than the plugin's status.json
+  // is read from the working directory).
+  virtual bool trials_in_own_directory() const { return fired_report() != "status.json"; }
 };
 
 // The Python literal of an eager-like setting as status.json gives it (false: False, null: None).
@@ -161,6 +164,16 @@ class InductorKnob : public RuleKnob {
     return parse_plugin_status(text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json()).inductor_rules;
   }
   std::map<std::string, InductorRule> rules_;
+};
+
+// Inductor's switches under a user's backend built on Inductor, known only once the all-on run
+// of the fusion switch file's knob left no report of its own and the plugin's status.json says
+// Inductor compiled: the trials run in directories of their own as that run did, so it is this
+// knob's all-on run too.
+class UserBackendInductorKnob : public InductorKnob {
+ public:
+  UserBackendInductorKnob() : InductorKnob("status.json") {}
+  bool trials_in_own_directory() const override { return true; }
 };
 
 // A TorchAir-style backend's fusion switch file: switches.fusion_switch_file.
@@ -317,10 +330,21 @@ class FusionBisectStep : public StepKind {
 
   StepResult evaluate(const StepContext& context) const override {
     const FusionBisectOptions& o = context.options<FusionBisectOptions>();
+    const bool plugin = !context.workflow().model.script.empty();
+    const RunSpec target_spec = plugin ? FusionBisectStep::target_spec(context, o) : RunSpec();
+    bisect::BisectionOutcome outcome;
+    StepResult result = bisect_by(context, target_spec, FusionBisectStep::knob(context, o, target_spec), outcome);
+    if (plugin && !o.knob && inductor_under_user_backend(target_spec, outcome))
+      result = bisect_by(context, target_spec, std::make_shared<UserBackendInductorKnob>(), outcome);
+    return result;
+  }
+
+  // The bisection of the target (`target_spec` for a plugin model) with `knob`, its outcome in `outcome`.
+  StepResult bisect_by(const StepContext& context, const RunSpec& target_spec, const std::shared_ptr<RuleKnob>& knob,
+                       bisect::BisectionOutcome& outcome) const {
+    const FusionBisectOptions& o = context.options<FusionBisectOptions>();
     const Workflow& workflow = context.workflow();
     bool plugin = !workflow.model.script.empty();
-    RunSpec target_spec = plugin ? FusionBisectStep::target_spec(context, o) : RunSpec();
-    const std::shared_ptr<RuleKnob> knob = FusionBisectStep::knob(context, o, target_spec);
     const RunSpec all_on = plugin ? all_on_spec(*knob, target_spec) : RunSpec();
     StepResult result;
     result.metrics["knob"] = knob->name();
@@ -366,7 +390,7 @@ class FusionBisectStep : public StepKind {
     };
 
     // The golden side; candidates listed, or what fired in the all-on run.
-    bisect::BisectionPlan plan = bisection_plan(context, o.search);
+    bisect::BisectionPlan plan = bisection_plan(context, o.search, {{"knob", knob->name()}});
     if (o.exit_code) {
       setup.judge.kind = bisect::JudgeKind::ExitCode;
     } else {
@@ -378,7 +402,7 @@ class FusionBisectStep : public StepKind {
     plan.exclude = o.exclude;
 
     bisect::Bisection driver(setup);
-    bisect::BisectionOutcome outcome = driver.run(plan, {{"knob", knob->name()}});
+    outcome = driver.run(plan, {{"knob", knob->name()}});
     switch (outcome.status) {
       case bisect::BisectionOutcome::Status::NoRuleFired: return with_torch_notes(no_rule_fired(outcome));
       case bisect::BisectionOutcome::Status::Failed:
@@ -391,6 +415,16 @@ class FusionBisectStep : public StepKind {
       case bisect::BisectionOutcome::Status::Bisected: break;
     }
     return with_torch_notes(report(driver, outcome, *knob, std::move(result)));
+  }
+
+  // A user's backend (module:function) whose all-on run left no fusion switch file report while
+  // Inductor compiled in it (status.json's inductor_rules): its rules are Inductor's.
+  static bool inductor_under_user_backend(const RunSpec& target_spec, const bisect::BisectionOutcome& outcome) {
+    if (target_spec.backend.value_or("").find(':') == std::string::npos || !outcome.listing_had_no_report ||
+        outcome.status != bisect::BisectionOutcome::Status::NoRuleFired)
+      return false;
+    const std::optional<std::string> text = read_file(outcome.listing_dir + "/status.json");
+    return text && !parse_plugin_status(nlohmann::json::parse(*text, nullptr, false)).inductor_rules.empty();
   }
 
  private:
@@ -409,7 +443,7 @@ class FusionBisectStep : public StepKind {
   // Each trial works in its own directory where files it writes there are read (a fired-rule
   // report other than status.json) or may clash (writes_into_cwd), else in the model's.
   static RunOverrides trial_side(const FusionBisectOptions& o, const RuleKnob& knob, const RunSpec& spec) {
-    bool own = writes_into_cwd(spec) || knob.fired_report() != "status.json";
+    bool own = writes_into_cwd(spec) || knob.trials_in_own_directory();
     return own ? in_own_directory(o.target) : o.target;
   }
 
@@ -434,7 +468,9 @@ class FusionBisectStep : public StepKind {
     StepResult result;
     result.status = StepStatus::Pass;
     result.summary = "no fusion rule fired in the all-on run (" + outcome.listing_run + " left " +
-                     outcome.listing_report + "): the failure does not come from a fusion rule";
+                     outcome.listing_report + "): " +
+                     (outcome.listing_had_no_report ? "the backend reports no rules that could be switched off"
+                                                    : "the failure does not come from a fusion rule");
     result.metrics["conclusion"] = conclusion_name(bisect::Conclusion::NotFusion);
     result.metrics["culprits"] = nlohmann::json::array();
     return result;

@@ -53,6 +53,7 @@ STABLE = {
     "compile_fx": ("torch._inductor.compile_fx", "compile_fx"),
     "select_decomp_table": ("torch._inductor.compile_fx", "select_decomp_table"),
     "V": ("torch._inductor.virtualized", "V"),
+    "GraphLowering": ("torch._inductor.graph", "GraphLowering"),
     "Scheduler": ("torch._inductor.scheduler", "Scheduler"),
     "CppScheduling": ("torch._inductor.codegen.cpp", "CppScheduling"),
     "SIMDScheduling": ("torch._inductor.codegen.simd", "SIMDScheduling"),

@@ -5,6 +5,9 @@ each user's pass: status.json's `inductor_rules`."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
+
 from . import compat
 from .inductor_rules import RULES
 
@@ -33,6 +36,40 @@ def note_compile() -> None:
             _in_force.add(name)
             if rule.gate:
                 _user_passes[name] = qualified_name(current[rule.config])
+
+
+def _cache_hits() -> tuple[int, int]:
+    """Graphs Inductor's FX graph cache and AOT Autograd's cache handed back compiled (no
+    GraphLowering made for them; a hit of the second may count in the first too)."""
+    return compat.counters["inductor"]["fxgraph_cache_hit"], compat.counters["aot_autograd"]["autograd_cache_hit"]
+
+
+@contextlib.contextmanager
+def noting_compiles():
+    """Notes each Inductor compile inside the block under the config in force: each GraphLowering
+    Inductor makes, and each graph its caches hand back without one. A user's backend may call
+    Inductor, with config of its own, or never."""
+    lowering = compat.GraphLowering
+    original = lowering.__init__
+    hits = _cache_hits()
+
+    @functools.wraps(original)
+    def noted(self, *args, **kwargs):
+        note_compile()
+        original(self, *args, **kwargs)
+
+    lowering.__init__ = noted
+    try:
+        yield
+    finally:
+        lowering.__init__ = original
+        for _ in range(max(now - before for now, before in zip(_cache_hits(), hits))):
+            note_compile()
+
+
+def compiled_any() -> bool:
+    """Whether Inductor compiled anything in this process (as far as it was noted)."""
+    return _compiles > 0
 
 
 def report(off) -> dict:

@@ -152,8 +152,11 @@ class RunSpec:
         if self.checks.meta and level != "aten":
             raise SpecError("checks.meta needs mode 'eager' with dump.level 'aten' (or 'auto')")
         if self.switches.inductor_off:
-            if self.backend != "inductor":
-                raise SpecError("switches.inductor_off needs backend 'inductor'")
+            if self.backend != "inductor" and ":" not in self.backend:
+                raise SpecError(
+                    "switches.inductor_off needs backend 'inductor' or a user backend built on Inductor "
+                    "(module:function)"
+                )
             if unknown(self.switches.inductor_off):
                 raise SpecError(
                     f"switches.inductor_off: unknown rule(s) "

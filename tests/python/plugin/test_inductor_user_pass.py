@@ -47,3 +47,38 @@ def test_switched_off_the_users_pass_does_not_run_and_the_gate_stays_on():
         compiled_with(off)
         assert len(calls) == 1, "the emptied slot ran no pass"
         assert torch._inductor.config.use_pre_grad_passes, "the gate is not touched"
+
+
+def test_a_user_backend_notes_the_inductor_compiles_inside_it_and_only_those(monkeypatch):
+    """A user's backend may call Inductor (with config of its own) or never: each Inductor compile
+    inside it is noted under the config in force, a graph Inductor's cache hands back too, and a
+    backend that runs the graph as is notes nothing."""
+    monkeypatch.setattr(inductor_rules_fired, "_compiles", 0)
+    monkeypatch.setattr(inductor_rules_fired, "_in_force", set())
+    monkeypatch.setattr(inductor_rules_fired, "_user_passes", {})
+
+    def compiled_with(backend):
+        torch._dynamo.reset()
+        with inductor_rules_fired.noting_compiles():
+            torch.compile(lambda x: torch.cos(x) * 3, backend=backend)(torch.ones(3))
+
+    compiled_with(lambda gm, example_inputs: gm.forward)
+    assert not inductor_rules_fired.compiled_any()
+
+    def with_its_own_pass(gm, example_inputs):
+        own_pass = functools.partial(counting_pass, calls=[])
+        with torch._inductor.config.patch(post_grad_custom_post_pass=own_pass, fx_graph_cache=False):
+            return compat.compile_fx(gm, example_inputs)
+
+    compiled_with(with_its_own_pass)
+    assert inductor_rules_fired._compiles == 1
+    assert "post_grad_custom_post_pass" in inductor_rules_fired.report([])["fired"], "the backend's own config"
+
+    def cached(gm, example_inputs):
+        with torch._inductor.config.patch(fx_graph_cache=True):
+            return compat.compile_fx(gm, example_inputs)
+
+    compiled_with(cached)
+    noted = inductor_rules_fired._compiles
+    compiled_with(cached)  # the same graph again: Inductor's cache hands it back, no GraphLowering
+    assert inductor_rules_fired._compiles > noted

@@ -32,6 +32,9 @@ EXPECTED = [
     # the user's own pass in Inductor's post-grad slot; graph_compare localises the buffer that
     # computes mean, sub, mul (named after mul), whose input sub it negated
     ("graph_pass_defect", "user_pass_defect", ("CanonicalizeOperandOrder",)),
+    # the same pass set by the user's own backend around compile_fx: Inductor's rules bisected under
+    # it (no GE report), the pass's gate the culprit
+    ("graph_pass_defect/workflow-user-backend", "fusion_defect", ("post_grad_passes",)),
     # a custom op writing its input in place under mutates_args=(): the schema check names it
     ("custom_op_mutation", "dynamo_meta_defect", ("diagnose_example.scaled_gate.default",)),
     # no __main__ guard: argparse (a required --case), the custom op and the backend at top level
@@ -123,6 +126,14 @@ def check_the_users_pass_and_the_fused_nodes(steps: dict) -> None:
     assert fusion["trials"] <= 5, fusion  # the pass and its gate first: 14 trial compiles without them
     assert steps["graph_compare"]["metrics"]["confirmation"]["outcome"] == "confirmed"
     check_the_fused_nodes_and_their_lines(steps)
+
+
+def check_inductors_rules_under_the_users_backend(steps: dict) -> None:
+    """No GE report from the user's backend, Inductor compiled inside it: Inductor's rules bisected,
+    the gate that skips the pass the backend patches in the culprit; the buffer still confirmed."""
+    fusion = steps["fusion"]["metrics"]
+    assert fusion["knob"] == "inductor" and fusion["culprits"] == ["post_grad_passes"], steps["fusion"]["summary"]
+    assert steps["graph_compare"]["metrics"]["confirmation"]["outcome"] == "confirmed"
 
 
 def check_the_undeclared_mutation(steps: dict) -> None:
@@ -261,6 +272,7 @@ MORE_CHECKS = {
     "mlp": check_every_comparison_stays_finite,
     "graph_only_defect": check_the_subgraph_and_its_repro,
     "graph_pass_defect": check_the_users_pass_and_the_fused_nodes,
+    "graph_pass_defect/workflow-user-backend": check_inductors_rules_under_the_users_backend,
     "custom_op_mutation": check_the_undeclared_mutation,
     "nondeterministic_op": check_the_run_to_run_difference,
     "forgotten_eval": check_the_empty_buffer_is_not_judged,

@@ -1,5 +1,6 @@
 """The torch.compile backend a run uses, built from the spec: the dumping backends for the
-FX and compiled levels, TorchAir, or a builtin / user backend counted and timed as is."""
+FX and compiled levels, TorchAir, a user backend under the spec's Inductor switches, or a builtin
+backend counted and timed as is."""
 
 from __future__ import annotations
 
@@ -68,6 +69,8 @@ def _spec_backend(session):
         return inductor_backend(session, dump=level == "compiled")
     if level == "compiled":  # a user backend built on Inductor
         return inductor_backend(session, dump=True, compiler=resolve(spec.backend))
+    if ":" in spec.backend:  # a user backend, perhaps built on Inductor: under the spec's Inductor switches
+        return inductor_backend(session, dump=False, compiler=resolve(spec.backend))
     return counted(session, resolve(spec.backend))
 
 

@@ -501,7 +501,8 @@ def _golden_alignment(gm: torch.fx.GraphModule, example_inputs, session) -> Alig
 def inductor_backend(session, dump: bool, compiler=None):
     """torch.compile backend: Inductor with the spec's config overrides; with `dump`, the
     compiled code reports its buffers into the session's dump. `compiler` replaces compile_fx:
-    a user backend that calls Inductor itself (after its own graph passes) is dumped alike.
+    a user backend that calls Inductor itself (after its own graph passes) is dumped alike, and
+    runs under the same overrides with the Inductor compiles inside it noted (it may make none).
     On a torch whose Inductor internals the dump cannot hook into (compat: compiled_dump), the
     compiled code runs undumped: only its final outputs are dumped, and status.json says why."""
     dump = dump and compat.feature("compiled_dump").available
@@ -518,8 +519,13 @@ def inductor_backend(session, dump: bool, compiler=None):
             # cache hit skips. Compiled kernels stay cached: dumping does not change them.
             patches.update(generate_intermediate_hooks=True, fx_graph_cache=False)
         started = time.perf_counter()
-        with compat.inductor_config.patch(patches), emitting_hooks(table) if dump else contextlib.nullcontext():
-            inductor_rules_fired.note_compile()
+        with (
+            compat.inductor_config.patch(patches),
+            emitting_hooks(table) if dump else contextlib.nullcontext(),
+            inductor_rules_fired.noting_compiles() if compiler else contextlib.nullcontext(),
+        ):
+            if compiler is None:  # Inductor itself: it compiles this graph, or its caches hand it back
+                inductor_rules_fired.note_compile()
             compiled = (compiler or compat.compile_fx)(gm, example_inputs)
         session.status.record_compile_seconds(time.perf_counter() - started)
         if not dump:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from .. import compat
 from ..backends.torchair import fusion_result
-from ..inductor_rules_fired import report
+from ..inductor_rules_fired import compiled_any, report
 
 # The first failed guards a status.json keeps: the pattern shows in a few, a shape sweep has hundreds.
 RECOMPILE_REASONS_KEPT = 5
@@ -20,11 +20,11 @@ def collect_graph_info(session) -> None:
     inductor = {k: v for k, v in compat.counters.get("inductor", {}).items() if v}
     if inductor:
         session.status.record_fired("inductor_counters", inductor)
-    if session.spec.backend == "inductor" and session.spec.mode == "compiled":
+    backend = session.spec.backend
+    if session.spec.mode == "compiled" and (backend == "inductor" or (":" in backend and compiled_any())):
         session.status.record_inductor_rules(report(session.spec.switches.inductor_off))
     # TorchAir's GE writes it; so may a user backend with fusion rules (examples/fusion_rules),
     # which must have written it during this run (not a file left in the directory before)
-    backend = session.spec.backend
     if session.spec.mode == "compiled" and (
         backend == "torchair"
         or (":" in backend and _written_since(Path.cwd() / "fusion_result.json", session.status.started))
