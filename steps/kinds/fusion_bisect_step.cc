@@ -125,6 +125,7 @@ class InductorKnob : public RuleKnob {
                                            "(run spec switches.inductor_off: " + joined(off) + ")";
   }
   void name_user_passes(const bisect::Result& bisection, StepResult& result) const override {
+    name_gated_user_passes(bisection, result);
     std::vector<std::string> passes, slots;
     for (const bisect::CulpritSet& set : bisection.culprit_sets) {
       std::optional<std::string> pass = user_pass_of(set.rules, rules_);
@@ -146,6 +147,22 @@ class InductorKnob : public RuleKnob {
     result.metrics["workaround_setting"] = "fix " + joined(passes, " and ") +
                                            ", or run without it: " + joined(slots, " = None; ") + " = None" +
                                            " (the last reproduce command runs the model so)";
+  }
+
+  // A gate found alone also skips the user's passes in its slots: where such a pass is not among
+  // the culprits (a backend that sets the slot itself keeps it on whatever the trial says), the
+  // finding names it as the first place to look, no more: only the gate was taken out.
+  void name_gated_user_passes(const bisect::Result& bisection, StepResult& result) const {
+    for (const bisect::CulpritSet& set : bisection.culprit_sets) {
+      if (set.rules.size() != 1) continue;
+      for (const auto& entry : rules_)
+        if (const InductorRule& rule = entry.second; rule.gate == set.rules.front() && !rule.user_pass.empty())
+          result.findings.push_back({set.rules.front() + " also skips your own graph pass " + rule.user_pass +
+                                         " (torch._inductor.config." + rule.config +
+                                         "), which could not be taken out alone (a backend that sets the slot "
+                                         "itself keeps it): look at it first",
+                                     rule.user_pass});
+    }
   }
 
   // Each user's pass with its gate, both among the candidates: tried first.

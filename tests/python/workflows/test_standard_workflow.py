@@ -58,12 +58,14 @@ EXPECTED = [
     ("fp16_overflow", "known_cause", ("eager_overflow",)),
     ("random_noise", "known_cause", ("fallback_random",)),
     ("nondeterministic_op", "no_precision_problem", None),
-    # a decode step whose compiled graph drops the write-back of its KV-cache buffers: call 1's
-    # outputs match, the cache after it does not; under plain Inductor nothing is wrong
-    ("kv_cache_decode", "state_defect", ("state.buffers.k_cache",)),
+    # a decode step whose compiled graph drops the write-back of its KV-cache buffers (the backend's
+    # own post-grad pass): call 1's outputs match, the cache after it does not (graph_compare); the
+    # bisection of Inductor's rules under the backend finds the gate of that pass; plain Inductor: clean
+    ("kv_cache_decode", "fusion_defect", ("post_grad_passes",)),
     ("kv_cache_decode/workflow-clean", "no_precision_problem", None),
     # two ranks (runner.ranks): rank 1's compiled bias-GELU is wrong, the all_reduce carries it to rank 0
-    ("tensor_parallel", "localized_op_defect", ("bias_gelu-diagnose_example.bias_gelu.default",)),
+    # (graph_compare); the kernel comes from the backend's own post-grad pass, whose gate the bisection finds
+    ("tensor_parallel", "fusion_defect", ("post_grad_passes",)),
     # generate() through a user backend wrapping compile_fx, dynamic=True, defect off; the planted
     # workflow (the decode attention, confirmed) costs too much for this suite (example's README)
     ("user_backend_decode/workflow-clean", "no_precision_problem", None),
@@ -207,6 +209,8 @@ def check_the_stale_cache(steps: dict) -> None:
     assert any("in 32 of 512 elements (dim 2 at 0)" in m for m in findings), findings
     assert steps["dynamo"]["status"] == "pass", steps["dynamo"]["summary"]
     assert "Inf first appears" not in steps["eager_device"]["summary"], steps["eager_device"]["summary"]
+    assert graph["metrics"]["category"] == "state_defect", graph["summary"]
+    check_the_backends_own_pass_is_named(steps, "cache_write_backend.EliminateDeadCopies")
     # confirmed by forcing the lost writes: their nodes run eagerly, every call then matches eager
     confirmation = graph["metrics"]["confirmation"]
     assert confirmation["outcome"] == "confirmed" and confirmation["runs"] == 1, confirmation
@@ -217,6 +221,13 @@ def check_the_stale_cache(steps: dict) -> None:
     assert "the outputs and state of calls 1–4 match eager" in findings[0], findings[0]
 
 
+def check_the_backends_own_pass_is_named(steps: dict, user_pass: str) -> None:
+    """The backend sets its pass in Inductor's slot itself: the bisection takes out only the gate,
+    and says which of the user's passes it also skips."""
+    findings = [f["message"] for f in steps["fusion"]["findings"]]
+    assert any(f"post_grad_passes also skips your own graph pass {user_pass}" in m for m in findings), findings
+
+
 def check_the_departing_rank(steps: dict) -> None:
     """Each rank judged; the cross-rank analysis names rank 1 as where the error starts and rank
     0's first failure, the all_reduce's wait_tensor, as received; the single-op check skipped the
@@ -225,6 +236,8 @@ def check_the_departing_rank(steps: dict) -> None:
     assert metrics["failing_ranks"] == [0, 1] and metrics["departing_rank"] == 1, steps["graph_compare"]["summary"]
     assert "rank 0 receives its error through the collective wait_tensor" in steps["graph_compare"]["summary"]
     assert "collective: _c10d_functional.all_reduce.default" in steps["single_op"]["summary"]
+    assert metrics["culprit"] == "bias_gelu-diagnose_example.bias_gelu.default", steps["graph_compare"]["summary"]
+    check_the_backends_own_pass_is_named(steps, "blocked_gelu_backend.FuseBlockedGelu")
     # compared with each other, the ranks agree on what must be identical (the all_reduce's output, the final output)
     for agreement in (metrics["rank_agreement"], metrics["final_outputs"]["rank_agreement"]):
         assert agreement["compared"] > 0 and agreement["differ"] == 0 and "first" not in agreement, agreement
