@@ -18,10 +18,12 @@ VERSIONS=(2.5.1 2.14.1)
 # unavailable: fusion_rules' graph_dump_compare judges its final outputs alone (and says why), and
 # its bisection (mock GE rules, examples/mock_ge.py) names the culprit 2.13 names; FX's from_node
 # holds no graph ids there (provenance: records' graph_nodes by name and target alone); meta_defect
-# checks the meta check's internals. graph_pass_defect's backend needs
+# checks the meta check's internals; fusion_rules' backend compiles with Inductor after its mock
+# GE rules, so its runs record Inductor's rules, some of which 2.5 has no switch for
+# (inductor_rules). graph_pass_defect's backend needs
 # torch._inductor.custom_graph_pass (2.6 and later), so it runs on 2.14.1 only.
 EXPECTED=(
-  "2.5.1 fusion_rules fusion_defect GeluFusionPass compiled_dump,provenance"
+  "2.5.1 fusion_rules fusion_defect GeluFusionPass compiled_dump,inductor_rules,provenance"
   "2.5.1 meta_defect dynamo_meta_defect diagnose_example.rms_scale.default inductor_rules,provenance"
   "2.14.1 graph_pass_defect user_pass_defect graph_pass_backend.CanonicalizeOperandOrder -"
   "2.14.1 mlp no_precision_problem - -"
