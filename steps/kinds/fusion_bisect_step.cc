@@ -356,6 +356,7 @@ class FusionBisectStep : public StepKind {
     return result;
   }
 
+ private:
   // The bisection of the target (`target_spec` for a plugin model) with `knob`, its outcome in `outcome`.
   StepResult bisect_by(const StepContext& context, const RunSpec& target_spec, const std::shared_ptr<RuleKnob>& knob,
                        bisect::BisectionOutcome& outcome) const {
@@ -444,7 +445,6 @@ class FusionBisectStep : public StepKind {
     return text && !parse_plugin_status(nlohmann::json::parse(*text, nullptr, false)).inductor_rules.empty();
   }
 
- private:
   static RunSpec target_spec(const StepContext& context, const FusionBisectOptions& o) {
     RunSpec defaults = spec_of("compiled", dump_at(o.judge_ops.empty() ? "none" : "compiled"));
     if (!o.judge_ops.empty()) defaults.dump->include = o.judge_ops;
